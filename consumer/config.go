@@ -1,0 +1,196 @@
+package consumer
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Defaults applied by Config.withDefaults when a field is left zero.
+const (
+	// DefaultMaxAttempts is the client's own default MaxReconsumeTimes for concurrent consumption.
+	DefaultMaxAttempts = 16
+	// DefaultConsumeGoroutines is the client's default number of consume goroutines.
+	DefaultConsumeGoroutines = 20
+	// DefaultBatchSize is one message per callback, so each message has its own transaction and result.
+	DefaultBatchSize = 1
+	// DefaultHandlerTimeout bounds one handler call.
+	DefaultHandlerTimeout = 30 * time.Second
+	// DefaultConsumeTimeout is the client's consume timeout (15 minutes).
+	DefaultConsumeTimeout = 15 * time.Minute
+	// DefaultDrainTimeout bounds how long Shutdown waits for in-flight handlers.
+	DefaultDrainTimeout = 30 * time.Second
+	// MaxBatchSize is the largest ConsumeMessageBatchMaxSize the client accepts.
+	MaxBatchSize = 1024
+)
+
+// StartFrom says where a consumer group with no stored offset starts reading a queue.
+type StartFrom uint8
+
+const (
+	// StartFromLastOffset (default) starts at the end of each queue: only new messages.
+	StartFromLastOffset StartFrom = iota
+	// StartFromFirstOffset starts at the first message still on the broker.
+	StartFromFirstOffset
+)
+
+// Subscription is one topic the consumer group subscribes to.
+type Subscription struct {
+	// Topic is the business topic, e.g. "ORDER". Required.
+	Topic string
+	// Expression is the tag expression, e.g. "*" (default) or "OrderCreated || OrderPaid".
+	Expression string
+}
+
+// Config configures a Consumer. Zero fields take the documented defaults; Validate (called by New)
+// rejects what cannot work, naming the field.
+type Config struct {
+	// NameServers are the name server addresses, "host:port". Required: there is no silent default.
+	NameServers []string
+	// Group is the consumer group. Required. Dedup keys are scoped by it.
+	Group string
+	// Subscriptions are the topics consumed. At least one is required; topics must be distinct.
+	Subscriptions []Subscription
+	// InstanceName is the client instance name; the client shares one client per ClientID (IP@instance),
+	// so two processes on one host must differ. Default: "rmqguard-<pid>-<random>".
+	InstanceName string
+	// MaxAttempts is the client's MaxReconsumeTimes (WithMaxReconsumeTimes, not WithRetry): a message is
+	// delivered at most MaxAttempts+1 times (ReconsumeTimes 0..MaxAttempts), then the broker moves it to
+	// %DLQ%<group>. Default 16, the client's own default; 1..1000.
+	MaxAttempts int
+	// ConsumeGoroutines is the number of goroutines handling messages. Default 20; 1..1000.
+	ConsumeGoroutines int
+	// BatchSize is ConsumeMessageBatchMaxSize: messages per callback. Default 1; 1..1024. A batch is
+	// acknowledged or retried as a whole by the client; each message still gets its own transaction.
+	BatchSize int
+	// HandlerTimeout is the deadline of the context each message is handled with. Default 30 s; it must
+	// be below ConsumeTimeout so that the framework, not the client, decides a slow message.
+	HandlerTimeout time.Duration
+	// ConsumeTimeout is the client's consume timeout. Default 15 min.
+	ConsumeTimeout time.Duration
+	// DrainTimeout bounds how long Shutdown waits for in-flight handlers before cancelling their
+	// contexts (their transactions roll back). Default 30 s.
+	DrainTimeout time.Duration
+	// StartFrom applies to a consumer group with no stored offset. Default StartFromLastOffset.
+	StartFrom StartFrom
+}
+
+// ConfigError reports an invalid Config field.
+type ConfigError struct {
+	// Field is the Config field's name, e.g. "NameServers".
+	Field string
+	// Problem says what is wrong with it.
+	Problem string
+}
+
+func (e *ConfigError) Error() string { return "consumer config: " + e.Field + ": " + e.Problem }
+
+// Validate checks c as it would be used (after defaults) and returns every problem found, joined, each a
+// *ConfigError naming the field. It does not change c.
+func (c Config) Validate() error {
+	d := c.withDefaults()
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &ConfigError{Field: field, Problem: fmt.Sprintf(format, args...)})
+	}
+	if len(d.NameServers) == 0 {
+		bad("NameServers", "required: give at least one name server address, e.g. 127.0.0.1:9876")
+	}
+	for i, ns := range d.NameServers {
+		if !validHostPort(ns) {
+			bad("NameServers", "entry %d %q is not host:port", i, ns)
+		}
+	}
+	if strings.TrimSpace(d.Group) == "" {
+		bad("Group", "required")
+	} else if strings.HasPrefix(d.Group, RetryTopicPrefix) || strings.HasPrefix(d.Group, DLQTopicPrefix) {
+		bad("Group", "%q must not start with %s or %s", d.Group, RetryTopicPrefix, DLQTopicPrefix)
+	}
+	if len(d.Subscriptions) == 0 {
+		bad("Subscriptions", "at least one topic is required")
+	}
+	seen := map[string]bool{}
+	for i, s := range d.Subscriptions {
+		switch {
+		case strings.TrimSpace(s.Topic) == "":
+			bad("Subscriptions", "entry %d has an empty Topic", i)
+		case seen[s.Topic]:
+			bad("Subscriptions", "topic %q is subscribed twice", s.Topic)
+		}
+		seen[s.Topic] = true
+	}
+	if d.MaxAttempts < 1 || d.MaxAttempts > 1000 {
+		bad("MaxAttempts", "%d is outside 1..1000", d.MaxAttempts)
+	}
+	if d.ConsumeGoroutines < 1 || d.ConsumeGoroutines > 1000 {
+		bad("ConsumeGoroutines", "%d is outside 1..1000", d.ConsumeGoroutines)
+	}
+	if d.BatchSize < 1 || d.BatchSize > MaxBatchSize {
+		bad("BatchSize", "%d is outside 1..%d", d.BatchSize, MaxBatchSize)
+	}
+	if d.HandlerTimeout <= 0 {
+		bad("HandlerTimeout", "%s must be positive", d.HandlerTimeout)
+	}
+	if d.ConsumeTimeout <= 0 {
+		bad("ConsumeTimeout", "%s must be positive", d.ConsumeTimeout)
+	}
+	if d.HandlerTimeout >= d.ConsumeTimeout {
+		bad("HandlerTimeout", "%s must be below ConsumeTimeout %s, so the framework decides a slow message before the client does",
+			d.HandlerTimeout, d.ConsumeTimeout)
+	}
+	if d.DrainTimeout <= 0 {
+		bad("DrainTimeout", "%s must be positive", d.DrainTimeout)
+	}
+	if d.StartFrom > StartFromFirstOffset {
+		bad("StartFrom", "unknown value %d", d.StartFrom)
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults returns a copy of c with zero fields set to their defaults.
+func (c Config) withDefaults() Config {
+	if c.InstanceName == "" {
+		c.InstanceName = "rmqguard-" + strconv.Itoa(os.Getpid()) + "-" + uuid.NewString()[:8]
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.ConsumeGoroutines == 0 {
+		c.ConsumeGoroutines = DefaultConsumeGoroutines
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.HandlerTimeout == 0 {
+		c.HandlerTimeout = DefaultHandlerTimeout
+	}
+	if c.ConsumeTimeout == 0 {
+		c.ConsumeTimeout = DefaultConsumeTimeout
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	subs := make([]Subscription, len(c.Subscriptions))
+	for i, s := range c.Subscriptions {
+		if s.Expression == "" {
+			s.Expression = "*"
+		}
+		subs[i] = s
+	}
+	c.Subscriptions = subs
+	return c
+}
+
+func validHostPort(s string) bool {
+	i := strings.LastIndexByte(s, ':')
+	if i <= 0 || i == len(s)-1 {
+		return false
+	}
+	port, err := strconv.Atoi(s[i+1:])
+	return err == nil && port > 0 && port < 65536
+}

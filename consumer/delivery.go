@@ -1,0 +1,65 @@
+package consumer
+
+import (
+	"strings"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+)
+
+// RetryTopicPrefix is the prefix of the per-group retry topic, %RETRY%<group>, on which the broker
+// redelivers messages that were answered ConsumeRetryLater.
+const RetryTopicPrefix = "%RETRY%"
+
+// DLQTopicPrefix is the prefix of the per-group dead-letter topic, %DLQ%<group>.
+const DLQTopicPrefix = "%DLQ%"
+
+// DLQTopic returns the dead-letter topic of a consumer group: "%DLQ%" + group.
+func DLQTopic(group string) string { return DLQTopicPrefix + group }
+
+// RetryTopic returns the retry topic of a consumer group: "%RETRY%" + group.
+func RetryTopic(group string) string { return RetryTopicPrefix + group }
+
+// Delivery is one message as the middleware chain sees it: the client's message plus what the chain
+// learns about it. Middlewares fill EventID, EventType, AggregateID and Version as they go.
+type Delivery struct {
+	// Msg is the message as the client delivered it. Never nil.
+	Msg *primitive.MessageExt
+	// Group is the consumer group.
+	Group string
+	// Topic is the business topic: the message's topic, or the RETRY_TOPIC property when the message
+	// arrived on %RETRY%<group> (a redelivery).
+	Topic string
+	// Attempt is the message's ReconsumeTimes: 0 on the first delivery, n on the n-th redelivery.
+	Attempt int
+	// EventID is the business event ID, the idempotency key (chapter 13.2); empty until extracted.
+	EventID string
+	// EventType names the kind of business event (e.g. "OrderCreated"); empty until extracted.
+	EventType string
+	// AggregateID names the business entity the event changes (e.g. an order number); optional.
+	AggregateID string
+	// Version is the aggregate version the event carries; 0 when unknown.
+	Version int64
+}
+
+// NewDelivery builds the Delivery of msg for consumer group: it restores the original topic from the
+// RETRY_TOPIC property when msg arrived on %RETRY%<group>, and sets Attempt from ReconsumeTimes.
+func NewDelivery(group string, msg *primitive.MessageExt) *Delivery {
+	return &Delivery{
+		Msg:     msg,
+		Group:   group,
+		Topic:   OriginalTopic(msg),
+		Attempt: int(msg.ReconsumeTimes),
+	}
+}
+
+// OriginalTopic returns the business topic of msg: the RETRY_TOPIC property when msg sits on a
+// %RETRY% or %DLQ% topic and carries one, else msg.Topic. The client restores the topic of retried
+// messages itself in most paths; this makes the rule hold for every path.
+func OriginalTopic(msg *primitive.MessageExt) string {
+	if strings.HasPrefix(msg.Topic, RetryTopicPrefix) || strings.HasPrefix(msg.Topic, DLQTopicPrefix) {
+		if t := msg.GetProperty(primitive.PropertyRetryTopic); t != "" {
+			return t
+		}
+	}
+	return msg.Topic
+}

@@ -1,0 +1,93 @@
+package consumer
+
+import "fmt"
+
+// Kind names what happened to one message. Its zero value, KindUnset, is deliberately not a success:
+// the client's ConsumeSuccess is the zero value of its result type, so an unset outcome must never be
+// mistaken for "done" (DESIGN.md, client facts). KindUnset resolves to a retry.
+type Kind uint8
+
+const (
+	// KindUnset is the zero value: no middleware decided. It resolves like KindRetry.
+	KindUnset Kind = iota
+	// KindProcessed: the handler's effect committed.
+	KindProcessed
+	// KindDuplicate: the event ID was already processed by this consumer group; nothing was written.
+	KindDuplicate
+	// KindStale: the event carries an older aggregate version than the stored state; nothing was written
+	// (chapter 13.4: a stale event never overwrites newer state).
+	KindStale
+	// KindRetry: the message should be delivered again later (ConsumeRetryLater).
+	KindRetry
+	// KindDeadLetter: the message can never succeed and goes to %DLQ%<group> now.
+	KindDeadLetter
+	// KindDeadLettered: the framework itself published the message to %DLQ%<group> and the broker
+	// accepted it, so the original may be acknowledged. Only the consumer sets it, after a DeadLetterSink
+	// returned nil.
+	KindDeadLettered
+)
+
+// String returns the lower-case label used in logs and in the outcome label of metrics:
+// "unset", "processed", "duplicate", "stale", "retry" or "dead_letter".
+func (k Kind) String() string {
+	switch k {
+	case KindProcessed:
+		return "processed"
+	case KindDuplicate:
+		return "duplicate"
+	case KindStale:
+		return "stale"
+	case KindRetry:
+		return "retry"
+	case KindDeadLetter:
+		return "dead_letter"
+	case KindDeadLettered:
+		return "dead_lettered"
+	default:
+		return "unset"
+	}
+}
+
+// Acknowledges reports whether the kind lets the client acknowledge the message (ConsumeSuccess):
+// processed, duplicate, stale, and dead-lettered by the framework.
+func (k Kind) Acknowledges() bool {
+	return k == KindProcessed || k == KindDuplicate || k == KindStale || k == KindDeadLettered
+}
+
+// Outcome is a handler's decision about one message. Build it with Processed, Duplicate, Stale, Retry
+// or DeadLetter; the zero Outcome means "undecided" and is retried, never acknowledged.
+type Outcome struct {
+	// Kind is what happened.
+	Kind Kind
+	// DelayLevel applies to KindRetry only: the broker delay level (1..18) for the next delivery;
+	// 0 lets the broker pick it from ReconsumeTimes (the client's default schedule).
+	DelayLevel int
+	// Reason says why a message is retried or dead-lettered, for logs and DLQ metadata. Empty for successes.
+	Reason string
+}
+
+// Processed is the outcome of a handler whose effect committed.
+func Processed() Outcome { return Outcome{Kind: KindProcessed} }
+
+// Duplicate is the outcome of an event ID this consumer group already processed.
+func Duplicate() Outcome { return Outcome{Kind: KindDuplicate} }
+
+// Stale is the outcome of an event older than the stored aggregate version.
+func Stale(reason string) Outcome { return Outcome{Kind: KindStale, Reason: reason} }
+
+// Retry asks for a later redelivery. delayLevel 0 lets the broker choose from ReconsumeTimes; 1..18 picks
+// a broker delay level (1s 5s 10s 30s 1m … 2h on a default broker).
+func Retry(delayLevel int, reason string) Outcome {
+	return Outcome{Kind: KindRetry, DelayLevel: delayLevel, Reason: reason}
+}
+
+// DeadLetter sends the message to %DLQ%<group> at once, with reason as its explanation.
+func DeadLetter(reason string) Outcome { return Outcome{Kind: KindDeadLetter, Reason: reason} }
+
+// String renders the outcome as "kind" or "kind: reason".
+func (o Outcome) String() string {
+	if o.Reason == "" {
+		return o.Kind.String()
+	}
+	return fmt.Sprintf("%s: %s", o.Kind, o.Reason)
+}

@@ -1,0 +1,84 @@
+package consumer
+
+import (
+	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
+)
+
+// Mode is the consumption mode of the push consumer.
+type Mode uint8
+
+const (
+	// Concurrent is the client's concurrent push consumption (the default).
+	Concurrent Mode = iota
+	// Orderly is the client's orderly push consumption, one goroutine per locked queue.
+	Orderly
+)
+
+// DelayLevelDLQ is the DelayLevelWhenNextConsume value that makes the broker move a message straight to
+// %DLQ%<group> instead of scheduling a retry (broker behaviour for a negative delay level).
+const DelayLevelDLQ = -1
+
+// Resolution is what the client is told about a message: the ConsumeResult and, for concurrent
+// consumption, the DelayLevelWhenNextConsume to set on the ConsumeConcurrentlyContext.
+type Resolution struct {
+	// Result is the client's ConsumeResult.
+	Result rmq.ConsumeResult
+	// DelayLevel is DelayLevelWhenNextConsume: 0 lets the broker choose, -1 dead-letters at once,
+	// 1..18 picks a delay level. Meaningful only when Result is ConsumeRetryLater.
+	DelayLevel int
+}
+
+// Resolve is the one place an Outcome becomes a client result. err is the chain's error, if any.
+//
+// Concurrent: processed, duplicate and stale → ConsumeSuccess; retry and unset → ConsumeRetryLater
+// with the outcome's delay level; dead letter → ConsumeRetryLater with DelayLevelDLQ. An error with a
+// success kind is treated as a retry: an error never acknowledges.
+//
+// Orderly: successes → ConsumeSuccess; anything else → SuspendCurrentQueueAMoment, because the
+// client's orderly path does not handle ConsumeRetryLater and would stall the queue; the client moves
+// the message to the DLQ itself after MaxReconsumeTimes.
+func Resolve(o Outcome, err error, mode Mode) Resolution {
+	kind := o.Kind
+	if err != nil && kind.Acknowledges() {
+		kind = KindRetry
+	}
+	if kind.Acknowledges() {
+		return Resolution{Result: rmq.ConsumeSuccess}
+	}
+	if mode == Orderly {
+		return Resolution{Result: rmq.SuspendCurrentQueueAMoment}
+	}
+	switch kind {
+	case KindDeadLetter:
+		return Resolution{Result: rmq.ConsumeRetryLater, DelayLevel: DelayLevelDLQ}
+	case KindRetry:
+		if o.Kind == KindRetry && o.DelayLevel > 0 {
+			return Resolution{Result: rmq.ConsumeRetryLater, DelayLevel: o.DelayLevel}
+		}
+	}
+	return Resolution{Result: rmq.ConsumeRetryLater}
+}
+
+// combine folds the outcomes of a batch into one: the client acknowledges or retries a batch as a
+// whole (AckIndex is ignored), so any message that needs a retry makes the whole batch a retry; the
+// messages that already committed come back as duplicates. A batch whose only failures are dead letters
+// is dead-lettered as a whole only when it holds one message; in a larger batch a dead letter is retried
+// (the broker moves it to the DLQ after MaxReconsumeTimes) so that its successful neighbours are not
+// dead-lettered with it.
+func combine(outcomes []Outcome, errs []error) (Outcome, error) {
+	if len(outcomes) == 1 {
+		return outcomes[0], errs[0]
+	}
+	var firstErr error
+	worst := Outcome{Kind: KindProcessed}
+	for i, o := range outcomes {
+		if errs[i] != nil && firstErr == nil {
+			firstErr = errs[i]
+		}
+		if errs[i] == nil && o.Kind.Acknowledges() {
+			continue
+		}
+		worst = Retry(0, o.Reason)
+	}
+	return worst, firstErr
+}

@@ -1,0 +1,94 @@
+// Package dedup keeps the idempotency record of chapter 13.3: one processed_event row per consumer group
+// and business event ID, inserted in the same local transaction as the handler's business writes. The
+// database's unique key, not an assumption that retries never overlap, settles concurrent deliveries
+// (chapter 13.7).
+package dedup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/retry"
+)
+
+// Column sizes of processed_event; longer values cannot be stored, so the EventID middleware rejects them.
+const (
+	// MaxEventIDLength is the longest event ID the store holds, in characters.
+	MaxEventIDLength = 128
+	// MaxGroupLength is the longest consumer group name the store holds, in characters.
+	MaxGroupLength = 128
+)
+
+// ResultSuccess is the result_status of a processed event.
+const ResultSuccess = "SUCCESS"
+
+// ErrDuplicate means the event ID was already processed by the consumer group: the insert of its
+// processed_event row hit the primary key (MySQL 1062 on the dedup table, told apart from a 1062 on a
+// business table because it comes from the dedup insert itself).
+var ErrDuplicate = errors.New("dedup: event already processed by this consumer group")
+
+// Store is the MySQL (or MariaDB) dedup store in transactional mode. It is safe for concurrent use.
+type Store struct {
+	db  *sqlx.DB
+	now func() time.Time
+}
+
+// NewStore returns a Store on db, which must hold the dedup schema (see Migrate). It returns an error
+// when db is nil.
+func NewStore(db *sqlx.DB) (*Store, error) {
+	if db == nil {
+		return nil, errors.New("dedup: NewStore: db is nil")
+	}
+	return &Store{db: db, now: time.Now}, nil
+}
+
+// DB returns the database the store writes to.
+func (s *Store) DB() *sqlx.DB { return s.db }
+
+// Begin starts the local transaction in which the dedup row and the business writes commit together.
+// The transaction is rolled back by database/sql if ctx ends first.
+func (s *Store) Begin(ctx context.Context) (*sqlx.Tx, error) {
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("dedup: begin: %w", err)
+	}
+	return tx, nil
+}
+
+// Claim inserts the processed_event row of d (d.Group, d.EventID) in tx. It returns ErrDuplicate when the
+// consumer group already processed the event (or another transaction holding the same key commits
+// while Claim waits on its lock); MySQL 1205/1213 from that wait come back wrapped and classify as
+// transient. Claim rejects an empty event ID, or one longer than MaxEventIDLength, as permanent.
+func (s *Store) Claim(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) error {
+	if d.EventID == "" || len([]rune(d.EventID)) > MaxEventIDLength {
+		return retry.Permanentf("dedup: event ID %q is empty or longer than %d characters", d.EventID, MaxEventIDLength)
+	}
+	_, err := tx.ExecContext(ctx,
+		`INSERT INTO processed_event
+		   (consumer_group, event_id, event_type, aggregate_id, topic, msg_id, consumed_at, result_status)
+		 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		d.Group, d.EventID, d.EventType, d.AggregateID, d.Topic, d.Msg.MsgId, s.now().UTC(), ResultSuccess)
+	if _, dup := retry.DuplicateKey(err); dup {
+		return fmt.Errorf("%w: group %s event %s", ErrDuplicate, d.Group, d.EventID)
+	}
+	if err != nil {
+		return fmt.Errorf("dedup: claim group %s event %s: %w", d.Group, d.EventID, err)
+	}
+	return nil
+}
+
+// Processed reports whether the consumer group has a committed processed_event row for eventID.
+func (s *Store) Processed(ctx context.Context, group, eventID string) (bool, error) {
+	var n int
+	err := s.db.GetContext(ctx, &n,
+		`SELECT COUNT(*) FROM processed_event WHERE consumer_group = ? AND event_id = ?`, group, eventID)
+	if err != nil {
+		return false, fmt.Errorf("dedup: lookup group %s event %s: %w", group, eventID, err)
+	}
+	return n > 0, nil
+}

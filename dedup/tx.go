@@ -1,0 +1,45 @@
+package dedup
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/rmqguard/rmqguard/consumer"
+)
+
+type txKey struct{}
+
+// ErrNoTx means a transactional handler ran without the dedup middleware's transaction in its context:
+// put middleware.Dedup before it in the chain.
+var ErrNoTx = errors.New("dedup: no dedup transaction in context (wire middleware.Dedup before this handler)")
+
+// WithTx returns ctx carrying tx, the transaction that holds the message's dedup row.
+func WithTx(ctx context.Context, tx *sqlx.Tx) context.Context {
+	return context.WithValue(ctx, txKey{}, tx)
+}
+
+// TxFromContext returns the dedup transaction of the message being handled, if any. Business writes
+// made through it commit or roll back together with the dedup row.
+func TxFromContext(ctx context.Context) (*sqlx.Tx, bool) {
+	tx, ok := ctx.Value(txKey{}).(*sqlx.Tx)
+	return tx, ok && tx != nil
+}
+
+// TxHandler is a business handler that writes through the dedup transaction. Return consumer.Processed()
+// to commit, consumer.Stale(…) to roll back and acknowledge, or an error to roll back and retry
+// (classified by the retry package).
+type TxHandler func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error)
+
+// Handle adapts a TxHandler into a consumer.Handler that takes the transaction from the context.
+// Without one (no dedup middleware in the chain) it returns ErrNoTx and an unset outcome (a retry).
+func Handle(h TxHandler) consumer.Handler {
+	return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		tx, ok := TxFromContext(ctx)
+		if !ok {
+			return consumer.Outcome{}, ErrNoTx
+		}
+		return h(ctx, tx, d)
+	}
+}

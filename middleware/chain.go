@@ -1,0 +1,18 @@
+// Package middleware holds Chain and rmqguard's standard middlewares. A typical chain, outermost first:
+//
+//	Metrics → Logging → Recover → Classify → EventID → Timeout → Dedup → business handler
+//
+// Metrics and Logging see the final outcome; Recover turns a panic anywhere inside into a retry;
+// Classify turns errors into retry or dead-letter outcomes; EventID finds the idempotency key;
+// Timeout bounds the transaction; Dedup runs the handler in one transaction with the dedup row.
+package middleware
+
+import "github.com/rmqguard/rmqguard/consumer"
+
+// Chain wraps h in mws; the first middleware is the outermost, so Chain(h, a, b) runs a, then b, then h.
+func Chain(h consumer.Handler, mws ...consumer.Middleware) consumer.Handler {
+	for i := len(mws) - 1; i >= 0; i-- {
+		h = mws[i](h)
+	}
+	return h
+}

@@ -1,0 +1,53 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/retry"
+)
+
+// Dedup runs the rest of the chain inside one local transaction that first inserts the message's
+// processed_event row (chapter 13.3). The transaction is in the context (dedup.TxFromContext; use
+// dedup.Handle for a typed handler). It commits only when the handler returns consumer.Processed (or
+// consumer.Duplicate, its own finding that the effect exists) without error; otherwise it rolls back,
+// releasing the key. An event ID the group already processed is a consumer.Duplicate and the handler
+// does not run. A failed begin, claim or commit is returned as an error (a retry): a message is never
+// acknowledged unless its row committed. The Delivery must carry an EventID (put EventID before Dedup).
+func Dedup(store *dedup.Store) consumer.Middleware {
+	return func(next consumer.Handler) consumer.Handler {
+		return func(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {
+			if d.EventID == "" {
+				return consumer.Outcome{}, retry.Permanent(fmt.Errorf("dedup: %w (put middleware.EventID before middleware.Dedup)", ErrUnidentifiable))
+			}
+			tx, err := store.Begin(ctx)
+			if err != nil {
+				return consumer.Outcome{}, err
+			}
+			committed := false
+			defer func() {
+				if !committed {
+					_ = tx.Rollback() // releases the key; an error here means the tx is already gone
+				}
+			}()
+			if err := store.Claim(ctx, tx, d); err != nil {
+				if errors.Is(err, dedup.ErrDuplicate) {
+					return consumer.Duplicate(), nil
+				}
+				return consumer.Outcome{}, err
+			}
+			o, err = next(dedup.WithTx(ctx, tx), d)
+			if err != nil || (o.Kind != consumer.KindProcessed && o.Kind != consumer.KindDuplicate) {
+				return o, err
+			}
+			if err := tx.Commit(); err != nil {
+				return consumer.Outcome{}, fmt.Errorf("dedup: commit group %s event %s: %w", d.Group, d.EventID, err)
+			}
+			committed = true
+			return o, nil
+		}
+	}
+}

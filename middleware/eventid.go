@@ -1,0 +1,185 @@
+package middleware
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dedup"
+)
+
+// ErrUnidentifiable marks a message that carries no usable business event ID; such a message is
+// dead-lettered at once (retrying cannot give it an ID). Test with errors.Is.
+var ErrUnidentifiable = errors.New("unidentifiable message: no business event ID")
+
+// errNotFound is returned by an extractor that found no value; the next extractor is tried.
+var errNotFound = errors.New("not present")
+
+// Extractor finds one value (an event ID or an event type) in a delivery. Extract returns the value, or an
+// error saying why it could not (absent, invalid body); the error becomes part of the DLQ reason.
+type Extractor struct {
+	// Name describes the source, e.g. `property EVENT_ID`; it appears in DLQ reasons and logs.
+	Name string
+	// Extract reads the value. It must not modify the delivery.
+	Extract func(d *consumer.Delivery) (string, error)
+}
+
+// FromProperty reads the user property name (e.g. "EVENT_ID").
+func FromProperty(name string) Extractor {
+	return Extractor{Name: "property " + name, Extract: func(d *consumer.Delivery) (string, error) {
+		if v := d.Msg.GetProperty(name); v != "" {
+			return v, nil
+		}
+		return "", errNotFound
+	}}
+}
+
+// FromKeys reads the first of the message's KEYS (space-separated, as the client joins them).
+func FromKeys() Extractor {
+	return Extractor{Name: "KEYS", Extract: func(d *consumer.Delivery) (string, error) {
+		if f := strings.Fields(d.Msg.GetKeys()); len(f) > 0 {
+			return f[0], nil
+		}
+		return "", errNotFound
+	}}
+}
+
+// FromTag reads the message's tag.
+func FromTag() Extractor {
+	return Extractor{Name: "tag", Extract: func(d *consumer.Delivery) (string, error) {
+		if t := d.Msg.GetTags(); t != "" {
+			return t, nil
+		}
+		return "", errNotFound
+	}}
+}
+
+// FromJSONField reads a top-level field of a JSON object body; a string or an integer value is accepted.
+// A body that is not a JSON object fails with an error naming the JSON problem.
+func FromJSONField(field string) Extractor {
+	return Extractor{Name: "JSON field " + field, Extract: func(d *consumer.Delivery) (string, error) {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(d.Msg.Body, &obj); err != nil {
+			return "", fmt.Errorf("invalid JSON body: %w", err)
+		}
+		raw, ok := obj[field]
+		if !ok || string(raw) == "null" {
+			return "", errNotFound
+		}
+		var s string
+		if err := json.Unmarshal(raw, &s); err == nil {
+			return s, nil
+		}
+		var n json.Number
+		if err := json.Unmarshal(raw, &n); err == nil {
+			if _, err := strconv.ParseInt(string(n), 10, 64); err == nil {
+				return string(n), nil
+			}
+		}
+		return "", fmt.Errorf("field %s is neither a string nor an integer", field)
+	}}
+}
+
+// FromFunc wraps a custom extraction function under a name.
+func FromFunc(name string, f func(d *consumer.Delivery) (string, error)) Extractor {
+	return Extractor{Name: name, Extract: f}
+}
+
+// EventIDConfig configures the EventID middleware.
+type EventIDConfig struct {
+	// Extractors are tried in order; the first non-empty value is the event ID.
+	// Default: FromProperty("EVENT_ID"), then FromKeys().
+	Extractors []Extractor
+	// TypeExtractors find the event type, tried in order; none found leaves EventType empty.
+	// Default: FromProperty("EVENT_TYPE"), then FromTag().
+	TypeExtractors []Extractor
+	// AggregateExtractors find the aggregate ID, tried in order; none found leaves AggregateID empty.
+	// Default: FromProperty("AGGREGATE_ID").
+	AggregateExtractors []Extractor
+	// MaxLength is the longest accepted event ID in characters. Default and upper bound:
+	// dedup.MaxEventIDLength (what the processed_event column holds).
+	MaxLength int
+	// FallbackToMsgID uses the RocketMQ message ID when no extractor finds an ID. Off by default: a message
+	// ID names one physical message, and a business re-send gets a new one (chapter 13.2), so the
+	// fallback lets re-sends through as new events. Turn it on only for producers that never re-send.
+	FallbackToMsgID bool
+}
+
+// EventID finds each message's business event ID (the idempotency key), event type and aggregate ID and
+// stores them on the Delivery. A message whose ID is missing, empty, not valid UTF-8 or longer than
+// MaxLength is dead-lettered at once with a reason naming every source tried; the error wraps
+// ErrUnidentifiable. It returns an error naming the field when cfg is invalid.
+func EventID(cfg EventIDConfig) (consumer.Middleware, error) {
+	if len(cfg.Extractors) == 0 {
+		cfg.Extractors = []Extractor{FromProperty("EVENT_ID"), FromKeys()}
+	}
+	if cfg.TypeExtractors == nil {
+		cfg.TypeExtractors = []Extractor{FromProperty("EVENT_TYPE"), FromTag()}
+	}
+	if cfg.AggregateExtractors == nil {
+		cfg.AggregateExtractors = []Extractor{FromProperty("AGGREGATE_ID")}
+	}
+	if cfg.MaxLength == 0 {
+		cfg.MaxLength = dedup.MaxEventIDLength
+	}
+	if cfg.MaxLength < 1 || cfg.MaxLength > dedup.MaxEventIDLength {
+		return nil, fmt.Errorf("event ID config: MaxLength: %d is outside 1..%d (the processed_event column)", cfg.MaxLength, dedup.MaxEventIDLength)
+	}
+	for _, list := range [][]Extractor{cfg.Extractors, cfg.TypeExtractors, cfg.AggregateExtractors} {
+		for i, x := range list {
+			if x.Extract == nil || x.Name == "" {
+				return nil, fmt.Errorf("event ID config: extractor %d (%q) needs a Name and an Extract func", i, x.Name)
+			}
+		}
+	}
+	return func(next consumer.Handler) consumer.Handler {
+		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+			id, err := extractID(cfg, d)
+			if err != nil {
+				return consumer.DeadLetter(err.Error()), err
+			}
+			d.EventID = id
+			d.EventType, _ = first(cfg.TypeExtractors, d)
+			d.AggregateID, _ = first(cfg.AggregateExtractors, d)
+			return next(ctx, d)
+		}
+	}, nil
+}
+
+func extractID(cfg EventIDConfig, d *consumer.Delivery) (string, error) {
+	id, tried := first(cfg.Extractors, d)
+	if id == "" && cfg.FallbackToMsgID {
+		id = d.Msg.MsgId
+	}
+	switch {
+	case id == "":
+		return "", fmt.Errorf("%w (%s)", ErrUnidentifiable, strings.Join(tried, "; "))
+	case !utf8.ValidString(id):
+		return "", fmt.Errorf("%w: event ID is not valid UTF-8", ErrUnidentifiable)
+	case utf8.RuneCountInString(id) > cfg.MaxLength:
+		return "", fmt.Errorf("%w: event ID is %d characters, longer than %d", ErrUnidentifiable, utf8.RuneCountInString(id), cfg.MaxLength)
+	}
+	return id, nil
+}
+
+// first returns the first non-blank value the extractors find, and a note per extractor that failed.
+func first(xs []Extractor, d *consumer.Delivery) (string, []string) {
+	var tried []string
+	for _, x := range xs {
+		v, err := x.Extract(d)
+		v = strings.TrimSpace(v)
+		if err == nil && v != "" {
+			return v, tried
+		}
+		if err == nil {
+			err = errNotFound
+		}
+		tried = append(tried, x.Name+": "+err.Error())
+	}
+	return "", tried
+}

@@ -1,0 +1,45 @@
+package middleware
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/rmqguard/rmqguard/consumer"
+)
+
+// Logging logs one line per message after the rest of the chain: group, topic, msg_id, keys, event_id,
+// attempt (ReconsumeTimes), outcome, duration and the error if any; never the body. Successes log at
+// info, retries at warn, dead letters and undecided outcomes at error.
+func Logging(log *zap.Logger) consumer.Middleware {
+	return func(next consumer.Handler) consumer.Handler {
+		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+			start := time.Now()
+			o, err := next(ctx, d)
+			level := zapcore.InfoLevel
+			switch {
+			case o.Kind == consumer.KindRetry:
+				level = zapcore.WarnLevel
+			case !o.Kind.Acknowledges():
+				level = zapcore.ErrorLevel
+			}
+			if ce := log.Check(level, "message handled"); ce != nil {
+				fields := []zap.Field{
+					zap.String("group", d.Group), zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId),
+					zap.String("keys", d.Msg.GetKeys()), zap.String("event_id", d.EventID), zap.Int("attempt", d.Attempt),
+					zap.Stringer("outcome", o.Kind), zap.Duration("duration", time.Since(start)),
+				}
+				if o.Reason != "" {
+					fields = append(fields, zap.String("reason", o.Reason))
+				}
+				if err != nil {
+					fields = append(fields, zap.Error(err))
+				}
+				ce.Write(fields...)
+			}
+			return o, err
+		}
+	}
+}

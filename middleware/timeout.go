@@ -1,0 +1,45 @@
+package middleware
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/rmqguard/rmqguard/consumer"
+)
+
+// Timeout gives the rest of the chain a context deadline d (or keeps an earlier one) and returns when it
+// passes, even if the handler ignores its context: the outcome is then a retry and the error wraps
+// context.DeadlineExceeded. A transaction begun with that context is rolled back by database/sql when
+// the deadline passes, so nothing the late handler writes can commit. The late handler's goroutine ends
+// when the handler returns; handlers must honour ctx to end promptly and must not modify the Delivery.
+// A panic in the inner chain is returned as an error wrapping ErrPanic. d must be positive.
+func Timeout(d time.Duration) consumer.Middleware {
+	return func(next consumer.Handler) consumer.Handler {
+		return func(ctx context.Context, dl *consumer.Delivery) (consumer.Outcome, error) {
+			ctx, cancel := context.WithTimeout(ctx, d)
+			defer cancel()
+			type result struct {
+				o   consumer.Outcome
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				var r result
+				defer func() {
+					if p := recover(); p != nil {
+						r = result{consumer.Retry(0, "panic"), fmt.Errorf("%w: %v", ErrPanic, p)}
+					}
+					done <- r
+				}()
+				r.o, r.err = next(ctx, dl)
+			}()
+			select {
+			case r := <-done:
+				return r.o, r.err
+			case <-ctx.Done():
+				return consumer.Retry(0, "handler timeout"), fmt.Errorf("handler did not return within %s: %w", d, ctx.Err())
+			}
+		}
+	}
+}

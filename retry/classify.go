@@ -1,0 +1,131 @@
+// Package retry classifies handler errors: permanent errors go to the DLQ at once, transient ones are
+// retried, and anything unknown is retried until the consumer group's MaxReconsumeTimes runs out, after
+// which the broker moves the message to %DLQ%<group>. Classification uses errors.Is/errors.As and MySQL
+// error numbers, never message text.
+package retry
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// Class is the retry class of an error.
+type Class uint8
+
+const (
+	// ClassUnknown errors are retried until attempts run out. It is the zero value.
+	ClassUnknown Class = iota
+	// ClassTransient errors (deadlock, lock-wait timeout, lost connection, deadline) are expected to pass.
+	ClassTransient
+	// ClassPermanent errors can never succeed: the message goes to the DLQ at once.
+	ClassPermanent
+)
+
+// String returns "unknown", "transient" or "permanent".
+func (c Class) String() string {
+	switch c {
+	case ClassTransient:
+		return "transient"
+	case ClassPermanent:
+		return "permanent"
+	default:
+		return "unknown"
+	}
+}
+
+// MySQL error numbers that the classification knows (MySQL and MariaDB share them).
+const (
+	// ErDupEntry is ER_DUP_ENTRY: "Duplicate entry … for key …".
+	ErDupEntry uint16 = 1062
+	// ErLockWaitTimeout is ER_LOCK_WAIT_TIMEOUT.
+	ErLockWaitTimeout uint16 = 1205
+	// ErLockDeadlock is ER_LOCK_DEADLOCK.
+	ErLockDeadlock uint16 = 1213
+	// ErServerShutdown is ER_SERVER_SHUTDOWN.
+	ErServerShutdown uint16 = 1053
+	// ErConCount is ER_CON_COUNT_ERROR: too many connections.
+	ErConCount uint16 = 1040
+	// ErQueryInterrupted is ER_QUERY_INTERRUPTED (e.g. KILL QUERY, max_statement_time).
+	ErQueryInterrupted uint16 = 1317
+)
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return "permanent: " + e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+type transientError struct{ err error }
+
+func (e *transientError) Error() string { return "transient: " + e.err.Error() }
+func (e *transientError) Unwrap() error { return e.err }
+
+// Permanent marks err as permanent: the message goes to the DLQ at once, with err as the reason.
+// It returns nil for a nil err. Use it for input that can never be handled (invalid payload, unknown
+// event type, a business rule that rejects the event for good).
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err: err}
+}
+
+// Transient marks err as transient: the message is retried.
+// It returns nil for a nil err.
+func Transient(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &transientError{err: err}
+}
+
+// Permanentf is Permanent(fmt.Errorf(format, args...)); %w works as in fmt.Errorf.
+func Permanentf(format string, args ...any) error {
+	return Permanent(fmt.Errorf(format, args...))
+}
+
+// Classify returns the class of err. The outermost explicit mark (Permanent or Transient) wins;
+// then MySQL 1213/1205/1053/1040/1317, driver.ErrBadConn, mysql.ErrInvalidConn, io.ErrUnexpectedEOF,
+// connection resets and refusals, net timeouts and context.DeadlineExceeded are transient;
+// context.Canceled is transient (the consumer is stopping); anything else is ClassUnknown.
+// A nil err is ClassUnknown.
+func Classify(err error) Class {
+	if err == nil {
+		return ClassUnknown
+	}
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		switch e.(type) {
+		case *permanentError:
+			return ClassPermanent
+		case *transientError:
+			return ClassTransient
+		}
+	}
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case ErLockDeadlock, ErLockWaitTimeout, ErServerShutdown, ErConCount, ErQueryInterrupted:
+			return ClassTransient
+		}
+	}
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
+		errors.Is(err, driver.ErrBadConn), errors.Is(err, mysql.ErrInvalidConn),
+		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EPIPE):
+		return ClassTransient
+	case errors.As(err, &ne) && ne.Timeout():
+		return ClassTransient
+	}
+	return ClassUnknown
+}
+
+// IsPermanent reports whether Classify(err) is Permanent.
+func IsPermanent(err error) bool { return Classify(err) == ClassPermanent }
