@@ -1,0 +1,348 @@
+package dedup_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/shop"
+	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/metrics"
+	"github.com/rmqguard/rmqguard/middleware"
+	"github.com/rmqguard/rmqguard/retry"
+)
+
+// fixture is a chain on the real test database: Metrics → Recover → Classify → EventID → Dedup → handler.
+type fixture struct {
+	db      *sqlx.DB
+	store   *dedup.Store
+	metrics *metrics.Metrics
+	group   string
+	prefix  string // order numbers and event IDs of this test start with it
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	db := testenv.MySQL(t)
+	store, err := dedup.NewStore(db)
+	require.NoError(t, err)
+	m, err := metrics.New(prometheus.NewRegistry())
+	require.NoError(t, err)
+	return &fixture{db: db, store: store, metrics: m, group: testenv.Unique("cg"), prefix: testenv.Unique("o")}
+}
+
+func (f *fixture) chain(t *testing.T, h dedup.TxHandler) consumer.Handler {
+	t.Helper()
+	eventID, err := middleware.EventID(middleware.EventIDConfig{})
+	require.NoError(t, err)
+	return middleware.Chain(dedup.Handle(h),
+		middleware.Metrics(f.metrics), middleware.Recover(zap.NewNop()), middleware.Classify(),
+		eventID, middleware.Dedup(f.store))
+}
+
+// handle runs one message through h as the consumer would and returns the client's result.
+func (f *fixture) handle(h consumer.Handler, msg *primitive.MessageExt) (consumer.Outcome, consumer.Resolution, error) {
+	o, err := h(context.Background(), consumer.NewDelivery(f.group, msg))
+	return o, consumer.Resolve(o, err, consumer.Concurrent), err
+}
+
+
+// orderMsg is a physical message (its own MsgId) carrying an OrderCreated event.
+func (f *fixture) orderMsg(t *testing.T, eventID, orderNo string) *primitive.MessageExt {
+	t.Helper()
+	body, err := json.Marshal(shop.OrderCreated{EventID: eventID, OrderNo: orderNo, SkuID: "sku-1", Quantity: 2, AmountCents: 1250})
+	require.NoError(t, err)
+	msg := &primitive.MessageExt{MsgId: testenv.Unique("msg"), Message: primitive.Message{Topic: "ORDER", Body: body}}
+	msg.WithKeys([]string{orderNo})
+	msg.WithTag(shop.EventOrderCreated)
+	msg.WithProperty("EVENT_ID", eventID)
+	return msg
+}
+
+func (f *fixture) effects(t *testing.T) (orders, reservations int) {
+	t.Helper()
+	o, r, err := shop.Effects(context.Background(), f.db, f.prefix)
+	require.NoError(t, err)
+	return o, r
+}
+
+func (f *fixture) dedupRows(t *testing.T, eventID string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, f.db.Get(&n, `SELECT COUNT(*) FROM processed_event WHERE consumer_group = ? AND event_id = ?`, f.group, eventID))
+	return n
+}
+
+func (f *fixture) count(c *prometheus.CounterVec, labels ...string) float64 {
+	return testutil.ToFloat64(c.WithLabelValues(labels...))
+}
+
+func TestS1_SameEventTwiceInARow(t *testing.T) {
+	f := newFixture(t)
+	h := f.chain(t, shop.HandleOrderCreated)
+	ev, order := f.prefix+"-e", f.prefix+"-1"
+
+	o1, r1, err := f.handle(h, f.orderMsg(t, ev, order))
+	require.NoError(t, err)
+	o2, r2, err := f.handle(h, f.orderMsg(t, ev, order))
+	require.NoError(t, err)
+
+	assert.Equal(t, consumer.KindProcessed, o1.Kind)
+	assert.Equal(t, consumer.KindDuplicate, o2.Kind)
+	assert.Equal(t, rmq.ConsumeSuccess, r1.Result)
+	assert.Equal(t, rmq.ConsumeSuccess, r2.Result)
+	orders, reservations := f.effects(t)
+	assert.Equal(t, 1, orders)
+	assert.Equal(t, 1, reservations)
+	assert.Equal(t, 1.0, f.count(f.metrics.Duplicates, f.group, "ORDER"))
+}
+
+func TestS2_SameEventConcurrently16Goroutines(t *testing.T) {
+	f := newFixture(t)
+	h := f.chain(t, shop.HandleOrderCreated)
+	ev, order := f.prefix+"-e", f.prefix+"-1"
+
+	const n = 16
+	kinds := make([]consumer.Kind, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			msg := f.orderMsg(t, ev, order)
+			<-start
+			o, _, _ := f.handle(h, msg)
+			kinds[i] = o.Kind
+		}()
+	}
+	close(start)
+	wg.Wait()
+
+	byKind := map[consumer.Kind]int{}
+	for _, k := range kinds {
+		byKind[k]++
+	}
+	assert.Equal(t, 1, byKind[consumer.KindProcessed], "exactly one winner: %v", byKind)
+	assert.Zero(t, byKind[consumer.KindDeadLetter], "no loser is dead-lettered: %v", byKind)
+	assert.Equal(t, n, byKind[consumer.KindProcessed]+byKind[consumer.KindDuplicate]+byKind[consumer.KindRetry], "%v", byKind)
+	orders, reservations := f.effects(t)
+	assert.Equal(t, 1, orders)
+	assert.Equal(t, 1, reservations)
+	assert.Equal(t, 1, f.dedupRows(t, ev))
+
+	// Every loser that was told to retry is a duplicate on its redelivery.
+	for range byKind[consumer.KindRetry] {
+		o, _, err := f.handle(h, f.orderMsg(t, ev, order))
+		require.NoError(t, err)
+		assert.Equal(t, consumer.KindDuplicate, o.Kind)
+	}
+	orders, _ = f.effects(t)
+	assert.Equal(t, 1, orders)
+}
+
+func TestS4_F1_FailedAttemptLeavesNoDedupRowAndRetryAppliesOnce(t *testing.T) {
+	f := newFixture(t)
+	ev, order := f.prefix+"-e", f.prefix+"-1"
+	failing := true
+	h := f.chain(t, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if failing {
+			return consumer.Outcome{}, errors.New("db down")
+		}
+		return shop.HandleOrderCreated(ctx, tx, d)
+	})
+
+	o, r, err := f.handle(h, f.orderMsg(t, ev, order))
+	require.Error(t, err)
+	assert.Equal(t, consumer.KindRetry, o.Kind)
+	assert.Equal(t, rmq.ConsumeRetryLater, r.Result, "F1: an error is never acknowledged")
+	assert.Equal(t, 0, f.dedupRows(t, ev), "a failed attempt leaves no dedup row")
+	assert.Equal(t, 1.0, f.count(f.metrics.Messages, f.group, "ORDER", "retry"))
+
+	failing = false
+	retried := f.orderMsg(t, ev, order)
+	retried.ReconsumeTimes = 1
+	o, r, err = f.handle(h, retried)
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindProcessed, o.Kind)
+	assert.Equal(t, rmq.ConsumeSuccess, r.Result)
+	orders, reservations := f.effects(t)
+	assert.Equal(t, 1, orders)
+	assert.Equal(t, 1, reservations)
+	assert.Equal(t, 1, f.dedupRows(t, ev))
+}
+
+func TestF2_PanicRollsBackAndOthersProceed(t *testing.T) {
+	f := newFixture(t)
+	panicky := f.prefix + "-p1"
+	h := f.chain(t, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if _, err := shop.HandleOrderCreated(ctx, tx, d); err != nil {
+			return consumer.Outcome{}, err
+		}
+		if d.EventID == panicky && d.Attempt == 0 {
+			panic("boom after the business writes")
+		}
+		return consumer.Processed(), nil
+	})
+
+	o, r, err := f.handle(h, f.orderMsg(t, panicky, panicky))
+	require.ErrorIs(t, err, middleware.ErrPanic)
+	assert.Equal(t, consumer.KindRetry, o.Kind)
+	assert.Equal(t, rmq.ConsumeRetryLater, r.Result)
+	assert.Equal(t, 1.0, f.count(f.metrics.Panics, f.group, "ORDER"))
+	assert.Equal(t, 0, f.dedupRows(t, panicky), "the panicking transaction rolled back")
+
+	for i := range 100 {
+		id := fmt.Sprintf("%s-%03d", f.prefix, i)
+		o, _, err := f.handle(h, f.orderMsg(t, id, id))
+		require.NoError(t, err)
+		require.Equal(t, consumer.KindProcessed, o.Kind)
+	}
+	orders, _ := f.effects(t)
+	assert.Equal(t, 100, orders, "the panicking order wrote nothing; the 100 others did")
+
+	again := f.orderMsg(t, panicky, panicky)
+	again.ReconsumeTimes = 1
+	o, _, err = f.handle(h, again)
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindProcessed, o.Kind)
+	orders, reservations := f.effects(t)
+	assert.Equal(t, 101, orders)
+	assert.Equal(t, 101, reservations)
+}
+
+func TestF11_SameBusinessIDDifferentMessageIDs(t *testing.T) {
+	f := newFixture(t)
+	h := f.chain(t, shop.HandleOrderCreated)
+	order := f.prefix + "-pay-123"
+	first := f.orderMsg(t, "evt-9-"+f.prefix, order)
+	second := f.orderMsg(t, "evt-9-"+f.prefix, order)
+	require.NotEqual(t, first.MsgId, second.MsgId)
+
+	o1, _, err := f.handle(h, first)
+	require.NoError(t, err)
+	o2, _, err := f.handle(h, second)
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindProcessed, o1.Kind)
+	assert.Equal(t, consumer.KindDuplicate, o2.Kind)
+	orders, _ := f.effects(t)
+	assert.Equal(t, 1, orders)
+}
+
+func TestF11_NoBusinessIDIsDeadLetteredNotRetried(t *testing.T) {
+	f := newFixture(t)
+	h := f.chain(t, shop.HandleOrderCreated)
+	msg := &primitive.MessageExt{MsgId: testenv.Unique("msg"), Message: primitive.Message{Topic: "ORDER", Body: []byte(`{}`)}}
+
+	o, r, err := f.handle(h, msg)
+	require.ErrorIs(t, err, middleware.ErrUnidentifiable)
+	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
+	assert.Equal(t, consumer.DelayLevelDLQ, r.DelayLevel)
+	assert.Equal(t, 1.0, f.count(f.metrics.Unidentifiable, f.group, "ORDER"))
+}
+
+func TestF13_SecondStepFailsNothingCommitsRedeliveryAppliesOnce(t *testing.T) {
+	f := newFixture(t)
+	ev, order := f.prefix+"-e", f.prefix+"-1"
+	failSecondStep := true
+	h := f.chain(t, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO orders (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
+			VALUES (?, 'sku-1', 1, 100, 'CREATED', 1, NOW(6), NOW(6))`, order); err != nil {
+			return consumer.Outcome{}, err
+		}
+		if failSecondStep {
+			return consumer.Outcome{}, errors.New("inventory service refused the reservation")
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO inventory_change (change_id, sku_id, order_no, quantity, created_at)
+			VALUES (?, 'sku-1', ?, -1, NOW(6))`, shop.ReserveChangeID(order), order)
+		if err != nil {
+			return consumer.Outcome{}, err
+		}
+		return consumer.Processed(), nil
+	})
+
+	o, _, err := f.handle(h, f.orderMsg(t, ev, order))
+	require.Error(t, err)
+	assert.Equal(t, consumer.KindRetry, o.Kind)
+	orders, reservations := f.effects(t)
+	assert.Equal(t, 0, orders, "the first step rolled back with the second")
+	assert.Equal(t, 0, reservations)
+	assert.Equal(t, 0, f.dedupRows(t, ev))
+
+	failSecondStep = false
+	o, _, err = f.handle(h, f.orderMsg(t, ev, order))
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindProcessed, o.Kind)
+	o, _, err = f.handle(h, f.orderMsg(t, ev, order))
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindDuplicate, o.Kind)
+	orders, reservations = f.effects(t)
+	assert.Equal(t, 1, orders)
+	assert.Equal(t, 1, reservations)
+}
+
+// F14: a 1062 on a business key (here: the same order number under a new event ID) is the handler's
+// error, recognised by number through two layers of wrapping with MariaDB's wording; it is neither a
+// duplicate nor acknowledged.
+func TestF14_BusinessKey1062IsHandlerErrorNotDuplicate(t *testing.T) {
+	f := newFixture(t)
+	h := f.chain(t, shop.HandleOrderCreated)
+	order := f.prefix + "-1"
+	o, _, err := f.handle(h, f.orderMsg(t, f.prefix+"-e1", order))
+	require.NoError(t, err)
+	require.Equal(t, consumer.KindProcessed, o.Kind)
+
+	o, r, err := f.handle(h, f.orderMsg(t, f.prefix+"-e2", order))
+	require.Error(t, err)
+	assert.Equal(t, consumer.KindRetry, o.Kind, "a 1062 on a business key is not a duplicate event")
+	assert.Equal(t, rmq.ConsumeRetryLater, r.Result)
+	key, dup := retry.DuplicateKey(err)
+	assert.True(t, dup, "found by error number through the wrapping: %v", err)
+	assert.Equal(t, "PRIMARY", key)
+	var me *mysql.MySQLError
+	require.ErrorAs(t, err, &me)
+	assert.EqualValues(t, retry.ErDupEntry, me.Number)
+	assert.Equal(t, 0, f.dedupRows(t, f.prefix+"-e2"))
+
+	// The MySQL 8 wording of the same error (table-qualified key) is recognised the same way.
+	mysql8 := fmt.Errorf("outer: %w", fmt.Errorf("inner: %w", &mysql.MySQLError{Number: 1062,
+		Message: "Duplicate entry 'x' for key 'orders.PRIMARY'"}))
+	key, dup = retry.DuplicateKey(mysql8)
+	assert.True(t, dup)
+	assert.Equal(t, "PRIMARY", key)
+}
+
+func TestDedup_GroupsAreIndependent(t *testing.T) {
+	f := newFixture(t)
+	ev := f.prefix + "-e"
+	var ran []string
+	h := func(group string) consumer.Handler {
+		g := *f
+		g.group = group
+		return g.chain(t, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+			ran = append(ran, d.Group)
+			return consumer.Processed(), nil
+		})
+	}
+	inventory, accounting := f.group+"-inventory", f.group+"-accounting"
+	for _, g := range []string{inventory, accounting, inventory} {
+		_, err := h(g)(context.Background(), consumer.NewDelivery(g, f.orderMsg(t, ev, f.prefix+"-1")))
+		require.NoError(t, err)
+	}
+	assert.Equal(t, []string{inventory, accounting}, ran, "each group processes the event once")
+}
