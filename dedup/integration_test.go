@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/apache/rocketmq-client-go/v2/primitive"
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,7 +60,6 @@ func (f *fixture) handle(h consumer.Handler, msg *primitive.MessageExt) (consume
 	o, err := h(context.Background(), consumer.NewDelivery(f.group, msg))
 	return o, consumer.Resolve(o, err, consumer.Concurrent), err
 }
-
 
 // orderMsg is a physical message (its own MsgId) carrying an OrderCreated event.
 func (f *fixture) orderMsg(t *testing.T, eventID, orderNo string) *primitive.MessageExt {
