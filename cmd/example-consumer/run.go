@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+	_ "github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/shop"
+	"github.com/rmqguard/rmqguard/metrics"
+	"github.com/rmqguard/rmqguard/middleware"
+)
+
+type runOptions struct {
+	maxAttempts    int
+	handlerTimeout time.Duration
+	drainTimeout   time.Duration
+	goroutines     int
+}
+
+func newRunCmd(s *settings) *cobra.Command {
+	o := runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "consume OrderCreated events until SIGINT/SIGTERM; serve /metrics and /healthz",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return run(ctx, s, o)
+		},
+	}
+	cmd.Flags().IntVar(&o.maxAttempts, "max-attempts", 3, "redeliveries before the broker dead-letters a message (MaxReconsumeTimes)")
+	cmd.Flags().DurationVar(&o.handlerTimeout, "handler-timeout", 10*time.Second, "deadline of one message's transaction")
+	cmd.Flags().DurationVar(&o.drainTimeout, "drain-timeout", 15*time.Second, "how long shutdown waits for in-flight messages")
+	cmd.Flags().IntVar(&o.goroutines, "goroutines", 16, "consume goroutines")
+	return cmd
+}
+
+func run(ctx context.Context, s *settings, o runOptions) error {
+	log, err := zap.NewProduction()
+	if err != nil {
+		return fmt.Errorf("logger: %w", err)
+	}
+	defer func() { _ = log.Sync() }()
+	consumer.BridgeClientLog(log)
+	nameServers := s.nameServerList()
+	if len(nameServers) == 0 || s.mysqlDSN == "" {
+		return errors.New("--namesrv (RMQGUARD_NAMESRV) and --mysql-dsn (RMQGUARD_MYSQL_DSN) are required")
+	}
+
+	db, err := sqlx.Open("mysql", s.mysqlDSN)
+	if err != nil {
+		return fmt.Errorf("open database: %w", err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(o.goroutines + 4)
+	if err := shop.Migrate(ctx, db.DB); err != nil {
+		return err
+	}
+	store, err := dedup.NewStore(db)
+	if err != nil {
+		return err
+	}
+
+	// Topics are created explicitly. The group's retry and DLQ topics are created up front too: the
+	// consumer then sees its first retries at once, and the DLQ is readable (perm 6) with a place for
+	// dead letters published with their reason.
+	setupCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := rmqadmin.EnsureTopic(setupCtx, nameServers, s.broker, s.topic, 4); err != nil {
+		return err
+	}
+	if err := rmqadmin.EnsureGroupTopics(setupCtx, nameServers, s.broker, s.group); err != nil {
+		return err
+	}
+
+	prod, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver(nameServers)),
+		producer.WithGroupName(s.group+"-dlq"), producer.WithInstanceName(fmt.Sprintf("%s-dlq-%d", s.group, time.Now().UnixNano())),
+		producer.WithRetry(2))
+	if err != nil {
+		return fmt.Errorf("dlq producer: %w", err)
+	}
+	if err := prod.Start(); err != nil {
+		return fmt.Errorf("start dlq producer: %w", err)
+	}
+	defer func() { _ = prod.Shutdown() }()
+	publisher, err := dlq.NewPublisher(prod)
+	if err != nil {
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m, err := metrics.New(reg)
+	if err != nil {
+		return err
+	}
+	eventID, err := middleware.EventID(middleware.EventIDConfig{
+		Extractors: []middleware.Extractor{middleware.FromProperty("EVENT_ID"), middleware.FromJSONField("eventId")},
+	})
+	if err != nil {
+		return err
+	}
+	handler := middleware.Chain(dedup.Handle(shop.HandleOrderCreated),
+		middleware.Metrics(m), middleware.Logging(log), middleware.Recover(log), middleware.Classify(),
+		eventID, middleware.Timeout(o.handlerTimeout), middleware.Dedup(store))
+
+	c, err := consumer.New(consumer.Config{
+		NameServers:       nameServers,
+		Group:             s.group,
+		Subscriptions:     []consumer.Subscription{{Topic: s.topic, Expression: shop.EventOrderCreated}},
+		MaxAttempts:       o.maxAttempts,
+		ConsumeGoroutines: o.goroutines,
+		HandlerTimeout:    o.handlerTimeout,
+		DrainTimeout:      o.drainTimeout,
+		StartFrom:         consumer.StartFromFirstOffset,
+	}, handler, consumer.WithLogger(log), consumer.WithDeadLetterSink(publisher))
+	if err != nil {
+		return err
+	}
+
+	var ready atomic.Bool
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if !ready.Load() {
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		if err := db.PingContext(r.Context()); err != nil {
+			http.Error(w, "database: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	srv := &http.Server{Addr: s.metricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srvErr := make(chan error, 1)
+	go func() { srvErr <- srv.ListenAndServe() }()
+
+	if err := c.Start(); err != nil {
+		_ = srv.Close()
+		return err
+	}
+	ready.Store(true)
+	log.Info("example consumer running", zap.String("group", s.group), zap.String("topic", s.topic),
+		zap.String("metrics", "http://"+s.metricsAddr+"/metrics"))
+
+	select {
+	case <-ctx.Done():
+	case err := <-srvErr:
+		log.Error("metrics server stopped", zap.Error(err))
+	}
+	ready.Store(false)
+	log.Info("shutting down")
+	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), o.drainTimeout+10*time.Second)
+	defer cancelShutdown()
+	err = c.Shutdown(shutdownCtx)
+	_ = srv.Shutdown(shutdownCtx)
+	return err
+}

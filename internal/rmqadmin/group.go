@@ -1,0 +1,23 @@
+package rmqadmin
+
+import (
+	"context"
+
+	"github.com/rmqguard/rmqguard/consumer"
+)
+
+// EnsureGroupTopics creates a consumer group's retry topic (%RETRY%<group>) and dead-letter topic
+// (%DLQ%<group>) with one readable and writable queue each (perm 6), when they do not exist yet.
+//
+// The broker would create both on first use, but a consumer only notices a topic that appears after it
+// started on its next route refresh (30 s in rocketmq-client-go), which delays the first retries by that
+// much; and brokers before 4.9.2 create the DLQ write-only (perm 2), which the replay tool cannot read.
+// Errors are EnsureTopic's.
+func EnsureGroupTopics(ctx context.Context, nameServers []string, brokerAddr, group string) error {
+	for _, topic := range []string{consumer.RetryTopic(group), consumer.DLQTopic(group)} {
+		if err := EnsureTopic(ctx, nameServers, brokerAddr, topic, 1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
