@@ -52,6 +52,13 @@ func WithPushConsumer(f func(opts []rmq.Option) (PushConsumer, error)) Option {
 	return func(o *options) { o.push = f }
 }
 
+// cancelGrace is how long Shutdown waits, after cancelling handlers at the drain timeout, for them to
+// return before it shuts the client down regardless.
+const cancelGrace = 5 * time.Second
+
+// deadLetterSendTimeout bounds one DeadLetterSink call.
+const deadLetterSendTimeout = 30 * time.Second
+
 // ErrStopped is returned by Start after Shutdown, and answers deliveries that arrive while shutting down.
 var ErrStopped = errors.New("rmqguard consumer: stopped")
 
@@ -175,9 +182,16 @@ func (c *Consumer) Shutdown(ctx context.Context) error {
 	}
 	c.cancelRun()
 	if drainErr != nil {
-		// Cancelled handlers return promptly (their contexts are done); wait for them so that no result
-		// is reported to a client that has already shut down.
-		<-drained
+		// Cancelled handlers return promptly when they honour their context; give them a short grace so
+		// that their results reach the client before it shuts down, but never hang on one that does not.
+		grace := time.NewTimer(cancelGrace)
+		defer grace.Stop()
+		select {
+		case <-drained:
+		case <-grace.C:
+			c.log.Warn("handlers still running after cancellation; shutting the client down anyway (their messages are redelivered)",
+				zap.String("group", c.cfg.Group), zap.Duration("grace", cancelGrace))
+		}
 	}
 	err := c.push.Shutdown()
 	c.log.Info("consumer stopped", zap.String("group", c.cfg.Group), zap.Error(errors.Join(drainErr, err)))
@@ -237,7 +251,9 @@ func (c *Consumer) handleOne(msg *primitive.MessageExt) (Outcome, error) {
 	if reason == "" && err != nil {
 		reason = err.Error()
 	}
-	if sendErr := c.sink.DeadLetter(c.runCtx, d, reason); sendErr != nil {
+	sendCtx, cancelSend := context.WithTimeout(c.runCtx, deadLetterSendTimeout)
+	defer cancelSend()
+	if sendErr := c.sink.DeadLetter(sendCtx, d, reason); sendErr != nil {
 		c.log.Error("dead-letter publish failed; falling back to the broker's DLQ", zap.String("group", d.Group),
 			zap.String("topic", d.Topic), zap.String("msg_id", msg.MsgId), zap.Error(sendErr))
 		return o, err

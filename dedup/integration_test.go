@@ -36,7 +36,7 @@ type fixture struct {
 	prefix  string // order numbers and event IDs of this test start with it
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	db := testenv.MySQL(t)
 	store, err := dedup.NewStore(db)
@@ -46,7 +46,7 @@ func newFixture(t *testing.T) *fixture {
 	return &fixture{db: db, store: store, metrics: m, group: testenv.Unique("cg"), prefix: testenv.Unique("o")}
 }
 
-func (f *fixture) chain(t *testing.T, h dedup.TxHandler) consumer.Handler {
+func (f *fixture) chain(t testing.TB, h dedup.TxHandler) consumer.Handler {
 	t.Helper()
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
@@ -62,7 +62,7 @@ func (f *fixture) handle(h consumer.Handler, msg *primitive.MessageExt) (consume
 }
 
 // orderMsg is a physical message (its own MsgId) carrying an OrderCreated event.
-func (f *fixture) orderMsg(t *testing.T, eventID, orderNo string) *primitive.MessageExt {
+func (f *fixture) orderMsg(t testing.TB, eventID, orderNo string) *primitive.MessageExt {
 	t.Helper()
 	body, err := json.Marshal(shop.OrderCreated{EventID: eventID, OrderNo: orderNo, SkuID: "sku-1", Quantity: 2, AmountCents: 1250})
 	require.NoError(t, err)

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/retry"
 )
 
 // ErrUnidentifiable marks a message that carries no usable business event ID; such a message is
@@ -59,13 +59,16 @@ func FromTag() Extractor {
 	}}
 }
 
-// FromJSONField reads a top-level field of a JSON object body; a string or an integer value is accepted.
-// A body that is not a JSON object fails with an error naming the JSON problem.
+// FromJSONField reads a top-level field of a JSON object body; a string or an integer value (any number
+// of digits) is accepted. A body that is not valid JSON, or not an object, fails with an error saying so.
 func FromJSONField(field string) Extractor {
 	return Extractor{Name: "JSON field " + field, Extract: func(d *consumer.Delivery) (string, error) {
 		var obj map[string]json.RawMessage
+		if !json.Valid(d.Msg.Body) {
+			return "", errors.New("invalid JSON body")
+		}
 		if err := json.Unmarshal(d.Msg.Body, &obj); err != nil {
-			return "", fmt.Errorf("invalid JSON body: %w", err)
+			return "", fmt.Errorf("JSON body is not an object: %w", err)
 		}
 		raw, ok := obj[field]
 		if !ok || string(raw) == "null" {
@@ -76,13 +79,25 @@ func FromJSONField(field string) Extractor {
 			return s, nil
 		}
 		var n json.Number
-		if err := json.Unmarshal(raw, &n); err == nil {
-			if _, err := strconv.ParseInt(string(n), 10, 64); err == nil {
-				return string(n), nil
-			}
+		if err := json.Unmarshal(raw, &n); err == nil && isInteger(string(n)) {
+			return string(n), nil
 		}
 		return "", fmt.Errorf("field %s is neither a string nor an integer", field)
 	}}
+}
+
+// isInteger reports whether s is a JSON integer literal of any length (no fraction, no exponent).
+func isInteger(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // FromFunc wraps a custom extraction function under a name.
@@ -112,8 +127,8 @@ type EventIDConfig struct {
 
 // EventID finds each message's business event ID (the idempotency key), event type and aggregate ID and
 // stores them on the Delivery. A message whose ID is missing, empty, not valid UTF-8 or longer than
-// MaxLength is dead-lettered at once with a reason naming every source tried; the error wraps
-// ErrUnidentifiable. It returns an error naming the field when cfg is invalid.
+// MaxLength is dead-lettered at once with a reason naming every source tried; the error is permanent
+// (retry.Permanent) and wraps ErrUnidentifiable. It returns an error naming the field when cfg is invalid.
 func EventID(cfg EventIDConfig) (consumer.Middleware, error) {
 	if len(cfg.Extractors) == 0 {
 		cfg.Extractors = []Extractor{FromProperty("EVENT_ID"), FromKeys()}
@@ -141,7 +156,7 @@ func EventID(cfg EventIDConfig) (consumer.Middleware, error) {
 		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 			id, err := extractID(cfg, d)
 			if err != nil {
-				return consumer.DeadLetter(err.Error()), err
+				return consumer.DeadLetter(err.Error()), retry.Permanent(err)
 			}
 			d.EventID = id
 			d.EventType, _ = first(cfg.TypeExtractors, d)

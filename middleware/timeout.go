@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -13,11 +14,17 @@ import (
 // context.DeadlineExceeded. A transaction begun with that context is rolled back by database/sql when
 // the deadline passes, so nothing the late handler writes can commit. The late handler's goroutine ends
 // when the handler returns; handlers must honour ctx to end promptly and must not modify the Delivery.
-// A panic in the inner chain is returned as an error wrapping ErrPanic. d must be positive.
+// A panic in the inner chain is returned as an error wrapping ErrPanic. With d ≤ 0 only the parent's
+// deadline (the consumer's HandlerTimeout) applies, still enforced.
 func Timeout(d time.Duration) consumer.Middleware {
 	return func(next consumer.Handler) consumer.Handler {
 		return func(ctx context.Context, dl *consumer.Delivery) (consumer.Outcome, error) {
-			ctx, cancel := context.WithTimeout(ctx, d)
+			var cancel context.CancelFunc
+			if d > 0 {
+				ctx, cancel = context.WithTimeout(ctx, d)
+			} else {
+				ctx, cancel = context.WithCancel(ctx)
+			}
 			defer cancel()
 			type result struct {
 				o   consumer.Outcome
@@ -38,7 +45,10 @@ func Timeout(d time.Duration) consumer.Middleware {
 			case r := <-done:
 				return r.o, r.err
 			case <-ctx.Done():
-				return consumer.Retry(0, "handler timeout"), fmt.Errorf("handler did not return within %s: %w", d, ctx.Err())
+				if errors.Is(ctx.Err(), context.Canceled) {
+					return consumer.Retry(0, "handler cancelled"), fmt.Errorf("handler cancelled (consumer stopping): %w", ctx.Err())
+				}
+				return consumer.Retry(0, "handler timeout"), fmt.Errorf("handler did not return before its deadline (timeout %s): %w", d, ctx.Err())
 			}
 		}
 	}

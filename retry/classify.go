@@ -99,13 +99,8 @@ func Classify(err error) Class {
 	if err == nil {
 		return ClassUnknown
 	}
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		switch e.(type) {
-		case *permanentError:
-			return ClassPermanent
-		case *transientError:
-			return ClassTransient
-		}
+	if c, ok := mark(err); ok {
+		return c
 	}
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
@@ -125,6 +120,28 @@ func Classify(err error) Class {
 		return ClassTransient
 	}
 	return ClassUnknown
+}
+
+// mark returns the class of the outermost Permanent or Transient mark in err's tree, walked depth-first
+// like errors.As does, so that marks inside errors.Join or a multi-%w fmt.Errorf are found too.
+func mark(err error) (Class, bool) {
+	switch e := err.(type) {
+	case *permanentError:
+		return ClassPermanent, true
+	case *transientError:
+		return ClassTransient, true
+	case interface{ Unwrap() error }:
+		if inner := e.Unwrap(); inner != nil {
+			return mark(inner)
+		}
+	case interface{ Unwrap() []error }:
+		for _, inner := range e.Unwrap() {
+			if c, ok := mark(inner); ok {
+				return c, true
+			}
+		}
+	}
+	return ClassUnknown, false
 }
 
 // IsPermanent reports whether Classify(err) is Permanent.

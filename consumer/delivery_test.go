@@ -1,0 +1,49 @@
+package consumer_test
+
+import (
+	"testing"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/stretchr/testify/assert"
+
+	"github.com/rmqguard/rmqguard/consumer"
+)
+
+func TestNewDelivery_F4_RetryTopicRestored(t *testing.T) {
+	m := &primitive.MessageExt{Message: primitive.Message{Topic: "%RETRY%cg"}, ReconsumeTimes: 3}
+	m.WithProperty(primitive.PropertyRetryTopic, "ORDER")
+
+	d := consumer.NewDelivery("cg", m)
+
+	assert.Equal(t, "ORDER", d.Topic)
+	assert.Equal(t, 3, d.Attempt, "Attempt is ReconsumeTimes")
+	assert.Equal(t, "cg", d.Group)
+	assert.Same(t, m, d.Msg)
+	assert.Equal(t, "%RETRY%cg", m.Topic, "the message itself is not modified")
+}
+
+func TestNewDelivery_F4_NormalMessageKeepsItsTopic(t *testing.T) {
+	m := &primitive.MessageExt{Message: primitive.Message{Topic: "ORDER"}}
+	m.WithProperty(primitive.PropertyRetryTopic, "OTHER") // only honoured on %RETRY%/%DLQ% topics
+
+	d := consumer.NewDelivery("cg", m)
+
+	assert.Equal(t, "ORDER", d.Topic)
+	assert.Equal(t, 0, d.Attempt)
+}
+
+func TestOriginalTopic_F4_RetryTopicWithoutPropertyIsKept(t *testing.T) {
+	m := &primitive.MessageExt{Message: primitive.Message{Topic: "%RETRY%cg"}}
+	assert.Equal(t, "%RETRY%cg", consumer.OriginalTopic(m))
+}
+
+func TestOriginalTopic_F18_DLQTopicRestored(t *testing.T) {
+	m := &primitive.MessageExt{Message: primitive.Message{Topic: "%DLQ%cg"}}
+	m.WithProperty(primitive.PropertyRetryTopic, "ORDER")
+	assert.Equal(t, "ORDER", consumer.OriginalTopic(m))
+}
+
+func TestRetryAndDLQTopicNames(t *testing.T) {
+	assert.Equal(t, "%RETRY%cg", consumer.RetryTopic("cg"))
+	assert.Equal(t, "%DLQ%cg", consumer.DLQTopic("cg"))
+}

@@ -1,0 +1,140 @@
+package consumer_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/rmqguard/rmqguard/consumer"
+)
+
+// TestMain fails the package when a test leaves a goroutine behind (e.g. Shutdown's drain watcher).
+// The RocketMQ client starts a go-cache janitor in a package init; it is not ours.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/patrickmn/go-cache.(*janitor).Run"))
+}
+
+type callback = func(context.Context, ...*primitive.MessageExt) (rmq.ConsumeResult, error)
+
+// fakePush is a consumer.PushConsumer that records calls and captures the Subscribe callbacks.
+type fakePush struct {
+	mu          sync.Mutex
+	calls       []string
+	subscribed  map[string]rmq.MessageSelector
+	callbacks   map[string]callback
+	subErr      error
+	startErr    error
+	shutdownErr error
+	suspended   chan struct{} // closed by the first Suspend
+}
+
+func newFakePush() *fakePush {
+	return &fakePush{subscribed: map[string]rmq.MessageSelector{}, callbacks: map[string]callback{}, suspended: make(chan struct{})}
+}
+
+func (f *fakePush) record(call string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, call)
+}
+
+func (f *fakePush) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+func (f *fakePush) Start() error    { f.record("start"); return f.startErr }
+func (f *fakePush) Shutdown() error { f.record("shutdown"); return f.shutdownErr }
+func (f *fakePush) Suspend() {
+	f.record("suspend")
+	select {
+	case <-f.suspended:
+	default:
+		close(f.suspended)
+	}
+}
+
+func (f *fakePush) Subscribe(topic string, sel rmq.MessageSelector, cb callback) error {
+	f.record("subscribe " + topic)
+	if f.subErr != nil {
+		return f.subErr
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.subscribed[topic] = sel
+	f.callbacks[topic] = cb
+	return nil
+}
+
+// deliver invokes topic's callback as the client would, with a fresh ConsumeConcurrentlyContext, and
+// returns the result and the DelayLevelWhenNextConsume the callback left on the context.
+func (f *fakePush) deliver(t *testing.T, topic string, msgs ...*primitive.MessageExt) (rmq.ConsumeResult, int) {
+	t.Helper()
+	f.mu.Lock()
+	cb, ok := f.callbacks[topic]
+	f.mu.Unlock()
+	require.True(t, ok, "no callback subscribed for %s", topic)
+	cc := primitive.NewConsumeConcurrentlyContext()
+	res, err := cb(primitive.WithConcurrentlyCtx(context.Background(), cc), msgs...)
+	require.NoError(t, err, "the callback's error is only logged by the client; the result must carry the decision")
+	return res, cc.DelayLevelWhenNextConsume
+}
+
+// fakeSink is a consumer.DeadLetterSink that records what it was given and returns err.
+type fakeSink struct {
+	mu      sync.Mutex
+	err     error
+	reasons []string
+	events  []string
+	topics  []string
+}
+
+func (s *fakeSink) DeadLetter(ctx context.Context, d *consumer.Delivery, reason string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reasons = append(s.reasons, reason)
+	s.events = append(s.events, d.Msg.GetKeys())
+	s.topics = append(s.topics, d.Topic)
+	return s.err
+}
+
+var errDLQSend = errors.New("send to %DLQ%cg: broker busy")
+
+// validConfig is the smallest Config that passes Validate.
+func validConfig() consumer.Config {
+	return consumer.Config{
+		NameServers:   []string{"127.0.0.1:9876"},
+		Group:         "cg",
+		Subscriptions: []consumer.Subscription{{Topic: "ORDER"}},
+	}
+}
+
+// newConsumer builds a Consumer on a fake push consumer.
+func newConsumer(t *testing.T, cfg consumer.Config, h consumer.Handler, opts ...consumer.Option) (*consumer.Consumer, *fakePush) {
+	t.Helper()
+	fp := newFakePush()
+	opts = append(opts, consumer.WithPushConsumer(func([]rmq.Option) (consumer.PushConsumer, error) { return fp, nil }))
+	c, err := consumer.New(cfg, h, opts...)
+	require.NoError(t, err)
+	return c, fp
+}
+
+// orderMsg is a message on ORDER with KEYS key and EVENT_ID e-<key>.
+func orderMsg(key string) *primitive.MessageExt {
+	m := &primitive.MessageExt{Message: primitive.Message{Topic: "ORDER"}, MsgId: "msg-" + key}
+	m.WithKeys([]string{key})
+	m.WithProperty("EVENT_ID", "e-"+key)
+	return m
+}
+
+// handlerReturning is a Handler that returns o and err.
+func handlerReturning(o consumer.Outcome, err error) consumer.Handler {
+	return func(context.Context, *consumer.Delivery) (consumer.Outcome, error) { return o, err }
+}

@@ -1,0 +1,65 @@
+package middleware_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/metrics"
+	"github.com/rmqguard/rmqguard/middleware"
+)
+
+// benchChain is the standard chain without I/O: everything but Dedup, around a handler that does nothing.
+func benchChain(b *testing.B, withTimeout bool) consumer.Handler {
+	b.Helper()
+	m, err := metrics.New(prometheus.NewRegistry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	eventID, err := middleware.EventID(middleware.EventIDConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	log := zap.NewNop()
+	mws := []consumer.Middleware{middleware.Metrics(m), middleware.Logging(log), middleware.Recover(log),
+		middleware.Classify(), eventID}
+	if withTimeout {
+		mws = append(mws, middleware.Timeout(5*time.Second))
+	}
+	return middleware.Chain(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
+		return consumer.Processed(), nil
+	}, mws...)
+}
+
+func benchMsg() *primitive.MessageExt {
+	msg := &primitive.MessageExt{MsgId: "C0A8000100002A9F0000000000000001", Message: primitive.Message{Topic: "ORDER", Body: []byte(`{}`)}}
+	msg.WithProperty("EVENT_ID", "evt-1")
+	msg.WithKeys([]string{"order-1"})
+	msg.WithTag("OrderCreated")
+	return msg
+}
+
+func benchmarkChain(b *testing.B, withTimeout bool) {
+	h := benchChain(b, withTimeout)
+	msg := benchMsg()
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		o, err := h(ctx, consumer.NewDelivery("cg", msg))
+		if err != nil || o.Kind != consumer.KindProcessed {
+			b.Fatalf("outcome %v, err %v", o, err)
+		}
+	}
+}
+
+// BenchmarkChain_NoIO measures Metrics → Logging (no-op logger) → Recover → Classify → EventID → handler.
+func BenchmarkChain_NoIO(b *testing.B) { benchmarkChain(b, false) }
+
+// BenchmarkChain_NoIO_WithTimeout adds the Timeout middleware, which runs the rest in a goroutine.
+func BenchmarkChain_NoIO_WithTimeout(b *testing.B) { benchmarkChain(b, true) }

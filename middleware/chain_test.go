@@ -1,0 +1,233 @@
+package middleware_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/go-sql-driver/mysql"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/middleware"
+	"github.com/rmqguard/rmqguard/retry"
+)
+
+// record returns a middleware that appends name to *log before and name+"/after" after the inner handler.
+func record(name string, log *[]string) consumer.Middleware {
+	return func(next consumer.Handler) consumer.Handler {
+		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+			*log = append(*log, name)
+			o, err := next(ctx, d)
+			*log = append(*log, name+"/after")
+			return o, err
+		}
+	}
+}
+
+// returning is a handler that returns o and err.
+func returning(o consumer.Outcome, err error) consumer.Handler {
+	return func(context.Context, *consumer.Delivery) (consumer.Outcome, error) { return o, err }
+}
+
+func TestChain_FirstMiddlewareIsOutermost(t *testing.T) {
+	var log []string
+	h := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		log = append(log, "handler")
+		return consumer.Processed(), nil
+	}
+
+	o, err := middleware.Chain(h, record("a", &log), record("b", &log), record("c", &log))(context.Background(), delivery("ORDER", "", nil))
+
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindProcessed, o.Kind)
+	assert.Equal(t, []string{"a", "b", "c", "handler", "c/after", "b/after", "a/after"}, log)
+}
+
+func TestChain_NoMiddlewaresIsTheHandler(t *testing.T) {
+	o, err := middleware.Chain(returning(consumer.Stale("v5 < v7"), nil))(context.Background(), delivery("ORDER", "", nil))
+
+	require.NoError(t, err)
+	assert.Equal(t, consumer.Stale("v5 < v7"), o)
+}
+
+func TestRecover_F2_PanicBecomesRetryWithErrPanic(t *testing.T) {
+	h := middleware.Recover(zap.NewNop())(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		panic("nil map write in p-1")
+	})
+
+	var o consumer.Outcome
+	var err error
+	require.NotPanics(t, func() { o, err = h(context.Background(), delivery("ORDER", "", map[string]string{"KEYS": "p-1"})) })
+
+	assert.Equal(t, consumer.KindRetry, o.Kind)
+	require.ErrorIs(t, err, middleware.ErrPanic)
+	assert.Contains(t, err.Error(), "nil map write in p-1", "the panic value is part of the error")
+	assert.Equal(t, rmq.ConsumeRetryLater, consumer.Resolve(o, err, consumer.Concurrent).Result)
+}
+
+func TestRecover_PanicWithErrorValueKeepsItReachable(t *testing.T) {
+	cause := errors.New("boom")
+	h := middleware.Recover(zap.NewNop())(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		panic(cause)
+	})
+
+	o, err := h(context.Background(), delivery("ORDER", "", nil))
+
+	assert.Equal(t, consumer.KindRetry, o.Kind)
+	assert.ErrorIs(t, err, middleware.ErrPanic)
+	assert.Contains(t, err.Error(), "boom")
+}
+
+func TestRecover_NoPanicPassesThrough(t *testing.T) {
+	cause := errors.New("db down")
+	o, err := middleware.Recover(zap.NewNop())(returning(consumer.Retry(4, "db down"), cause))(context.Background(), delivery("ORDER", "", nil))
+
+	assert.Equal(t, consumer.Retry(4, "db down"), o)
+	assert.Same(t, cause, err)
+}
+
+func TestTimeout_F7_HandlerIgnoringContextIsRetried(t *testing.T) {
+	release := make(chan struct{})
+	finished := make(chan struct{})
+	h := middleware.Timeout(20 * time.Millisecond)(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		defer close(finished)
+		<-release // ignores ctx on purpose, like a hung handler
+		return consumer.Processed(), nil
+	})
+
+	o, err := h(context.Background(), delivery("ORDER", "", nil))
+	close(release)
+	<-finished // the late handler's goroutine ends once the handler returns
+
+	assert.Equal(t, consumer.KindRetry, o.Kind, "a hung handler is never acknowledged")
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Equal(t, rmq.ConsumeRetryLater, consumer.Resolve(o, err, consumer.Concurrent).Result)
+}
+
+func TestTimeout_F7_HandlerContextIsCancelledAtTheDeadline(t *testing.T) {
+	sawErr := make(chan error, 1)
+	h := middleware.Timeout(20 * time.Millisecond)(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		<-ctx.Done()
+		sawErr <- ctx.Err()
+		return consumer.Outcome{}, ctx.Err()
+	})
+
+	o, err := h(context.Background(), delivery("ORDER", "", nil))
+
+	assert.Equal(t, consumer.KindRetry, o.Kind)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorIs(t, <-sawErr, context.DeadlineExceeded, "the handler's own context carries the deadline")
+}
+
+func TestTimeout_KeepsAnEarlierParentDeadline(t *testing.T) {
+	parentDeadline := time.Now().Add(time.Hour)
+	ctx, cancel := context.WithDeadline(context.Background(), parentDeadline)
+	defer cancel()
+	var got time.Time
+	var ok bool
+	h := middleware.Timeout(24 * time.Hour)(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		got, ok = ctx.Deadline()
+		return consumer.Processed(), nil
+	})
+
+	o, err := h(ctx, delivery("ORDER", "", nil))
+
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindProcessed, o.Kind)
+	require.True(t, ok)
+	assert.True(t, got.Equal(parentDeadline), "deadline %v, want the parent's %v", got, parentDeadline)
+}
+
+func TestTimeout_FastHandlerResultPassesThrough(t *testing.T) {
+	cause := errors.New("rejected")
+	o, err := middleware.Timeout(time.Hour)(returning(consumer.DeadLetter("bad payload"), cause))(context.Background(), delivery("ORDER", "", nil))
+
+	assert.Equal(t, consumer.DeadLetter("bad payload"), o)
+	assert.Same(t, cause, err)
+}
+
+func TestTimeout_F2_PanicInHandlerGoroutineIsErrPanic(t *testing.T) {
+	h := middleware.Timeout(time.Hour)(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		panic("index out of range")
+	})
+
+	var o consumer.Outcome
+	var err error
+	require.NotPanics(t, func() { o, err = h(context.Background(), delivery("ORDER", "", nil)) })
+
+	assert.Equal(t, consumer.KindRetry, o.Kind)
+	require.ErrorIs(t, err, middleware.ErrPanic)
+	assert.Contains(t, err.Error(), "index out of range")
+}
+
+func TestClassify_PermanentErrorIsDeadLetter(t *testing.T) {
+	cause := fmt.Errorf("handler: %w", retry.Permanent(errors.New("unknown event type Foo")))
+
+	o, err := middleware.Classify()(returning(consumer.Outcome{}, cause))(context.Background(), delivery("ORDER", "", nil))
+
+	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
+	assert.Contains(t, o.Reason, "unknown event type Foo", "the error is the DLQ reason")
+	assert.Same(t, cause, err, "the error is passed on for logging")
+	res := consumer.Resolve(o, err, consumer.Concurrent)
+	assert.Equal(t, rmq.ConsumeRetryLater, res.Result)
+	assert.Equal(t, consumer.DelayLevelDLQ, res.DelayLevel)
+}
+
+func TestClassify_F1_PlainErrorIsRetry(t *testing.T) {
+	cause := errors.New("db down")
+
+	o, err := middleware.Classify()(returning(consumer.Outcome{}, cause))(context.Background(), delivery("ORDER", "", nil))
+
+	assert.Equal(t, consumer.KindRetry, o.Kind)
+	assert.Equal(t, 0, o.DelayLevel)
+	assert.Equal(t, "db down", o.Reason)
+	assert.Same(t, cause, err)
+}
+
+func TestClassify_F1_ErrorWithProcessedOutcomeIsRetry(t *testing.T) {
+	o, err := middleware.Classify()(returning(consumer.Processed(), errors.New("commit failed")))(context.Background(), delivery("ORDER", "", nil))
+
+	assert.Equal(t, consumer.KindRetry, o.Kind)
+	assert.Error(t, err)
+}
+
+func TestClassify_F15_DeadlockIsRetryNeverDeadLetter(t *testing.T) {
+	cause := fmt.Errorf("reserve: %w", &mysql.MySQLError{Number: 1213, Message: "Deadlock found when trying to get lock"})
+
+	o, err := middleware.Classify()(returning(consumer.Outcome{}, cause))(context.Background(), delivery("ORDER", "", nil))
+
+	assert.Equal(t, consumer.KindRetry, o.Kind)
+	assert.ErrorIs(t, err, cause)
+}
+
+func TestClassify_KeepsTheInnerDelayLevel(t *testing.T) {
+	o, _ := middleware.Classify()(returning(consumer.Retry(5, "busy"), errors.New("busy")))(context.Background(), delivery("ORDER", "", nil))
+
+	assert.Equal(t, consumer.KindRetry, o.Kind)
+	assert.Equal(t, 5, o.DelayLevel)
+}
+
+func TestClassify_KeepsAnInnerDeadLetter(t *testing.T) {
+	// A dead letter decided inside (e.g. by EventID) stays one even when its error classifies as transient.
+	in := consumer.DeadLetter("no event id")
+	o, err := middleware.Classify()(returning(in, context.DeadlineExceeded))(context.Background(), delivery("ORDER", "", nil))
+
+	assert.Equal(t, in, o)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+func TestClassify_NilErrorLeavesOutcomeUntouched(t *testing.T) {
+	for _, in := range []consumer.Outcome{consumer.Processed(), consumer.Duplicate(), consumer.Stale("old"), consumer.Retry(3, "later"), {}} {
+		t.Run(in.String(), func(t *testing.T) {
+			o, err := middleware.Classify()(returning(in, nil))(context.Background(), delivery("ORDER", "", nil))
+			require.NoError(t, err)
+			assert.Equal(t, in, o)
+		})
+	}
+}

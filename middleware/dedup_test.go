@@ -1,0 +1,289 @@
+package middleware_test
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/middleware"
+	"github.com/rmqguard/rmqguard/retry"
+)
+
+// fakeDB is a database/sql driver that records transactions and answers the dedup insert with claimErr.
+// It stands in for MySQL so the Dedup middleware's commit/rollback decisions can be checked without a server.
+type fakeDB struct {
+	mu        sync.Mutex
+	beginErr  error
+	claimErr  error
+	commitErr error
+	begins    int
+	commits   int
+	rollbacks int
+	inserts   [][]driver.NamedValue
+}
+
+func (f *fakeDB) Connect(context.Context) (driver.Conn, error) { return &fakeConn{db: f}, nil }
+func (f *fakeDB) Driver() driver.Driver                        { return nil }
+
+func (f *fakeDB) counts() (begins, commits, rollbacks int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.begins, f.commits, f.rollbacks
+}
+
+type fakeConn struct{ db *fakeDB }
+
+func (c *fakeConn) Prepare(string) (driver.Stmt, error) {
+	return nil, errors.New("fake: prepare not supported")
+}
+func (c *fakeConn) Close() error { return nil }
+func (c *fakeConn) Begin() (driver.Tx, error) {
+	return c.BeginTx(context.Background(), driver.TxOptions{})
+}
+
+func (c *fakeConn) BeginTx(context.Context, driver.TxOptions) (driver.Tx, error) {
+	c.db.mu.Lock()
+	defer c.db.mu.Unlock()
+	if c.db.beginErr != nil {
+		return nil, c.db.beginErr
+	}
+	c.db.begins++
+	return &fakeTx{db: c.db}, nil
+}
+
+func (c *fakeConn) ExecContext(_ context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	c.db.mu.Lock()
+	defer c.db.mu.Unlock()
+	if strings.Contains(query, "INSERT INTO processed_event") {
+		c.db.inserts = append(c.db.inserts, args)
+		if c.db.claimErr != nil {
+			return nil, c.db.claimErr
+		}
+	}
+	return driver.RowsAffected(1), nil
+}
+
+type fakeTx struct{ db *fakeDB }
+
+func (t *fakeTx) Commit() error {
+	t.db.mu.Lock()
+	defer t.db.mu.Unlock()
+	t.db.commits++
+	return t.db.commitErr
+}
+
+func (t *fakeTx) Rollback() error {
+	t.db.mu.Lock()
+	defer t.db.mu.Unlock()
+	t.db.rollbacks++
+	return nil
+}
+
+// newDedup returns the fake database and the Dedup middleware on a Store over it.
+func newDedup(t *testing.T) (*fakeDB, consumer.Middleware) {
+	t.Helper()
+	f := &fakeDB{}
+	db := sqlx.NewDb(sql.OpenDB(f), "mysql")
+	t.Cleanup(func() { _ = db.Close() })
+	store, err := dedup.NewStore(db)
+	require.NoError(t, err)
+	return f, middleware.Dedup(store)
+}
+
+// identified is a delivery whose EventID has been extracted.
+func identified(id string) *consumer.Delivery {
+	d := delivery("ORDER", "", map[string]string{"EVENT_ID": id})
+	d.EventID = id
+	return d
+}
+
+// countingHandler returns o, err and counts its calls; it records whether the dedup tx was in its context.
+type countingHandler struct {
+	calls int
+	sawTx bool
+	o     consumer.Outcome
+	err   error
+}
+
+func (h *countingHandler) handle(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	h.calls++
+	_, h.sawTx = dedup.TxFromContext(ctx)
+	return h.o, h.err
+}
+
+func TestDedup_S1_ProcessedCommitsTheDedupRowWithTheEffect(t *testing.T) {
+	f, mw := newDedup(t)
+	h := &countingHandler{o: consumer.Processed()}
+
+	o, err := mw(h.handle)(context.Background(), identified("e-1"))
+
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindProcessed, o.Kind)
+	assert.Equal(t, 1, h.calls)
+	assert.True(t, h.sawTx, "the handler writes through the dedup transaction")
+	begins, commits, rollbacks := f.counts()
+	assert.Equal(t, [3]int{1, 1, 0}, [3]int{begins, commits, rollbacks})
+	require.Len(t, f.inserts, 1)
+	assert.Equal(t, "cg", f.inserts[0][0].Value, "the key is scoped by consumer group")
+	assert.Equal(t, "e-1", f.inserts[0][1].Value)
+}
+
+func TestDedup_S1_DuplicateKeyOnClaimIsDuplicateWithoutRunningTheHandler(t *testing.T) {
+	f, mw := newDedup(t)
+	f.claimErr = &mysql.MySQLError{Number: 1062, Message: "Duplicate entry 'cg-e-1' for key 'processed_event.PRIMARY'"}
+	h := &countingHandler{o: consumer.Processed()}
+
+	o, err := mw(h.handle)(context.Background(), identified("e-1"))
+
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindDuplicate, o.Kind)
+	assert.Equal(t, rmq.ConsumeSuccess, consumer.Resolve(o, err, consumer.Concurrent).Result)
+	assert.Equal(t, 0, h.calls, "a duplicate never runs the business handler again")
+	_, commits, rollbacks := f.counts()
+	assert.Equal(t, 0, commits)
+	assert.Equal(t, 1, rollbacks)
+}
+
+func TestDedup_F13_HandlerErrorRollsBackAndRetries(t *testing.T) {
+	f, mw := newDedup(t)
+	cause := errors.New("second step failed")
+	h := &countingHandler{err: cause}
+
+	o, err := mw(h.handle)(context.Background(), identified("e-1"))
+
+	require.ErrorIs(t, err, cause)
+	assert.Equal(t, rmq.ConsumeRetryLater, consumer.Resolve(o, err, consumer.Concurrent).Result)
+	_, commits, rollbacks := f.counts()
+	assert.Equal(t, 0, commits, "a failed handler leaves no dedup row")
+	assert.Equal(t, 1, rollbacks)
+}
+
+func TestDedup_F13_ErrorWithProcessedOutcomeStillRollsBack(t *testing.T) {
+	f, mw := newDedup(t)
+	h := &countingHandler{o: consumer.Processed(), err: errors.New("late failure")}
+
+	_, err := mw(h.handle)(context.Background(), identified("e-1"))
+
+	require.Error(t, err)
+	_, commits, rollbacks := f.counts()
+	assert.Equal(t, 0, commits)
+	assert.Equal(t, 1, rollbacks)
+}
+
+func TestDedup_S7_StaleRollsBackAndIsAcknowledged(t *testing.T) {
+	f, mw := newDedup(t)
+	h := &countingHandler{o: consumer.Stale("v5 < v7")}
+
+	o, err := mw(h.handle)(context.Background(), identified("e-5"))
+
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindStale, o.Kind)
+	_, commits, rollbacks := f.counts()
+	assert.Equal(t, 0, commits, "a stale event writes nothing")
+	assert.Equal(t, 1, rollbacks)
+}
+
+func TestDedup_UnsetOutcomeRollsBack(t *testing.T) {
+	f, mw := newDedup(t)
+	h := &countingHandler{}
+
+	o, err := mw(h.handle)(context.Background(), identified("e-1"))
+
+	require.NoError(t, err)
+	assert.Equal(t, rmq.ConsumeRetryLater, consumer.Resolve(o, err, consumer.Concurrent).Result)
+	_, commits, _ := f.counts()
+	assert.Equal(t, 0, commits)
+}
+
+func TestDedup_F15_DeadlockOnClaimIsTransientNotDuplicate(t *testing.T) {
+	f, mw := newDedup(t)
+	f.claimErr = &mysql.MySQLError{Number: 1213, Message: "Deadlock found when trying to get lock"}
+	h := &countingHandler{o: consumer.Processed()}
+
+	o, err := middleware.Classify()(mw(h.handle))(context.Background(), identified("e-1"))
+
+	require.Error(t, err)
+	assert.Equal(t, retry.ClassTransient, retry.Classify(err))
+	assert.Equal(t, consumer.KindRetry, o.Kind, "never duplicate, never DLQ")
+	assert.Equal(t, 0, h.calls)
+	_, commits, _ := f.counts()
+	assert.Equal(t, 0, commits)
+}
+
+func TestDedup_CommitFailureIsNeverAcknowledged(t *testing.T) {
+	f, mw := newDedup(t)
+	f.commitErr = mysql.ErrInvalidConn
+	h := &countingHandler{o: consumer.Processed()}
+
+	o, err := mw(h.handle)(context.Background(), identified("e-1"))
+
+	require.ErrorIs(t, err, mysql.ErrInvalidConn)
+	assert.Equal(t, rmq.ConsumeRetryLater, consumer.Resolve(o, err, consumer.Concurrent).Result)
+	assert.Equal(t, retry.ClassTransient, retry.Classify(err))
+}
+
+func TestDedup_BeginFailureDoesNotRunTheHandler(t *testing.T) {
+	f, mw := newDedup(t)
+	f.beginErr = driver.ErrBadConn
+	h := &countingHandler{o: consumer.Processed()}
+
+	o, err := mw(h.handle)(context.Background(), identified("e-1"))
+
+	require.Error(t, err)
+	assert.Equal(t, rmq.ConsumeRetryLater, consumer.Resolve(o, err, consumer.Concurrent).Result)
+	assert.Equal(t, 0, h.calls)
+}
+
+func TestDedup_F11_MissingEventIDIsPermanentAndUnidentifiable(t *testing.T) {
+	f, mw := newDedup(t)
+	h := &countingHandler{o: consumer.Processed()}
+
+	o, err := middleware.Classify()(mw(h.handle))(context.Background(), delivery("ORDER", "", nil))
+
+	require.ErrorIs(t, err, middleware.ErrUnidentifiable)
+	assert.Equal(t, retry.ClassPermanent, retry.Classify(err))
+	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
+	assert.Equal(t, 0, h.calls)
+	begins, _, _ := f.counts()
+	assert.Equal(t, 0, begins, "no transaction is opened for a message without an event ID")
+}
+
+func TestDedup_F2_PanicRollsBackTheTransaction(t *testing.T) {
+	f, mw := newDedup(t)
+	panicking := func(context.Context, *consumer.Delivery) (consumer.Outcome, error) { panic("handler bug") }
+
+	o, err := middleware.Chain(panicking, middleware.Recover(zap.NewNop()), mw)(context.Background(), identified("p-1"))
+
+	require.ErrorIs(t, err, middleware.ErrPanic)
+	assert.Equal(t, consumer.KindRetry, o.Kind)
+	_, commits, rollbacks := f.counts()
+	assert.Equal(t, 0, commits)
+	assert.Equal(t, 1, rollbacks, "the deferred rollback runs while the panic unwinds")
+}
+
+func TestDedupHandle_WithoutDedupIsErrNoTx(t *testing.T) {
+	called := false
+	h := dedup.Handle(func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
+		called = true
+		return consumer.Processed(), nil
+	})
+
+	o, err := h(context.Background(), identified("e-1"))
+
+	require.ErrorIs(t, err, dedup.ErrNoTx)
+	assert.Equal(t, rmq.ConsumeRetryLater, consumer.Resolve(o, err, consumer.Concurrent).Result)
+	assert.False(t, called)
+}

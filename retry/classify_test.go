@@ -1,0 +1,190 @@
+package retry_test
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"syscall"
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmqguard/rmqguard/retry"
+)
+
+// wrapTwice wraps err twice with %w, as a store and a handler would.
+func wrapTwice(err error) error {
+	return fmt.Errorf("handler: reserve inventory: %w", fmt.Errorf("dedup: claim group cg event e-1: %w", err))
+}
+
+func TestDuplicateKey_F14_MySQL8WordingWrappedTwice(t *testing.T) {
+	err := wrapTwice(&mysql.MySQLError{Number: 1062, Message: "Duplicate entry 'e-1' for key 'processed_event.PRIMARY'"})
+
+	key, ok := retry.DuplicateKey(err)
+
+	require.True(t, ok, "1062 wrapped twice must be found with errors.As")
+	assert.Equal(t, "PRIMARY", key, "the table prefix of the MySQL 8 wording is dropped")
+}
+
+func TestDuplicateKey_F14_MariaDBWordingWrappedTwice(t *testing.T) {
+	err := wrapTwice(&mysql.MySQLError{Number: 1062, Message: "Duplicate entry 'e-1' for key 'PRIMARY'"})
+
+	key, ok := retry.DuplicateKey(err)
+
+	require.True(t, ok)
+	assert.Equal(t, "PRIMARY", key)
+}
+
+func TestDuplicateKey_F14_SecondaryKeyNameKept(t *testing.T) {
+	err := wrapTwice(&mysql.MySQLError{Number: 1062, Message: "Duplicate entry 'c-7' for key 'inventory_change.uk_change_id'"})
+
+	key, ok := retry.DuplicateKey(err)
+
+	require.True(t, ok)
+	assert.Equal(t, "uk_change_id", key, "a 1062 on a business key names that key, so it is not mistaken for the dedup row")
+}
+
+func TestDuplicateKey_F14_DecidedByNumberNotText(t *testing.T) {
+	// A message that reads like a duplicate but carries another error number is not a duplicate.
+	notDup := wrapTwice(&mysql.MySQLError{Number: 1213, Message: "Duplicate entry 'e-1' for key 'PRIMARY'"})
+	_, ok := retry.DuplicateKey(notDup)
+	assert.False(t, ok, "1213 must not be a duplicate whatever its text says")
+
+	// A 1062 whose text carries no key is still a duplicate, with an empty key name.
+	key, ok := retry.DuplicateKey(&mysql.MySQLError{Number: 1062, Message: "something else entirely"})
+	assert.True(t, ok)
+	assert.Empty(t, key)
+}
+
+func TestDuplicateKey_NonMySQLErrorsAreNotDuplicates(t *testing.T) {
+	for name, err := range map[string]error{
+		"nil":              nil,
+		"plain":            errors.New("Duplicate entry 'e-1' for key 'PRIMARY'"),
+		"other mysql code": &mysql.MySQLError{Number: 1146, Message: "Table 'x.processed_event' doesn't exist"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			key, ok := retry.DuplicateKey(err)
+			assert.False(t, ok)
+			assert.Empty(t, key)
+		})
+	}
+}
+
+func TestClassify_F15_DeadlockIsTransient(t *testing.T) {
+	err := wrapTwice(&mysql.MySQLError{Number: 1213, Message: "Deadlock found when trying to get lock; try restarting transaction"})
+	assert.Equal(t, retry.ClassTransient, retry.Classify(err))
+	assert.False(t, retry.IsPermanent(err))
+}
+
+func TestClassify_F15_LockWaitTimeoutIsTransient(t *testing.T) {
+	err := wrapTwice(&mysql.MySQLError{Number: 1205, Message: "Lock wait timeout exceeded; try restarting transaction"})
+	assert.Equal(t, retry.ClassTransient, retry.Classify(err))
+}
+
+func TestClassify_F14_DuplicateKeyIsNotTransientOrPermanent(t *testing.T) {
+	// A 1062 reaching Classify is a business-key error of the handler (the dedup row's 1062 is handled by
+	// the store): it is retried until attempts run out, not dead-lettered at once.
+	err := wrapTwice(&mysql.MySQLError{Number: 1062, Message: "Duplicate entry 'e-1' for key 'PRIMARY'"})
+	assert.Equal(t, retry.ClassUnknown, retry.Classify(err))
+}
+
+func TestClassify_OtherTransientMySQLNumbers(t *testing.T) {
+	for _, n := range []uint16{retry.ErServerShutdown, retry.ErConCount, retry.ErQueryInterrupted} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			assert.Equal(t, retry.ClassTransient, retry.Classify(wrapTwice(&mysql.MySQLError{Number: n})))
+		})
+	}
+	assert.Equal(t, retry.ClassUnknown, retry.Classify(&mysql.MySQLError{Number: 1146}), "an unknown number is unknown")
+}
+
+func TestClassify_PermanentMarkSurvivesWrapping(t *testing.T) {
+	base := errors.New("invalid payload")
+	err := fmt.Errorf("handler: %w", fmt.Errorf("decode: %w", retry.Permanent(base)))
+
+	assert.Equal(t, retry.ClassPermanent, retry.Classify(retry.Permanent(base)))
+	assert.Equal(t, retry.ClassPermanent, retry.Classify(err))
+	assert.True(t, retry.IsPermanent(err))
+	assert.ErrorIs(t, err, base, "the mark keeps the cause reachable")
+}
+
+func TestClassify_PermanentOverridesTransientCause(t *testing.T) {
+	// An explicit mark beats what the cause would classify as.
+	err := retry.Permanent(context.DeadlineExceeded)
+	assert.Equal(t, retry.ClassPermanent, retry.Classify(err))
+}
+
+func TestClassify_OutermostMarkWins(t *testing.T) {
+	inner := retry.Permanent(errors.New("rejected"))
+
+	assert.Equal(t, retry.ClassTransient, retry.Classify(retry.Transient(inner)))
+	assert.Equal(t, retry.ClassTransient, retry.Classify(fmt.Errorf("outer: %w", retry.Transient(inner))))
+	assert.Equal(t, retry.ClassPermanent, retry.Classify(retry.Permanent(retry.Transient(errors.New("x")))))
+}
+
+func TestClassify_TransientInfrastructureErrors(t *testing.T) {
+	for name, err := range map[string]error{
+		"deadline":         context.DeadlineExceeded,
+		"wrapped deadline": fmt.Errorf("query: %w", context.DeadlineExceeded),
+		"canceled":         context.Canceled,
+		"bad conn":         fmt.Errorf("exec: %w", driver.ErrBadConn),
+		"invalid conn":     fmt.Errorf("exec: %w", mysql.ErrInvalidConn),
+		"unexpected EOF":   io.ErrUnexpectedEOF,
+		"conn reset":       fmt.Errorf("read: %w", syscall.ECONNRESET),
+		"conn refused":     fmt.Errorf("dial: %w", syscall.ECONNREFUSED),
+		"broken pipe":      syscall.EPIPE,
+		"net timeout":      fmt.Errorf("read: %w", timeoutErr{}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, retry.ClassTransient, retry.Classify(err))
+		})
+	}
+}
+
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }
+
+func TestClassify_UnknownAndNil(t *testing.T) {
+	assert.Equal(t, retry.ClassUnknown, retry.Classify(errors.New("db down")))
+	assert.Equal(t, retry.ClassUnknown, retry.Classify(nil))
+	assert.False(t, retry.IsPermanent(nil))
+}
+
+func TestPermanentTransient_NilStaysNil(t *testing.T) {
+	assert.NoError(t, retry.Permanent(nil))
+	assert.NoError(t, retry.Transient(nil))
+}
+
+func TestPermanentf_WrapsWithW(t *testing.T) {
+	base := errors.New("unknown event type")
+	err := retry.Permanentf("order %s: %w", "o-1", base)
+
+	assert.Equal(t, retry.ClassPermanent, retry.Classify(err))
+	assert.ErrorIs(t, err, base)
+	assert.Contains(t, err.Error(), "order o-1")
+}
+
+func TestClass_String(t *testing.T) {
+	assert.Equal(t, "unknown", retry.ClassUnknown.String())
+	assert.Equal(t, "transient", retry.ClassTransient.String())
+	assert.Equal(t, "permanent", retry.ClassPermanent.String())
+}
+
+func TestClassify_MarksInsideJoinedErrorsAreFound(t *testing.T) {
+	// A handler that reports both its failure and a rollback failure must not lose the Permanent mark:
+	// errors.Is/As walk joined errors, so the classification does too.
+	permanent := retry.Permanent(errors.New("invalid payload"))
+	rollback := errors.New("rollback: connection gone")
+
+	assert.Equal(t, retry.ClassPermanent, retry.Classify(errors.Join(permanent, rollback)))
+	assert.Equal(t, retry.ClassPermanent, retry.Classify(fmt.Errorf("handle: %w (rollback: %w)", permanent, rollback)))
+	assert.Equal(t, retry.ClassTransient, retry.Classify(errors.Join(rollback, retry.Transient(errors.New("busy")))))
+	assert.Equal(t, retry.ClassTransient, retry.Classify(retry.Transient(errors.Join(permanent))), "the outermost mark still wins")
+	assert.Equal(t, retry.ClassUnknown, retry.Classify(errors.Join(errors.New("a"), errors.New("b"))))
+}
