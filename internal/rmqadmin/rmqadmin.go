@@ -57,12 +57,15 @@ func instanceName(kind string) string {
 // address of the master broker that is to hold the topic (e.g. 127.0.0.1:10911); queues is the read and write
 // queue count of a newly created topic (must be ≥ 1). A new topic is created with perm 6 (read and write).
 //
-// The topic is created only when the name server answers that it has no route (TOPIC_NOT_EXIST): an existing
+// EnsureTopic first waits (WaitBrokerRegistered) until the name servers list brokerAddr, so that a broker that
+// has just started is not mistaken for one without the topic. The topic is then created only when the name
+// server answers that it has no route (TOPIC_NOT_EXIST): an existing
 // topic is left as it is, whatever its queue count or perm, because re-issuing CreateTopic could change them.
 // After creating it, EnsureTopic polls every RoutePollInterval until the route is visible or ctx ends.
 //
-// Errors: invalid arguments; the name server or broker unreachable; ctx done before the route became visible
-// (wrapping ctx.Err()); ErrNoWritableQueues when the existing route has no writable queue.
+// Errors: invalid arguments; the name server or broker unreachable; ctx done before the broker registered or
+// the route became visible (wrapping ctx.Err()); ErrNoWritableQueues when the existing route has no writable
+// queue.
 func EnsureTopic(ctx context.Context, nameServers []string, brokerAddr, topic string, queues int) error {
 	if err := validateNameServers(nameServers); err != nil {
 		return fmt.Errorf("ensure topic %q: %w", topic, err)
@@ -75,6 +78,12 @@ func EnsureTopic(ctx context.Context, nameServers []string, brokerAddr, topic st
 	}
 	if queues < 1 {
 		return fmt.Errorf("ensure topic %q: queue count %d must be at least 1", topic, queues)
+	}
+
+	// Until the broker has registered, the name server answers TOPIC_NOT_EXIST for topics the broker has,
+	// and creating them again could change their perm: wait for the registration first.
+	if err := WaitBrokerRegistered(ctx, nameServers, brokerAddr); err != nil {
+		return fmt.Errorf("ensure topic %q: %w", topic, err)
 	}
 
 	adm, err := admin.NewAdmin(
@@ -144,6 +153,27 @@ func routeState(ctx context.Context, adm admin.Admin, topic string) (exists, wri
 	return true, len(mqs) > 0, nil
 }
 
+// ErrNoRoute is returned by Probe when the name server knows no route (or no writable queue) for the topic.
+var ErrNoRoute = errors.New("topic has no route on the name server (create it with EnsureTopic / rmqguard topic ensure)")
+
+// checkRoute returns nil when the topic has a writable route, ErrNoRoute when it has none, or the error of
+// the name server query.
+func checkRoute(ctx context.Context, nameServers []string, topic string) error {
+	adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver(nameServers)))
+	if err != nil {
+		return fmt.Errorf("new admin client: %w", err)
+	}
+	defer adm.Close()
+	exists, writable, err := routeState(ctx, adm, topic)
+	if err != nil {
+		return fmt.Errorf("query route from name server %v: %w", nameServers, err)
+	}
+	if !exists || !writable {
+		return ErrNoRoute
+	}
+	return nil
+}
+
 // ProbeProducerGroup is the producer group Probe sends with.
 const ProbeProducerGroup = "RMQGUARD_PROBE_PRODUCER"
 
@@ -155,7 +185,8 @@ const ProbeProducerGroup = "RMQGUARD_PROBE_PRODUCER"
 // Probe returns. The send is bounded by ctx; without a deadline on ctx the client's default send timeout (3 s)
 // applies.
 //
-// Errors: invalid arguments; producer start failure; the send failed (no route, broker unreachable, …); or a
+// Errors: invalid arguments; the name server unreachable; ErrNoRoute when the topic has no route (or no
+// writable queue); producer start failure; the send failed (no route, broker unreachable, …); or a
 // send status other than SEND_OK.
 func Probe(ctx context.Context, nameServers []string, topic string) (err error) {
 	if err := validateNameServers(nameServers); err != nil {
@@ -163,6 +194,12 @@ func Probe(ctx context.Context, nameServers []string, topic string) (err error) 
 	}
 	if strings.TrimSpace(topic) == "" {
 		return errors.New("probe: empty topic name")
+	}
+
+	// The producer reports an unreachable name server and a missing topic alike ("route info not found"):
+	// ask the name server first for a clearer error.
+	if err := checkRoute(ctx, nameServers, topic); err != nil {
+		return fmt.Errorf("probe topic %q: %w", topic, err)
 	}
 
 	p, err := producer.NewDefaultProducer(

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/rlog"
+	"github.com/spf13/cobra"
+)
+
+// Environment variables that provide flag defaults.
+const (
+	envNameServer = "RMQGUARD_NAMESRV"     // comma-separated name server addresses, e.g. 127.0.0.1:9876
+	envBrokerAddr = "RMQGUARD_BROKER_ADDR" // master broker remoting address, e.g. 127.0.0.1:10911
+)
+
+// globalOptions are the flags shared by every command.
+type globalOptions struct {
+	nameServers []string
+	timeout     time.Duration
+	logLevel    string
+}
+
+func newRootCmd() *cobra.Command {
+	opts := &globalOptions{}
+	root := &cobra.Command{
+		Use:           "rmqguard",
+		Short:         "Operator tools for rmqguard and its RocketMQ cluster",
+		SilenceUsage:  true,
+		SilenceErrors: true, // main prints the error once
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			// The client logs through rlog (logrus, info level by default); keep the CLI's output readable.
+			rlog.SetLogLevel(opts.logLevel)
+			return nil
+		},
+	}
+	root.PersistentFlags().StringSliceVar(&opts.nameServers, "namesrv", splitList(os.Getenv(envNameServer)),
+		"name server addresses host:port, comma-separated (default $"+envNameServer+")")
+	root.PersistentFlags().DurationVar(&opts.timeout, "timeout", 30*time.Second,
+		"overall time limit of the command")
+	root.PersistentFlags().StringVar(&opts.logLevel, "client-log-level", "fatal",
+		"log level of the RocketMQ client library: debug, info, warn, error, fatal")
+
+	root.AddCommand(newTopicCmd(opts), newProbeCmd(opts))
+	return root
+}
+
+// requireNameServers returns the configured name servers or an error naming the flag and variable to set.
+func (o *globalOptions) requireNameServers() ([]string, error) {
+	ns := make([]string, 0, len(o.nameServers))
+	for _, s := range o.nameServers {
+		if s = strings.TrimSpace(s); s != "" {
+			ns = append(ns, s)
+		}
+	}
+	if len(ns) == 0 {
+		return nil, errors.New("no name server: pass --namesrv host:port or set " + envNameServer)
+	}
+	return ns, nil
+}
+
+// splitList splits a comma-separated list, dropping blanks; "" gives nil.
+func splitList(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+)
+
+func newTopicCmd(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "topic",
+		Short: "Manage topics",
+	}
+	cmd.AddCommand(newTopicEnsureCmd(g))
+	return cmd
+}
+
+func newTopicEnsureCmd(g *globalOptions) *cobra.Command {
+	var (
+		broker string
+		queues int
+	)
+	cmd := &cobra.Command{
+		Use:   "ensure TOPIC...",
+		Short: "Create topics that have no route yet (existing topics are left unchanged)",
+		Long: "Create each TOPIC on the broker with --queues read and write queues and perm 6 (read+write),\n" +
+			"but only when the name server has no route for it, then wait until the route is visible.\n" +
+			"An existing topic is never re-created, so its perm and queue counts stay as they are.",
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ns, err := g.requireNameServers()
+			if err != nil {
+				return err
+			}
+			if broker == "" {
+				return errors.New("no broker: pass --broker host:port or set " + envBrokerAddr)
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), g.timeout)
+			defer cancel()
+			for _, topic := range args {
+				if err := rmqadmin.EnsureTopic(ctx, ns, broker, topic, queues); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "topic %s: ok\n", topic)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&broker, "broker", os.Getenv(envBrokerAddr),
+		"master broker address host:port that holds new topics (default $"+envBrokerAddr+")")
+	cmd.Flags().IntVar(&queues, "queues", 4, "read and write queue count of a new topic")
+	return cmd
+}

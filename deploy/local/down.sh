@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Stop the services that deploy/local/up.sh started (those with a pid file under .local/run), newest first.
+# Servers that up.sh found already running and reused are not touched. State under .local is kept.
+set -Eeuo pipefail
+
+# shellcheck source=deploy/local/lib.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
+trap 'echo "[down.sh] ERROR: exit $? at line $LINENO: $BASH_COMMAND" >&2' ERR
+
+stop_pidfile "rocketmq broker" "$RUN_DIR/broker.pid" org.apache.rocketmq.broker.BrokerStartup 60
+stop_pidfile "rocketmq namesrv" "$RUN_DIR/namesrv.pid" org.apache.rocketmq.namesrv.NamesrvStartup 30
+stop_pidfile "redis" "$RUN_DIR/redis.pid" redis-server 30
+stop_pidfile "mariadb" "$RUN_DIR/mariadb.pid" mariadbd 60

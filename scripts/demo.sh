@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# make demo: start the example consumer against the running services, send a workload with duplicates,
+# transient failures and a poison message, verify exactly-once, stop the consumer gracefully.
+# The last line is the verdict: "exactly-once: ok …" (exit 0) or "exactly-once: FAILED …" (exit 1).
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$repo"
+# shellcheck source=../deploy/local/env.sh
+source deploy/local/env.sh
+
+state="$repo/.local/demo"
+mkdir -p "$state" "$repo/.local/bin"
+bin="$repo/.local/bin/example-consumer"
+go build -o "$bin" ./cmd/example-consumer
+
+metrics_addr="${RMQGUARD_METRICS_ADDR:-127.0.0.1:9464}"
+if curl -sf "http://$metrics_addr/healthz" >/dev/null 2>&1; then
+  echo "something already answers on $metrics_addr (an example consumer left running?); stop it or set RMQGUARD_METRICS_ADDR" >&2
+  exit 1
+fi
+
+log="$state/consumer.log"
+echo "starting the example consumer (log: ${log#"$repo"/})"
+"$bin" run --metrics-addr "$metrics_addr" >"$log" 2>&1 &
+pid=$!
+stop_consumer() {
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+}
+trap stop_consumer EXIT
+
+for i in $(seq 1 120); do
+  if curl -sf "http://$metrics_addr/healthz" >/dev/null 2>&1; then break; fi
+  if ! kill -0 "$pid" 2>/dev/null; then
+    echo "the example consumer exited during start-up; last lines of its log:" >&2
+    tail -20 "$log" >&2
+    exit 1
+  fi
+  sleep 0.5
+done
+echo "consumer ready; metrics on http://$metrics_addr/metrics"
+
+set +e
+"$bin" demo --metrics-url "http://$metrics_addr/metrics" "$@" 2>&1 | tee "$state/demo.out"
+status=${PIPESTATUS[0]}
+set -e
+# Stopping prints nothing, so the verdict stays the last line.
+stop_consumer
+trap - EXIT
+exit "$status"
