@@ -3,6 +3,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -112,7 +113,15 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 		}
 	}()
 
-	for _, msg := range plan.Messages {
+	// Bad input: no event ID at all (no EVENT_ID, no KEYS), and an event ID longer than the column.
+	noID := primitive.NewMessage(topic, []byte(`{"orderNo":"x"}`))
+	noID.WithTag(shop.EventOrderCreated)
+	noID.WithProperty("CASE", "no-id")
+	longID := primitive.NewMessage(topic, []byte(`{}`))
+	longID.WithTag(shop.EventOrderCreated)
+	longID.WithProperty("CASE", "long-id")
+	longID.WithProperty("EVENT_ID", strings.Repeat("x", dedup.MaxEventIDLength+1))
+	for _, msg := range append(plan.Messages, noID, longID) {
 		res, err := prod.SendSync(ctx, msg)
 		require.NoError(t, err)
 		require.Equal(t, primitive.SendOK, res.Status)
@@ -122,7 +131,7 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 	require.Eventually(t, func() bool {
 		orders, _, err := shop.Effects(ctx, db, prefix)
 		return err == nil && orders >= plan.Events &&
-			testutil.ToFloat64(m.Messages.WithLabelValues(group, topic, "dead_letter")) >= 1
+			testutil.ToFloat64(m.Messages.WithLabelValues(group, topic, "dead_letter")) >= 3
 	}, 3*time.Minute, 500*time.Millisecond, "all %d events take effect and the poison is dead-lettered", plan.Events)
 	require.NoError(t, c.Shutdown(ctx))
 	stopped = true
@@ -144,10 +153,84 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 
 	letters, err := dlq.Read(ctx, []string{ns}, group, 100)
 	require.NoError(t, err)
-	require.Len(t, letters, 1, "only the poison message is dead-lettered")
-	letter := letters[0]
-	assert.Equal(t, plan.PoisonEventID, letter.GetProperty("EVENT_ID"))
-	assert.Equal(t, topic, letter.GetProperty(primitive.PropertyRetryTopic))
-	assert.Contains(t, letter.GetProperty(dlq.PropReason), "not valid JSON")
-	assert.Equal(t, run+"-poison", letter.GetKeys())
+	require.Len(t, letters, 3, "the poison and the two unidentifiable messages, nothing else, are dead-lettered")
+	byCase := map[string]*primitive.MessageExt{}
+	for _, l := range letters {
+		assert.Equal(t, topic, l.GetProperty(primitive.PropertyRetryTopic), "the origin topic travels with the letter")
+		assert.Equal(t, group, l.GetProperty(dlq.PropGroup))
+		key := l.GetProperty("CASE")
+		if key == "" {
+			key = l.GetProperty("EVENT_ID")
+		}
+		byCase[key] = l
+	}
+	require.Contains(t, byCase, plan.PoisonEventID)
+	assert.Contains(t, byCase[plan.PoisonEventID].GetProperty(dlq.PropReason), "not valid JSON")
+	assert.Equal(t, run+"-poison", byCase[plan.PoisonEventID].GetKeys())
+	require.Contains(t, byCase, "no-id")
+	assert.Contains(t, byCase["no-id"].GetProperty(dlq.PropReason), "unidentifiable")
+	require.Contains(t, byCase, "long-id")
+	assert.Contains(t, byCase["long-id"].GetProperty(dlq.PropReason), "longer than")
+	assert.Equal(t, 2.0, testutil.ToFloat64(m.Unidentifiable.WithLabelValues(group, topic)))
+}
+
+// TestE2E_F5_MaxAttemptsBecomesMaxReconsumeTimes: with MaxAttempts 3 and no DLQ publisher, an always-failing
+// handler sees exactly 4 deliveries (ReconsumeTimes 0..3); then the broker moves the message to
+// %DLQ%<group> with its KEYS and properties intact.
+func TestE2E_F5_MaxAttemptsBecomesMaxReconsumeTimes(t *testing.T) {
+	ns := testenv.NameServer(t)
+	broker := testenv.Broker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rlog.SetLogLevel("warn")
+
+	run := testenv.Unique("f5")
+	topic := "RMQGUARD_E2E_" + strings.ReplaceAll(run, "-", "_")
+	group := "rmqguard-e2e-" + run
+	require.NoError(t, rmqadmin.EnsureTopic(ctx, []string{ns}, broker, topic, 1))
+	require.NoError(t, rmqadmin.EnsureGroupTopics(ctx, []string{ns}, broker, group))
+
+	var mu sync.Mutex
+	var attempts []int
+	handler := middleware.Chain(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		mu.Lock()
+		attempts = append(attempts, d.Attempt)
+		mu.Unlock()
+		return consumer.Outcome{}, errors.New("db down")
+	}, middleware.Classify())
+	c, err := consumer.New(consumer.Config{
+		NameServers: []string{ns}, Group: group, Subscriptions: []consumer.Subscription{{Topic: topic}},
+		MaxAttempts: 3, StartFrom: consumer.StartFromFirstOffset, DrainTimeout: 5 * time.Second,
+	}, handler)
+	require.NoError(t, err)
+	require.NoError(t, c.Start())
+	defer func() { _ = c.Shutdown(context.Background()) }()
+
+	prod, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{ns})),
+		producer.WithGroupName(group+"-producer"), producer.WithInstanceName(run+"-producer"))
+	require.NoError(t, err)
+	require.NoError(t, prod.Start())
+	defer func() { _ = prod.Shutdown() }()
+	msg := primitive.NewMessage(topic, []byte(`{"orderNo":"o-1"}`))
+	msg.WithKeys([]string{"o-1"})
+	msg.WithTag("OrderCreated")
+	msg.WithProperty("EVENT_ID", "e-1")
+	res, err := prod.SendSync(ctx, msg)
+	require.NoError(t, err)
+	require.Equal(t, primitive.SendOK, res.Status)
+
+	var letters []*primitive.MessageExt
+	require.Eventually(t, func() bool {
+		letters, err = dlq.Read(ctx, []string{ns}, group, 10)
+		return err == nil && len(letters) > 0
+	}, 90*time.Second, time.Second, "the message reaches %%DLQ%%%s", group)
+	time.Sleep(2 * time.Second) // a fifth delivery, if the mapping were wrong, would come within this
+	mu.Lock()
+	assert.Equal(t, []int{0, 1, 2, 3}, attempts, "MaxAttempts 3 = MaxReconsumeTimes 3: four deliveries")
+	mu.Unlock()
+	require.Len(t, letters, 1)
+	assert.Equal(t, "o-1", letters[0].GetKeys())
+	assert.Equal(t, "OrderCreated", letters[0].GetTags())
+	assert.Equal(t, "e-1", letters[0].GetProperty("EVENT_ID"))
+	assert.Equal(t, topic, letters[0].GetProperty(primitive.PropertyRetryTopic))
 }

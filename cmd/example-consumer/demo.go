@@ -61,7 +61,7 @@ alone (of this run) in %DLQ%<group>. The last line is "exactly-once: ok …" (ex
 }
 
 func demo(ctx context.Context, s *settings, o demoOptions) error {
-	rlog.SetLogLevel("error")
+	rlog.SetLogLevel("fatal") // the client's own chatter would bury the report
 	nameServers := s.nameServerList()
 	if len(nameServers) == 0 || s.mysqlDSN == "" {
 		return errors.New("--namesrv (RMQGUARD_NAMESRV) and --mysql-dsn (RMQGUARD_MYSQL_DSN) are required")
