@@ -88,6 +88,7 @@ type ConfigError struct {
 	Problem string
 }
 
+// Error renders "consumer config: <Field>: <Problem>".
 func (e *ConfigError) Error() string { return "consumer config: " + e.Field + ": " + e.Problem }
 
 // Validate checks c as it would be used (after defaults) and returns every problem found, joined, each a
