@@ -9,9 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -79,10 +77,8 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 	plan, err := shop.Workload{RunID: run, Topic: topic, Messages: 500, DuplicateShare: 0.1, FailOnce: 10, Poison: true}.Plan()
 	require.NoError(t, err)
 
-	prod, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{ns})),
-		producer.WithGroupName(group+"-producer"), producer.WithInstanceName(run+"-producer"), producer.WithRetry(2))
+	prod, err := rmqadmin.StartProducer([]string{ns}, group+"-producer")
 	require.NoError(t, err)
-	require.NoError(t, prod.Start())
 	defer func() { _ = prod.Shutdown() }()
 
 	store, err := dedup.NewStore(db)
@@ -206,10 +202,8 @@ func TestE2E_F5_MaxAttemptsBecomesMaxReconsumeTimes(t *testing.T) {
 	require.NoError(t, c.Start())
 	defer func() { _ = c.Shutdown(context.Background()) }()
 
-	prod, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver([]string{ns})),
-		producer.WithGroupName(group+"-producer"), producer.WithInstanceName(run+"-producer"))
+	prod, err := rmqadmin.StartProducer([]string{ns}, group+"-producer")
 	require.NoError(t, err)
-	require.NoError(t, prod.Start())
 	defer func() { _ = prod.Shutdown() }()
 	msg := primitive.NewMessage(topic, []byte(`{"orderNo":"o-1"}`))
 	msg.WithKeys([]string{"o-1"})

@@ -8,9 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/jmoiron/sqlx"
 	"github.com/prometheus/common/expfmt"
@@ -18,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/internal/rmqadmin"
 	"github.com/rmqguard/rmqguard/internal/shop"
 )
 
@@ -159,15 +158,9 @@ func demo(ctx context.Context, s *settings, o demoOptions) error {
 }
 
 func send(ctx context.Context, nameServers []string, group string, plan shop.Plan) error {
-	p, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver(nameServers)),
-		producer.WithGroupName(group+"-demo-producer"),
-		producer.WithInstanceName(fmt.Sprintf("%s-demo-producer-%d", group, time.Now().UnixNano())),
-		producer.WithRetry(2))
+	p, err := rmqadmin.StartProducer(nameServers, group+"-demo-producer")
 	if err != nil {
-		return fmt.Errorf("producer: %w", err)
-	}
-	if err := p.Start(); err != nil {
-		return fmt.Errorf("start producer: %w", err)
+		return err
 	}
 	defer func() { _ = p.Shutdown() }()
 	for _, msg := range plan.Messages {

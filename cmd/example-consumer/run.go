@@ -10,9 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/apache/rocketmq-client-go/v2"
-	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/producer"
 	_ "github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 	"github.com/prometheus/client_golang/prometheus"
@@ -93,14 +90,9 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 		return err
 	}
 
-	prod, err := rocketmq.NewProducer(producer.WithNsResolver(primitive.NewPassthroughResolver(nameServers)),
-		producer.WithGroupName(s.group+"-dlq"), producer.WithInstanceName(fmt.Sprintf("%s-dlq-%d", s.group, time.Now().UnixNano())),
-		producer.WithRetry(2))
+	prod, err := rmqadmin.StartProducer(nameServers, s.group+"-dlq")
 	if err != nil {
-		return fmt.Errorf("dlq producer: %w", err)
-	}
-	if err := prod.Start(); err != nil {
-		return fmt.Errorf("start dlq producer: %w", err)
+		return fmt.Errorf("dlq publisher: %w", err)
 	}
 	defer func() { _ = prod.Shutdown() }()
 	publisher, err := dlq.NewPublisher(prod)

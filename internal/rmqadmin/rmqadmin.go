@@ -17,7 +17,6 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/admin"
 	rmqerrors "github.com/apache/rocketmq-client-go/v2/errors"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/apache/rocketmq-client-go/v2/producer"
 )
 
 // PermReadWrite is the topic permission EnsureTopic creates topics with: readable (4) and writable (2).
@@ -202,17 +201,9 @@ func Probe(ctx context.Context, nameServers []string, topic string) (err error) 
 		return fmt.Errorf("probe topic %q: %w", topic, err)
 	}
 
-	p, err := producer.NewDefaultProducer(
-		producer.WithNsResolver(primitive.NewPassthroughResolver(nameServers)),
-		producer.WithGroupName(ProbeProducerGroup),
-		producer.WithInstanceName(instanceName("probe")),
-		producer.WithRetry(2),
-	)
+	p, err := StartProducer(nameServers, ProbeProducerGroup)
 	if err != nil {
-		return fmt.Errorf("probe topic %q: new producer: %w", topic, err)
-	}
-	if err := p.Start(); err != nil {
-		return fmt.Errorf("probe topic %q: start producer: %w", topic, err)
+		return fmt.Errorf("probe topic %q: %w", topic, err)
 	}
 	defer func() {
 		if serr := p.Shutdown(); serr != nil && err == nil {
