@@ -24,6 +24,9 @@ const (
 	MaxGroupLength = 128
 )
 
+// dedupKey is the name MySQL and MariaDB give processed_event's primary key (consumer_group, event_id).
+const dedupKey = "PRIMARY"
+
 // ResultSuccess is the result_status of a processed event.
 const ResultSuccess = "SUCCESS"
 
@@ -61,7 +64,8 @@ func (s *Store) Begin(ctx context.Context) (*sqlx.Tx, error) {
 }
 
 // Claim inserts the processed_event row of d (d.Group, d.EventID) in tx. It returns ErrDuplicate when the
-// consumer group already processed the event (or another transaction holding the same key commits
+// insert fails with MySQL 1062 on processed_event's primary key, i.e. the consumer group already processed
+// the event (or another transaction holding the same key commits
 // while Claim waits on its lock); MySQL 1205/1213 from that wait come back wrapped and classify as
 // transient. Claim rejects an empty event ID, or one longer than MaxEventIDLength, as permanent.
 func (s *Store) Claim(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) error {
@@ -73,7 +77,13 @@ func (s *Store) Claim(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) er
 		   (consumer_group, event_id, event_type, aggregate_id, topic, msg_id, consumed_at, result_status)
 		 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		d.Group, d.EventID, d.EventType, d.AggregateID, d.Topic, d.Msg.MsgId, s.now().UTC(), ResultSuccess)
-	if _, dup := retry.DuplicateKey(err); dup {
+	if key, dup := retry.DuplicateKey(err); dup {
+		// The insert touches processed_event only, whose one unique key is its primary key; a 1062 naming
+		// another key means the table is not the schema this store expects.
+		if key != dedupKey && key != "" {
+			return fmt.Errorf("dedup: claim group %s event %s: duplicate on unexpected key %q of processed_event: %w",
+				d.Group, d.EventID, key, err)
+		}
 		return fmt.Errorf("%w: group %s event %s", ErrDuplicate, d.Group, d.EventID)
 	}
 	if err != nil {

@@ -4,6 +4,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +27,7 @@ import (
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
+	"github.com/rmqguard/rmqguard/retry"
 )
 
 // redeliveries records what the chain saw of redelivered messages (ReconsumeTimes > 0).
@@ -187,11 +189,15 @@ func TestE2E_F5_MaxAttemptsBecomesMaxReconsumeTimes(t *testing.T) {
 	require.NoError(t, rmqadmin.EnsureGroupTopics(ctx, []string{ns}, broker, group))
 
 	var mu sync.Mutex
-	var attempts []int
+	attempts := map[string][]int{} // EVENT_ID → ReconsumeTimes seen
 	handler := middleware.Chain(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		id := d.Msg.GetProperty("EVENT_ID")
 		mu.Lock()
-		attempts = append(attempts, d.Attempt)
+		attempts[id] = append(attempts[id], d.Attempt)
 		mu.Unlock()
+		if id == "e-permanent" {
+			return consumer.Outcome{}, retry.Permanent(errors.New("unknown SKU"))
+		}
 		return consumer.Outcome{}, errors.New("db down")
 	}, middleware.Classify())
 	c, err := consumer.New(consumer.Config{
@@ -205,26 +211,122 @@ func TestE2E_F5_MaxAttemptsBecomesMaxReconsumeTimes(t *testing.T) {
 	prod, err := rmqadmin.StartProducer([]string{ns}, group+"-producer")
 	require.NoError(t, err)
 	defer func() { _ = prod.Shutdown() }()
-	msg := primitive.NewMessage(topic, []byte(`{"orderNo":"o-1"}`))
-	msg.WithKeys([]string{"o-1"})
-	msg.WithTag("OrderCreated")
-	msg.WithProperty("EVENT_ID", "e-1")
-	res, err := prod.SendSync(ctx, msg)
-	require.NoError(t, err)
-	require.Equal(t, primitive.SendOK, res.Status)
+	for _, id := range []string{"e-1", "e-permanent"} {
+		msg := primitive.NewMessage(topic, []byte(`{"orderNo":"o-1"}`))
+		msg.WithKeys([]string{"k-" + id})
+		msg.WithTag("OrderCreated")
+		msg.WithProperty("EVENT_ID", id)
+		res, err := prod.SendSync(ctx, msg)
+		require.NoError(t, err)
+		require.Equal(t, primitive.SendOK, res.Status)
+	}
 
 	var letters []*primitive.MessageExt
 	require.Eventually(t, func() bool {
 		letters, err = dlq.Read(ctx, []string{ns}, group, 10)
-		return err == nil && len(letters) > 0
-	}, 90*time.Second, time.Second, "the message reaches %%DLQ%%%s", group)
-	time.Sleep(2 * time.Second) // a fifth delivery, if the mapping were wrong, would come within this
+		return err == nil && len(letters) >= 2
+	}, 90*time.Second, time.Second, "both messages reach %%DLQ%%%s", group)
+	time.Sleep(2 * time.Second) // a further delivery, if the mapping were wrong, would come within this
 	mu.Lock()
-	assert.Equal(t, []int{0, 1, 2, 3}, attempts, "MaxAttempts 3 = MaxReconsumeTimes 3: four deliveries")
+	assert.Equal(t, []int{0, 1, 2, 3}, attempts["e-1"], "MaxAttempts 3 = MaxReconsumeTimes 3: four deliveries")
+	assert.Equal(t, []int{0}, attempts["e-permanent"], "a permanent error goes to the DLQ at once (delay level -1)")
 	mu.Unlock()
-	require.Len(t, letters, 1)
-	assert.Equal(t, "o-1", letters[0].GetKeys())
-	assert.Equal(t, "OrderCreated", letters[0].GetTags())
-	assert.Equal(t, "e-1", letters[0].GetProperty("EVENT_ID"))
-	assert.Equal(t, topic, letters[0].GetProperty(primitive.PropertyRetryTopic))
+	require.Len(t, letters, 2)
+	for _, l := range letters {
+		id := l.GetProperty("EVENT_ID")
+		assert.Equal(t, "k-"+id, l.GetKeys(), "KEYS intact")
+		assert.Equal(t, "OrderCreated", l.GetTags())
+		assert.Equal(t, topic, l.GetProperty(primitive.PropertyRetryTopic))
+	}
+}
+
+// TestE2E_S2_TwoConsumersSameEventConcurrently runs two consumers of one group (two client instances, as two
+// processes would be) on a 4-queue topic and sends every event five times, spread over the queues, so that
+// copies of one event are handled by both consumers at the same time. Each event takes effect once, nothing
+// is dead-lettered, and every copy ends as processed or duplicate.
+func TestE2E_S2_TwoConsumersSameEventConcurrently(t *testing.T) {
+	ns := testenv.NameServer(t)
+	broker := testenv.Broker(t)
+	db := testenv.MySQL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	rlog.SetLogLevel("warn")
+
+	run := testenv.Unique("s2")
+	topic := "RMQGUARD_E2E_" + strings.ReplaceAll(run, "-", "_")
+	group := "rmqguard-e2e-" + run
+	require.NoError(t, rmqadmin.EnsureTopic(ctx, []string{ns}, broker, topic, 4))
+	require.NoError(t, rmqadmin.EnsureGroupTopics(ctx, []string{ns}, broker, group))
+	store, err := dedup.NewStore(db)
+	require.NoError(t, err)
+
+	type member struct {
+		c       *consumer.Consumer
+		metrics *metrics.Metrics
+	}
+	var members []member
+	for i := range 2 {
+		m, err := metrics.New(prometheus.NewRegistry())
+		require.NoError(t, err)
+		eventID, err := middleware.EventID(middleware.EventIDConfig{})
+		require.NoError(t, err)
+		handler := middleware.Chain(dedup.Handle(shop.HandleOrderCreated),
+			middleware.Metrics(m), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Dedup(store))
+		c, err := consumer.New(consumer.Config{
+			NameServers: []string{ns}, Group: group, Subscriptions: []consumer.Subscription{{Topic: topic}},
+			InstanceName: fmt.Sprintf("%s-%d", run, i), StartFrom: consumer.StartFromFirstOffset, ConsumeGoroutines: 8,
+		}, handler)
+		require.NoError(t, err)
+		require.NoError(t, c.Start())
+		defer func() { _ = c.Shutdown(context.Background()) }()
+		members = append(members, member{c: c, metrics: m})
+	}
+	handled := func(i int, outcome string) float64 {
+		return testutil.ToFloat64(members[i].metrics.Messages.WithLabelValues(group, topic, outcome))
+	}
+
+	prod, err := rmqadmin.StartProducer([]string{ns}, group+"-producer")
+	require.NoError(t, err)
+	defer func() { _ = prod.Shutdown() }()
+
+	// Rounds of 8 events × 5 copies until both consumers have handled messages (the second one joins the
+	// group's rebalance a moment after the first).
+	events, copies := 0, 0
+	sendRound := func() {
+		plan, err := shop.Workload{RunID: fmt.Sprintf("%s-r%d", run, events), Topic: topic, Messages: 8}.Plan()
+		require.NoError(t, err)
+		for _, msg := range plan.Messages {
+			for range 5 {
+				dup := primitive.NewMessage(topic, msg.Body)
+				for k, v := range msg.GetProperties() {
+					dup.WithProperty(k, v)
+				}
+				res, err := prod.SendSync(ctx, dup)
+				require.NoError(t, err)
+				require.Equal(t, primitive.SendOK, res.Status)
+				copies++
+			}
+		}
+		events += plan.Events
+	}
+	total := func(outcome string) float64 { return handled(0, outcome) + handled(1, outcome) }
+	both := func() bool {
+		return handled(0, "processed")+handled(0, "duplicate") > 0 && handled(1, "processed")+handled(1, "duplicate") > 0
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for sendRound(); !both() && time.Now().Before(deadline); sendRound() {
+		time.Sleep(time.Second)
+	}
+	require.True(t, both(), "both consumers of the group handled messages")
+	require.Eventually(t, func() bool {
+		return total("processed")+total("duplicate") >= float64(copies)
+	}, 90*time.Second, 250*time.Millisecond, "all %d copies handled", copies)
+
+	orders, reservations, err := shop.Effects(ctx, db, run)
+	require.NoError(t, err)
+	assert.Equal(t, events, orders, "one effect per event")
+	assert.Equal(t, events, reservations)
+	assert.Equal(t, float64(events), total("processed"))
+	assert.Equal(t, float64(copies-events), total("duplicate"))
+	assert.Zero(t, total("dead_letter"), "no loser is dead-lettered")
 }
