@@ -59,7 +59,7 @@ test: up ## unit, integration (MariaDB) and end-to-end (broker) tests; RMQGUARD_
 		$(GO) test $(GOTEST_FLAGS) ./e2e/
 
 test-unit: ## the tests that need no services (the others skip unless RMQGUARD_REQUIRE_SERVICES=1)
-	$(GO) test -race -count=1 ./consumer/ ./middleware/ ./retry/ ./internal/shop/
+	$(GO) test -race -count=1 ./consumer/ ./middleware/ ./retry/ ./dlq/ ./internal/shop/
 
 BENCH_COUNT ?= 6
 bench: up ## benchmarks: the chain without I/O, and transactional dedup on MariaDB; compare runs with benchstat

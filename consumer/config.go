@@ -25,6 +25,8 @@ const (
 	DefaultConsumeTimeout = 15 * time.Minute
 	// DefaultDrainTimeout bounds how long Shutdown waits for in-flight handlers.
 	DefaultDrainTimeout = 30 * time.Second
+	// MaxGroupLength is the longest consumer group name RocketMQ accepts.
+	MaxGroupLength = 255
 	// MaxBatchSize is the largest ConsumeMessageBatchMaxSize the client accepts.
 	MaxBatchSize = 1024
 )
@@ -109,6 +111,8 @@ func (c Config) Validate() error {
 	}
 	if strings.TrimSpace(d.Group) == "" {
 		bad("Group", "required")
+	} else if len(d.Group) > MaxGroupLength {
+		bad("Group", "%d characters, more than RocketMQ's %d", len(d.Group), MaxGroupLength)
 	} else if strings.HasPrefix(d.Group, RetryTopicPrefix) || strings.HasPrefix(d.Group, DLQTopicPrefix) {
 		bad("Group", "%q must not start with %s or %s", d.Group, RetryTopicPrefix, DLQTopicPrefix)
 	}

@@ -79,6 +79,8 @@ type Consumer struct {
 	mu       sync.Mutex
 	stopping bool
 	inflight sync.WaitGroup
+	// clientDown is closed when Shutdown has shut the client down; late callbacks wait for it.
+	clientDown chan struct{}
 }
 
 // New validates cfg (a *ConfigError per bad field, joined) and builds the client's push consumer with
@@ -115,7 +117,8 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 		return nil, fmt.Errorf("rmqguard consumer %s: create push consumer: %w", cfg.Group, err)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	c := &Consumer{cfg: cfg, handler: h, log: o.logger, sink: o.sink, push: push, runCtx: runCtx, cancelRun: cancel}
+	c := &Consumer{cfg: cfg, handler: h, log: o.logger, sink: o.sink, push: push, runCtx: runCtx, cancelRun: cancel,
+		clientDown: make(chan struct{})}
 	for _, s := range cfg.Subscriptions {
 		sel := rmq.MessageSelector{Type: rmq.TAG, Expression: s.Expression}
 		if err := push.Subscribe(s.Topic, sel, c.consume); err != nil {
@@ -149,8 +152,8 @@ func (c *Consumer) Start() error {
 	return nil
 }
 
-// Shutdown stops taking new deliveries (the client is suspended; deliveries already queued are answered
-// ConsumeRetryLater without running the handler), waits for in-flight handlers up to DrainTimeout or
+// Shutdown stops taking new deliveries (the client is suspended; messages it had already fetched are not
+// handled, and come back after a restart with ReconsumeTimes unchanged), waits for in-flight handlers up to DrainTimeout or
 // ctx's end, whichever comes first, then cancels what still runs (their transactions roll back, their
 // messages are retried) and shuts the client down, which persists the committed offsets.
 // It returns the client's shutdown error, or context.DeadlineExceeded wrapped when handlers had to be
@@ -194,6 +197,7 @@ func (c *Consumer) Shutdown(ctx context.Context) error {
 		}
 	}
 	err := c.push.Shutdown()
+	close(c.clientDown)
 	c.log.Info("consumer stopped", zap.String("group", c.cfg.Group), zap.Error(errors.Join(drainErr, err)))
 	if err != nil {
 		return errors.Join(drainErr, fmt.Errorf("rmqguard consumer %s: shutdown client: %w", c.cfg.Group, err))
@@ -213,16 +217,33 @@ func (c *Consumer) enter() bool {
 }
 
 // consume is the client's callback: each message of the batch runs through the handler with its own
-// context, and the combined outcome is resolved into the client's result.
+// context; dead letters are published through the sink only when the batch as a whole will be
+// acknowledged (a retried batch would publish them again on every redelivery); the combined outcome is
+// resolved into the client's result.
+//
+// A callback that arrives after Shutdown began (a message the client had already fetched) does not run the
+// handler and does not answer until the client has shut down: the client then discards the result (its
+// process queues are dropped), so the message is neither acknowledged nor sent back with ReconsumeTimes
+// raised, and its offset is not committed; it is redelivered after a restart as it was.
 func (c *Consumer) consume(ctx context.Context, msgs ...*primitive.MessageExt) (rmq.ConsumeResult, error) {
 	if !c.enter() {
+		<-c.clientDown
 		return rmq.ConsumeRetryLater, ErrStopped
 	}
 	defer c.inflight.Done()
+	ds := make([]*Delivery, len(msgs))
 	outcomes := make([]Outcome, len(msgs))
 	errs := make([]error, len(msgs))
 	for i, msg := range msgs {
-		outcomes[i], errs[i] = c.handleOne(msg)
+		ds[i] = NewDelivery(c.cfg.Group, msg)
+		outcomes[i], errs[i] = c.handleOne(ds[i])
+	}
+	if c.sink != nil && !needsRetry(outcomes, errs) {
+		for i := range ds {
+			if outcomes[i].Kind == KindDeadLetter {
+				outcomes[i], errs[i] = c.publishDeadLetter(ds[i], outcomes[i], errs[i])
+			}
+		}
 	}
 	o, err := combine(outcomes, errs)
 	res := Resolve(o, err, Concurrent)
@@ -233,20 +254,32 @@ func (c *Consumer) consume(ctx context.Context, msgs ...*primitive.MessageExt) (
 	return res.Result, nil
 }
 
-// handleOne runs the handler for one message under HandlerTimeout and, for a dead letter, publishes it
-// through the sink when one is configured.
-func (c *Consumer) handleOne(msg *primitive.MessageExt) (Outcome, error) {
-	d := NewDelivery(c.cfg.Group, msg)
+// needsRetry reports whether some message of a batch, other than a dead letter, is not acknowledged.
+func needsRetry(outcomes []Outcome, errs []error) bool {
+	for i, o := range outcomes {
+		if o.Kind != KindDeadLetter && (errs[i] != nil || !o.Kind.Acknowledges()) {
+			return true
+		}
+	}
+	return false
+}
+
+// handleOne runs the handler for one delivery under HandlerTimeout.
+func (c *Consumer) handleOne(d *Delivery) (Outcome, error) {
 	ctx, cancel := context.WithTimeout(c.runCtx, c.cfg.HandlerTimeout)
 	defer cancel()
 	o, err := c.handler(ctx, d)
 	if o.Kind == KindUnset && err == nil {
 		c.log.Error("handler returned no outcome and no error; retrying (the zero Outcome is not a success)",
-			zap.String("group", d.Group), zap.String("topic", d.Topic), zap.String("msg_id", msg.MsgId))
+			zap.String("group", d.Group), zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId))
 	}
-	if o.Kind != KindDeadLetter || c.sink == nil {
-		return o, err
-	}
+	return o, err
+}
+
+// publishDeadLetter publishes a dead letter through the sink. On success the outcome becomes
+// KindDeadLettered (acknowledged); on failure the dead-letter outcome stays, so the broker's own DLQ takes
+// the message (single message) or the batch is retried.
+func (c *Consumer) publishDeadLetter(d *Delivery, o Outcome, err error) (Outcome, error) {
 	reason := o.Reason
 	if reason == "" && err != nil {
 		reason = err.Error()
@@ -255,7 +288,7 @@ func (c *Consumer) handleOne(msg *primitive.MessageExt) (Outcome, error) {
 	defer cancelSend()
 	if sendErr := c.sink.DeadLetter(sendCtx, d, reason); sendErr != nil {
 		c.log.Error("dead-letter publish failed; falling back to the broker's DLQ", zap.String("group", d.Group),
-			zap.String("topic", d.Topic), zap.String("msg_id", msg.MsgId), zap.Error(sendErr))
+			zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId), zap.Error(sendErr))
 		return o, err
 	}
 	return Outcome{Kind: KindDeadLettered, Reason: reason}, nil

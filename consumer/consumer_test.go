@@ -241,6 +241,50 @@ func TestConsume_F10_DeadLetterPublishedBySinkInABatchIsAcknowledged(t *testing.
 	assert.Equal(t, []string{"b-3"}, sink.events)
 }
 
+// A retried batch is delivered again, so a dead letter in it is not published now: it would be published
+// once per redelivery. It is published when its batch is acknowledged.
+func TestConsume_F10_DeadLetterInARetriedBatchIsNotPublished(t *testing.T) {
+	sink := &fakeSink{}
+	r := &recorder{decide: func(d *consumer.Delivery) (consumer.Outcome, error) {
+		switch d.Msg.GetKeys() {
+		case "b-3":
+			return consumer.DeadLetter("poison"), nil
+		case "b-4":
+			return consumer.Outcome{}, errors.New("db down")
+		}
+		return consumer.Processed(), nil
+	}}
+	cfg := validConfig()
+	cfg.BatchSize = 4
+	_, fp := newConsumer(t, cfg, r.handle, consumer.WithDeadLetterSink(sink))
+
+	res, delay := fp.deliver(t, "ORDER", batch("b-1", "b-2", "b-3", "b-4")...)
+
+	assert.Equal(t, rmq.ConsumeRetryLater, res)
+	assert.Zero(t, delay, "a batch is never dead-lettered as a whole")
+	assert.Empty(t, sink.events, "not published while the batch is retried")
+}
+
+func TestConsume_F10_RetriedBatchKeepsTheLargestDelayLevel(t *testing.T) {
+	r := &recorder{decide: func(d *consumer.Delivery) (consumer.Outcome, error) {
+		switch d.Msg.GetKeys() {
+		case "b-2":
+			return consumer.Retry(5, "rate limited"), nil
+		case "b-3":
+			return consumer.Retry(2, "busy"), nil
+		}
+		return consumer.Processed(), nil
+	}}
+	cfg := validConfig()
+	cfg.BatchSize = 4
+	_, fp := newConsumer(t, cfg, r.handle)
+
+	res, delay := fp.deliver(t, "ORDER", batch("b-1", "b-2", "b-3", "b-4")...)
+
+	assert.Equal(t, rmq.ConsumeRetryLater, res)
+	assert.Equal(t, 5, delay)
+}
+
 func TestStart_CallsTheClientAndWrapsItsError(t *testing.T) {
 	c, fp := newConsumer(t, validConfig(), handlerReturning(consumer.Processed(), nil))
 	require.NoError(t, c.Start())
@@ -348,14 +392,22 @@ func TestShutdown_F9_WaitsForInFlightHandlersToFinish(t *testing.T) {
 	go func() { shutdownErr <- c.Shutdown(context.Background()) }()
 	<-fp.suspended // Shutdown has begun
 
-	// A delivery that arrives while shutting down is answered RetryLater without running the handler.
-	late := <-deliverAsync(fp, "ORDER", orderMsg("o-2"))
-	assert.Equal(t, rmq.ConsumeRetryLater, late.res)
-	assert.ErrorIs(t, late.err, consumer.ErrStopped)
-	assert.Equal(t, 1, b.count(), "the handler did not run for the late delivery")
+	// A delivery that arrives while shutting down (a message the client had already fetched) does not run
+	// the handler and does not answer until the client is shut down, so the client discards its result:
+	// it is neither acknowledged nor sent back with ReconsumeTimes raised.
+	lateCh := deliverAsync(fp, "ORDER", orderMsg("o-2"))
+	select {
+	case <-lateCh:
+		t.Fatal("a late delivery answered before the client was shut down")
+	default:
+	}
 
 	close(b.release)
 	require.NoError(t, <-shutdownErr, "every in-flight handler finished within the drain timeout")
+	late := <-lateCh
+	assert.Equal(t, rmq.ConsumeRetryLater, late.res)
+	assert.ErrorIs(t, late.err, consumer.ErrStopped)
+	assert.Equal(t, 1, b.count(), "the handler did not run for the late delivery")
 	assert.NoError(t, <-b.ctxErr, "the finished handler was not cancelled")
 	r := <-first
 	assert.Equal(t, rmq.ConsumeSuccess, r.res, "the in-flight message committed and is acknowledged")

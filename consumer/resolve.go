@@ -60,8 +60,8 @@ func Resolve(o Outcome, err error, mode Mode) Resolution {
 }
 
 // combine folds the outcomes of a batch into one: the client acknowledges or retries a batch as a
-// whole (AckIndex is ignored), so any message that needs a retry makes the whole batch a retry; the
-// messages that already committed come back as duplicates. A batch whose only failures are dead letters
+// whole (AckIndex is ignored), so any message that needs a retry makes the whole batch a retry, at the
+// largest delay level any member asked for; the messages that already committed come back as duplicates. A batch whose only failures are dead letters
 // is dead-lettered as a whole only when it holds one message; in a larger batch a dead letter is retried
 // (the broker moves it to the DLQ after MaxReconsumeTimes) so that its successful neighbours are not
 // dead-lettered with it.
@@ -78,7 +78,12 @@ func combine(outcomes []Outcome, errs []error) (Outcome, error) {
 		if errs[i] == nil && o.Kind.Acknowledges() {
 			continue
 		}
-		worst = Retry(0, o.Reason)
+		// The batch waits as long as its slowest member asked to.
+		delay := worst.DelayLevel
+		if o.Kind == KindRetry && o.DelayLevel > delay {
+			delay = o.DelayLevel
+		}
+		worst = Retry(delay, o.Reason)
 	}
 	return worst, firstErr
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
@@ -186,7 +187,9 @@ func TestS4_F1_FailedAttemptLeavesNoDedupRowAndRetryAppliesOnce(t *testing.T) {
 	assert.Equal(t, 1, f.dedupRows(t, ev))
 }
 
-func TestF2_PanicRollsBackAndOthersProceed(t *testing.T) {
+// TestF2_Chain_PanicRollsBackAndOthersProceed is F2 at the chain: the broker half (the queue moves on and
+// the message returns at the retry delay) is TestE2E_F2_PanicIsRetriedAtTheRetryDelayWhileTheQueueMovesOn.
+func TestF2_Chain_PanicRollsBackAndOthersProceed(t *testing.T) {
 	f := newFixture(t)
 	panicky := f.prefix + "-p1"
 	h := f.chain(t, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
@@ -295,6 +298,86 @@ func TestF13_SecondStepFailsNothingCommitsRedeliveryAppliesOnce(t *testing.T) {
 	assert.Equal(t, 1, reservations)
 }
 
+// F15: a deadlock (1213) rolls the handler's whole transaction back, dedup row included. A handler that then
+// retries its statement locally runs in a new transaction; that must neither commit on its own (autocommit)
+// nor be committed by Dedup without its dedup row. The message is retried and takes effect once.
+func TestF15_DeadlockRetriedInsideTheHandlerNeverCommitsWithoutTheDedupRow(t *testing.T) {
+	f := newFixture(t)
+	a, b := f.prefix+"-lock-a", f.prefix+"-lock-b"
+	for _, o := range []string{a, b} {
+		_, err := f.db.Exec(`INSERT INTO orders (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
+			VALUES (?, 'sku', 1, 1, 'CREATED', 1, NOW(6), NOW(6))`, o)
+		require.NoError(t, err)
+	}
+	ev, order := f.prefix+"-e", f.prefix+"-1"
+	first := true
+	deadlocks := 0
+	h := f.chain(t, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if _, err := tx.ExecContext(ctx, `UPDATE orders SET version = version + 1 WHERE order_no = ?`, a); err != nil {
+			return consumer.Outcome{}, err
+		}
+		if first {
+			first = false
+			// A heavier concurrent transaction locks b, then waits for a: the handler's next statement
+			// deadlocks and InnoDB rolls back the handler's (lighter) transaction.
+			locked := make(chan struct{})
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				other, err := f.db.Beginx()
+				if err != nil {
+					close(locked)
+					return
+				}
+				defer func() { _ = other.Rollback() }()
+				for i := range 50 {
+					_, _ = other.Exec(`INSERT INTO inventory_change (change_id, sku_id, order_no, quantity, created_at)
+						VALUES (?, 'sku', ?, 1, NOW(6))`, fmt.Sprintf("%s-bulk-%d", f.prefix, i), f.prefix+"-bulk")
+				}
+				_, _ = other.Exec(`UPDATE orders SET version = version + 1 WHERE order_no = ?`, b)
+				close(locked)
+				_, _ = other.Exec(`UPDATE orders SET version = version + 1 WHERE order_no = ?`, a)
+			}()
+			<-locked
+			time.Sleep(300 * time.Millisecond) // let the other transaction queue on a's lock
+			defer func() { <-done }()
+		}
+		var err error
+		for range 3 { // the pitfall: a bounded local retry of the statement inside the same transaction
+			_, err = tx.ExecContext(ctx, `UPDATE orders SET version = version + 1 WHERE order_no = ?`, b)
+			var me *mysql.MySQLError
+			if errors.As(err, &me) && me.Number == retry.ErLockDeadlock {
+				deadlocks++
+				continue
+			}
+			break
+		}
+		if err != nil {
+			return consumer.Outcome{}, err
+		}
+		return shop.HandleOrderCreated(ctx, tx, d)
+	})
+
+	o, _, err := f.handle(h, f.orderMsg(t, ev, order))
+	require.Equal(t, 1, deadlocks, "the scenario produced its deadlock")
+	require.ErrorIs(t, err, dedup.ErrClaimLost)
+	assert.Equal(t, consumer.KindRetry, o.Kind)
+	orders, reservations := f.effects(t)
+	assert.Equal(t, 2, orders, "only the two lock rows: the order written after the deadlock did not commit")
+	assert.Zero(t, reservations, "no reservation committed")
+	assert.Equal(t, 0, f.dedupRows(t, ev))
+
+	o, _, err = f.handle(h, f.orderMsg(t, ev, order))
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindProcessed, o.Kind)
+	o, _, err = f.handle(h, f.orderMsg(t, ev, order))
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindDuplicate, o.Kind)
+	var n int
+	require.NoError(t, f.db.Get(&n, `SELECT COUNT(*) FROM orders WHERE order_no = ?`, order))
+	assert.Equal(t, 1, n, "the event took effect once")
+}
+
 // F14: a 1062 on a business key (here: the same order number under a new event ID) is the handler's
 // error, recognised by number through two layers of wrapping with MariaDB's wording; it is neither a
 // duplicate nor acknowledged.
@@ -308,6 +391,7 @@ func TestF14_BusinessKey1062IsHandlerErrorNotDuplicate(t *testing.T) {
 
 	o, r, err := f.handle(h, f.orderMsg(t, f.prefix+"-e2", order))
 	require.Error(t, err)
+	err = fmt.Errorf("consume: %w", err) // MariaDB's error, wrapped by the handler and once more here
 	assert.Equal(t, consumer.KindRetry, o.Kind, "a 1062 on a business key is not a duplicate event")
 	assert.Equal(t, rmq.ConsumeRetryLater, r.Result)
 	key, dup := retry.DuplicateKey(err)

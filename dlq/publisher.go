@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
@@ -39,6 +40,10 @@ var systemProperties = map[string]bool{
 	primitive.PropertyTraceSwitch: true, primitive.PropertyCluster: true, primitive.PropertyOriginMessageId: true,
 	primitive.PropertyRetryTopic: true, primitive.PropertyMaxReconsumeTimes: true, primitive.PropertyReconsumeTime: true,
 }
+
+// timerPropertyPrefix starts the broker's timer-message properties (TIMER_DELIVER_MS, TIMER_DELAY_SEC, …):
+// copied to a dead letter they could make the broker hold it back as a delayed message.
+const timerPropertyPrefix = "TIMER_"
 
 // Producer is the part of the client's producer that Publisher uses.
 type Producer interface {
@@ -88,7 +93,7 @@ func (p *Publisher) DeadLetter(ctx context.Context, d *consumer.Delivery, reason
 func Letter(d *consumer.Delivery, reason string, at time.Time) *primitive.Message {
 	msg := primitive.NewMessage(consumer.DLQTopic(d.Group), d.Msg.Body)
 	for k, v := range d.Msg.GetProperties() {
-		if !systemProperties[k] {
+		if !systemProperties[k] && !strings.HasPrefix(k, timerPropertyPrefix) {
 			msg.WithProperty(k, v)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
+	"github.com/jmoiron/sqlx"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
@@ -329,4 +330,104 @@ func TestE2E_S2_TwoConsumersSameEventConcurrently(t *testing.T) {
 	assert.Equal(t, float64(events), total("processed"))
 	assert.Equal(t, float64(copies-events), total("duplicate"))
 	assert.Zero(t, total("dead_letter"), "no loser is dead-lettered")
+}
+
+// TestE2E_F2_PanicIsRetriedAtTheRetryDelayWhileTheQueueMovesOn: on a one-queue topic, p-1 panics on its
+// first delivery and 100 good messages follow. The panic is recovered (RetryLater, counted), the 100 are
+// processed, p-1 comes back from the retry topic (within the bound below, far from the client's 15-minute
+// consume timeout) and is processed once; after a restart of the group nothing of them is redelivered — a
+// sentinel sent then is the first message the new consumer sees — so the committed offset moved past them.
+func TestE2E_F2_PanicIsRetriedAtTheRetryDelayWhileTheQueueMovesOn(t *testing.T) {
+	ns := testenv.NameServer(t)
+	broker := testenv.Broker(t)
+	db := testenv.MySQL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	rlog.SetLogLevel("warn")
+
+	run := testenv.Unique("f2")
+	topic := "RMQGUARD_E2E_" + strings.ReplaceAll(run, "-", "_")
+	group := "rmqguard-e2e-" + run
+	require.NoError(t, rmqadmin.EnsureTopic(ctx, []string{ns}, broker, topic, 1))
+	require.NoError(t, rmqadmin.EnsureGroupTopics(ctx, []string{ns}, broker, group))
+	store, err := dedup.NewStore(db)
+	require.NoError(t, err)
+	poison := run + "-p1"
+
+	var mu sync.Mutex
+	var seen []string // EVENT_ID@attempt, in handling order
+	start := func(m *metrics.Metrics) *consumer.Consumer {
+		eventID, err := middleware.EventID(middleware.EventIDConfig{})
+		require.NoError(t, err)
+		record := func(next consumer.Handler) consumer.Handler {
+			return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+				mu.Lock()
+				seen = append(seen, fmt.Sprintf("%s@%d", d.Msg.GetProperty("EVENT_ID"), d.Attempt))
+				mu.Unlock()
+				return next(ctx, d)
+			}
+		}
+		handler := middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+			if d.EventID == poison && d.Attempt == 0 {
+				panic("p-1 explodes on its first delivery")
+			}
+			return shop.HandleOrderCreated(ctx, tx, d)
+		}), middleware.Metrics(m), record, middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Dedup(store))
+		c, err := consumer.New(consumer.Config{
+			NameServers: []string{ns}, Group: group, Subscriptions: []consumer.Subscription{{Topic: topic}},
+			StartFrom: consumer.StartFromFirstOffset, DrainTimeout: 10 * time.Second,
+		}, handler)
+		require.NoError(t, err)
+		require.NoError(t, c.Start())
+		return c
+	}
+	m, err := metrics.New(prometheus.NewRegistry())
+	require.NoError(t, err)
+	c := start(m)
+
+	prod, err := rmqadmin.StartProducer([]string{ns}, group+"-producer")
+	require.NoError(t, err)
+	defer func() { _ = prod.Shutdown() }()
+	plan, err := shop.Workload{RunID: run, Topic: topic, Messages: 100}.Plan()
+	require.NoError(t, err)
+	p1, err := shop.Workload{RunID: run + "-p1x", Topic: topic, Messages: 1}.Plan()
+	require.NoError(t, err)
+	p1.Messages[0].WithProperty("EVENT_ID", poison)
+	for _, msg := range append(p1.Messages, plan.Messages...) {
+		res, err := prod.SendSync(ctx, msg)
+		require.NoError(t, err)
+		require.Equal(t, primitive.SendOK, res.Status)
+	}
+
+	require.Eventually(t, func() bool {
+		return testutil.ToFloat64(m.Messages.WithLabelValues(group, topic, "processed")) >= 101
+	}, 60*time.Second, 200*time.Millisecond, "p-1 and the 100 others processed")
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.Panics.WithLabelValues(group, topic)))
+	mu.Lock()
+	assert.Contains(t, seen, poison+"@0")
+	assert.Contains(t, seen, poison+"@1", "p-1 came back from the retry topic")
+	mu.Unlock()
+	orders, _, err := shop.Effects(ctx, db, run)
+	require.NoError(t, err)
+	assert.Equal(t, 101, orders)
+	require.NoError(t, c.Shutdown(ctx)) // persists the committed offsets
+
+	mu.Lock()
+	seen = nil
+	mu.Unlock()
+	c2 := start(m)
+	defer func() { _ = c2.Shutdown(context.Background()) }()
+	sentinel, err := shop.Workload{RunID: run + "-sentinel", Topic: topic, Messages: 1}.Plan()
+	require.NoError(t, err)
+	res, err := prod.SendSync(ctx, sentinel.Messages[0])
+	require.NoError(t, err)
+	require.Equal(t, primitive.SendOK, res.Status)
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) > 0
+	}, 60*time.Second, 200*time.Millisecond)
+	mu.Lock()
+	assert.Equal(t, sentinel.Messages[0].GetProperty("EVENT_ID")+"@0", seen[0], "nothing before the sentinel was redelivered")
+	mu.Unlock()
 }

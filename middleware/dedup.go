@@ -16,21 +16,25 @@ import (
 // consumer.Duplicate, its own finding that the effect exists) without error; otherwise it rolls back,
 // releasing the key. An event ID the group already processed is a consumer.Duplicate and the handler
 // does not run. A failed begin, claim or commit is returned as an error (a retry): a message is never
-// acknowledged unless its row committed. The Delivery must carry an EventID (put EventID before Dedup).
+// acknowledged unless its row committed. Before committing it checks that the transaction still holds its
+// row (dedup.Store.Confirm): a deadlock inside the handler rolls the whole transaction back, and a handler
+// that retried its statement would otherwise commit the effect without the row. The Delivery must carry
+// an EventID (put EventID before Dedup).
 func Dedup(store *dedup.Store) consumer.Middleware {
 	return func(next consumer.Handler) consumer.Handler {
 		return func(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {
 			if d.EventID == "" {
 				return consumer.Outcome{}, retry.Permanent(fmt.Errorf("dedup: %w (put middleware.EventID before middleware.Dedup)", ErrUnidentifiable))
 			}
-			tx, err := store.Begin(ctx)
+			txn, err := store.Begin(ctx)
 			if err != nil {
 				return consumer.Outcome{}, err
 			}
+			tx := txn.Tx
 			committed := false
 			defer func() {
 				if !committed {
-					_ = tx.Rollback() // releases the key; an error here means the tx is already gone
+					_ = txn.Rollback() // releases the key; an error here means the tx is already gone
 				}
 			}()
 			if err := store.Claim(ctx, tx, d); err != nil {
@@ -43,10 +47,13 @@ func Dedup(store *dedup.Store) consumer.Middleware {
 			if err != nil || (o.Kind != consumer.KindProcessed && o.Kind != consumer.KindDuplicate) {
 				return o, err
 			}
-			if err := tx.Commit(); err != nil {
+			if err := store.Confirm(ctx, tx, d); err != nil {
+				return consumer.Outcome{}, err
+			}
+			committed = true // Commit releases the transaction whatever it returns
+			if err := txn.Commit(); err != nil {
 				return consumer.Outcome{}, fmt.Errorf("dedup: commit group %s event %s: %w", d.Group, d.EventID, err)
 			}
-			committed = true
 			return o, nil
 		}
 	}

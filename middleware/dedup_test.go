@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +30,7 @@ type fakeDB struct {
 	beginErr  error
 	claimErr  error
 	commitErr error
+	claimLost bool // the confirm query finds no processed_event row (the tx was rolled back under the handler)
 	begins    int
 	commits   int
 	rollbacks int
@@ -74,6 +76,38 @@ func (c *fakeConn) ExecContext(_ context.Context, query string, args []driver.Na
 		}
 	}
 	return driver.RowsAffected(1), nil
+}
+
+// QueryContext answers the dedup store's confirm query (SELECT COUNT(*) FROM processed_event …) with 1, or
+// 0 when claimLost is set.
+func (c *fakeConn) QueryContext(_ context.Context, query string, _ []driver.NamedValue) (driver.Rows, error) {
+	c.db.mu.Lock()
+	defer c.db.mu.Unlock()
+	if !strings.Contains(query, "FROM processed_event") {
+		return nil, errors.New("fake: unexpected query " + query)
+	}
+	n := int64(1)
+	if c.db.claimLost {
+		n = 0
+	}
+	return &countRows{n: n}, nil
+}
+
+// countRows is a one-row, one-column result.
+type countRows struct {
+	n    int64
+	done bool
+}
+
+func (r *countRows) Columns() []string { return []string{"COUNT(*)"} }
+func (r *countRows) Close() error      { return nil }
+func (r *countRows) Next(dest []driver.Value) error {
+	if r.done {
+		return io.EOF
+	}
+	r.done = true
+	dest[0] = r.n
+	return nil
 }
 
 type fakeTx struct{ db *fakeDB }
@@ -233,6 +267,24 @@ func TestDedup_CommitFailureIsNeverAcknowledged(t *testing.T) {
 	require.ErrorIs(t, err, mysql.ErrInvalidConn)
 	assert.Equal(t, rmq.ConsumeRetryLater, consumer.Resolve(o, err, consumer.Concurrent).Result)
 	assert.Equal(t, retry.ClassTransient, retry.Classify(err))
+}
+
+// F15: a deadlock inside the handler rolls the whole transaction back, dedup row included; a handler that
+// retried its statement would then "succeed" in a new transaction. Dedup notices the lost row, does not
+// commit, and retries the message.
+func TestDedup_F15_ClaimLostUnderTheHandlerIsNotCommitted(t *testing.T) {
+	f, mw := newDedup(t)
+	f.claimLost = true
+	h := &countingHandler{o: consumer.Processed()}
+
+	o, err := mw(h.handle)(context.Background(), identified("e-1"))
+
+	require.ErrorIs(t, err, dedup.ErrClaimLost)
+	assert.Equal(t, retry.ClassTransient, retry.Classify(err))
+	assert.Equal(t, rmq.ConsumeRetryLater, consumer.Resolve(o, err, consumer.Concurrent).Result)
+	_, commits, rollbacks := f.counts()
+	assert.Zero(t, commits)
+	assert.Equal(t, 1, rollbacks)
 }
 
 func TestDedup_BeginFailureDoesNotRunTheHandler(t *testing.T) {

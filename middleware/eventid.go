@@ -108,7 +108,9 @@ func FromFunc(name string, f func(d *consumer.Delivery) (string, error)) Extract
 // EventIDConfig configures the EventID middleware.
 type EventIDConfig struct {
 	// Extractors are tried in order; the first non-empty value is the event ID.
-	// Default: FromProperty("EVENT_ID"), then FromKeys().
+	// Default: FromProperty("EVENT_ID") alone. FromKeys is opt-in: KEYS often hold a business key shared by
+	// several events (the order number of OrderCreated and OrderPaid), which would make the later events
+	// look like duplicates and drop them. Use it only where KEYS are unique per event.
 	Extractors []Extractor
 	// TypeExtractors find the event type, tried in order; none found leaves EventType empty.
 	// Default: FromProperty("EVENT_TYPE"), then FromTag().
@@ -131,7 +133,7 @@ type EventIDConfig struct {
 // (retry.Permanent) and wraps ErrUnidentifiable. It returns an error naming the field when cfg is invalid.
 func EventID(cfg EventIDConfig) (consumer.Middleware, error) {
 	if len(cfg.Extractors) == 0 {
-		cfg.Extractors = []Extractor{FromProperty("EVENT_ID"), FromKeys()}
+		cfg.Extractors = []Extractor{FromProperty("EVENT_ID")}
 	}
 	if cfg.TypeExtractors == nil {
 		cfg.TypeExtractors = []Extractor{FromProperty("EVENT_TYPE"), FromTag()}

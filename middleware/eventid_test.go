@@ -45,8 +45,8 @@ func requireUnidentifiable(t *testing.T, o consumer.Outcome, err error, s *seen)
 	assert.Equal(t, consumer.DelayLevelDLQ, res.DelayLevel, "an unidentifiable message goes to the DLQ at once, it is not retried")
 }
 
-func TestEventID_F11_PropertyPreferredOverKeysByDefault(t *testing.T) {
-	o, err, s := runEventID(t, middleware.EventIDConfig{},
+func TestEventID_F11_PropertyPreferredOverKeys(t *testing.T) {
+	o, err, s := runEventID(t, middleware.EventIDConfig{Extractors: []middleware.Extractor{middleware.FromProperty("EVENT_ID"), middleware.FromKeys()}},
 		delivery("ORDER", "", map[string]string{"EVENT_ID": "evt-9", "KEYS": "pay-123"}))
 
 	require.NoError(t, err)
@@ -55,8 +55,8 @@ func TestEventID_F11_PropertyPreferredOverKeysByDefault(t *testing.T) {
 	assert.Equal(t, "evt-9", s.got[0].EventID)
 }
 
-func TestEventID_F11_KeysUsedWhenNoProperty(t *testing.T) {
-	_, err, s := runEventID(t, middleware.EventIDConfig{},
+func TestEventID_F11_KeysUsedWhenNoPropertyAndConfigured(t *testing.T) {
+	_, err, s := runEventID(t, middleware.EventIDConfig{Extractors: []middleware.Extractor{middleware.FromProperty("EVENT_ID"), middleware.FromKeys()}},
 		delivery("ORDER", "", map[string]string{"KEYS": "pay-123 order-1"}))
 
 	require.NoError(t, err)
@@ -139,7 +139,16 @@ func TestEventID_F11_MissingIDIsDeadLetteredNeverRetried(t *testing.T) {
 
 	requireUnidentifiable(t, o, err, s)
 	assert.Contains(t, o.Reason, "property EVENT_ID")
-	assert.Contains(t, o.Reason, "KEYS")
+}
+
+// KEYS usually carry a business key such as the order number, shared by every event of the order; taken as
+// the event ID by default they would make OrderPaid a "duplicate" of OrderCreated and drop it. So the
+// default reads only the EVENT_ID property, and a message with just KEYS is unidentifiable.
+func TestEventID_F11_KeysAreNotAnEventIDByDefault(t *testing.T) {
+	o, err, s := runEventID(t, middleware.EventIDConfig{},
+		delivery("ORDER", "", map[string]string{"KEYS": "order-1"}))
+
+	requireUnidentifiable(t, o, err, s)
 }
 
 func TestEventID_F11_BlankIDIsUnidentifiable(t *testing.T) {
