@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -430,4 +431,88 @@ func TestE2E_F2_PanicIsRetriedAtTheRetryDelayWhileTheQueueMovesOn(t *testing.T) 
 	mu.Lock()
 	assert.Equal(t, sentinel.Messages[0].GetProperty("EVENT_ID")+"@0", seen[0], "nothing before the sentinel was redelivered")
 	mu.Unlock()
+}
+
+// TestE2E_F9_GracefulStopLosesNothingAndDoublesNothing: ten messages that take 2 s each, four at a time; the
+// consumer is stopped 1 s after the first started. In-flight transactions finish within the drain timeout
+// and are acknowledged; messages the client had fetched but not handled are neither acknowledged nor sent
+// back (MaxAttempts 1 would dead-letter a message sent back twice). After a restart every event has exactly
+// one effect.
+func TestE2E_F9_GracefulStopLosesNothingAndDoublesNothing(t *testing.T) {
+	ns := testenv.NameServer(t)
+	broker := testenv.Broker(t)
+	db := testenv.MySQL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	rlog.SetLogLevel("warn")
+
+	run := testenv.Unique("f9")
+	topic := "RMQGUARD_E2E_" + strings.ReplaceAll(run, "-", "_")
+	group := "rmqguard-e2e-" + run
+	require.NoError(t, rmqadmin.EnsureTopic(ctx, []string{ns}, broker, topic, 1))
+	require.NoError(t, rmqadmin.EnsureGroupTopics(ctx, []string{ns}, broker, group))
+	store, err := dedup.NewStore(db)
+	require.NoError(t, err)
+
+	started := make(chan struct{}, 100)
+	var sentBack atomic.Int32 // deliveries with ReconsumeTimes > 0
+	start := func() *consumer.Consumer {
+		eventID, err := middleware.EventID(middleware.EventIDConfig{})
+		require.NoError(t, err)
+		handler := middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+			if d.Attempt > 0 {
+				sentBack.Add(1)
+			}
+			started <- struct{}{}
+			select {
+			case <-time.After(2 * time.Second):
+			case <-ctx.Done():
+				return consumer.Outcome{}, ctx.Err()
+			}
+			return shop.HandleOrderCreated(ctx, tx, d)
+		}), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Dedup(store))
+		c, err := consumer.New(consumer.Config{
+			NameServers: []string{ns}, Group: group, Subscriptions: []consumer.Subscription{{Topic: topic}},
+			MaxAttempts: 1, ConsumeGoroutines: 4, StartFrom: consumer.StartFromFirstOffset, DrainTimeout: 10 * time.Second,
+		}, handler)
+		require.NoError(t, err)
+		require.NoError(t, c.Start())
+		return c
+	}
+	c := start()
+
+	prod, err := rmqadmin.StartProducer([]string{ns}, group+"-producer")
+	require.NoError(t, err)
+	defer func() { _ = prod.Shutdown() }()
+	plan, err := shop.Workload{RunID: run, Topic: topic, Messages: 10}.Plan()
+	require.NoError(t, err)
+	for _, msg := range plan.Messages {
+		res, err := prod.SendSync(ctx, msg)
+		require.NoError(t, err)
+		require.Equal(t, primitive.SendOK, res.Status)
+	}
+
+	<-started
+	time.Sleep(time.Second)
+	require.NoError(t, c.Shutdown(ctx), "in-flight handlers finish within the drain timeout")
+	committed, _, err := shop.Effects(ctx, db, run)
+	require.NoError(t, err)
+	assert.Positive(t, committed, "the handlers in flight at the stop committed")
+	assert.Less(t, committed, 10, "the stop came before everything was handled")
+
+	c2 := start()
+	defer func() { _ = c2.Shutdown(context.Background()) }()
+	require.Eventually(t, func() bool {
+		orders, _, err := shop.Effects(ctx, db, run)
+		return err == nil && orders >= 10
+	}, 90*time.Second, 250*time.Millisecond, "after the restart every event takes effect")
+	time.Sleep(3 * time.Second) // a doubled effect, if any, would be written within this
+	orders, reservations, err := shop.Effects(ctx, db, run)
+	require.NoError(t, err)
+	assert.Equal(t, 10, orders, "nothing lost, nothing doubled")
+	assert.Equal(t, 10, reservations)
+	var rows int
+	require.NoError(t, db.GetContext(ctx, &rows, `SELECT COUNT(*) FROM processed_event WHERE consumer_group = ?`, group))
+	assert.Equal(t, 10, rows)
+	assert.Zero(t, sentBack.Load(), "the stop sent nothing back to the broker: every message was handled at ReconsumeTimes 0")
 }
