@@ -236,6 +236,7 @@ func (c *Consumer) consume(ctx context.Context, msgs ...*primitive.MessageExt) (
 	errs := make([]error, len(msgs))
 	for i, msg := range msgs {
 		ds[i] = NewDelivery(c.cfg.Group, msg)
+		ds[i].MaxAttempts = c.cfg.MaxAttempts
 		outcomes[i], errs[i] = c.handleOne(ds[i])
 	}
 	if c.sink != nil && !needsRetry(outcomes, errs) {

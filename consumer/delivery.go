@@ -31,6 +31,9 @@ type Delivery struct {
 	Topic string
 	// Attempt is the message's ReconsumeTimes: 0 on the first delivery, n on the n-th redelivery.
 	Attempt int
+	// MaxAttempts is the consumer group's MaxReconsumeTimes (Config.MaxAttempts): the delivery with
+	// Attempt == MaxAttempts is the last one; a retry asked for then ends in the DLQ. 0 when unknown.
+	MaxAttempts int
 	// EventID is the business event ID, the idempotency key (chapter 13.2); empty until extracted.
 	EventID string
 	// EventType names the kind of business event (e.g. "OrderCreated"); empty until extracted.
@@ -51,6 +54,10 @@ func NewDelivery(group string, msg *primitive.MessageExt) *Delivery {
 		Attempt: int(msg.ReconsumeTimes),
 	}
 }
+
+// LastAttempt reports whether this is the last delivery the broker makes before dead-lettering the message:
+// MaxAttempts is known and Attempt has reached it.
+func (d *Delivery) LastAttempt() bool { return d.MaxAttempts > 0 && d.Attempt >= d.MaxAttempts }
 
 // OriginalTopic returns the business topic of msg: the RETRY_TOPIC property when msg sits on a
 // %RETRY% or %DLQ% topic and carries one, else msg.Topic. The client restores the topic of retried

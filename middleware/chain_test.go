@@ -231,3 +231,48 @@ func TestClassify_NilErrorLeavesOutcomeUntouched(t *testing.T) {
 		})
 	}
 }
+
+// F5: on the last delivery (Attempt == MaxAttempts) a retry would make the broker dead-letter the message
+// silently; Classify dead-letters it itself, with the reason, so it is counted and the DLQ entry says why.
+func TestClassify_F5_LastAttemptRetryBecomesDeadLetterWithReason(t *testing.T) {
+	for name, in := range map[string]struct {
+		o   consumer.Outcome
+		err error
+	}{
+		"error":        {consumer.Outcome{}, errors.New("db down")},
+		"asked retry":  {consumer.Retry(3, "rate limited"), nil},
+		"zero outcome": {consumer.Outcome{}, nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			last := delivery("ORDER", "", nil)
+			last.MaxAttempts, last.Attempt = 3, 3
+
+			o, err := middleware.Classify()(returning(in.o, in.err))(context.Background(), last)
+
+			assert.Equal(t, consumer.KindDeadLetter, o.Kind)
+			assert.Contains(t, o.Reason, "retries exhausted after 4 deliveries")
+			assert.Equal(t, in.err, err)
+			res := consumer.Resolve(o, err, consumer.Concurrent)
+			assert.Equal(t, consumer.DelayLevelDLQ, res.DelayLevel)
+		})
+	}
+}
+
+func TestClassify_F5_EarlierAttemptsAreRetried(t *testing.T) {
+	d := delivery("ORDER", "", nil)
+	d.MaxAttempts, d.Attempt = 3, 2
+
+	o, _ := middleware.Classify()(returning(consumer.Outcome{}, errors.New("db down")))(context.Background(), d)
+
+	assert.Equal(t, consumer.KindRetry, o.Kind)
+}
+
+func TestClassify_F5_SuccessOnTheLastAttemptStaysSuccess(t *testing.T) {
+	d := delivery("ORDER", "", nil)
+	d.MaxAttempts, d.Attempt = 3, 3
+
+	o, err := middleware.Classify()(returning(consumer.Processed(), nil))(context.Background(), d)
+
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindProcessed, o.Kind)
+}

@@ -54,16 +54,28 @@ const (
 	ErConCount uint16 = 1040
 	// ErQueryInterrupted is ER_QUERY_INTERRUPTED (e.g. KILL QUERY, max_statement_time).
 	ErQueryInterrupted uint16 = 1317
+	// ErBadNullError is ER_BAD_NULL_ERROR: a NOT NULL column given NULL.
+	ErBadNullError uint16 = 1048
+	// ErWarnDataOutOfRange is ER_WARN_DATA_OUT_OF_RANGE: a number that does not fit its column.
+	ErWarnDataOutOfRange uint16 = 1264
+	// ErTruncatedWrongValue is ER_TRUNCATED_WRONG_VALUE (e.g. an invalid date).
+	ErTruncatedWrongValue uint16 = 1292
+	// ErTruncatedWrongValueForField is ER_TRUNCATED_WRONG_VALUE_FOR_FIELD (e.g. invalid characters).
+	ErTruncatedWrongValueForField uint16 = 1366
+	// ErDataTooLong is ER_DATA_TOO_LONG: a string longer than its column.
+	ErDataTooLong uint16 = 1406
 )
 
 type permanentError struct{ err error }
 
-func (e *permanentError) Error() string { return "permanent: " + e.err.Error() }
+// Error is the marked error's text: the mark is a class, not part of the message (DLQ reasons stay clean).
+func (e *permanentError) Error() string { return e.err.Error() }
 func (e *permanentError) Unwrap() error { return e.err }
 
 type transientError struct{ err error }
 
-func (e *transientError) Error() string { return "transient: " + e.err.Error() }
+// Error is the marked error's text.
+func (e *transientError) Error() string { return e.err.Error() }
 func (e *transientError) Unwrap() error { return e.err }
 
 // Permanent marks err as permanent: the message goes to the DLQ at once, with err as the reason.
@@ -91,7 +103,8 @@ func Permanentf(format string, args ...any) error {
 }
 
 // Classify returns the class of err. The outermost explicit mark (Permanent or Transient) wins;
-// then MySQL 1213/1205/1053/1040/1317, driver.ErrBadConn, mysql.ErrInvalidConn, io.ErrUnexpectedEOF,
+// then MySQL data errors 1048/1264/1292/1366/1406 (a value its column cannot hold) are permanent;
+// MySQL 1213/1205/1053/1040/1317, driver.ErrBadConn, mysql.ErrInvalidConn, io.ErrUnexpectedEOF,
 // connection resets and refusals, net timeouts and context.DeadlineExceeded are transient;
 // context.Canceled is transient (the consumer is stopping); anything else is ClassUnknown.
 // A nil err is ClassUnknown.
@@ -107,6 +120,10 @@ func Classify(err error) Class {
 		switch me.Number {
 		case ErLockDeadlock, ErLockWaitTimeout, ErServerShutdown, ErConCount, ErQueryInterrupted:
 			return ClassTransient
+		case ErBadNullError, ErWarnDataOutOfRange, ErTruncatedWrongValue, ErTruncatedWrongValueForField, ErDataTooLong:
+			// The message carries data its columns cannot hold: retrying cannot help, the DLQ (and a replay
+			// after the fix) can.
+			return ClassPermanent
 		}
 	}
 	var ne net.Error

@@ -101,6 +101,21 @@ func TestClassify_OtherTransientMySQLNumbers(t *testing.T) {
 	assert.Equal(t, retry.ClassUnknown, retry.Classify(&mysql.MySQLError{Number: 1146}), "an unknown number is unknown")
 }
 
+// A value its column cannot hold (1406 data too long, 1264 out of range, …) will not fit on a retry: the
+// message goes to the DLQ at once with the reason, instead of MaxAttempts redeliveries.
+func TestClassify_MySQLDataErrorsArePermanent(t *testing.T) {
+	for _, n := range []uint16{retry.ErBadNullError, retry.ErWarnDataOutOfRange, retry.ErTruncatedWrongValue,
+		retry.ErTruncatedWrongValueForField, retry.ErDataTooLong} {
+		err := wrapTwice(&mysql.MySQLError{Number: n, Message: "data error"})
+		assert.Equal(t, retry.ClassPermanent, retry.Classify(err), "MySQL %d", n)
+	}
+}
+
+func TestPermanent_MarkDoesNotChangeTheMessage(t *testing.T) {
+	assert.Equal(t, "invalid payload", retry.Permanent(errors.New("invalid payload")).Error())
+	assert.Equal(t, "db down", retry.Transient(errors.New("db down")).Error())
+}
+
 func TestClassify_PermanentMarkSurvivesWrapping(t *testing.T) {
 	base := errors.New("invalid payload")
 	err := fmt.Errorf("handler: %w", fmt.Errorf("decode: %w", retry.Permanent(base)))

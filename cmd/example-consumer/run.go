@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os/signal"
 	"sync/atomic"
@@ -52,17 +53,66 @@ func newRunCmd(s *settings) *cobra.Command {
 	return cmd
 }
 
+// validate rejects flag values that would otherwise silently become the library's defaults.
+func (o runOptions) validate() error {
+	var errs []error
+	if o.maxAttempts < 1 {
+		errs = append(errs, fmt.Errorf("--max-attempts %d: must be ≥ 1", o.maxAttempts))
+	}
+	if o.goroutines < 1 {
+		errs = append(errs, fmt.Errorf("--goroutines %d: must be ≥ 1", o.goroutines))
+	}
+	if o.handlerTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--handler-timeout %s: must be positive", o.handlerTimeout))
+	}
+	if o.drainTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--drain-timeout %s: must be positive", o.drainTimeout))
+	}
+	return errors.Join(errs...)
+}
+
 func run(ctx context.Context, s *settings, o runOptions) error {
-	log, err := zap.NewProduction()
+	nameServers := s.nameServerList()
+	if len(nameServers) == 0 || s.mysqlDSN == "" {
+		return errors.New("--namesrv (RMQGUARD_NAMESRV) and --mysql-dsn (RMQGUARD_MYSQL_DSN) are required")
+	}
+	if err := o.validate(); err != nil {
+		return err
+	}
+	cfg := consumer.Config{
+		NameServers:       nameServers,
+		Group:             s.group,
+		Subscriptions:     []consumer.Subscription{{Topic: s.topic, Expression: shop.EventOrderCreated}},
+		MaxAttempts:       o.maxAttempts,
+		ConsumeGoroutines: o.goroutines,
+		HandlerTimeout:    o.handlerTimeout,
+		DrainTimeout:      o.drainTimeout,
+		StartFrom:         consumer.StartFromFirstOffset,
+	}
+	// Fail on a bad configuration before touching the database or the broker.
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	// The metrics port is bound first, so that a busy port fails the start instead of a running consumer.
+	listener, err := net.Listen("tcp", s.metricsAddr)
+	if err != nil {
+		return fmt.Errorf("metrics listener: %w", err)
+	}
+	defer listener.Close()
+
+	// One line per message: production logging without sampling (sampling would drop most of them).
+	logCfg := zap.NewProductionConfig()
+	logCfg.Sampling = nil
+	log, err := logCfg.Build()
 	if err != nil {
 		return fmt.Errorf("logger: %w", err)
 	}
 	defer func() { _ = log.Sync() }()
 	consumer.BridgeClientLog(log)
-	nameServers := s.nameServerList()
-	if len(nameServers) == 0 || s.mysqlDSN == "" {
-		return errors.New("--namesrv (RMQGUARD_NAMESRV) and --mysql-dsn (RMQGUARD_MYSQL_DSN) are required")
-	}
+	log.Info("settings", zap.Strings("namesrv", nameServers), zap.String("group", s.group), zap.String("topic", s.topic),
+		zap.Int("max_attempts", o.maxAttempts), zap.Int("goroutines", o.goroutines),
+		zap.Duration("handler_timeout", o.handlerTimeout), zap.Duration("drain_timeout", o.drainTimeout),
+		zap.String("metrics", "http://"+s.metricsAddr+"/metrics"))
 
 	db, err := sqlx.Open("mysql", s.mysqlDSN)
 	if err != nil {
@@ -116,16 +166,7 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 		middleware.Metrics(m), middleware.Logging(log), middleware.Recover(log), middleware.Classify(),
 		eventID, middleware.Timeout(o.handlerTimeout), middleware.Dedup(store))
 
-	c, err := consumer.New(consumer.Config{
-		NameServers:       nameServers,
-		Group:             s.group,
-		Subscriptions:     []consumer.Subscription{{Topic: s.topic, Expression: shop.EventOrderCreated}},
-		MaxAttempts:       o.maxAttempts,
-		ConsumeGoroutines: o.goroutines,
-		HandlerTimeout:    o.handlerTimeout,
-		DrainTimeout:      o.drainTimeout,
-		StartFrom:         consumer.StartFromFirstOffset,
-	}, handler, consumer.WithLogger(log), consumer.WithDeadLetterSink(publisher))
+	c, err := consumer.New(cfg, handler, consumer.WithLogger(log), consumer.WithDeadLetterSink(publisher))
 	if err != nil {
 		return err
 	}
@@ -146,20 +187,21 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	})
 	srv := &http.Server{Addr: s.metricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	srvErr := make(chan error, 1)
-	go func() { srvErr <- srv.ListenAndServe() }()
+	go func() { srvErr <- srv.Serve(listener) }()
 
 	if err := c.Start(); err != nil {
 		_ = srv.Close()
 		return err
 	}
 	ready.Store(true)
-	log.Info("example consumer running", zap.String("group", s.group), zap.String("topic", s.topic),
-		zap.String("metrics", "http://"+s.metricsAddr+"/metrics"))
+	log.Info("example consumer running", zap.String("group", s.group), zap.String("topic", s.topic))
 
+	var serveErr error
 	select {
 	case <-ctx.Done():
-	case err := <-srvErr:
-		log.Error("metrics server stopped", zap.Error(err))
+	case serveErr = <-srvErr:
+		serveErr = fmt.Errorf("metrics server: %w", serveErr)
+		log.Error("metrics server stopped; shutting down", zap.Error(serveErr))
 	}
 	ready.Store(false)
 	log.Info("shutting down")
@@ -167,5 +209,5 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	defer cancelShutdown()
 	err = c.Shutdown(shutdownCtx)
 	_ = srv.Shutdown(shutdownCtx)
-	return err
+	return errors.Join(serveErr, err)
 }

@@ -13,16 +13,22 @@ import (
 func newProbeCmd(g *globalOptions) *cobra.Command {
 	var topic string
 	cmd := &cobra.Command{
-		Use:   "probe --topic TOPIC",
+		Use:   "probe (--topic TOPIC | TOPIC)",
 		Short: "Send one test message to TOPIC and check that the broker answers SEND_OK",
-		Args:  cobra.NoArgs,
+		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ns, err := g.requireNameServers()
 			if err != nil {
 				return err
 			}
+			if len(args) == 1 {
+				if topic != "" && topic != args[0] {
+					return fmt.Errorf("two topics given: --topic %s and %s", topic, args[0])
+				}
+				topic = args[0]
+			}
 			if topic == "" {
-				return errors.New("no topic: pass --topic TOPIC")
+				return errors.New("no topic: pass --topic TOPIC or TOPIC")
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), g.timeout)
 			defer cancel()

@@ -31,7 +31,12 @@ func newTopicEnsureCmd(g *globalOptions) *cobra.Command {
 		Long: "Create each TOPIC on the broker with --queues read and write queues and perm 6 (read+write),\n" +
 			"but only when the name server has no route for it, then wait until the route is visible.\n" +
 			"An existing topic is never re-created, so its perm and queue counts stay as they are.",
-		Args: cobra.MinimumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return errors.New("no topic: usage: rmqguard topic ensure [--queues N] TOPIC...")
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ns, err := g.requireNameServers()
 			if err != nil {
