@@ -24,7 +24,6 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dlq"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
 	"github.com/rmqguard/rmqguard/internal/shop"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
@@ -66,24 +65,12 @@ func (r *redeliveries) snapshot() map[string]int {
 // distinct event took effect once, the re-sends were counted as duplicates, retried messages were seen
 // with their original topic (F4), and the poison message alone is in %DLQ%<group> with its reason.
 func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
-	ns := testenv.NameServer(t)
-	broker := testenv.Broker(t)
+	w := newWorld(t, 4)
 	db := testenv.MySQL(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-
-	run := testenv.Unique("e2e")
-	topic := "RMQGUARD_E2E_" + strings.ReplaceAll(run, "-", "_")
-	group := "rmqguard-e2e-" + run
-	require.NoError(t, rmqadmin.EnsureTopic(ctx, []string{ns}, broker, topic, 4))
-	require.NoError(t, rmqadmin.EnsureGroupTopics(ctx, []string{ns}, broker, group))
+	ctx, topic, group, run, prod := w.ctx, w.topic, w.group, w.run, w.prod
 
 	plan, err := shop.Workload{RunID: run, Topic: topic, Messages: 500, DuplicateShare: 0.1, FailOnce: 10, Poison: true}.Plan()
 	require.NoError(t, err)
-
-	prod, err := rmqadmin.StartProducer([]string{ns}, group+"-producer")
-	require.NoError(t, err)
-	defer func() { _ = prod.Shutdown() }()
 
 	store, err := dedup.NewStore(db)
 	require.NoError(t, err)
@@ -100,18 +87,7 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 		eventID, middleware.Timeout(10*time.Second), middleware.Dedup(store))
 	publisher, err := dlq.NewPublisher(prod)
 	require.NoError(t, err)
-	c, err := consumer.New(consumer.Config{
-		NameServers: []string{ns}, Group: group, Subscriptions: []consumer.Subscription{{Topic: topic}},
-		MaxAttempts: 3, StartFrom: consumer.StartFromFirstOffset, DrainTimeout: 10 * time.Second,
-	}, handler, consumer.WithLogger(log), consumer.WithDeadLetterSink(publisher))
-	require.NoError(t, err)
-	require.NoError(t, c.Start())
-	stopped := false
-	defer func() {
-		if !stopped {
-			_ = c.Shutdown(context.Background())
-		}
-	}()
+	c := w.start(consumer.Config{MaxAttempts: 3, DrainTimeout: 10 * time.Second}, handler, consumer.WithLogger(log), consumer.WithDeadLetterSink(publisher))
 
 	// Bad input: no event ID at all (no EVENT_ID, no KEYS), and an event ID longer than the column.
 	noID := primitive.NewMessage(topic, []byte(`{"orderNo":"x"}`))
@@ -121,11 +97,7 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 	longID.WithTag(shop.EventOrderCreated)
 	longID.WithProperty("CASE", "long-id")
 	longID.WithProperty("EVENT_ID", strings.Repeat("x", dedup.MaxEventIDLength+1))
-	for _, msg := range append(plan.Messages, noID, longID) {
-		res, err := prod.SendSync(ctx, msg)
-		require.NoError(t, err)
-		require.Equal(t, primitive.SendOK, res.Status)
-	}
+	w.send(append(plan.Messages, noID, longID)...)
 
 	prefix := run + "-o"
 	require.Eventually(t, func() bool {
@@ -134,7 +106,6 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 			testutil.ToFloat64(m.Messages.WithLabelValues(group, topic, "dead_letter")) >= 3
 	}, 3*time.Minute, 500*time.Millisecond, "all %d events take effect and the poison is dead-lettered", plan.Events)
 	require.NoError(t, c.Shutdown(ctx))
-	stopped = true
 
 	orders, reservations, err := shop.Effects(ctx, db, prefix)
 	require.NoError(t, err)
@@ -151,7 +122,7 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 		assert.False(t, strings.HasPrefix(tpc, consumer.RetryTopicPrefix), "F4: no delivery is presented on %s", tpc)
 	}
 
-	letters, err := dlq.Read(ctx, []string{ns}, group, 100)
+	letters, err := dlq.Read(ctx, w.ns, group, 100)
 	require.NoError(t, err)
 	require.Len(t, letters, 3, "the poison and the two unidentifiable messages, nothing else, are dead-lettered")
 	byCase := map[string]*primitive.MessageExt{}
@@ -178,17 +149,8 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 // handler sees exactly 4 deliveries (ReconsumeTimes 0..3); then the broker moves the message to
 // %DLQ%<group> with its KEYS and properties intact.
 func TestE2E_F5_MaxAttemptsBecomesMaxReconsumeTimes(t *testing.T) {
-	ns := testenv.NameServer(t)
-	broker := testenv.Broker(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	rlog.SetLogLevel("warn")
-
-	run := testenv.Unique("f5")
-	topic := "RMQGUARD_E2E_" + strings.ReplaceAll(run, "-", "_")
-	group := "rmqguard-e2e-" + run
-	require.NoError(t, rmqadmin.EnsureTopic(ctx, []string{ns}, broker, topic, 1))
-	require.NoError(t, rmqadmin.EnsureGroupTopics(ctx, []string{ns}, broker, group))
+	w := newWorld(t, 1)
+	ctx, topic, group := w.ctx, w.topic, w.group
 
 	var mu sync.Mutex
 	attempts := map[string][]int{} // EVENT_ID → ReconsumeTimes seen
@@ -202,30 +164,21 @@ func TestE2E_F5_MaxAttemptsBecomesMaxReconsumeTimes(t *testing.T) {
 		}
 		return consumer.Outcome{}, errors.New("db down")
 	}, middleware.Classify())
-	c, err := consumer.New(consumer.Config{
-		NameServers: []string{ns}, Group: group, Subscriptions: []consumer.Subscription{{Topic: topic}},
-		MaxAttempts: 3, StartFrom: consumer.StartFromFirstOffset, DrainTimeout: 5 * time.Second,
-	}, handler)
-	require.NoError(t, err)
-	require.NoError(t, c.Start())
+	c := w.start(consumer.Config{MaxAttempts: 3, DrainTimeout: 5 * time.Second}, handler)
 	defer func() { _ = c.Shutdown(context.Background()) }()
 
-	prod, err := rmqadmin.StartProducer([]string{ns}, group+"-producer")
-	require.NoError(t, err)
-	defer func() { _ = prod.Shutdown() }()
 	for _, id := range []string{"e-1", "e-permanent"} {
 		msg := primitive.NewMessage(topic, []byte(`{"orderNo":"o-1"}`))
 		msg.WithKeys([]string{"k-" + id})
 		msg.WithTag("OrderCreated")
 		msg.WithProperty("EVENT_ID", id)
-		res, err := prod.SendSync(ctx, msg)
-		require.NoError(t, err)
-		require.Equal(t, primitive.SendOK, res.Status)
+		w.send(msg)
 	}
 
 	var letters []*primitive.MessageExt
+	var err error
 	require.Eventually(t, func() bool {
-		letters, err = dlq.Read(ctx, []string{ns}, group, 10)
+		letters, err = dlq.Read(ctx, w.ns, group, 10)
 		return err == nil && len(letters) >= 2
 	}, 90*time.Second, time.Second, "both messages reach %%DLQ%%%s", group)
 	time.Sleep(2 * time.Second) // a further delivery, if the mapping were wrong, would come within this
@@ -247,18 +200,9 @@ func TestE2E_F5_MaxAttemptsBecomesMaxReconsumeTimes(t *testing.T) {
 // copies of one event are handled by both consumers at the same time. Each event takes effect once, nothing
 // is dead-lettered, and every copy ends as processed or duplicate.
 func TestE2E_S2_TwoConsumersSameEventConcurrently(t *testing.T) {
-	ns := testenv.NameServer(t)
-	broker := testenv.Broker(t)
+	w := newWorld(t, 4)
 	db := testenv.MySQL(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	rlog.SetLogLevel("warn")
-
-	run := testenv.Unique("s2")
-	topic := "RMQGUARD_E2E_" + strings.ReplaceAll(run, "-", "_")
-	group := "rmqguard-e2e-" + run
-	require.NoError(t, rmqadmin.EnsureTopic(ctx, []string{ns}, broker, topic, 4))
-	require.NoError(t, rmqadmin.EnsureGroupTopics(ctx, []string{ns}, broker, group))
+	ctx, topic, group, run := w.ctx, w.topic, w.group, w.run
 	store, err := dedup.NewStore(db)
 	require.NoError(t, err)
 
@@ -274,22 +218,13 @@ func TestE2E_S2_TwoConsumersSameEventConcurrently(t *testing.T) {
 		require.NoError(t, err)
 		handler := middleware.Chain(dedup.Handle(shop.HandleOrderCreated),
 			middleware.Metrics(m), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Dedup(store))
-		c, err := consumer.New(consumer.Config{
-			NameServers: []string{ns}, Group: group, Subscriptions: []consumer.Subscription{{Topic: topic}},
-			InstanceName: fmt.Sprintf("%s-%d", run, i), StartFrom: consumer.StartFromFirstOffset, ConsumeGoroutines: 8,
-		}, handler)
-		require.NoError(t, err)
-		require.NoError(t, c.Start())
+		c := w.start(consumer.Config{InstanceName: fmt.Sprintf("%s-%d", run, i), ConsumeGoroutines: 8}, handler)
 		defer func() { _ = c.Shutdown(context.Background()) }()
 		members = append(members, member{c: c, metrics: m})
 	}
 	handled := func(i int, outcome string) float64 {
 		return testutil.ToFloat64(members[i].metrics.Messages.WithLabelValues(group, topic, outcome))
 	}
-
-	prod, err := rmqadmin.StartProducer([]string{ns}, group+"-producer")
-	require.NoError(t, err)
-	defer func() { _ = prod.Shutdown() }()
 
 	// Rounds of 8 events × 5 copies until both consumers have handled messages (the second one joins the
 	// group's rebalance a moment after the first).
@@ -303,9 +238,7 @@ func TestE2E_S2_TwoConsumersSameEventConcurrently(t *testing.T) {
 				for k, v := range msg.GetProperties() {
 					dup.WithProperty(k, v)
 				}
-				res, err := prod.SendSync(ctx, dup)
-				require.NoError(t, err)
-				require.Equal(t, primitive.SendOK, res.Status)
+				w.send(dup)
 				copies++
 			}
 		}
@@ -339,18 +272,9 @@ func TestE2E_S2_TwoConsumersSameEventConcurrently(t *testing.T) {
 // consume timeout) and is processed once; after a restart of the group nothing of them is redelivered — a
 // sentinel sent then is the first message the new consumer sees — so the committed offset moved past them.
 func TestE2E_F2_PanicIsRetriedAtTheRetryDelayWhileTheQueueMovesOn(t *testing.T) {
-	ns := testenv.NameServer(t)
-	broker := testenv.Broker(t)
+	w := newWorld(t, 1)
 	db := testenv.MySQL(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	rlog.SetLogLevel("warn")
-
-	run := testenv.Unique("f2")
-	topic := "RMQGUARD_E2E_" + strings.ReplaceAll(run, "-", "_")
-	group := "rmqguard-e2e-" + run
-	require.NoError(t, rmqadmin.EnsureTopic(ctx, []string{ns}, broker, topic, 1))
-	require.NoError(t, rmqadmin.EnsureGroupTopics(ctx, []string{ns}, broker, group))
+	ctx, topic, group, run := w.ctx, w.topic, w.group, w.run
 	store, err := dedup.NewStore(db)
 	require.NoError(t, err)
 	poison := run + "-p1"
@@ -374,31 +298,19 @@ func TestE2E_F2_PanicIsRetriedAtTheRetryDelayWhileTheQueueMovesOn(t *testing.T) 
 			}
 			return shop.HandleOrderCreated(ctx, tx, d)
 		}), middleware.Metrics(m), record, middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Dedup(store))
-		c, err := consumer.New(consumer.Config{
-			NameServers: []string{ns}, Group: group, Subscriptions: []consumer.Subscription{{Topic: topic}},
-			StartFrom: consumer.StartFromFirstOffset, DrainTimeout: 10 * time.Second,
-		}, handler)
-		require.NoError(t, err)
-		require.NoError(t, c.Start())
+		c := w.start(consumer.Config{DrainTimeout: 10 * time.Second}, handler)
 		return c
 	}
 	m, err := metrics.New(prometheus.NewRegistry())
 	require.NoError(t, err)
 	c := start(m)
 
-	prod, err := rmqadmin.StartProducer([]string{ns}, group+"-producer")
-	require.NoError(t, err)
-	defer func() { _ = prod.Shutdown() }()
 	plan, err := shop.Workload{RunID: run, Topic: topic, Messages: 100}.Plan()
 	require.NoError(t, err)
 	p1, err := shop.Workload{RunID: run + "-p1x", Topic: topic, Messages: 1}.Plan()
 	require.NoError(t, err)
 	p1.Messages[0].WithProperty("EVENT_ID", poison)
-	for _, msg := range append(p1.Messages, plan.Messages...) {
-		res, err := prod.SendSync(ctx, msg)
-		require.NoError(t, err)
-		require.Equal(t, primitive.SendOK, res.Status)
-	}
+	w.send(append(p1.Messages, plan.Messages...)...)
 
 	require.Eventually(t, func() bool {
 		return testutil.ToFloat64(m.Messages.WithLabelValues(group, topic, "processed")) >= 101
@@ -420,9 +332,7 @@ func TestE2E_F2_PanicIsRetriedAtTheRetryDelayWhileTheQueueMovesOn(t *testing.T) 
 	defer func() { _ = c2.Shutdown(context.Background()) }()
 	sentinel, err := shop.Workload{RunID: run + "-sentinel", Topic: topic, Messages: 1}.Plan()
 	require.NoError(t, err)
-	res, err := prod.SendSync(ctx, sentinel.Messages[0])
-	require.NoError(t, err)
-	require.Equal(t, primitive.SendOK, res.Status)
+	w.send(sentinel.Messages[0])
 	require.Eventually(t, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -439,18 +349,9 @@ func TestE2E_F2_PanicIsRetriedAtTheRetryDelayWhileTheQueueMovesOn(t *testing.T) 
 // back (MaxAttempts 1 would dead-letter a message sent back twice). After a restart every event has exactly
 // one effect.
 func TestE2E_F9_GracefulStopLosesNothingAndDoublesNothing(t *testing.T) {
-	ns := testenv.NameServer(t)
-	broker := testenv.Broker(t)
+	w := newWorld(t, 1)
 	db := testenv.MySQL(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	rlog.SetLogLevel("warn")
-
-	run := testenv.Unique("f9")
-	topic := "RMQGUARD_E2E_" + strings.ReplaceAll(run, "-", "_")
-	group := "rmqguard-e2e-" + run
-	require.NoError(t, rmqadmin.EnsureTopic(ctx, []string{ns}, broker, topic, 1))
-	require.NoError(t, rmqadmin.EnsureGroupTopics(ctx, []string{ns}, broker, group))
+	ctx, topic, group, run := w.ctx, w.topic, w.group, w.run
 	store, err := dedup.NewStore(db)
 	require.NoError(t, err)
 
@@ -471,26 +372,14 @@ func TestE2E_F9_GracefulStopLosesNothingAndDoublesNothing(t *testing.T) {
 			}
 			return shop.HandleOrderCreated(ctx, tx, d)
 		}), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Dedup(store))
-		c, err := consumer.New(consumer.Config{
-			NameServers: []string{ns}, Group: group, Subscriptions: []consumer.Subscription{{Topic: topic}},
-			MaxAttempts: 1, ConsumeGoroutines: 4, StartFrom: consumer.StartFromFirstOffset, DrainTimeout: 10 * time.Second,
-		}, handler)
-		require.NoError(t, err)
-		require.NoError(t, c.Start())
+		c := w.start(consumer.Config{MaxAttempts: 1, ConsumeGoroutines: 4, DrainTimeout: 10 * time.Second}, handler)
 		return c
 	}
 	c := start()
 
-	prod, err := rmqadmin.StartProducer([]string{ns}, group+"-producer")
-	require.NoError(t, err)
-	defer func() { _ = prod.Shutdown() }()
 	plan, err := shop.Workload{RunID: run, Topic: topic, Messages: 10}.Plan()
 	require.NoError(t, err)
-	for _, msg := range plan.Messages {
-		res, err := prod.SendSync(ctx, msg)
-		require.NoError(t, err)
-		require.Equal(t, primitive.SendOK, res.Status)
-	}
+	w.send(plan.Messages...)
 
 	<-started
 	time.Sleep(time.Second)

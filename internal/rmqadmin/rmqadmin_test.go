@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"io"
 	"net"
-	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
 func TestArgumentErrors(t *testing.T) {
@@ -97,18 +98,10 @@ func TestInvokeNameServerErrorCode(t *testing.T) {
 	}
 }
 
-// TestAgainstLocalServices runs only when RMQGUARD_NAMESRV is set and answers (make up).
+// TestAgainstLocalServices runs against the services of `make up` (skipped when they are down, failed
+// instead when RMQGUARD_REQUIRE_SERVICES=1).
 func TestAgainstLocalServices(t *testing.T) {
-	nsEnv, broker := os.Getenv("RMQGUARD_NAMESRV"), os.Getenv("RMQGUARD_BROKER_ADDR")
-	if nsEnv == "" || broker == "" {
-		t.Skip("RMQGUARD_NAMESRV / RMQGUARD_BROKER_ADDR not set")
-	}
-	ns := strings.Split(nsEnv, ",")
-	if c, err := net.DialTimeout("tcp", ns[0], time.Second); err != nil {
-		t.Skipf("name server %s not reachable: %v", ns[0], err)
-	} else {
-		c.Close()
-	}
+	ns, broker := []string{testenv.NameServer(t)}, testenv.Broker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := EnsureTopic(ctx, ns, broker, "RMQGUARD_PROBE", 4); err != nil {
