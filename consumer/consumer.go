@@ -196,8 +196,10 @@ func (c *Consumer) Shutdown(ctx context.Context) error {
 				zap.String("group", c.cfg.Group), zap.Duration("grace", cancelGrace))
 		}
 	}
-	err := c.push.Shutdown()
-	close(c.clientDown)
+	err := func() error {
+		defer close(c.clientDown) // even if the client panics, late callbacks must not wait forever
+		return c.push.Shutdown()
+	}()
 	c.log.Info("consumer stopped", zap.String("group", c.cfg.Group), zap.Error(errors.Join(drainErr, err)))
 	if err != nil {
 		return errors.Join(drainErr, fmt.Errorf("rmqguard consumer %s: shutdown client: %w", c.cfg.Group, err))

@@ -465,3 +465,27 @@ func TestShutdown_ClientErrorIsReturned(t *testing.T) {
 	require.ErrorIs(t, err, fp.shutdownErr)
 	assert.NotErrorIs(t, err, context.DeadlineExceeded, "nothing was in flight")
 }
+
+// Late callbacks wait for the client's shutdown; if that panics they must still be released.
+func TestShutdown_LateCallbackIsReleasedEvenIfTheClientPanicsOnShutdown(t *testing.T) {
+	b := newBlockingHandler()
+	cfg := validConfig()
+	c, fp := newConsumer(t, cfg, b.handle)
+	b.fp = fp
+	fp.shutdownPanic = "client bug"
+
+	first := deliverAsync(fp, "ORDER", orderMsg("o-1"))
+	require.Equal(t, "o-1", <-b.started)
+	panicked := make(chan any, 1)
+	go func() {
+		defer func() { panicked <- recover() }()
+		_ = c.Shutdown(context.Background())
+	}()
+	<-fp.suspended
+	late := deliverAsync(fp, "ORDER", orderMsg("o-2"))
+	close(b.release)
+
+	assert.Equal(t, "client bug", <-panicked)
+	assert.Equal(t, rmq.ConsumeRetryLater, (<-late).res, "the late callback returned")
+	assert.Equal(t, rmq.ConsumeSuccess, (<-first).res)
+}

@@ -24,14 +24,15 @@ type callback = func(context.Context, ...*primitive.MessageExt) (rmq.ConsumeResu
 
 // fakePush is a consumer.PushConsumer that records calls and captures the Subscribe callbacks.
 type fakePush struct {
-	mu          sync.Mutex
-	calls       []string
-	subscribed  map[string]rmq.MessageSelector
-	callbacks   map[string]callback
-	subErr      error
-	startErr    error
-	shutdownErr error
-	suspended   chan struct{} // closed by the first Suspend
+	mu            sync.Mutex
+	calls         []string
+	subscribed    map[string]rmq.MessageSelector
+	callbacks     map[string]callback
+	subErr        error
+	startErr      error
+	shutdownErr   error
+	shutdownPanic any
+	suspended     chan struct{} // closed by the first Suspend
 }
 
 func newFakePush() *fakePush {
@@ -50,8 +51,14 @@ func (f *fakePush) Calls() []string {
 	return append([]string(nil), f.calls...)
 }
 
-func (f *fakePush) Start() error    { f.record("start"); return f.startErr }
-func (f *fakePush) Shutdown() error { f.record("shutdown"); return f.shutdownErr }
+func (f *fakePush) Start() error { f.record("start"); return f.startErr }
+func (f *fakePush) Shutdown() error {
+	f.record("shutdown")
+	if f.shutdownPanic != nil {
+		panic(f.shutdownPanic)
+	}
+	return f.shutdownErr
+}
 func (f *fakePush) Suspend() {
 	f.record("suspend")
 	select {

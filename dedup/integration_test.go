@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -428,4 +429,117 @@ func TestDedup_GroupsAreIndependent(t *testing.T) {
 		require.NoError(t, err)
 	}
 	assert.Equal(t, []string{inventory, accounting}, ran, "each group processes the event once")
+}
+
+// F15 with S2: the handler's transaction A is rolled back by a deadlock and the handler retries its
+// statement; meanwhile a duplicate delivery B of the same event claims the freed key, applies the effect
+// and commits. A must not commit its own effect on the strength of B's row: the effect here (a counter) has
+// no business key to catch it, so only Confirm's claim token stands between the event and a double effect.
+func TestF15_S2_ClaimLostToAConcurrentDuplicateIsNotCommitted(t *testing.T) {
+	f := newFixture(t)
+	a, b, counter := f.prefix+"-lock-a", f.prefix+"-lock-b", f.prefix+"-counter"
+	for _, o := range []string{a, b, counter} {
+		_, err := f.db.Exec(`INSERT INTO orders (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
+			VALUES (?, 'sku', 1, 1, 'CREATED', 1, NOW(6), NOW(6))`, o)
+		require.NoError(t, err)
+	}
+	ev := f.prefix + "-e"
+	bump := func(ctx context.Context, tx *sqlx.Tx, order string) error {
+		_, err := tx.ExecContext(ctx, `UPDATE orders SET version = version + 1 WHERE order_no = ?`, order)
+		return err
+	}
+	var h consumer.Handler
+	var bOutcome consumer.Outcome
+	h = f.chain(t, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if d.Msg.GetProperty("ROLE") == "B" {
+			return consumer.Processed(), bump(ctx, tx, counter)
+		}
+		if err := bump(ctx, tx, a); err != nil {
+			return consumer.Outcome{}, err
+		}
+		locked, done := make(chan struct{}), make(chan struct{})
+		go func() { // heavier: locks b, then waits for a → A is the deadlock victim
+			defer close(done)
+			other, err := f.db.Beginx()
+			if err != nil {
+				close(locked)
+				return
+			}
+			defer func() { _ = other.Rollback() }()
+			for i := range 50 {
+				_, _ = other.Exec(`INSERT INTO inventory_change (change_id, sku_id, order_no, quantity, created_at)
+					VALUES (?, 'sku', ?, 1, NOW(6))`, fmt.Sprintf("%s-bulk-%d", f.prefix, i), f.prefix+"-bulk")
+			}
+			_, _ = other.Exec(`UPDATE orders SET version = version + 1 WHERE order_no = ?`, b)
+			close(locked)
+			_, _ = other.Exec(`UPDATE orders SET version = version + 1 WHERE order_no = ?`, a)
+		}()
+		<-locked
+		time.Sleep(300 * time.Millisecond)
+		defer func() { <-done }()
+		var err error
+		for try := range 3 {
+			err = bump(ctx, tx, b)
+			var me *mysql.MySQLError
+			if errors.As(err, &me) && me.Number == retry.ErLockDeadlock {
+				if try == 0 { // the duplicate runs while A's claim is gone
+					dup := f.orderMsg(t, ev, f.prefix+"-1")
+					dup.WithProperty("ROLE", "B")
+					bOutcome, _, _ = f.handle(h, dup)
+				}
+				continue
+			}
+			break
+		}
+		if err != nil {
+			return consumer.Outcome{}, err
+		}
+		return consumer.Processed(), bump(ctx, tx, counter)
+	})
+
+	o, _, err := f.handle(h, f.orderMsg(t, ev, f.prefix+"-1"))
+
+	require.Equal(t, consumer.KindProcessed, bOutcome.Kind, "the duplicate claimed the freed key and committed")
+	require.ErrorIs(t, err, dedup.ErrClaimLost, "A saw B's row, not its own")
+	assert.Equal(t, consumer.KindRetry, o.Kind)
+	var version int
+	require.NoError(t, f.db.Get(&version, `SELECT version FROM orders WHERE order_no = ?`, counter))
+	assert.Equal(t, 2, version, "the event took effect once (B), not twice")
+
+	o, _, err = f.handle(h, f.orderMsg(t, ev, f.prefix+"-1"))
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindDuplicate, o.Kind, "A's redelivery is a duplicate")
+}
+
+// F7: a handler that ignores its context is abandoned by middleware.Timeout at the deadline; its
+// transaction is rolled back and its connection returned to the pool then, not when the handler finally
+// returns, so hung handlers cannot starve healthy messages of connections.
+func TestF7_AbandonedHandlerGivesItsConnectionBackAtTheDeadline(t *testing.T) {
+	f := newFixture(t)
+	f.db.SetMaxOpenConns(2)
+	release := make(chan struct{})
+	eventID, err := middleware.EventID(middleware.EventIDConfig{})
+	require.NoError(t, err)
+	h := middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if strings.HasPrefix(d.EventID, f.prefix+"-hang") {
+			<-release // hangs, ignoring ctx
+		}
+		return shop.HandleOrderCreated(ctx, tx, d)
+	}), middleware.Classify(), eventID, middleware.Timeout(300*time.Millisecond), middleware.Dedup(f.store))
+	defer close(release)
+
+	for i := range 2 { // as many hung handlers as the pool has connections
+		id := fmt.Sprintf("%s-hang-%d", f.prefix, i)
+		o, _, err := f.handle(h, f.orderMsg(t, id, id))
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.Equal(t, consumer.KindRetry, o.Kind)
+	}
+	require.Eventually(t, func() bool { return f.db.Stats().InUse == 0 }, 5*time.Second, 20*time.Millisecond,
+		"the abandoned handlers' connections are back in the pool: %+v", f.db.Stats())
+
+	o, _, err := f.handle(h, f.orderMsg(t, f.prefix+"-good", f.prefix+"-good"))
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindProcessed, o.Kind, "a healthy message gets a connection")
+	orders, _ := f.effects(t)
+	assert.Equal(t, 1, orders, "nothing of the abandoned handlers committed")
 }

@@ -6,9 +6,9 @@ package dedup
 
 import (
 	"context"
-	"database/sql/driver"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -60,89 +60,24 @@ func NewStore(db *sqlx.DB) (*Store, error) {
 // DB returns the database the store writes to.
 func (s *Store) DB() *sqlx.DB { return s.db }
 
-// Txn is one message's local transaction, in which the dedup row and the business writes commit together.
-// It runs on a connection of its own with autocommit off: when MySQL rolls the transaction back underneath
-// the handler (a deadlock, 1213), statements the handler runs after that open a new transaction instead of
-// committing one by one, so nothing is durable unless Commit succeeds. Finish it with exactly one of Commit
-// or Rollback.
-type Txn struct {
-	// Tx is the transaction the handler writes through (dedup.TxFromContext).
-	Tx   *sqlx.Tx
-	conn *sqlx.Conn
-}
-
-// Begin starts the local transaction of one message. The transaction is rolled back by database/sql if
-// ctx ends first. Errors (no connection, SET or BEGIN failed) are wrapped; they classify as transient
-// when the connection was lost.
-func (s *Store) Begin(ctx context.Context) (*Txn, error) {
-	conn, err := s.db.Connx(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("dedup: begin: connection: %w", err)
-	}
-	if _, err := conn.ExecContext(ctx, "SET autocommit = 0"); err != nil {
-		_ = conn.Close()
-		return nil, fmt.Errorf("dedup: begin: autocommit off: %w", err)
-	}
-	tx, err := conn.BeginTxx(ctx, nil)
-	if err != nil {
-		(&Txn{conn: conn}).release(false)
-		return nil, fmt.Errorf("dedup: begin: %w", err)
-	}
-	return &Txn{Tx: tx, conn: conn}, nil
-}
-
-// Commit commits the transaction and returns the connection to the pool.
-func (t *Txn) Commit() error {
-	err := t.Tx.Commit()
-	t.release(err == nil)
-	return err
-}
-
-// Rollback rolls the transaction back (also what a transaction MySQL already ended may have started since)
-// and returns the connection to the pool. sql.ErrTxDone means database/sql had already rolled it back.
-func (t *Txn) Rollback() error {
-	err := t.Tx.Rollback()
-	t.release(false)
-	return err
-}
-
-// release turns autocommit back on and returns the connection to the pool. Unless the transaction committed,
-// it first rolls back whatever may still be open, since turning autocommit on commits an open transaction.
-// A connection on which that fails is discarded rather than handed to other users with autocommit off.
-func (t *Txn) release(committed bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	var err error
-	if !committed {
-		_, err = t.conn.ExecContext(ctx, "ROLLBACK")
-	}
-	if err == nil {
-		_, err = t.conn.ExecContext(ctx, "SET autocommit = 1")
-	}
-	if err != nil {
-		_ = t.conn.Raw(func(any) error { return driver.ErrBadConn })
-	}
-	_ = t.conn.Close()
-}
-
-// Claim inserts the processed_event row of d (d.Group, d.EventID) in tx. It returns ErrDuplicate when the
+// Claim inserts the processed_event row of d (d.Group, d.EventID), with txn's claim token, in txn. It returns ErrDuplicate when the
 // insert fails with MySQL 1062 on processed_event's primary key, i.e. the consumer group already processed
 // the event (or another transaction holding the same key commits
 // while Claim waits on its lock); MySQL 1205/1213 from that wait come back wrapped and classify as
 // transient. Claim rejects an empty event ID, or one longer than MaxEventIDLength, as permanent.
-func (s *Store) Claim(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) error {
+func (s *Store) Claim(ctx context.Context, txn *Txn, d *consumer.Delivery) error {
 	if d.EventID == "" || utf8.RuneCountInString(d.EventID) > MaxEventIDLength {
 		return retry.Permanentf("dedup: event ID %q is empty or longer than %d characters", d.EventID, MaxEventIDLength)
 	}
 	if utf8.RuneCountInString(d.Group) > MaxGroupLength {
 		return retry.Permanentf("dedup: consumer group %q is longer than %d characters", d.Group, MaxGroupLength)
 	}
-	_, err := tx.ExecContext(ctx,
+	_, err := txn.Tx.ExecContext(ctx,
 		`INSERT INTO processed_event
-		   (consumer_group, event_id, event_type, aggregate_id, topic, msg_id, consumed_at, result_status)
-		 VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		   (consumer_group, event_id, event_type, aggregate_id, topic, msg_id, consumed_at, result_status, claim_token)
+		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		d.Group, d.EventID, cut(d.EventType, MaxEventTypeLength), cut(d.AggregateID, MaxAggregateIDLength),
-		d.Topic, d.Msg.MsgId, s.now().UTC(), ResultSuccess)
+		d.Topic, d.Msg.MsgId, s.now().UTC(), ResultSuccess, txn.token)
 	if key, dup := retry.DuplicateKey(err); dup {
 		// The insert touches processed_event only, whose one unique key is its primary key; a 1062 naming
 		// another key means the table is not the schema this store expects.
@@ -164,12 +99,15 @@ func (s *Store) Claim(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) er
 // dedup row; the message is retried instead. It classifies as transient.
 var ErrClaimLost = retry.Transient(errors.New("dedup: the transaction lost its processed_event row (rolled back under the handler, e.g. by a deadlock)"))
 
-// Confirm checks, inside tx, that tx still holds d's processed_event row. Call it right before Commit.
-// It returns an error wrapping ErrClaimLost when the row is gone, or the query's error.
-func (s *Store) Confirm(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) error {
+// Confirm checks, inside txn, that txn still holds the processed_event row its Claim wrote: the row must be
+// there with txn's claim token (a row a concurrent duplicate committed after this transaction was rolled
+// back carries another token). Call it right before Commit. It returns an error wrapping ErrClaimLost when
+// the row is gone or not this transaction's, or the query's error.
+func (s *Store) Confirm(ctx context.Context, txn *Txn, d *consumer.Delivery) error {
 	var n int
-	err := tx.GetContext(ctx, &n,
-		`SELECT COUNT(*) FROM processed_event WHERE consumer_group = ? AND event_id = ?`, d.Group, d.EventID)
+	err := txn.Tx.GetContext(ctx, &n,
+		`SELECT COUNT(*) FROM processed_event WHERE consumer_group = ? AND event_id = ? AND claim_token = ?`,
+		d.Group, d.EventID, txn.token)
 	if err != nil {
 		return fmt.Errorf("dedup: confirm group %s event %s: %w", d.Group, d.EventID, err)
 	}
@@ -179,8 +117,10 @@ func (s *Store) Confirm(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) 
 	return nil
 }
 
-// cut returns s cut to at most n characters.
+// cut returns s as valid UTF-8 (invalid bytes replaced by U+FFFD) cut to at most n characters: the
+// informational columns must never reject a message whose event ID is fine.
 func cut(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}

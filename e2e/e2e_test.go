@@ -262,7 +262,9 @@ func TestE2E_S2_TwoConsumersSameEventConcurrently(t *testing.T) {
 	assert.Equal(t, events, orders, "one effect per event")
 	assert.Equal(t, events, reservations)
 	assert.Equal(t, float64(events), total("processed"))
-	assert.Equal(t, float64(copies-events), total("duplicate"))
+	// A rebalance (the second consumer joining) can hand a queue over before its offset is committed, so
+	// some copies arrive once more: more duplicates, never more effects.
+	assert.GreaterOrEqual(t, total("duplicate"), float64(copies-events))
 	assert.Zero(t, total("dead_letter"), "no loser is dead-lettered")
 }
 

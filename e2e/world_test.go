@@ -38,7 +38,7 @@ func newWorld(t *testing.T, queues int) *world {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
 	// The client logs from goroutines that outlive the test, so its rlog output stays on its own writer.
-	rlog.SetLogLevel("warn")
+	rlog.SetLogLevel("error")
 
 	run := testenv.Unique("e2e")
 	w := &world{t: t, ctx: ctx, ns: ns, run: run,

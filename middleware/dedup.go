@@ -30,24 +30,23 @@ func Dedup(store *dedup.Store) consumer.Middleware {
 			if err != nil {
 				return consumer.Outcome{}, err
 			}
-			tx := txn.Tx
 			committed := false
 			defer func() {
 				if !committed {
 					_ = txn.Rollback() // releases the key; an error here means the tx is already gone
 				}
 			}()
-			if err := store.Claim(ctx, tx, d); err != nil {
+			if err := store.Claim(ctx, txn, d); err != nil {
 				if errors.Is(err, dedup.ErrDuplicate) {
 					return consumer.Duplicate(), nil
 				}
 				return consumer.Outcome{}, err
 			}
-			o, err = next(dedup.WithTx(ctx, tx), d)
+			o, err = next(dedup.WithTx(ctx, txn.Tx), d)
 			if err != nil || (o.Kind != consumer.KindProcessed && o.Kind != consumer.KindDuplicate) {
 				return o, err
 			}
-			if err := store.Confirm(ctx, tx, d); err != nil {
+			if err := store.Confirm(ctx, txn, d); err != nil {
 				return consumer.Outcome{}, err
 			}
 			committed = true // Commit releases the transaction whatever it returns

@@ -4,7 +4,7 @@
 -- groups (say, inventory and accounting) each process it once. The row is inserted in the same local
 -- transaction as the handler's business writes, so a rollback releases the key.
 CREATE TABLE IF NOT EXISTS processed_event (
-  consumer_group VARCHAR(255) NOT NULL,
+  consumer_group VARCHAR(128) NOT NULL,
   event_id       VARCHAR(128) NOT NULL,
   event_type     VARCHAR(64)  NOT NULL DEFAULT '',
   aggregate_id   VARCHAR(128) NOT NULL DEFAULT '',

@@ -1,0 +1,107 @@
+package dedup
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// releaseTimeout bounds the statements that hand a Txn's connection back to the pool.
+const releaseTimeout = 5 * time.Second
+
+// Txn is one message's local transaction, in which the dedup row and the business writes commit together.
+//
+// It runs on a connection of its own with autocommit off: when MySQL rolls the transaction back underneath
+// the handler (a deadlock, 1213), statements the handler runs after that open a new transaction instead of
+// committing one by one, so nothing is durable unless Commit succeeds. When the context given to Begin
+// ends first (a handler past its deadline, perhaps abandoned by middleware.Timeout), the transaction is
+// rolled back and the connection returned to the pool at once, not when the handler finally returns.
+// Finish it with Commit or Rollback; later calls return sql.ErrTxDone.
+type Txn struct {
+	// Tx is the transaction the handler writes through (dedup.TxFromContext).
+	Tx    *sqlx.Tx
+	conn  *sqlx.Conn
+	token string // written by Claim, checked by Confirm
+	once  sync.Once
+	stop  func() bool // stops the context watcher
+}
+
+// Begin starts the local transaction of one message. Errors (no connection, SET or BEGIN failed) are
+// wrapped; they classify as transient when the connection was lost or ctx ended.
+func (s *Store) Begin(ctx context.Context) (*Txn, error) {
+	var raw [16]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return nil, fmt.Errorf("dedup: begin: claim token: %w", err)
+	}
+	conn, err := s.db.Connx(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("dedup: begin: connection: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, "SET autocommit = 0"); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("dedup: begin: autocommit off: %w", err)
+	}
+	tx, err := conn.BeginTxx(ctx, nil)
+	if err != nil {
+		release(conn, false)
+		return nil, fmt.Errorf("dedup: begin: %w", err)
+	}
+	t := &Txn{Tx: tx, conn: conn, token: hex.EncodeToString(raw[:])}
+	t.stop = context.AfterFunc(ctx, func() { _ = t.rollback() })
+	return t, nil
+}
+
+// Commit commits the transaction and returns the connection to the pool.
+func (t *Txn) Commit() error {
+	t.stop()
+	err := sql.ErrTxDone
+	t.once.Do(func() {
+		err = t.Tx.Commit()
+		release(t.conn, err == nil)
+	})
+	return err
+}
+
+// Rollback rolls the transaction back (also what a transaction MySQL already ended may have started since)
+// and returns the connection to the pool. sql.ErrTxDone means it was already finished.
+func (t *Txn) Rollback() error {
+	t.stop()
+	return t.rollback()
+}
+
+// rollback finishes the transaction with a rollback unless it is already finished; the context watcher
+// calls it directly (t.stop may not be set yet when the context is already done in Begin).
+func (t *Txn) rollback() error {
+	err := sql.ErrTxDone
+	t.once.Do(func() {
+		err = t.Tx.Rollback()
+		release(t.conn, false)
+	})
+	return err
+}
+
+// release turns autocommit back on and returns conn to the pool. Unless the transaction committed, it first
+// rolls back whatever may still be open, since turning autocommit on commits an open transaction. A
+// connection on which that fails is discarded rather than handed to other users with autocommit off.
+func release(conn *sqlx.Conn, committed bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	var err error
+	if !committed {
+		_, err = conn.ExecContext(ctx, "ROLLBACK")
+	}
+	if err == nil {
+		_, err = conn.ExecContext(ctx, "SET autocommit = 1")
+	}
+	if err != nil {
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
+	_ = conn.Close()
+}
