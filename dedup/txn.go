@@ -82,19 +82,20 @@ func (t *Txn) rollback() error {
 	err := sql.ErrTxDone
 	t.once.Do(func() {
 		err = t.Tx.Rollback()
-		release(t.conn, false)
+		release(t.conn, err == nil)
 	})
 	return err
 }
 
-// release turns autocommit back on and returns conn to the pool. Unless the transaction committed, it first
-// rolls back whatever may still be open, since turning autocommit on commits an open transaction. A
-// connection on which that fails is discarded rather than handed to other users with autocommit off.
-func release(conn *sqlx.Conn, committed bool) {
+// release turns autocommit back on and returns conn to the pool. Unless the transaction was finished cleanly
+// (its COMMIT or ROLLBACK succeeded), it first rolls back whatever may still be open, since turning
+// autocommit on commits an open transaction. A connection on which that fails is discarded rather than
+// handed to other users with autocommit off.
+func release(conn *sqlx.Conn, finished bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	var err error
-	if !committed {
+	if !finished {
 		_, err = conn.ExecContext(ctx, "ROLLBACK")
 	}
 	if err == nil {
