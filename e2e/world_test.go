@@ -1,7 +1,11 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -75,4 +79,36 @@ func (w *world) start(cfg consumer.Config, h consumer.Handler, opts ...consumer.
 	require.NoError(w.t, c.Start())
 	w.t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
 	return c
+}
+
+// httpGet returns the status code of a GET.
+func httpGet(ctx context.Context, url string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// httpBody returns the body of a GET that answered 200.
+func httpBody(ctx context.Context, url string) (io.Reader, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	b, err := io.ReadAll(resp.Body)
+	return bytes.NewReader(b), err
 }
