@@ -268,22 +268,25 @@ func TestE2E_S2_TwoConsumersSameEventConcurrently(t *testing.T) {
 	assert.Zero(t, total("dead_letter"), "no loser is dead-lettered")
 }
 
-// TestE2E_F2_PanicIsRetriedAtTheRetryDelayWhileTheQueueMovesOn: on a one-queue topic, p-1 panics on its
-// first delivery and 100 good messages follow. The panic is recovered (RetryLater, counted), the 100 are
-// processed, p-1 comes back from the retry topic (within the bound below, far from the client's 15-minute
-// consume timeout) and is processed once; after a restart of the group nothing of them is redelivered — a
-// sentinel sent then is the first message the new consumer sees — so the committed offset moved past them.
-func TestE2E_F2_PanicIsRetriedAtTheRetryDelayWhileTheQueueMovesOn(t *testing.T) {
+// queueMovesOn sends one bad message, then followers good ones, to a one-queue topic. misbehave runs in the
+// handler on the bad message's first delivery (after its business writes, inside its transaction), under a
+// middleware.Timeout of timeout when that is positive. It checks that the bad message comes back from the
+// retry topic and, like every follower, takes effect once; and that after a restart of the group nothing
+// is redelivered — a sentinel sent then is the first message the new consumer sees — so the committed
+// offset moved past all of them. It returns the world and the metrics of the run.
+func queueMovesOn(t *testing.T, followers int, timeout time.Duration, misbehave func(ctx context.Context)) (*world, *metrics.Metrics) {
+	t.Helper()
 	w := newWorld(t, 1)
 	db := testenv.MySQL(t)
-	ctx, topic, group, run := w.ctx, w.topic, w.group, w.run
 	store, err := dedup.NewStore(db)
 	require.NoError(t, err)
-	poison := run + "-p1"
+	bad := w.run + "-bad"
 
 	var mu sync.Mutex
 	var seen []string // EVENT_ID@attempt, in handling order
-	start := func(m *metrics.Metrics) *consumer.Consumer {
+	m, err := metrics.New(prometheus.NewRegistry())
+	require.NoError(t, err)
+	start := func() *consumer.Consumer {
 		eventID, err := middleware.EventID(middleware.EventIDConfig{})
 		require.NoError(t, err)
 		record := func(next consumer.Handler) consumer.Handler {
@@ -294,45 +297,46 @@ func TestE2E_F2_PanicIsRetriedAtTheRetryDelayWhileTheQueueMovesOn(t *testing.T) 
 				return next(ctx, d)
 			}
 		}
+		mws := []consumer.Middleware{middleware.Metrics(m), record, middleware.Recover(zap.NewNop()), middleware.Classify(), eventID}
+		if timeout > 0 {
+			mws = append(mws, middleware.Timeout(timeout))
+		}
+		mws = append(mws, middleware.Dedup(store))
 		handler := middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
-			if d.EventID == poison && d.Attempt == 0 {
-				panic("p-1 explodes on its first delivery")
+			o, err := shop.HandleOrderCreated(ctx, tx, d)
+			if err == nil && d.EventID == bad && d.Attempt == 0 {
+				misbehave(ctx)
 			}
-			return shop.HandleOrderCreated(ctx, tx, d)
-		}), middleware.Metrics(m), record, middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Dedup(store))
-		c := w.start(consumer.Config{DrainTimeout: 10 * time.Second}, handler)
-		return c
+			return o, err
+		}), mws...)
+		return w.start(consumer.Config{DrainTimeout: 10 * time.Second}, handler)
 	}
-	m, err := metrics.New(prometheus.NewRegistry())
-	require.NoError(t, err)
-	c := start(m)
+	c := start()
 
-	plan, err := shop.Workload{RunID: run, Topic: topic, Messages: 100}.Plan()
+	plan, err := shop.Workload{RunID: w.run, Topic: w.topic, Messages: followers}.Plan()
 	require.NoError(t, err)
-	p1, err := shop.Workload{RunID: run + "-p1x", Topic: topic, Messages: 1}.Plan()
+	first, err := shop.Workload{RunID: w.run + "-x", Topic: w.topic, Messages: 1}.Plan()
 	require.NoError(t, err)
-	p1.Messages[0].WithProperty("EVENT_ID", poison)
-	w.send(append(p1.Messages, plan.Messages...)...)
+	first.Messages[0].WithProperty("EVENT_ID", bad)
+	w.send(append(first.Messages, plan.Messages...)...)
 
 	require.Eventually(t, func() bool {
-		return testutil.ToFloat64(m.Messages.WithLabelValues(group, topic, "processed")) >= 101
-	}, 60*time.Second, 200*time.Millisecond, "p-1 and the 100 others processed")
-	assert.Equal(t, 1.0, testutil.ToFloat64(m.Panics.WithLabelValues(group, topic)))
+		return testutil.ToFloat64(m.Messages.WithLabelValues(w.group, w.topic, "processed")) >= float64(followers+1)
+	}, 60*time.Second, 200*time.Millisecond, "the bad message and the %d others processed", followers)
 	mu.Lock()
-	assert.Contains(t, seen, poison+"@0")
-	assert.Contains(t, seen, poison+"@1", "p-1 came back from the retry topic")
+	assert.Contains(t, seen, bad+"@0")
+	assert.Contains(t, seen, bad+"@1", "the bad message came back from the retry topic")
 	mu.Unlock()
-	orders, _, err := shop.Effects(ctx, db, run)
+	orders, _, err := shop.Effects(w.ctx, db, w.run)
 	require.NoError(t, err)
-	assert.Equal(t, 101, orders)
-	require.NoError(t, c.Shutdown(ctx)) // persists the committed offsets
+	assert.Equal(t, followers+1, orders, "each took effect once; the bad first attempt wrote nothing")
+	require.NoError(t, c.Shutdown(w.ctx)) // persists the committed offsets
 
 	mu.Lock()
 	seen = nil
 	mu.Unlock()
-	c2 := start(m)
-	defer func() { _ = c2.Shutdown(context.Background()) }()
-	sentinel, err := shop.Workload{RunID: run + "-sentinel", Topic: topic, Messages: 1}.Plan()
+	start()
+	sentinel, err := shop.Workload{RunID: w.run + "-sentinel", Topic: w.topic, Messages: 1}.Plan()
 	require.NoError(t, err)
 	w.send(sentinel.Messages[0])
 	require.Eventually(t, func() bool {
@@ -343,6 +347,29 @@ func TestE2E_F2_PanicIsRetriedAtTheRetryDelayWhileTheQueueMovesOn(t *testing.T) 
 	mu.Lock()
 	assert.Equal(t, sentinel.Messages[0].GetProperty("EVENT_ID")+"@0", seen[0], "nothing before the sentinel was redelivered")
 	mu.Unlock()
+	return w, m
+}
+
+// TestE2E_F2_PanicIsRetriedAtTheRetryDelayWhileTheQueueMovesOn: the first message on the queue panics after
+// its business writes, 100 good ones follow. The panic is recovered and counted, the transaction rolled
+// back; the 100 are processed; the bad one returns at the retry delay (1 s here), not after the client's
+// 15-minute consume timeout, and the committed offset moves past them all.
+func TestE2E_F2_PanicIsRetriedAtTheRetryDelayWhileTheQueueMovesOn(t *testing.T) {
+	w, m := queueMovesOn(t, 100, 0, func(context.Context) { panic("explodes on its first delivery") })
+
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.Panics.WithLabelValues(w.group, w.topic)))
+}
+
+// TestE2E_F7_HungHandlerIsCancelledAtItsTimeoutWhileTheQueueMovesOn: the first message's handler hangs,
+// ignoring its context, with a 2 s handler timeout; 200 messages follow. The deadline ends its transaction
+// (rolled back) and the message is retried; the 200 are processed and the committed offset passes them.
+func TestE2E_F7_HungHandlerIsCancelledAtItsTimeoutWhileTheQueueMovesOn(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release) // the abandoned handler goroutine ends with the test
+	w, m := queueMovesOn(t, 200, 2*time.Second, func(context.Context) { <-release })
+
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.Errors.WithLabelValues(w.group, w.topic, "transient")),
+		"the deadline is one transient error")
 }
 
 // TestE2E_F9_GracefulStopLosesNothingAndDoublesNothing: ten messages that take 2 s each, four at a time; the
