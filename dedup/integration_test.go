@@ -299,6 +299,33 @@ func TestF13_SecondStepFailsNothingCommitsRedeliveryAppliesOnce(t *testing.T) {
 	assert.Equal(t, 1, reservations)
 }
 
+// deadlockWith starts a transaction heavier than the caller's (50 inserts) that locks order b, then waits for
+// order a, which the caller's transaction holds: the caller's next statement on b deadlocks and InnoDB
+// rolls back the caller's lighter transaction. It returns when the other transaction waits on a; the
+// returned func waits for it to end (it rolls back).
+func (f *fixture) deadlockWith(a, b string) (wait func()) {
+	locked, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		other, err := f.db.Beginx()
+		if err != nil {
+			close(locked)
+			return
+		}
+		defer func() { _ = other.Rollback() }()
+		for i := range 50 {
+			_, _ = other.Exec(`INSERT INTO inventory_change (change_id, sku_id, order_no, quantity, created_at)
+				VALUES (?, 'sku', ?, 1, NOW(6))`, fmt.Sprintf("%s-bulk-%d", f.prefix, i), f.prefix+"-bulk")
+		}
+		_, _ = other.Exec(`UPDATE orders SET version = version + 1 WHERE order_no = ?`, b)
+		close(locked)
+		_, _ = other.Exec(`UPDATE orders SET version = version + 1 WHERE order_no = ?`, a)
+	}()
+	<-locked
+	time.Sleep(300 * time.Millisecond) // let the other transaction queue on a's lock
+	return func() { <-done }
+}
+
 // F15: a deadlock (1213) rolls the handler's whole transaction back, dedup row included. A handler that then
 // retries its statement locally runs in a new transaction; that must neither commit on its own (autocommit)
 // nor be committed by Dedup without its dedup row. The message is retried and takes effect once.
@@ -319,29 +346,7 @@ func TestF15_DeadlockRetriedInsideTheHandlerNeverCommitsWithoutTheDedupRow(t *te
 		}
 		if first {
 			first = false
-			// A heavier concurrent transaction locks b, then waits for a: the handler's next statement
-			// deadlocks and InnoDB rolls back the handler's (lighter) transaction.
-			locked := make(chan struct{})
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				other, err := f.db.Beginx()
-				if err != nil {
-					close(locked)
-					return
-				}
-				defer func() { _ = other.Rollback() }()
-				for i := range 50 {
-					_, _ = other.Exec(`INSERT INTO inventory_change (change_id, sku_id, order_no, quantity, created_at)
-						VALUES (?, 'sku', ?, 1, NOW(6))`, fmt.Sprintf("%s-bulk-%d", f.prefix, i), f.prefix+"-bulk")
-				}
-				_, _ = other.Exec(`UPDATE orders SET version = version + 1 WHERE order_no = ?`, b)
-				close(locked)
-				_, _ = other.Exec(`UPDATE orders SET version = version + 1 WHERE order_no = ?`, a)
-			}()
-			<-locked
-			time.Sleep(300 * time.Millisecond) // let the other transaction queue on a's lock
-			defer func() { <-done }()
+			defer f.deadlockWith(a, b)()
 		}
 		var err error
 		for range 3 { // the pitfall: a bounded local retry of the statement inside the same transaction
@@ -457,26 +462,7 @@ func TestF15_S2_ClaimLostToAConcurrentDuplicateIsNotCommitted(t *testing.T) {
 		if err := bump(ctx, tx, a); err != nil {
 			return consumer.Outcome{}, err
 		}
-		locked, done := make(chan struct{}), make(chan struct{})
-		go func() { // heavier: locks b, then waits for a → A is the deadlock victim
-			defer close(done)
-			other, err := f.db.Beginx()
-			if err != nil {
-				close(locked)
-				return
-			}
-			defer func() { _ = other.Rollback() }()
-			for i := range 50 {
-				_, _ = other.Exec(`INSERT INTO inventory_change (change_id, sku_id, order_no, quantity, created_at)
-					VALUES (?, 'sku', ?, 1, NOW(6))`, fmt.Sprintf("%s-bulk-%d", f.prefix, i), f.prefix+"-bulk")
-			}
-			_, _ = other.Exec(`UPDATE orders SET version = version + 1 WHERE order_no = ?`, b)
-			close(locked)
-			_, _ = other.Exec(`UPDATE orders SET version = version + 1 WHERE order_no = ?`, a)
-		}()
-		<-locked
-		time.Sleep(300 * time.Millisecond)
-		defer func() { <-done }()
+		defer f.deadlockWith(a, b)()
 		var err error
 		for try := range 3 {
 			err = bump(ctx, tx, b)
