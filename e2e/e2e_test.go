@@ -434,3 +434,46 @@ func TestE2E_F9_GracefulStopLosesNothingAndDoublesNothing(t *testing.T) {
 	assert.Equal(t, 10, rows)
 	assert.Zero(t, sentBack.Load(), "the stop sent nothing back to the broker: every message was handled at ReconsumeTimes 0")
 }
+
+// TestE2E_F10_BatchOfFourOneFailsEachMessageHasItsOwnTransaction: with BatchSize 4, b-1..b-4 arrive in one
+// callback and b-3 fails once. Each message has its own transaction: b-1, b-2 and b-4 commit, the batch is
+// retried as a whole (the client ignores AckIndex), and on redelivery the three are duplicates while only
+// b-3 runs again.
+func TestE2E_F10_BatchOfFourOneFailsEachMessageHasItsOwnTransaction(t *testing.T) {
+	w := newWorld(t, 1)
+	db := testenv.MySQL(t)
+	store, err := dedup.NewStore(db)
+	require.NoError(t, err)
+	m, err := metrics.New(prometheus.NewRegistry())
+	require.NoError(t, err)
+
+	plan, err := shop.Workload{RunID: w.run, Topic: w.topic, Messages: 4}.Plan()
+	require.NoError(t, err)
+	// Sent before the consumer starts, so its first pull fetches all four and hands them over together.
+	w.send(plan.Messages...)
+	b3 := plan.Messages[2].GetProperty("EVENT_ID")
+
+	eventID, err := middleware.EventID(middleware.EventIDConfig{})
+	require.NoError(t, err)
+	handler := middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if d.EventID == b3 && d.Attempt == 0 {
+			return consumer.Outcome{}, errors.New("b-3 fails its first attempt")
+		}
+		return shop.HandleOrderCreated(ctx, tx, d)
+	}), middleware.Metrics(m), middleware.Classify(), eventID, middleware.Dedup(store))
+	w.start(consumer.Config{BatchSize: 4}, handler)
+
+	require.Eventually(t, func() bool {
+		orders, _, err := shop.Effects(w.ctx, db, w.run)
+		return err == nil && orders == 4 &&
+			testutil.ToFloat64(m.Messages.WithLabelValues(w.group, w.topic, "duplicate")) >= 3
+	}, 60*time.Second, 200*time.Millisecond, "all four take effect; the three committed ones come back as duplicates")
+
+	// Three duplicates can only come from the batch being retried as a whole after b-1, b-2 and b-4 had
+	// committed in their own transactions.
+	assert.Equal(t, 3.0, testutil.ToFloat64(m.Messages.WithLabelValues(w.group, w.topic, "duplicate")),
+		"b-1, b-2, b-4 were committed at the first attempt and are duplicates on redelivery")
+	assert.Equal(t, 4.0, testutil.ToFloat64(m.Messages.WithLabelValues(w.group, w.topic, "processed")),
+		"each message took effect once: three at the first attempt, b-3 at the second")
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.Messages.WithLabelValues(w.group, w.topic, "retry")), "only b-3 failed")
+}
