@@ -23,6 +23,10 @@ import (
 	"github.com/rmqguard/rmqguard/retry"
 )
 
+// The tests in this file check the Dedup middleware's commit and rollback decisions on a fake driver, for
+// paths a real server makes hard to reach (begin and commit failures). The acceptance cases themselves run
+// on the real MariaDB in dedup/integration_test.go.
+
 // fakeDB is a database/sql driver that records transactions and answers the dedup insert with claimErr.
 // It stands in for MySQL so the Dedup middleware's commit/rollback decisions can be checked without a server.
 type fakeDB struct {
@@ -158,7 +162,7 @@ func (h *countingHandler) handle(ctx context.Context, d *consumer.Delivery) (con
 	return h.o, h.err
 }
 
-func TestDedup_S1_ProcessedCommitsTheDedupRowWithTheEffect(t *testing.T) {
+func TestDedupFakeDB_ProcessedCommits(t *testing.T) {
 	f, mw := newDedup(t)
 	h := &countingHandler{o: consumer.Processed()}
 
@@ -175,7 +179,7 @@ func TestDedup_S1_ProcessedCommitsTheDedupRowWithTheEffect(t *testing.T) {
 	assert.Equal(t, "e-1", f.inserts[0][1].Value)
 }
 
-func TestDedup_S1_DuplicateKeyOnClaimIsDuplicateWithoutRunningTheHandler(t *testing.T) {
+func TestDedupFakeDB_DuplicateKeyOnClaimIsDuplicateWithoutRunningTheHandler(t *testing.T) {
 	f, mw := newDedup(t)
 	f.claimErr = &mysql.MySQLError{Number: 1062, Message: "Duplicate entry 'cg-e-1' for key 'processed_event.PRIMARY'"}
 	h := &countingHandler{o: consumer.Processed()}
@@ -191,7 +195,7 @@ func TestDedup_S1_DuplicateKeyOnClaimIsDuplicateWithoutRunningTheHandler(t *test
 	assert.Equal(t, 1, rollbacks)
 }
 
-func TestDedup_F13_HandlerErrorRollsBackAndRetries(t *testing.T) {
+func TestDedupFakeDB_HandlerErrorRollsBackAndRetries(t *testing.T) {
 	f, mw := newDedup(t)
 	cause := errors.New("second step failed")
 	h := &countingHandler{err: cause}
@@ -205,7 +209,7 @@ func TestDedup_F13_HandlerErrorRollsBackAndRetries(t *testing.T) {
 	assert.Equal(t, 1, rollbacks)
 }
 
-func TestDedup_F13_ErrorWithProcessedOutcomeStillRollsBack(t *testing.T) {
+func TestDedupFakeDB_ErrorWithProcessedOutcomeStillRollsBack(t *testing.T) {
 	f, mw := newDedup(t)
 	h := &countingHandler{o: consumer.Processed(), err: errors.New("late failure")}
 
@@ -217,7 +221,7 @@ func TestDedup_F13_ErrorWithProcessedOutcomeStillRollsBack(t *testing.T) {
 	assert.Equal(t, 1, rollbacks)
 }
 
-func TestDedup_S7_StaleRollsBackAndIsAcknowledged(t *testing.T) {
+func TestDedupFakeDB_StaleRollsBackAndIsAcknowledged(t *testing.T) {
 	f, mw := newDedup(t)
 	h := &countingHandler{o: consumer.Stale("v5 < v7")}
 
@@ -230,7 +234,7 @@ func TestDedup_S7_StaleRollsBackAndIsAcknowledged(t *testing.T) {
 	assert.Equal(t, 1, rollbacks)
 }
 
-func TestDedup_UnsetOutcomeRollsBack(t *testing.T) {
+func TestDedupFakeDB_UnsetOutcomeRollsBack(t *testing.T) {
 	f, mw := newDedup(t)
 	h := &countingHandler{}
 
@@ -242,7 +246,7 @@ func TestDedup_UnsetOutcomeRollsBack(t *testing.T) {
 	assert.Equal(t, 0, commits)
 }
 
-func TestDedup_F15_DeadlockOnClaimIsTransientNotDuplicate(t *testing.T) {
+func TestDedupFakeDB_DeadlockOnClaimIsTransientNotDuplicate(t *testing.T) {
 	f, mw := newDedup(t)
 	f.claimErr = &mysql.MySQLError{Number: 1213, Message: "Deadlock found when trying to get lock"}
 	h := &countingHandler{o: consumer.Processed()}
@@ -257,7 +261,7 @@ func TestDedup_F15_DeadlockOnClaimIsTransientNotDuplicate(t *testing.T) {
 	assert.Equal(t, 0, commits)
 }
 
-func TestDedup_CommitFailureIsNeverAcknowledged(t *testing.T) {
+func TestDedupFakeDB_CommitFailureIsNeverAcknowledged(t *testing.T) {
 	f, mw := newDedup(t)
 	f.commitErr = mysql.ErrInvalidConn
 	h := &countingHandler{o: consumer.Processed()}
@@ -272,7 +276,7 @@ func TestDedup_CommitFailureIsNeverAcknowledged(t *testing.T) {
 // F15: a deadlock inside the handler rolls the whole transaction back, dedup row included; a handler that
 // retried its statement would then "succeed" in a new transaction. Dedup notices the lost row, does not
 // commit, and retries the message.
-func TestDedup_F15_ClaimLostUnderTheHandlerIsNotCommitted(t *testing.T) {
+func TestDedupFakeDB_ClaimLostUnderTheHandlerIsNotCommitted(t *testing.T) {
 	f, mw := newDedup(t)
 	f.claimLost = true
 	h := &countingHandler{o: consumer.Processed()}
@@ -287,7 +291,7 @@ func TestDedup_F15_ClaimLostUnderTheHandlerIsNotCommitted(t *testing.T) {
 	assert.Equal(t, 1, rollbacks)
 }
 
-func TestDedup_BeginFailureDoesNotRunTheHandler(t *testing.T) {
+func TestDedupFakeDB_BeginFailureDoesNotRunTheHandler(t *testing.T) {
 	f, mw := newDedup(t)
 	f.beginErr = driver.ErrBadConn
 	h := &countingHandler{o: consumer.Processed()}
@@ -299,7 +303,7 @@ func TestDedup_BeginFailureDoesNotRunTheHandler(t *testing.T) {
 	assert.Equal(t, 0, h.calls)
 }
 
-func TestDedup_F11_MissingEventIDIsPermanentAndUnidentifiable(t *testing.T) {
+func TestDedupFakeDB_MissingEventIDIsPermanentAndUnidentifiable(t *testing.T) {
 	f, mw := newDedup(t)
 	h := &countingHandler{o: consumer.Processed()}
 
@@ -313,7 +317,7 @@ func TestDedup_F11_MissingEventIDIsPermanentAndUnidentifiable(t *testing.T) {
 	assert.Equal(t, 0, begins, "no transaction is opened for a message without an event ID")
 }
 
-func TestDedup_F2_PanicRollsBackTheTransaction(t *testing.T) {
+func TestDedupFakeDB_PanicRollsBackTheTransaction(t *testing.T) {
 	f, mw := newDedup(t)
 	panicking := func(context.Context, *consumer.Delivery) (consumer.Outcome, error) { panic("handler bug") }
 
