@@ -14,7 +14,18 @@ bin="$repo/.local/bin/example-consumer"
 go build -o "$bin" ./cmd/example-consumer
 
 metrics_addr="${RMQGUARD_METRICS_ADDR:-127.0.0.1:9464}"
-if curl -sf "http://$metrics_addr/healthz" >/dev/null 2>&1; then
+
+# healthy: true when GET /healthz on $metrics_addr answers 200 (bash's /dev/tcp: no curl needed).
+healthy() {
+  local reply
+  exec 3<>"/dev/tcp/${metrics_addr%:*}/${metrics_addr##*:}" 2>/dev/null || return 1
+  printf 'GET /healthz HTTP/1.0\r\nHost: %s\r\n\r\n' "$metrics_addr" >&3
+  IFS= read -r -t 5 reply <&3 || reply=""
+  exec 3>&-
+  [[ "$reply" == "HTTP/1."?" 200"* ]]
+}
+
+if healthy; then
   echo "something already answers on $metrics_addr (an example consumer left running?); stop it or set RMQGUARD_METRICS_ADDR" >&2
   exit 1
 fi
@@ -34,7 +45,7 @@ stop_consumer() {
 trap stop_consumer EXIT
 
 for i in $(seq 1 120); do
-  if curl -sf "http://$metrics_addr/healthz" >/dev/null 2>&1; then break; fi
+  if healthy; then break; fi
   if ! kill -0 "$pid" 2>/dev/null; then
     echo "the example consumer exited during start-up; last lines of its log:" >&2
     tail -20 "$log" >&2
@@ -42,6 +53,11 @@ for i in $(seq 1 120); do
   fi
   sleep 0.5
 done
+if ! healthy; then
+  echo "the example consumer did not become healthy within 60 s; last lines of its log:" >&2
+  tail -20 "$log" >&2
+  exit 1
+fi
 echo "consumer ready; metrics on http://$metrics_addr/metrics"
 
 set +e
