@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -10,11 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rmqguard/rmqguard/internal/scrape"
 	"github.com/rmqguard/rmqguard/internal/shop"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
@@ -68,29 +68,8 @@ func (w *world) startExample(bin string) *consumerProcess {
 
 // counter reads rmqguard_messages_total{outcome} of the process's group and topic.
 func (p *consumerProcess) counter(ctx context.Context, group, topic, outcome string) (float64, error) {
-	body, err := httpBody(ctx, p.metrics)
-	if err != nil {
-		return 0, err
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(body)
-	if err != nil {
-		return 0, err
-	}
-	fam, ok := families["rmqguard_messages_total"]
-	if !ok {
-		return 0, nil
-	}
-	for _, m := range fam.GetMetric() {
-		l := map[string]string{}
-		for _, lp := range m.GetLabel() {
-			l[lp.GetName()] = lp.GetValue()
-		}
-		if l["group"] == group && l["topic"] == topic && l["outcome"] == outcome {
-			return m.GetCounter().GetValue(), nil
-		}
-	}
-	return 0, nil
+	return scrape.Counter(ctx, p.metrics, "rmqguard_messages_total",
+		map[string]string{"group": group, "topic": topic, "outcome": outcome})
 }
 
 // TestE2E_S3_F8_KillMinus9AfterCommitsRedeliveryIsDuplicate runs the example consumer as a process, sends
@@ -115,6 +94,14 @@ func TestE2E_S3_F8_KillMinus9AfterCommitsRedeliveryIsDuplicate(t *testing.T) {
 	}, 60*time.Second, 5*time.Millisecond, "about half the events commit")
 	require.NoError(t, first.cmd.Process.Signal(syscall.SIGKILL))
 	_ = first.cmd.Wait()
+	// A COMMIT the server received before the kill still completes; count once the killed process's
+	// sessions have nothing left running.
+	require.Eventually(t, func() bool {
+		var busy int
+		err := db.GetContext(w.ctx, &busy, `SELECT COUNT(*) FROM information_schema.PROCESSLIST
+			WHERE ID <> CONNECTION_ID() AND DB = DATABASE() AND COMMAND <> 'Sleep'`)
+		return err == nil && busy == 0
+	}, 10*time.Second, 20*time.Millisecond, "the killed consumer's statements finished on the server")
 	committedBeforeKill, _, err := shop.Effects(w.ctx, db, prefix)
 	require.NoError(t, err)
 	require.Less(t, committedBeforeKill, n, "killed before the end")
@@ -127,11 +114,14 @@ func TestE2E_S3_F8_KillMinus9AfterCommitsRedeliveryIsDuplicate(t *testing.T) {
 	// Wait until the restarted process has answered every redelivery it got: processed counts the events
 	// that had not committed; duplicates are the redelivered-but-committed ones.
 	var processed, duplicates float64
+	var scrapeErr error
 	require.Eventually(t, func() bool {
-		processed, _ = second.counter(w.ctx, w.group, w.topic, "processed")
-		duplicates, _ = second.counter(w.ctx, w.group, w.topic, "duplicate")
-		return processed == float64(n-committedBeforeKill)
-	}, 30*time.Second, 100*time.Millisecond)
+		var errP, errD error
+		processed, errP = second.counter(w.ctx, w.group, w.topic, "processed")
+		duplicates, errD = second.counter(w.ctx, w.group, w.topic, "duplicate")
+		scrapeErr = errors.Join(errP, errD)
+		return scrapeErr == nil && processed == float64(n-committedBeforeKill)
+	}, 30*time.Second, 100*time.Millisecond, "processed %.0f, want %d (scrape: %v)", processed, n-committedBeforeKill, scrapeErr)
 
 	orders, reservations, err := shop.Effects(w.ctx, db, prefix)
 	require.NoError(t, err)

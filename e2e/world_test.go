@@ -1,10 +1,7 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -93,22 +90,4 @@ func httpGet(ctx context.Context, url string) (int, error) {
 	}
 	_ = resp.Body.Close()
 	return resp.StatusCode, nil
-}
-
-// httpBody returns the body of a GET that answered 200.
-func httpBody(ctx context.Context, url string) (io.Reader, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	b, err := io.ReadAll(resp.Body)
-	return bytes.NewReader(b), err
 }

@@ -4,19 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/jmoiron/sqlx"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"github.com/spf13/cobra"
 
 	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/scrape"
 	"github.com/rmqguard/rmqguard/internal/shop"
 )
 
@@ -190,34 +188,11 @@ func runLetters(ctx context.Context, nameServers []string, group, runID string) 
 	return mine, nil
 }
 
-// scrapeCounter reads one counter with labels group and topic from a Prometheus text endpoint; 0 when absent.
+// scrapeCounter reads one counter with labels group and topic from the consumer's /metrics; 0 when absent.
 func scrapeCounter(ctx context.Context, url, name, group, topic string) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	v, err := scrape.Counter(ctx, url, name, map[string]string{"group": group, "topic": topic})
 	if err != nil {
-		return 0, fmt.Errorf("metrics %s: %w", url, err)
+		return 0, fmt.Errorf("%w (is `example-consumer run` running?)", err)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("metrics %s (is `example-consumer run` running?): %w", url, err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return 0, fmt.Errorf("metrics %s: parse: %w", url, err)
-	}
-	fam, ok := families[name]
-	if !ok {
-		return 0, nil
-	}
-	for _, m := range fam.GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		if labels["group"] == group && labels["topic"] == topic {
-			return m.GetCounter().GetValue(), nil
-		}
-	}
-	return 0, nil
+	return v, nil
 }

@@ -1,0 +1,58 @@
+// Package scrape reads counters from a Prometheus text endpoint, for the demo's report and the tests that
+// watch a consumer running as a process of its own.
+package scrape
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Counter returns the value of the counter name whose labels include every pair of match, from the
+// Prometheus text exposition at url; 0 when no such series exists yet. Errors (the endpoint unreachable or
+// answering other than 200, an unparsable body) are wrapped with the URL.
+func Counter(ctx context.Context, url, name string, match map[string]string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, fmt.Errorf("metrics %s: %w", url, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("metrics %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("metrics %s: %s", url, resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return 0, fmt.Errorf("metrics %s: parse: %w", url, err)
+	}
+	fam, ok := families[name]
+	if !ok {
+		return 0, nil
+	}
+	for _, m := range fam.GetMetric() {
+		labels := make(map[string]string, len(m.GetLabel()))
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if matches(labels, match) {
+			return m.GetCounter().GetValue(), nil
+		}
+	}
+	return 0, nil
+}
+
+func matches(labels, match map[string]string) bool {
+	for k, v := range match {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
