@@ -30,12 +30,8 @@ func Dedup(store *dedup.Store) consumer.Middleware {
 			if err != nil {
 				return consumer.Outcome{}, err
 			}
-			committed := false
-			defer func() {
-				if !committed {
-					_ = txn.Rollback() // releases the key; an error here means the tx is already gone
-				}
-			}()
+			// Releases the key unless the transaction committed (after Commit, Rollback does nothing).
+			defer func() { _ = txn.Rollback() }()
 			if err := store.Claim(ctx, txn, d); err != nil {
 				if errors.Is(err, dedup.ErrDuplicate) {
 					return consumer.Duplicate(), nil
@@ -49,7 +45,6 @@ func Dedup(store *dedup.Store) consumer.Middleware {
 			if err := store.Confirm(ctx, txn, d); err != nil {
 				return consumer.Outcome{}, err
 			}
-			committed = true // Commit releases the transaction whatever it returns
 			if err := txn.Commit(); err != nil {
 				return consumer.Outcome{}, fmt.Errorf("dedup: commit group %s event %s: %w", d.Group, d.EventID, err)
 			}
