@@ -174,9 +174,7 @@ func TestConsume_F10_BatchWithOneFailureRetriesTheBatch(t *testing.T) {
 		}
 		return consumer.Processed(), nil
 	}}
-	cfg := validConfig()
-	cfg.BatchSize = 4
-	_, fp := newConsumer(t, cfg, r.handle)
+	_, fp := newBatchConsumer(t, r.handle)
 
 	res, delay := fp.deliver(t, "ORDER", batch("b-1", "b-2", "b-3", "b-4")...)
 
@@ -196,9 +194,7 @@ func TestConsume_F10_BatchAllSucceededIsAcknowledged(t *testing.T) {
 		}
 		return consumer.Processed(), nil
 	}}
-	cfg := validConfig()
-	cfg.BatchSize = 4
-	_, fp := newConsumer(t, cfg, r.handle)
+	_, fp := newBatchConsumer(t, r.handle)
 
 	res, _ := fp.deliver(t, "ORDER", batch("b-1", "b-2", "b-3", "b-4")...)
 
@@ -213,9 +209,7 @@ func TestConsume_F10_DeadLetterInABatchDoesNotDeadLetterItsNeighbours(t *testing
 		}
 		return consumer.Processed(), nil
 	}}
-	cfg := validConfig()
-	cfg.BatchSize = 4
-	_, fp := newConsumer(t, cfg, r.handle)
+	_, fp := newBatchConsumer(t, r.handle)
 
 	res, delay := fp.deliver(t, "ORDER", batch("b-1", "b-2", "b-3", "b-4")...)
 
@@ -231,9 +225,7 @@ func TestConsume_F10_DeadLetterPublishedBySinkInABatchIsAcknowledged(t *testing.
 		}
 		return consumer.Processed(), nil
 	}}
-	cfg := validConfig()
-	cfg.BatchSize = 4
-	_, fp := newConsumer(t, cfg, r.handle, consumer.WithDeadLetterSink(sink))
+	_, fp := newBatchConsumer(t, r.handle, consumer.WithDeadLetterSink(sink))
 
 	res, _ := fp.deliver(t, "ORDER", batch("b-1", "b-2", "b-3", "b-4")...)
 
@@ -254,9 +246,7 @@ func TestConsume_F10_DeadLetterInARetriedBatchIsNotPublished(t *testing.T) {
 		}
 		return consumer.Processed(), nil
 	}}
-	cfg := validConfig()
-	cfg.BatchSize = 4
-	_, fp := newConsumer(t, cfg, r.handle, consumer.WithDeadLetterSink(sink))
+	_, fp := newBatchConsumer(t, r.handle, consumer.WithDeadLetterSink(sink))
 
 	res, delay := fp.deliver(t, "ORDER", batch("b-1", "b-2", "b-3", "b-4")...)
 
@@ -275,9 +265,7 @@ func TestConsume_F10_RetriedBatchKeepsTheLargestDelayLevel(t *testing.T) {
 		}
 		return consumer.Processed(), nil
 	}}
-	cfg := validConfig()
-	cfg.BatchSize = 4
-	_, fp := newConsumer(t, cfg, r.handle)
+	_, fp := newBatchConsumer(t, r.handle)
 
 	res, delay := fp.deliver(t, "ORDER", batch("b-1", "b-2", "b-3", "b-4")...)
 
@@ -488,4 +476,12 @@ func TestShutdown_LateCallbackIsReleasedEvenIfTheClientPanicsOnShutdown(t *testi
 	assert.Equal(t, "client bug", <-panicked)
 	assert.Equal(t, rmq.ConsumeRetryLater, (<-late).res, "the late callback returned")
 	assert.Equal(t, rmq.ConsumeSuccess, (<-first).res)
+}
+
+// newBatchConsumer is newConsumer with BatchSize 4 (the F10 shape).
+func newBatchConsumer(t *testing.T, h consumer.Handler, opts ...consumer.Option) (*consumer.Consumer, *fakePush) {
+	t.Helper()
+	cfg := validConfig()
+	cfg.BatchSize = 4
+	return newConsumer(t, cfg, h, opts...)
 }

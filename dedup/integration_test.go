@@ -89,6 +89,17 @@ func (f *fixture) dedupRows(t *testing.T, eventID string) int {
 	return n
 }
 
+// requireOnceThenDuplicate delivers the event twice more: the first delivery is processed, the second is a
+// duplicate.
+func (f *fixture) requireOnceThenDuplicate(t testing.TB, h consumer.Handler, eventID, order string) {
+	t.Helper()
+	for _, want := range []consumer.Kind{consumer.KindProcessed, consumer.KindDuplicate} {
+		o, _, err := f.handle(h, f.orderMsg(t, eventID, order))
+		require.NoError(t, err)
+		require.Equal(t, want, o.Kind)
+	}
+}
+
 func (f *fixture) count(c *prometheus.CounterVec, labels ...string) float64 {
 	return testutil.ToFloat64(c.WithLabelValues(labels...))
 }
@@ -288,12 +299,7 @@ func TestF13_SecondStepFailsNothingCommitsRedeliveryAppliesOnce(t *testing.T) {
 	assert.Equal(t, 0, f.dedupRows(t, ev))
 
 	failSecondStep = false
-	o, _, err = f.handle(h, f.orderMsg(t, ev, order))
-	require.NoError(t, err)
-	assert.Equal(t, consumer.KindProcessed, o.Kind)
-	o, _, err = f.handle(h, f.orderMsg(t, ev, order))
-	require.NoError(t, err)
-	assert.Equal(t, consumer.KindDuplicate, o.Kind)
+	f.requireOnceThenDuplicate(t, h, ev, order)
 	orders, reservations = f.effects(t)
 	assert.Equal(t, 1, orders)
 	assert.Equal(t, 1, reservations)
@@ -373,12 +379,7 @@ func TestF15_DeadlockRetriedInsideTheHandlerNeverCommitsWithoutTheDedupRow(t *te
 	assert.Zero(t, reservations, "no reservation committed")
 	assert.Equal(t, 0, f.dedupRows(t, ev))
 
-	o, _, err = f.handle(h, f.orderMsg(t, ev, order))
-	require.NoError(t, err)
-	assert.Equal(t, consumer.KindProcessed, o.Kind)
-	o, _, err = f.handle(h, f.orderMsg(t, ev, order))
-	require.NoError(t, err)
-	assert.Equal(t, consumer.KindDuplicate, o.Kind)
+	f.requireOnceThenDuplicate(t, h, ev, order)
 	var n int
 	require.NoError(t, f.db.Get(&n, `SELECT COUNT(*) FROM orders WHERE order_no = ?`, order))
 	assert.Equal(t, 1, n, "the event took effect once")

@@ -169,15 +169,22 @@ write_broker_conf() {
   mv "$RMQ_CONF/broker.conf.new" "$RMQ_CONF/broker.conf"
 }
 
+# already_up NAME PIDFILE MAINCLASS PORT: true (and says so) when our process runs, or something else
+# already listens on 127.0.0.1:PORT and is reused.
+already_up() {
+  if pid_alive "$2" "$3"; then
+    log "rocketmq $1: running (pid $(<"$2"))"
+    return 0
+  fi
+  if port_open 127.0.0.1 "$4"; then
+    log "rocketmq $1: something else listens on 127.0.0.1:$4, reusing it"
+    return 0
+  fi
+  return 1
+}
+
 start_namesrv() {
-  if pid_alive "$NAMESRV_PID" org.apache.rocketmq.namesrv.NamesrvStartup; then
-    log "rocketmq namesrv: running (pid $(<"$NAMESRV_PID"))"
-    return 0
-  fi
-  if port_open 127.0.0.1 9876; then
-    log "rocketmq namesrv: something else listens on 127.0.0.1:9876, reusing it"
-    return 0
-  fi
+  already_up namesrv "$NAMESRV_PID" org.apache.rocketmq.namesrv.NamesrvStartup 9876 && return 0
   mkdir -p "$RMQ_LOGS"
   log "rocketmq namesrv: starting on 127.0.0.1:9876"
   # user.home decides the log folder ($RMQ_DIR/logs/rocketmqlogs); the namesrv's own logback file is picked
@@ -192,14 +199,7 @@ start_namesrv() {
 }
 
 start_broker() {
-  if pid_alive "$BROKER_PID" org.apache.rocketmq.broker.BrokerStartup; then
-    log "rocketmq broker: running (pid $(<"$BROKER_PID"))"
-    return 0
-  fi
-  if port_open 127.0.0.1 10911; then
-    log "rocketmq broker: something else listens on 127.0.0.1:10911, reusing it"
-    return 0
-  fi
+  already_up broker "$BROKER_PID" org.apache.rocketmq.broker.BrokerStartup 10911 && return 0
   write_broker_conf
   log "rocketmq broker: starting on 127.0.0.1:10911"
   ROCKETMQ_HOME="$RMQ_DIR" setsid java -server -Xms256m -Xmx512m -XX:MaxDirectMemorySize=512m -XX:+UseG1GC \
