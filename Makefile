@@ -53,8 +53,10 @@ GOTEST_FLAGS ?= -count=1 -p 1 -timeout 15m
 demo: up ## run the example consumer on the real services and verify exactly-once (last line is the verdict)
 	@scripts/demo.sh $(DEMO_ARGS)
 
-test: up ## unit, integration (MariaDB) and end-to-end (broker) tests; RMQGUARD_REQUIRE_SERVICES=1 turns skips into failures
-	@source deploy/local/env.sh && \
+# `make test` starts the services itself, so a test that cannot reach one fails instead of skipping:
+# RMQGUARD_REQUIRE_SERVICES=1 is set here, not left to the caller. `make test-unit` is the no-service run.
+test: up ## unit, integration (MariaDB) and end-to-end (broker) tests; a missing service fails the run
+	@source deploy/local/env.sh && export RMQGUARD_REQUIRE_SERVICES=1 && \
 		$(GO) test -race $(GOTEST_FLAGS) $$($(GO) list ./... | grep -v '/e2e$$') && \
 		$(GO) test $(GOTEST_FLAGS) ./e2e/
 
