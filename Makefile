@@ -84,6 +84,9 @@ GREMLINS          = $(GREMLINS_DIR)/gremlins
 # hence `up` and RMQGUARD_REQUIRE_SERVICES=1 (a mutant must never "survive" because the tests skipped).
 MUTATE_PKGS      ?= consumer middleware retry dedup
 MUTATE_WORKERS   ?= 2
+# Each mutant's test run may take this many times the un-mutated run; small packages test in milliseconds,
+# so gremlins' default cut-off counts the compile of a mutant as a timeout (neither killed nor lived).
+MUTATE_TIMEOUT_COEFFICIENT ?= 20
 MUTATE_THRESHOLD ?= 90
 
 $(GREMLINS):
@@ -97,7 +100,7 @@ mutate: up $(GREMLINS) ## mutation testing (go-gremlins) of consumer, middleware
 	@source deploy/local/env.sh && export RMQGUARD_REQUIRE_SERVICES=1 && status=0 && \
 	for pkg in $(MUTATE_PKGS); do \
 		echo "+ gremlins unleash ./$$pkg"; \
-		$(GREMLINS) unleash --workers $(MUTATE_WORKERS) --output .local/mutate/$$pkg.json ./$$pkg \
+		$(GREMLINS) unleash --workers $(MUTATE_WORKERS) --timeout-coefficient $(MUTATE_TIMEOUT_COEFFICIENT) --output .local/mutate/$$pkg.json ./$$pkg \
 			> .local/mutate/$$pkg.txt 2>&1 || status=1; \
 		grep -E '^ +LIVED' .local/mutate/$$pkg.txt || true; \
 		eff=$$(sed -n 's/^Test efficacy: \([0-9.]*\)%.*/\1/p' .local/mutate/$$pkg.txt); \
