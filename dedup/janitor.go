@@ -112,6 +112,11 @@ func (c JanitorConfig) purgeConfig() PurgeConfig {
 		Force: c.Force, BrokerRetention: c.BrokerRetention, ReplayWindow: c.ReplayWindow}
 }
 
+// LockName returns the MySQL named lock that the scope's leader holds: "rmqguard-dedup-janitor:" and 32
+// hex digits of the scope's SHA-256 (lock names are at most 64 characters). IS_USED_LOCK(name) gives the
+// leader's connection ID.
+func (j *Janitor) LockName() string { return j.lock }
+
 // Leading reports whether the janitor holds its scope's lock.
 func (j *Janitor) Leading() bool { return j.leading.Load() }
 
