@@ -11,3 +11,9 @@ stop_pidfile "rocketmq broker" "$RUN_DIR/broker.pid" org.apache.rocketmq.broker.
 stop_pidfile "rocketmq namesrv" "$RUN_DIR/namesrv.pid" org.apache.rocketmq.namesrv.NamesrvStartup 30
 stop_pidfile "redis" "$RUN_DIR/redis.pid" redis-server 30
 stop_pidfile "mariadb" "$RUN_DIR/mariadb.pid" mariadbd 60
+# Throwaway MariaDB servers of tests and chaos scenarios (deploy/local/mariadb-instance.sh).
+for pidfile in "$RUN_DIR"/mdb-*.pid; do
+  [[ -e $pidfile ]] || continue
+  name=${pidfile##*/mdb-}
+  stop_pidfile "mariadb instance ${name%.pid}" "$pidfile" mariadbd 60
+done
