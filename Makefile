@@ -19,7 +19,7 @@ SERVICES_MODE ?= $(shell timeout 20 docker info >/dev/null 2>&1 && echo docker |
 # Topics the demo and the tests use; created explicitly because the broker runs with autoCreateTopicEnable=false.
 TOPICS = RMQGUARD_PROBE RMQGUARD_DEMO_ORDER RMQGUARD_TEST_ORDER
 
-.PHONY: up down demo test test-unit bench lint
+.PHONY: up down demo test test-unit bench lint chaos
 
 # ------------------------------------------------------------------------------------------------ services
 
@@ -52,6 +52,9 @@ GOTEST_FLAGS ?= -count=1 -p 1 -timeout 15m
 
 demo: up ## run the example consumer on the real services and verify exactly-once (last line is the verdict)
 	@scripts/demo.sh $(DEMO_ARGS)
+
+chaos: up ## faults under load on a stack of its own (MariaDB restart/read-only/stop, broker restart, kill -9): one verdict line per scenario
+	@scripts/chaos.sh $(CHAOS_ARGS)
 
 test: up ## unit, integration (MariaDB) and end-to-end (broker) tests; RMQGUARD_REQUIRE_SERVICES=1 turns skips into failures
 	@source deploy/local/env.sh && \
