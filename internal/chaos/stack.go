@@ -40,7 +40,10 @@ func (m *MariaDB) Stop(ctx context.Context) error { _, err := m.run(ctx, "stop")
 func (m *MariaDB) Restart(ctx context.Context) error { _, err := m.run(ctx, "restart"); return err }
 
 // SQL runs statements as root over the instance's socket (root is not subject to read_only).
-func (m *MariaDB) SQL(ctx context.Context, sql string) error { _, err := m.run(ctx, "sql", sql); return err }
+func (m *MariaDB) SQL(ctx context.Context, sql string) error {
+	_, err := m.run(ctx, "sql", sql)
+	return err
+}
 
 // Remove stops the server and deletes its data.
 func (m *MariaDB) Remove(ctx context.Context) error { _, err := m.run(ctx, "remove"); return err }
@@ -68,7 +71,10 @@ func (b *Broker) Start(ctx context.Context, nsPort, brokerPort int) error {
 // RestartBroker stops the broker gracefully (SIGTERM, its offsets and commit log flushed) and starts it
 // again on the same port and store; it returns once the broker listens, which is before it has registered
 // with the name server.
-func (b *Broker) RestartBroker(ctx context.Context) error { _, err := b.run(ctx, "restart-broker"); return err }
+func (b *Broker) RestartBroker(ctx context.Context) error {
+	_, err := b.run(ctx, "restart-broker")
+	return err
+}
 
 // Stop stops the broker, then the name server.
 func (b *Broker) Stop(ctx context.Context) error { _, err := b.run(ctx, "stop"); return err }

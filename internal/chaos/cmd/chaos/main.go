@@ -30,7 +30,7 @@ import (
 
 type options struct {
 	consumerBin, mariadbInstance, brokerInstance, nameServers, broker, scenarios, logDir, repo string
-	short                                                                                     bool
+	short                                                                                      bool
 }
 
 // errFailed marks the exit of a run where some scenario failed (its line has been printed).
