@@ -61,19 +61,22 @@ func (s *Sampler) Run(ctx context.Context, interval time.Duration) {
 	}
 }
 
+// round scrapes every target, then records the readings at once, so Figures never sees half a round.
 func (s *Sampler) round(ctx context.Context) {
-	for _, t := range s.targets() {
-		r, err := scrapeGroup(ctx, t.MetricsURL, s.group)
-		if err != nil {
-			continue
+	targets := s.targets()
+	readings := make(map[string]reading, len(targets))
+	for _, t := range targets {
+		if r, err := scrapeGroup(ctx, t.MetricsURL, s.group); err == nil {
+			readings[t.Key] = r
 		}
-		s.mu.Lock()
-		s.last[t.Key] = r
-		s.slotOf[t.Key] = t.Slot
-		s.mu.Unlock()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, t := range targets {
+		if r, ok := readings[t.Key]; ok {
+			s.last[t.Key], s.slotOf[t.Key] = r, t.Slot
+		}
+	}
 	total := 0.0
 	for _, r := range s.last {
 		total += r.messages
