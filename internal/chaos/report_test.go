@@ -39,7 +39,7 @@ func TestProblems_OnlyThePoisonLetterAndOneEffectPerEvent(t *testing.T) {
 	require.Len(t, problems, 3)
 	assert.Contains(t, problems[0], "2 orders and 3 reservations for 3 events")
 	assert.Contains(t, problems[1], "2 rows of the group for 3 events")
-	assert.Contains(t, problems[2], `DLQ holds 2 letters, want only the poison run-poison; extra run-e1 reason "retries exhausted"`)
+	assert.Contains(t, problems[2], `DLQ holds 2 letters, want only the poison run-poison; 1 others, e.g. run-e1: "retries exhausted"`)
 
 	missing := good
 	missing.Letters = nil

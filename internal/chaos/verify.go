@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -148,7 +147,8 @@ func (c *Checker) Problems(n Counts) []string {
 	return p
 }
 
-// describeLetters says what the DLQ holds besides (or instead of) the poison message, with a few examples.
+// describeLetters says what the DLQ holds besides (or instead of) the poison message, with one example and
+// its reason (cut at 200 characters), so the verdict stays one readable line.
 func describeLetters(letters []Letter, poison string) string {
 	var others []Letter
 	for _, l := range letters {
@@ -156,19 +156,18 @@ func describeLetters(letters []Letter, poison string) string {
 			others = append(others, l)
 		}
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "DLQ holds %d letters, want only the poison %s", len(letters), poison)
+	s := fmt.Sprintf("DLQ holds %d letters, want only the poison %s", len(letters), poison)
 	if !hasLetter(letters, poison) {
-		b.WriteString(" (missing)")
+		s += " (missing)"
 	}
-	for i, l := range others {
-		if i == 3 {
-			fmt.Fprintf(&b, ", … %d more", len(others)-i)
-			break
+	if len(others) > 0 {
+		reason := others[0].Reason
+		if r := []rune(reason); len(r) > 200 {
+			reason = string(r[:200]) + "…"
 		}
-		fmt.Fprintf(&b, "; extra %s reason %q", l.EventID, l.Reason)
+		s += fmt.Sprintf("; %d others, e.g. %s: %q", len(others), others[0].EventID, reason)
 	}
-	return b.String()
+	return s
 }
 
 func hasLetter(letters []Letter, eventID string) bool {
