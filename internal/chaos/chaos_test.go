@@ -3,6 +3,8 @@ package chaos_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/rlog"
+	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -25,7 +28,8 @@ import (
 // (F19). Each scenario must end with every event taking effect once, one dedup row per event, and the poison
 // message alone in %DLQ%<group>; a failure is reported with the scenario's verdict line.
 func TestChaos_F19_F20_ShortForm(t *testing.T) {
-	rlog.SetLogLevel("error")
+	rlog.SetLogLevel("fatal")                       // route look-ups of new topics log errors while they appear
+	_ = mysql.SetLogger(log.New(io.Discard, "", 0)) // a dropped idle connection after each fault is expected
 	ns, broker := testenv.NameServer(t), testenv.Broker(t)
 	if _, err := exec.LookPath("mariadb-install-db"); err != nil {
 		testenv.Unavailable(t, "mariadb-install-db (make up installs mariadb-server): %v", err)
@@ -51,12 +55,11 @@ func TestChaos_F19_F20_ShortForm(t *testing.T) {
 		t.Run(sc.Name, func(t *testing.T) {
 			env.Out = logWriter{t}
 			res := chaos.Run(ctx, env, sc)
-			t.Log(res.Line())
+			require.Equal(t, 540, res.Events, "600 messages carry 540 distinct events")
 			if !res.OK() {
-				t.Error(res.Line())
+				t.Fatal(res.Line())
 			}
-			assert.Equal(t, 540, res.Events, "600 messages carry 540 distinct events")
-			assert.Equal(t, res.Events, res.Counts.Orders, "one effect per event")
+			t.Log(res.Line())
 		})
 	}
 }
