@@ -20,7 +20,13 @@ echo "chaos: building cmd/example-consumer and the chaos command"
 go build -o "$state/bin/example-consumer" ./cmd/example-consumer
 go build -o "$state/bin/chaos" ./internal/chaos/cmd/chaos
 
+chaos_pid=""
 stop_stack() {
+  # The chaos command stops its consumers when told to (SIGTERM), before the stack goes away under them.
+  if [[ -n $chaos_pid ]] && kill -0 "$chaos_pid" 2>/dev/null; then
+    kill -TERM "$chaos_pid" 2>/dev/null || true
+    wait "$chaos_pid" 2>/dev/null || true
+  fi
   echo "chaos: stopping the chaos stack"
   deploy/local/broker-instance.sh stop "$name" || true
   deploy/local/mariadb-instance.sh stop "$name" || true
@@ -37,4 +43,9 @@ deploy/local/broker-instance.sh start "$name" "$ns_port" "$broker_port" >/dev/nu
 
 "$state/bin/chaos" --repo "$repo" --consumer-bin "$state/bin/example-consumer" \
   --mariadb-instance "$name" --broker-instance "$name" \
-  --namesrv "127.0.0.1:$ns_port" --broker "127.0.0.1:$broker_port" --log-dir "$state/logs" "$@"
+  --namesrv "127.0.0.1:$ns_port" --broker "127.0.0.1:$broker_port" --log-dir "$state/logs" "$@" &
+chaos_pid=$!
+status=0
+wait "$chaos_pid" || status=$?
+chaos_pid=""
+exit "$status"
