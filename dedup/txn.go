@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"go.uber.org/zap"
 )
 
 // releaseTimeout bounds the statements that hand a Txn's connection back to the pool.
@@ -23,7 +24,8 @@ const releaseTimeout = 5 * time.Second
 // committing one by one, so nothing is durable unless Commit succeeds. When the context given to Begin
 // ends first (a handler past its deadline, perhaps abandoned by middleware.Timeout), the transaction is
 // rolled back and the connection returned to the pool at once, not when the handler finally returns.
-// Finish it with Commit or Rollback; later calls return sql.ErrTxDone.
+// Finish it with Commit or Rollback; later calls return sql.ErrTxDone. Effects registered with AfterCommit
+// run once, after a successful Commit only.
 type Txn struct {
 	// Tx is the transaction the handler writes through (dedup.TxFromContext).
 	Tx    *sqlx.Tx
@@ -31,6 +33,9 @@ type Txn struct {
 	token string // written by Claim, checked by Confirm
 	once  sync.Once
 	stop  func() bool // stops the context watcher
+	ctx   context.Context
+	log   *zap.Logger
+	hooks afterCommit
 }
 
 // Begin starts the local transaction of one message. Errors (no connection, SET or BEGIN failed) are
@@ -53,19 +58,27 @@ func (s *Store) Begin(ctx context.Context) (*Txn, error) {
 		release(conn, false)
 		return nil, fmt.Errorf("dedup: begin: %w", err)
 	}
-	t := &Txn{Tx: tx, conn: conn, token: hex.EncodeToString(raw[:])}
+	t := &Txn{Tx: tx, conn: conn, token: hex.EncodeToString(raw[:]), ctx: ctx, log: s.log}
 	t.stop = context.AfterFunc(ctx, func() { _ = t.rollback() })
 	return t, nil
 }
 
-// Commit commits the transaction and returns the connection to the pool.
+// Commit commits the transaction and returns the connection to the pool. When the COMMIT succeeded, it then
+// runs the effects registered with AfterCommit, in order, with the context given to Begin (which may have
+// ended by then); a hook that panics is recovered and logged, and Commit still returns nil: the
+// transaction committed, so the message must not be retried. When the COMMIT fails, the hooks are dropped.
 func (t *Txn) Commit() error {
 	t.stop()
 	err := sql.ErrTxDone
+	var hooks []func(context.Context)
 	t.once.Do(func() {
+		hooks = t.hooks.close()
 		err = t.Tx.Commit()
 		release(t.conn, err == nil)
 	})
+	if err == nil {
+		t.hooks.run(t.ctx, t.log, hooks)
+	}
 	return err
 }
 
@@ -81,6 +94,7 @@ func (t *Txn) Rollback() error {
 func (t *Txn) rollback() error {
 	err := sql.ErrTxDone
 	t.once.Do(func() {
+		t.hooks.close() // dropped: their effects must not happen
 		err = t.Tx.Rollback()
 		release(t.conn, err == nil)
 	})
