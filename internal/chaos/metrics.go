@@ -16,9 +16,13 @@ import (
 // health gate (the consumer pauses pulling while the database is down or read-only); a consumer without the
 // gate has none, and the report then says paused=n/a.
 const (
-	MetricDuplicates    = "rmqguard_duplicates_total"
-	MetricMessages      = "rmqguard_messages_total"
-	MetricPaused        = "rmqguard_consumption_paused"
+	// MetricDuplicates counts messages recognised as duplicates, labels group and topic.
+	MetricDuplicates = "rmqguard_duplicates_total"
+	// MetricMessages counts handled messages by outcome, labels group, topic and outcome.
+	MetricMessages = "rmqguard_messages_total"
+	// MetricPaused is the gate's gauge, 1 while the group's consumption is paused, label group.
+	MetricPaused = "rmqguard_consumption_paused"
+	// MetricPausedSeconds is the gate's counter of seconds paused, label group; it grows when a pause ends.
 	MetricPausedSeconds = "rmqguard_consumption_paused_seconds_total"
 )
 

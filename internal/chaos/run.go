@@ -23,13 +23,14 @@ import (
 type Env struct {
 	// ConsumerBin is a built cmd/example-consumer.
 	ConsumerBin string
-	// NameServers and BrokerAddr locate the broker the consumers and the load use.
+	// NameServers are the name servers of the broker the consumers and the load use ("host:port").
 	NameServers []string
-	BrokerAddr  string
-	// MariaDB is the consumers' dedicated database server, the target of the database faults; DSN connects
-	// to it (database rmqguard).
+	// BrokerAddr is that broker's address, for creating the run's topics.
+	BrokerAddr string
+	// MariaDB is the consumers' dedicated database server, the target of the database faults.
 	MariaDB *MariaDB
-	DSN     string
+	// DSN connects to MariaDB's database rmqguard (go-sql-driver format).
+	DSN string
 	// Broker is the dedicated broker instance, nil on a shared broker (broker-restart then fails).
 	Broker *Broker
 	// LogDir receives one folder per scenario with the consumers' logs.

@@ -36,9 +36,10 @@ type Faults struct {
 	MariaDB *MariaDB
 	// Broker is the dedicated broker; nil on a shared broker.
 	Broker *Broker
-	// NameServers and BrokerAddr locate the broker, to wait for its registration after a restart.
+	// NameServers are the broker's name servers, asked whether a restarted broker has registered.
 	NameServers []string
-	BrokerAddr  string
+	// BrokerAddr is the broker's address as it registers.
+	BrokerAddr string
 	// Consumers are the group's processes.
 	Consumers *Consumers
 	// Say prints one progress line.
@@ -57,11 +58,15 @@ type Durations struct {
 
 // Profile sizes a set of scenarios.
 type Profile struct {
-	// Messages, Rate, FaultAt and Drain as in Scenario.
+	// Messages is Scenario.Messages.
 	Messages int
-	Rate     float64
-	FaultAt  time.Duration
-	Drain    time.Duration
+	// Rate is Scenario.Rate, messages per second.
+	Rate float64
+	// FaultAt is Scenario.FaultAt.
+	FaultAt time.Duration
+	// Drain is Scenario.Drain.
+	Drain time.Duration
+	// Durations are the faults' durations.
 	Durations
 }
 
