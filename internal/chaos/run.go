@@ -184,7 +184,7 @@ func (r *runner) loadWithFault(ctx context.Context, plan shop.Plan) error {
 // the DLQ with the expectation.
 func (r *runner) drainAndVerify(ctx context.Context) {
 	check := &Checker{DB: r.db, NameServers: r.env.NameServers, Want: r.want}
-	how := check.Drain(ctx, r.sampler, 15*time.Second, r.sc.Drain, func(n Counts) {
+	how := check.Drain(ctx, r.sampler, r.sc.Quiet, r.sc.Drain, func(n Counts) {
 		r.say("draining: effects %d/%d, dedup rows %d, paused now %v", n.Orders, r.want.Events, n.Rows, r.sampler.Figures().PausedNow)
 	})
 	r.say("drain ended: %s", how)

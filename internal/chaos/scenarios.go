@@ -28,6 +28,10 @@ type Scenario struct {
 	NeedsBroker bool
 	// Drain bounds the wait for the consumers to finish after the fault and the load are over.
 	Drain time.Duration
+	// Quiet ends the wait early when nothing has moved for that long (no effect, no message handled, no
+	// consumer paused): the consumers have given up on what is missing. Long enough for a client to
+	// reconnect to a restarted broker.
+	Quiet time.Duration
 }
 
 // Faults is what a fault acts on; it reports each step through Say.
@@ -66,28 +70,33 @@ type Profile struct {
 	FaultAt time.Duration
 	// Drain is Scenario.Drain.
 	Drain time.Duration
+	// Quiet is Scenario.Quiet.
+	Quiet time.Duration
 	// Durations are the faults' durations.
 	Durations
 }
 
 // Full is the profile of `make chaos`: 2,000 messages at 50/s (40 s of load), the fault after 10 s, MariaDB
-// read-only for 20 s or stopped for 60 s, a killed consumer down for 5 s.
+// read-only for 20 s or stopped for 60 s, a killed consumer down for 5 s; the drain ends after 3 min, or after
+// 30 s without progress.
 func Full() Profile {
-	return Profile{Messages: 2000, Rate: 50, FaultAt: 10 * time.Second, Drain: 3 * time.Minute,
+	return Profile{Messages: 2000, Rate: 50, FaultAt: 10 * time.Second, Drain: 3 * time.Minute, Quiet: 30 * time.Second,
 		Durations: Durations{ReadOnly: 20 * time.Second, Stopped: 60 * time.Second, ConsumerDown: 5 * time.Second}}
 }
 
 // Short is the profile of the chaos test inside `make test`: 600 messages at 60/s (10 s of load), the fault
-// after 3 s, MariaDB read-only for 6 s or stopped for 10 s.
+// after 3 s, MariaDB read-only for 6 s or stopped for 10 s; the drain ends after 90 s, or after 15 s without
+// progress (no broker restart in the short form).
 func Short() Profile {
-	return Profile{Messages: 600, Rate: 60, FaultAt: 3 * time.Second, Drain: 90 * time.Second,
+	return Profile{Messages: 600, Rate: 60, FaultAt: 3 * time.Second, Drain: 90 * time.Second, Quiet: 15 * time.Second,
 		Durations: Durations{ReadOnly: 6 * time.Second, Stopped: 10 * time.Second, ConsumerDown: 3 * time.Second}}
 }
 
 // Scenarios returns the five scenarios of the issue, in the order `make chaos` runs them, sized by p.
 func Scenarios(p Profile) []Scenario {
 	mk := func(name string, fault func(context.Context, *Faults) error) Scenario {
-		return Scenario{Name: name, Messages: p.Messages, Rate: p.Rate, FaultAt: p.FaultAt, Drain: p.Drain, Fault: fault}
+		return Scenario{Name: name, Messages: p.Messages, Rate: p.Rate, FaultAt: p.FaultAt, Drain: p.Drain,
+			Quiet: p.Quiet, Fault: fault}
 	}
 	broker := mk("broker-restart", restartBroker)
 	broker.NeedsBroker = true
