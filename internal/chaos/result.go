@@ -18,7 +18,8 @@ type Result struct {
 	Figures Figures
 	// SendRetries is how many sends failed and were tried again (the broker was away).
 	SendRetries int
-	// Elapsed is the time from the first send to the verdict.
+	// Elapsed is the time from the scenario's start (topic set-up and consumer start, a second or two, then
+	// the first send) to the verdict.
 	Elapsed time.Duration
 	// Problems lists what went wrong; none means the scenario passed.
 	Problems []string

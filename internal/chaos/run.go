@@ -161,7 +161,6 @@ func (r *runner) loadWithFault(ctx context.Context, plan shop.Plan) error {
 	}
 	defer func() { _ = prod.Shutdown() }()
 	load := &Load{Rate: r.sc.Rate}
-	r.start = time.Now()
 	loadDone := make(chan error, 1)
 	go func() { loadDone <- load.Send(ctx, prod, plan.Messages) }()
 
