@@ -17,3 +17,13 @@ for pidfile in "$RUN_DIR"/mdb-*.pid; do
   name=${pidfile##*/mdb-}
   stop_pidfile "mariadb instance ${name%.pid}" "$pidfile" mariadbd 60
 done
+# Name servers and brokers of chaos runs (deploy/local/broker-instance.sh), brokers first.
+for pidfile in "$RUN_DIR"/rmq-*-broker.pid "$RUN_DIR"/rmq-*-namesrv.pid; do
+  [[ -e $pidfile ]] || continue
+  name=${pidfile##*/rmq-}
+  name=${name%.pid}
+  case $name in
+  *-broker) stop_pidfile "rocketmq broker instance ${name%-broker}" "$pidfile" "$BROKER_MAIN" 60 ;;
+  *) stop_pidfile "rocketmq namesrv instance ${name%-namesrv}" "$pidfile" "$NAMESRV_MAIN" 30 ;;
+  esac
+done

@@ -64,3 +64,58 @@ stop_pidfile() {
   rm -f "$pidfile"
   log "$name: stopped"
 }
+
+# ------------------------------------------------------------------------ RocketMQ (up.sh, broker-instance.sh)
+RMQ_SRC="$LIB_DIR/rocketmq"
+RMQ_LIB="$LOCAL/rocketmq/lib"
+NAMESRV_MAIN=org.apache.rocketmq.namesrv.NamesrvStartup
+BROKER_MAIN=org.apache.rocketmq.broker.BrokerStartup
+
+# JDK 17 module flags: the store cleans mmap'ed buffers and reads direct-buffer internals by reflection.
+JDK_OPENS=(
+  --add-opens java.base/jdk.internal.ref=ALL-UNNAMED
+  --add-opens java.base/java.nio=ALL-UNNAMED
+  --add-opens java.base/java.util=ALL-UNNAMED
+  --add-exports java.base/sun.nio.ch=ALL-UNNAMED
+  --add-opens java.base/sun.nio.ch=ALL-UNNAMED
+)
+
+# render_namesrv_conf OUT PORT: rocketmq/namesrv.conf.tmpl with its listen port.
+render_namesrv_conf() {
+  mkdir -p "$(dirname "$1")"
+  sed "s#@LISTEN_PORT@#$2#g" "$RMQ_SRC/namesrv.conf.tmpl" >"$1.new"
+  mv "$1.new" "$1"
+}
+
+# render_broker_conf OUT STORE_DIR NAMESRV_ADDR LISTEN_PORT: rocketmq/broker.conf.tmpl with its store, name
+# server and listen port (the broker also binds LISTEN_PORT-2 and LISTEN_PORT+1).
+render_broker_conf() {
+  mkdir -p "$(dirname "$1")" "$2"
+  sed -e "s#@STORE_DIR@#$2#g" -e "s#@NAMESRV_ADDR@#$3#g" -e "s#@LISTEN_PORT@#$4#g" \
+    "$RMQ_SRC/broker.conf.tmpl" >"$1.new"
+  mv "$1.new" "$1"
+}
+
+# java_namesrv HOME CONF PIDFILE: start a name server from $RMQ_LIB in the background with config CONF; its
+# logs go under HOME/logs (stdout in namesrv.out, RocketMQ logs in rocketmqlogs/). The caller waits for its port.
+java_namesrv() {
+  local home=$1 conf=$2 pidfile=$3
+  mkdir -p "$home/logs"
+  # user.home decides the log folder; the namesrv's own logback file is picked explicitly because the broker
+  # jar on the same class path would win otherwise.
+  ROCKETMQ_HOME="$home" setsid java -server -Xms128m -Xmx256m -XX:MaxDirectMemorySize=128m -XX:+UseG1GC \
+    "${JDK_OPENS[@]}" -Duser.home="$home" -Drmq.logback.configurationFile=rmq.namesrv.logback.xml \
+    -cp "$RMQ_LIB/*" "$NAMESRV_MAIN" -c "$conf" </dev/null >"$home/logs/namesrv.out" 2>&1 &
+  echo $! >"$pidfile"
+}
+
+# java_broker HOME CONF PIDFILE: start a broker from $RMQ_LIB in the background with config CONF; logs under
+# HOME/logs as for java_namesrv. The caller waits for its port.
+java_broker() {
+  local home=$1 conf=$2 pidfile=$3
+  mkdir -p "$home/logs"
+  ROCKETMQ_HOME="$home" setsid java -server -Xms256m -Xmx512m -XX:MaxDirectMemorySize=512m -XX:+UseG1GC \
+    "${JDK_OPENS[@]}" -Duser.home="$home" \
+    -cp "$RMQ_LIB/*" "$BROKER_MAIN" -c "$conf" </dev/null >>"$home/logs/broker.out" 2>&1 &
+  echo $! >"$pidfile"
+}

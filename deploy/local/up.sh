@@ -129,23 +129,12 @@ start_redis() {
 }
 
 # ---------------------------------------------------------------------------------------------- RocketMQ
-RMQ_SRC="$LIB_DIR/rocketmq"
 RMQ_DIR="$LOCAL/rocketmq"
-RMQ_LIB="$RMQ_DIR/lib"
 RMQ_CONF="$RMQ_DIR/conf"
 RMQ_LOGS="$RMQ_DIR/logs"
 NAMESRV_PID="$RUN_DIR/namesrv.pid"
 BROKER_PID="$RUN_DIR/broker.pid"
 RMQGUARD_BIN="$LOCAL/bin/rmqguard"
-
-# JDK 17 module flags: the store cleans mmap'ed buffers and reads direct-buffer internals by reflection.
-JDK_OPENS=(
-  --add-opens java.base/jdk.internal.ref=ALL-UNNAMED
-  --add-opens java.base/java.nio=ALL-UNNAMED
-  --add-opens java.base/java.util=ALL-UNNAMED
-  --add-exports java.base/sun.nio.ch=ALL-UNNAMED
-  --add-opens java.base/sun.nio.ch=ALL-UNNAMED
-)
 
 fetch_rocketmq() {
   local want have=""
@@ -165,12 +154,6 @@ fetch_rocketmq() {
   log "rocketmq: $(find "$RMQ_LIB" -name '*.jar' | wc -l) jars fetched"
 }
 
-write_broker_conf() {
-  mkdir -p "$RMQ_CONF" "$RMQ_DIR/store"
-  sed "s#@STORE_DIR@#$RMQ_DIR/store#g" "$RMQ_SRC/broker.conf.tmpl" >"$RMQ_CONF/broker.conf.new"
-  mv "$RMQ_CONF/broker.conf.new" "$RMQ_CONF/broker.conf"
-}
-
 # already_up NAME PIDFILE MAINCLASS PORT: true (and says so) when our process runs, or something else
 # already listens on 127.0.0.1:PORT and is reused.
 already_up() {
@@ -186,29 +169,20 @@ already_up() {
 }
 
 start_namesrv() {
-  already_up namesrv "$NAMESRV_PID" org.apache.rocketmq.namesrv.NamesrvStartup 9876 && return 0
+  already_up namesrv "$NAMESRV_PID" "$NAMESRV_MAIN" 9876 && return 0
   mkdir -p "$RMQ_LOGS"
   log "rocketmq namesrv: starting on 127.0.0.1:9876"
-  # user.home decides the log folder ($RMQ_DIR/logs/rocketmqlogs); the namesrv's own logback file is picked
-  # explicitly because the broker jar on the same class path would win otherwise.
-  ROCKETMQ_HOME="$RMQ_DIR" setsid java -server -Xms128m -Xmx256m -XX:MaxDirectMemorySize=128m -XX:+UseG1GC \
-    "${JDK_OPENS[@]}" -Duser.home="$RMQ_DIR" -Drmq.logback.configurationFile=rmq.namesrv.logback.xml \
-    -cp "$RMQ_LIB/*" org.apache.rocketmq.namesrv.NamesrvStartup -c "$RMQ_SRC/namesrv.conf" \
-    </dev/null >"$RMQ_LOGS/namesrv.out" 2>&1 &
-  echo $! >"$NAMESRV_PID"
+  render_namesrv_conf "$RMQ_CONF/namesrv.conf" 9876
+  java_namesrv "$RMQ_DIR" "$RMQ_CONF/namesrv.conf" "$NAMESRV_PID"
   wait_until 60 "rocketmq namesrv port 9876 (log: $RMQ_LOGS/namesrv.out)" port_open 127.0.0.1 9876
   log "rocketmq namesrv: listening"
 }
 
 start_broker() {
-  already_up broker "$BROKER_PID" org.apache.rocketmq.broker.BrokerStartup 10911 && return 0
-  write_broker_conf
+  already_up broker "$BROKER_PID" "$BROKER_MAIN" 10911 && return 0
+  render_broker_conf "$RMQ_CONF/broker.conf" "$RMQ_DIR/store" 127.0.0.1:9876 10911
   log "rocketmq broker: starting on 127.0.0.1:10911"
-  ROCKETMQ_HOME="$RMQ_DIR" setsid java -server -Xms256m -Xmx512m -XX:MaxDirectMemorySize=512m -XX:+UseG1GC \
-    "${JDK_OPENS[@]}" -Duser.home="$RMQ_DIR" \
-    -cp "$RMQ_LIB/*" org.apache.rocketmq.broker.BrokerStartup -c "$RMQ_CONF/broker.conf" \
-    </dev/null >"$RMQ_LOGS/broker.out" 2>&1 &
-  echo $! >"$BROKER_PID"
+  java_broker "$RMQ_DIR" "$RMQ_CONF/broker.conf" "$BROKER_PID"
   wait_until 90 "rocketmq broker port 10911 (log: $RMQ_LOGS/broker.out, $RMQ_LOGS/rocketmqlogs/broker.log)" \
     port_open 127.0.0.1 10911
   log "rocketmq broker: listening"

@@ -1,0 +1,101 @@
+package chaos_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmqguard/rmqguard/internal/chaos"
+)
+
+func TestLine_OkAndFailedCarryTheFigures(t *testing.T) {
+	ok := chaos.Result{Scenario: "mariadb-stop", Events: 1800,
+		Counts:  chaos.Counts{Orders: 1800, Letters: []chaos.Letter{{EventID: "p"}}},
+		Figures: chaos.Figures{Duplicates: 200, Paused: 61200 * time.Millisecond, PausedKnown: true}, Elapsed: 95 * time.Second}
+	assert.Equal(t, "chaos: ok scenario=mariadb-stop events=1800 effects=1800 dlq=1 paused=61.2s duplicates=200 elapsed=95.0s", ok.Line())
+
+	failed := ok
+	failed.Figures.PausedKnown = false
+	failed.Problems = []string{"a", "b"}
+	assert.Equal(t, "chaos: FAILED scenario=mariadb-stop events=1800 effects=1800 dlq=1 paused=n/a duplicates=200 elapsed=95.0s: a; b", failed.Line())
+	assert.False(t, failed.OK())
+}
+
+func TestProblems_OnlyThePoisonLetterAndOneEffectPerEvent(t *testing.T) {
+	c := &chaos.Checker{Want: chaos.Expectation{Events: 3, PoisonEventID: "run-poison"}}
+	good := chaos.Counts{Orders: 3, Reservations: 3, Rows: 3, Letters: []chaos.Letter{{EventID: "run-poison"}}}
+	assert.Empty(t, c.Problems(good))
+
+	extra := good
+	extra.Orders, extra.Rows = 2, 2
+	extra.Letters = append(extra.Letters, chaos.Letter{EventID: "run-e1", Reason: "retries exhausted"})
+	problems := c.Problems(extra)
+	require.Len(t, problems, 3)
+	assert.Contains(t, problems[0], "2 orders and 3 reservations for 3 events")
+	assert.Contains(t, problems[1], "2 rows of the group for 3 events")
+	assert.Contains(t, problems[2], `DLQ holds 2 letters, want only the poison run-poison; 1 others, e.g. run-e1: "retries exhausted"`)
+
+	missing := good
+	missing.Letters = nil
+	assert.Equal(t, []string{"DLQ holds 0 letters, want only the poison run-poison (missing)"}, c.Problems(missing))
+}
+
+func TestSelect_NamesInCatalogueOrderAndUnknownNames(t *testing.T) {
+	all := chaos.Scenarios(chaos.Full())
+	var names []string
+	for _, s := range all {
+		names = append(names, s.Name)
+	}
+	assert.Equal(t, []string{"mariadb-restart", "broker-restart", "consumer-kill", "mariadb-readonly", "mariadb-stop"}, names)
+	got, err := chaos.Select(all, "mariadb-stop,consumer-kill")
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.Equal(t, "mariadb-stop", got[0].Name)
+	_, err = chaos.Select(all, "disk-full")
+	assert.ErrorContains(t, err, `scenario "disk-full": unknown; known: mariadb-restart, broker-restart`)
+}
+
+// TestSampler_PauseIsTheLongestSlotSummedOverItsRestarts scrapes two processes of slot 0 (before and after a
+// restart) and one of slot 1: slot 0 paused 3 s + 4 s, slot 1 5 s, so the group paused at least 7 s.
+// Duplicates add up over every process; series of other groups are ignored.
+func TestSampler_PauseIsTheLongestSlotSummedOverItsRestarts(t *testing.T) {
+	serve := func(paused string, dups float64) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprintf(w, "# TYPE rmqguard_duplicates_total counter\nrmqguard_duplicates_total{group=\"g\",topic=\"T\"} %g\n", dups)
+			fmt.Fprintf(w, "rmqguard_duplicates_total{group=\"other\",topic=\"T\"} 100\n")
+			if paused != "" {
+				fmt.Fprintf(w, "# TYPE rmqguard_consumption_paused_seconds_total counter\nrmqguard_consumption_paused_seconds_total{group=\"g\"} %s\n", paused)
+				fmt.Fprintf(w, "# TYPE rmqguard_consumption_paused gauge\nrmqguard_consumption_paused{group=\"g\"} 0\n")
+			}
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL + "/metrics"
+	}
+	targets := []chaos.Target{{Key: "0/0", Slot: 0, MetricsURL: serve("3", 1)}, {Key: "0/1", Slot: 0, MetricsURL: serve("4", 2)},
+		{Key: "1/0", Slot: 1, MetricsURL: serve("5", 4)}}
+	f := sampleOnce(t, chaos.NewSampler("g", func() []chaos.Target { return targets }))
+	assert.True(t, f.PausedKnown)
+	assert.Equal(t, 7*time.Second, f.Paused)
+	assert.Equal(t, 7.0, f.Duplicates)
+
+	without := sampleOnce(t, chaos.NewSampler("g", func() []chaos.Target { return []chaos.Target{{Key: "0/0", MetricsURL: serve("", 1)}} }))
+	assert.False(t, without.PausedKnown, "no gate, no pause counter")
+	assert.Contains(t, chaos.Result{Figures: without}.Line(), " paused=n/a ")
+}
+
+// sampleOnce runs s until its first round has seen a duplicate count, and returns its figures.
+func sampleOnce(t *testing.T, s *chaos.Sampler) chaos.Figures {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx, 10*time.Millisecond); close(done) }()
+	defer func() { cancel(); <-done }()
+	require.Eventually(t, func() bool { return s.Figures().Duplicates > 0 }, 5*time.Second, 10*time.Millisecond)
+	return s.Figures()
+}
