@@ -119,6 +119,39 @@ func TestConfigValidate_HandlerTimeoutMustBeBelowConsumeTimeout(t *testing.T) {
 	}
 }
 
+func TestConfigValidate_F19_OutageWaitFitsInConsumeTimeout(t *testing.T) {
+	cfg := validConfig()
+	assert.NoError(t, cfg.Validate(), "the default fits the default ConsumeTimeout")
+	cfg.ConsumeTimeout, cfg.HandlerTimeout = time.Minute, 5*time.Second
+	assert.NoError(t, cfg.Validate(), "the default shrinks to fit a short ConsumeTimeout")
+
+	cfg.OutageWait = 50 * time.Second
+	err := cfg.Validate()
+	assert.Equal(t, []string{"OutageWait"}, fields(t, err), "50 s + 2 × 5 s is not below 1 min")
+	assert.Contains(t, err.Error(), "ConsumeTimeout")
+
+	cfg.OutageWait = -time.Second
+	assert.Equal(t, []string{"OutageWait"}, fields(t, cfg.Validate()))
+
+	cfg = validConfig()
+	cfg.ConsumeTimeout, cfg.HandlerTimeout = time.Minute, 30*time.Second
+	assert.Equal(t, []string{"OutageWait"}, fields(t, cfg.Validate()), "no room left for a default wait")
+}
+
+func TestConfigValidate_F26_TagExpressions(t *testing.T) {
+	for _, expr := range []string{"", "*", "OrderCreated", "OrderCreated || OrderPaid", "A||B"} {
+		cfg := validConfig()
+		cfg.Subscriptions = []consumer.Subscription{{Topic: "ORDER", Expression: expr}}
+		assert.NoError(t, cfg.Validate(), "%q", expr)
+	}
+	for _, expr := range []string{"A ||", "|| A", "A || * ", "A B", "A | B"} {
+		cfg := validConfig()
+		cfg.Subscriptions = []consumer.Subscription{{Topic: "ORDER", Expression: expr}}
+		err := cfg.Validate()
+		assert.Equal(t, []string{"Subscriptions"}, fields(t, err), "%q", expr)
+	}
+}
+
 func TestConfigValidate_BatchSize(t *testing.T) {
 	cfg := validConfig()
 	cfg.BatchSize = 0
