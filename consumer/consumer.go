@@ -64,7 +64,9 @@ func WithPushConsumer(f func(opts []rmq.Option) (PushConsumer, error)) Option {
 // DeadLetterSink, to publish the dead letters of a batch; for tests. The consumer starts it on first use
 // and shuts it down in Shutdown. Default: a client producer on Config.NameServers, producer group
 // "<group>-rmqguard-dlq", instance "<InstanceName>-dlq", 2 send retries.
-func WithDeadLetterProducer(f func() (Producer, error)) Option { return func(o *options) { o.producer = f } }
+func WithDeadLetterProducer(f func() (Producer, error)) Option {
+	return func(o *options) { o.producer = f }
+}
 
 // cancelGrace is how long Shutdown waits, after cancelling handlers at the drain timeout, for them to
 // return before it shuts the client down regardless.
@@ -239,4 +241,3 @@ func (c *Consumer) Shutdown(ctx context.Context) error {
 	}
 	return drainErr
 }
-
