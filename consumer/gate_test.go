@@ -234,3 +234,14 @@ func TestShutdown_CancelledHandlerIsNeverDeadLetteredNorPublished(t *testing.T) 
 	assert.NotEqual(t, consumer.DelayLevelDLQ, r.delay)
 	assert.Empty(t, sink.reasons, "no dead letter published")
 }
+
+func TestResolve_F19_UnavailableIsNeverAcknowledgedNorDeadLettered(t *testing.T) {
+	o := consumer.Unavailable("connection refused")
+
+	assert.Equal(t, "unavailable", o.Kind.String())
+	assert.False(t, o.Kind.Acknowledges())
+	assert.Equal(t, consumer.Resolution{Result: rmq.ConsumeRetryLater}, consumer.Resolve(o, errors.New("refused"), consumer.Concurrent))
+	assert.Equal(t, rmq.SuspendCurrentQueueAMoment, consumer.Resolve(o, nil, consumer.Orderly).Result)
+	assert.Equal(t, "unsubscribed", consumer.KindUnsubscribed.String())
+	assert.True(t, consumer.KindUnsubscribed.Acknowledges())
+}
