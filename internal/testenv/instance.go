@@ -27,8 +27,19 @@ type Instance struct {
 func MariaDBInstance(t testing.TB, name string, port int) *Instance {
 	t.Helper()
 	in := &Instance{t: t, name: name}
-	in.DSN = strings.TrimSpace(in.run("start", strconv.Itoa(port)))
 	t.Cleanup(func() { in.run("remove") })
+	out, err := in.try("start", strconv.Itoa(port))
+	if err != nil {
+		// The script can report "exited during start-up" when it looks at the new process before it has
+		// exec'd mariadbd; a second start reuses the running server, but the first one did not get to
+		// create the database and user (idempotent statements, as the script runs them).
+		time.Sleep(time.Second)
+		out = in.run("start", strconv.Itoa(port))
+		in.SQL(`CREATE DATABASE IF NOT EXISTS rmqguard CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci;
+CREATE USER IF NOT EXISTS 'rmqguard'@'127.0.0.1' IDENTIFIED BY 'rmqguard';
+GRANT ALL PRIVILEGES ON rmqguard.* TO 'rmqguard'@'127.0.0.1';`)
+	}
+	in.DSN = strings.TrimSpace(out)
 	return in
 }
 
@@ -55,13 +66,18 @@ func (in *Instance) SQL(statements string) string { in.t.Helper(); return in.run
 
 func (in *Instance) run(args ...string) string {
 	in.t.Helper()
+	out, err := in.try(args...)
+	if err != nil {
+		in.t.Fatalf("mariadb-instance.sh %s %s: %v\n%s", args[0], in.name, err, out)
+	}
+	return out
+}
+
+func (in *Instance) try(args ...string) (string, error) {
 	_, file, _, _ := runtime.Caller(0)
 	script := filepath.Join(filepath.Dir(file), "..", "..", "deploy", "local", "mariadb-instance.sh")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, script, append([]string{args[0], in.name}, args[1:]...)...).CombinedOutput()
-	if err != nil {
-		in.t.Fatalf("mariadb-instance.sh %s %s: %v\n%s", args[0], in.name, err, out)
-	}
-	return string(out)
+	return string(out), err
 }
