@@ -19,7 +19,7 @@ SERVICES_MODE ?= $(shell timeout 20 docker info >/dev/null 2>&1 && echo docker |
 # Topics the demo and the tests use; created explicitly because the broker runs with autoCreateTopicEnable=false.
 TOPICS = RMQGUARD_PROBE RMQGUARD_DEMO_ORDER RMQGUARD_TEST_ORDER
 
-.PHONY: up down demo test test-unit bench lint
+.PHONY: up down demo test test-unit bench bench-purge lint mutate
 
 # ------------------------------------------------------------------------------------------------ services
 
@@ -53,8 +53,10 @@ GOTEST_FLAGS ?= -count=1 -p 1 -timeout 15m
 demo: up ## run the example consumer on the real services and verify exactly-once (last line is the verdict)
 	@scripts/demo.sh $(DEMO_ARGS)
 
-test: up ## unit, integration (MariaDB) and end-to-end (broker) tests; RMQGUARD_REQUIRE_SERVICES=1 turns skips into failures
-	@source deploy/local/env.sh && \
+# `make test` starts the services itself, so a test that cannot reach one fails instead of skipping:
+# RMQGUARD_REQUIRE_SERVICES=1 is set here, not left to the caller. `make test-unit` is the no-service run.
+test: up ## unit, integration (MariaDB) and end-to-end (broker) tests; a missing service fails the run
+	@source deploy/local/env.sh && export RMQGUARD_REQUIRE_SERVICES=1 && \
 		$(GO) test -race $(GOTEST_FLAGS) $$($(GO) list ./... | grep -v '/e2e$$') && \
 		$(GO) test $(GOTEST_FLAGS) ./e2e/
 
@@ -68,6 +70,46 @@ bench: up ## benchmarks: the chain without I/O, and transactional dedup on Maria
 		./middleware/ ./dedup/ | tee .local/bench/latest.txt
 	@echo "saved to .local/bench/latest.txt (go run golang.org/x/perf/cmd/benchstat@latest old.txt .local/bench/latest.txt)"
 
+# PURGE_ARGS: -rows (1000000), -workers (8), -baseline (20s), -batch (1000), -pause (0); see internal/purgebench.
+PURGE_ARGS ?=
+bench-purge: up ## F22 figures: purge 1,000,000 old dedup rows while 8 goroutines claim; claim latency with/without, rows/s, 1205/1213
+	@source deploy/local/env.sh && $(GO) run ./internal/purgebench $(PURGE_ARGS)
+
 lint: ## gofmt and go vet
 	@test -z "$$(gofmt -l . | grep -v '^.local/')" || { gofmt -l . | grep -v '^.local/'; exit 1; }
 	$(GO) vet ./...
+
+# ------------------------------------------------------------------------------------------ mutation testing
+
+# go-gremlins, pinned, installed with `go install` into .local/tools/ (git-ignored) on first use.
+GREMLINS_VERSION ?= v0.6.0
+GREMLINS_DIR      = $(CURDIR)/.local/tools/gremlins-$(GREMLINS_VERSION)
+GREMLINS          = $(GREMLINS_DIR)/gremlins
+# Packages whose own tests are run against each mutant. dedup's tests are integration tests on MariaDB,
+# hence `up` and RMQGUARD_REQUIRE_SERVICES=1 (a mutant must never "survive" because the tests skipped).
+MUTATE_PKGS      ?= consumer middleware retry dedup
+MUTATE_WORKERS   ?= 2
+# Each mutant's test run may take this many times the un-mutated run; small packages test in milliseconds,
+# so gremlins' default cut-off counts the compile of a mutant as a timeout (neither killed nor lived).
+MUTATE_TIMEOUT_COEFFICIENT ?= 20
+MUTATE_THRESHOLD ?= 90
+
+$(GREMLINS):
+	@mkdir -p $(GREMLINS_DIR)
+	GOBIN=$(GREMLINS_DIR) $(GO) install github.com/go-gremlins/gremlins/cmd/gremlins@$(GREMLINS_VERSION)
+
+# Slow (minutes per package): not part of `make test` or CI. Reports per package and a summary in
+# .local/mutate/; fails when a package's efficacy is below MUTATE_THRESHOLD %.
+mutate: up $(GREMLINS) ## mutation testing (go-gremlins) of consumer, middleware, retry and dedup; slow, not in CI
+	@mkdir -p .local/mutate
+	@source deploy/local/env.sh && export RMQGUARD_REQUIRE_SERVICES=1 && status=0 && \
+	for pkg in $(MUTATE_PKGS); do \
+		echo "+ gremlins unleash ./$$pkg"; \
+		$(GREMLINS) unleash --workers $(MUTATE_WORKERS) --timeout-coefficient $(MUTATE_TIMEOUT_COEFFICIENT) --output .local/mutate/$$pkg.json ./$$pkg \
+			> .local/mutate/$$pkg.txt 2>&1 || status=1; \
+		grep -E '^ +LIVED' .local/mutate/$$pkg.txt || true; \
+		eff=$$(sed -n 's/^Test efficacy: \([0-9.]*\)%.*/\1/p' .local/mutate/$$pkg.txt); \
+		echo "mutate: $$pkg efficacy=$${eff:-?}% ($$(grep -E '^Killed:' .local/mutate/$$pkg.txt))"; \
+		if [[ -z "$$eff" ]] || ! awk -v e="$$eff" -v m="$(MUTATE_THRESHOLD)" 'BEGIN { exit !(e >= m) }'; then status=1; fi; \
+	done; \
+	exit $$status

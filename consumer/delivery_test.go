@@ -47,3 +47,19 @@ func TestRetryAndDLQTopicNames(t *testing.T) {
 	assert.Equal(t, "%RETRY%cg", consumer.RetryTopic("cg"))
 	assert.Equal(t, "%DLQ%cg", consumer.DLQTopic("cg"))
 }
+
+// F5: the last delivery is the one whose Attempt (ReconsumeTimes) has reached MaxAttempts; with
+// MaxAttempts unknown (0) no delivery is the last.
+func TestDelivery_F5_LastAttempt(t *testing.T) {
+	for _, tc := range []struct {
+		attempt, maxAttempts int
+		last                 bool
+	}{
+		{0, 0, false}, {5, 0, false}, // unknown MaxAttempts
+		{0, 1, false}, {1, 1, true},
+		{2, 3, false}, {3, 3, true}, {4, 3, true},
+	} {
+		d := &consumer.Delivery{Attempt: tc.attempt, MaxAttempts: tc.maxAttempts}
+		assert.Equal(t, tc.last, d.LastAttempt(), "Attempt %d of MaxAttempts %d", tc.attempt, tc.maxAttempts)
+	}
+}

@@ -36,6 +36,9 @@ type fixture struct {
 	metrics *metrics.Metrics
 	group   string
 	prefix  string // order numbers and event IDs of this test start with it
+	// ledger is an effect without a unique key: an event applied twice has two rows there, where the
+	// orders table's primary key would turn the second apply into a 1062 retry.
+	ledger *testenv.Ledger
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -45,7 +48,9 @@ func newFixture(t testing.TB) *fixture {
 	require.NoError(t, err)
 	m, err := metrics.New(prometheus.NewRegistry())
 	require.NoError(t, err)
-	return &fixture{db: db, store: store, metrics: m, group: testenv.Unique("cg"), prefix: testenv.Unique("o")}
+	prefix := testenv.Unique("o")
+	return &fixture{db: db, store: store, metrics: m, group: testenv.Unique("cg"), prefix: prefix,
+		ledger: testenv.NewLedger(t, db, prefix)}
 }
 
 func (f *fixture) chain(t testing.TB, h dedup.TxHandler) consumer.Handler {
@@ -106,7 +111,7 @@ func (f *fixture) count(c *prometheus.CounterVec, labels ...string) float64 {
 
 func TestS1_SameEventTwiceInARow(t *testing.T) {
 	f := newFixture(t)
-	h := f.chain(t, shop.HandleOrderCreated)
+	h := f.chain(t, f.ledger.Handler(shop.HandleOrderCreated))
 	ev, order := f.prefix+"-e", f.prefix+"-1"
 
 	o1, r1, err := f.handle(h, f.orderMsg(t, ev, order))
@@ -121,12 +126,13 @@ func TestS1_SameEventTwiceInARow(t *testing.T) {
 	orders, reservations := f.effects(t)
 	assert.Equal(t, 1, orders)
 	assert.Equal(t, 1, reservations)
+	assert.Equal(t, 1, f.ledger.Count(t, ev), "applied once")
 	assert.Equal(t, 1.0, f.count(f.metrics.Duplicates, f.group, "ORDER"))
 }
 
 func TestS2_SameEventConcurrently16Goroutines(t *testing.T) {
 	f := newFixture(t)
-	h := f.chain(t, shop.HandleOrderCreated)
+	h := f.chain(t, f.ledger.Handler(shop.HandleOrderCreated))
 	ev, order := f.prefix+"-e", f.prefix+"-1"
 
 	const n = 16
@@ -157,6 +163,7 @@ func TestS2_SameEventConcurrently16Goroutines(t *testing.T) {
 	assert.Equal(t, 1, orders)
 	assert.Equal(t, 1, reservations)
 	assert.Equal(t, 1, f.dedupRows(t, ev))
+	assert.Equal(t, 1, f.ledger.Count(t, ev), "applied once")
 
 	// Every loser that was told to retry is a duplicate on its redelivery.
 	for range byKind[consumer.KindRetry] {
@@ -166,24 +173,26 @@ func TestS2_SameEventConcurrently16Goroutines(t *testing.T) {
 	}
 	orders, _ = f.effects(t)
 	assert.Equal(t, 1, orders)
+	assert.Equal(t, 1, f.ledger.Count(t, ev), "still applied once after the redeliveries")
 }
 
 func TestS4_F1_FailedAttemptLeavesNoDedupRowAndRetryAppliesOnce(t *testing.T) {
 	f := newFixture(t)
 	ev, order := f.prefix+"-e", f.prefix+"-1"
 	failing := true
-	h := f.chain(t, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := f.chain(t, f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		if failing {
 			return consumer.Outcome{}, errors.New("db down")
 		}
 		return shop.HandleOrderCreated(ctx, tx, d)
-	})
+	}))
 
 	o, r, err := f.handle(h, f.orderMsg(t, ev, order))
 	require.Error(t, err)
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 	assert.Equal(t, rmq.ConsumeRetryLater, r.Result, "F1: an error is never acknowledged")
 	assert.Equal(t, 0, f.dedupRows(t, ev), "a failed attempt leaves no dedup row")
+	assert.Equal(t, 0, f.ledger.Count(t, ev), "and no effect")
 	assert.Equal(t, 1.0, f.count(f.metrics.Messages, f.group, "ORDER", "retry"))
 
 	failing = false
@@ -197,6 +206,11 @@ func TestS4_F1_FailedAttemptLeavesNoDedupRowAndRetryAppliesOnce(t *testing.T) {
 	assert.Equal(t, 1, orders)
 	assert.Equal(t, 1, reservations)
 	assert.Equal(t, 1, f.dedupRows(t, ev))
+	assert.Equal(t, 1, f.ledger.Count(t, ev))
+	o, _, err = f.handle(h, f.orderMsg(t, ev, order))
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindDuplicate, o.Kind)
+	assert.Equal(t, 1, f.ledger.Count(t, ev), "a later redelivery is a duplicate, not a second effect")
 }
 
 // TestF2_Chain_PanicRollsBackAndOthersProceed is F2 at the chain: the broker half (the queue moves on and
@@ -204,7 +218,7 @@ func TestS4_F1_FailedAttemptLeavesNoDedupRowAndRetryAppliesOnce(t *testing.T) {
 func TestF2_Chain_PanicRollsBackAndOthersProceed(t *testing.T) {
 	f := newFixture(t)
 	panicky := f.prefix + "-p1"
-	h := f.chain(t, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := f.chain(t, f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		if _, err := shop.HandleOrderCreated(ctx, tx, d); err != nil {
 			return consumer.Outcome{}, err
 		}
@@ -212,7 +226,7 @@ func TestF2_Chain_PanicRollsBackAndOthersProceed(t *testing.T) {
 			panic("boom after the business writes")
 		}
 		return consumer.Processed(), nil
-	})
+	}))
 
 	o, r, err := f.handle(h, f.orderMsg(t, panicky, panicky))
 	require.ErrorIs(t, err, middleware.ErrPanic)
@@ -238,11 +252,12 @@ func TestF2_Chain_PanicRollsBackAndOthersProceed(t *testing.T) {
 	orders, reservations := f.effects(t)
 	assert.Equal(t, 101, orders)
 	assert.Equal(t, 101, reservations)
+	f.ledger.RequireOncePerEvent(t, 101)
 }
 
 func TestF11_SameBusinessIDDifferentMessageIDs(t *testing.T) {
 	f := newFixture(t)
-	h := f.chain(t, shop.HandleOrderCreated)
+	h := f.chain(t, f.ledger.Handler(shop.HandleOrderCreated))
 	order := f.prefix + "-pay-123"
 	first := f.orderMsg(t, "evt-9-"+f.prefix, order)
 	second := f.orderMsg(t, "evt-9-"+f.prefix, order)
@@ -256,6 +271,7 @@ func TestF11_SameBusinessIDDifferentMessageIDs(t *testing.T) {
 	assert.Equal(t, consumer.KindDuplicate, o2.Kind)
 	orders, _ := f.effects(t)
 	assert.Equal(t, 1, orders)
+	assert.Equal(t, 1, f.ledger.Count(t, "evt-9-"+f.prefix), "applied once")
 }
 
 func TestF11_NoBusinessIDIsDeadLetteredNotRetried(t *testing.T) {
@@ -274,7 +290,7 @@ func TestF13_SecondStepFailsNothingCommitsRedeliveryAppliesOnce(t *testing.T) {
 	f := newFixture(t)
 	ev, order := f.prefix+"-e", f.prefix+"-1"
 	failSecondStep := true
-	h := f.chain(t, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := f.chain(t, f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO orders (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
 			VALUES (?, 'sku-1', 1, 100, 'CREATED', 1, NOW(6), NOW(6))`, order); err != nil {
 			return consumer.Outcome{}, err
@@ -288,7 +304,7 @@ func TestF13_SecondStepFailsNothingCommitsRedeliveryAppliesOnce(t *testing.T) {
 			return consumer.Outcome{}, err
 		}
 		return consumer.Processed(), nil
-	})
+	}))
 
 	o, _, err := f.handle(h, f.orderMsg(t, ev, order))
 	require.Error(t, err)
@@ -298,11 +314,14 @@ func TestF13_SecondStepFailsNothingCommitsRedeliveryAppliesOnce(t *testing.T) {
 	assert.Equal(t, 0, reservations)
 	assert.Equal(t, 0, f.dedupRows(t, ev))
 
+	assert.Equal(t, 0, f.ledger.Count(t, ev))
+
 	failSecondStep = false
 	f.requireOnceThenDuplicate(t, h, ev, order)
 	orders, reservations = f.effects(t)
 	assert.Equal(t, 1, orders)
 	assert.Equal(t, 1, reservations)
+	assert.Equal(t, 1, f.ledger.Count(t, ev), "applied once")
 }
 
 // deadlockWith starts a transaction heavier than the caller's (50 inserts) that locks order b, then waits for
@@ -500,23 +519,37 @@ func TestF15_S2_ClaimLostToAConcurrentDuplicateIsNotCommitted(t *testing.T) {
 
 // F7: a handler that ignores its context is abandoned by middleware.Timeout at the deadline; its
 // transaction is rolled back and its connection returned to the pool then, not when the handler finally
-// returns, so hung handlers cannot starve healthy messages of connections.
+// returns, so hung handlers cannot starve healthy messages of connections. Once the abandoned handlers are
+// released and have run to their end (business writes, Confirm, Commit attempt), nothing of theirs has
+// committed.
 func TestF7_AbandonedHandlerGivesItsConnectionBackAtTheDeadline(t *testing.T) {
 	f := newFixture(t)
 	f.db.SetMaxOpenConns(2)
 	release := make(chan struct{})
+	var abandoned sync.WaitGroup // the hung deliveries' Dedup calls, which run on Timeout's goroutines
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	h := middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
-		if strings.HasPrefix(d.EventID, f.prefix+"-hang") {
+	hangs := func(d *consumer.Delivery) bool { return strings.HasPrefix(d.EventID, f.prefix+"-hang") }
+	awaitAbandoned := func(next consumer.Handler) consumer.Handler {
+		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+			if hangs(d) {
+				defer abandoned.Done()
+			}
+			return next(ctx, d)
+		}
+	}
+	h := middleware.Chain(dedup.Handle(f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if hangs(d) {
 			<-release // hangs, ignoring ctx
 		}
 		return shop.HandleOrderCreated(ctx, tx, d)
-	}), middleware.Classify(), eventID, middleware.Timeout(300*time.Millisecond), middleware.Dedup(f.store))
-	defer close(release)
+	})), middleware.Classify(), eventID, middleware.Timeout(300*time.Millisecond), awaitAbandoned, middleware.Dedup(f.store))
 
+	var hung []string
 	for i := range 2 { // as many hung handlers as the pool has connections
 		id := fmt.Sprintf("%s-hang-%d", f.prefix, i)
+		hung = append(hung, id)
+		abandoned.Add(1)
 		o, _, err := f.handle(h, f.orderMsg(t, id, id))
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		require.Equal(t, consumer.KindRetry, o.Kind)
@@ -527,6 +560,14 @@ func TestF7_AbandonedHandlerGivesItsConnectionBackAtTheDeadline(t *testing.T) {
 	o, _, err := f.handle(h, f.orderMsg(t, f.prefix+"-good", f.prefix+"-good"))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind, "a healthy message gets a connection")
+
+	close(release)
+	abandoned.Wait() // the abandoned handlers wrote what they could and Dedup tried to commit it
 	orders, _ := f.effects(t)
 	assert.Equal(t, 1, orders, "nothing of the abandoned handlers committed")
+	for _, id := range hung {
+		assert.Zero(t, f.ledger.Count(t, id), "abandoned %s has no effect", id)
+		assert.Zero(t, f.dedupRows(t, id), "abandoned %s has no dedup row", id)
+	}
+	assert.Equal(t, 1, f.ledger.Count(t, f.prefix+"-good"))
 }

@@ -1,7 +1,7 @@
-// Package dedup keeps the idempotency record of chapter 13.3: one processed_event row per consumer group
-// and business event ID, inserted in the same local transaction as the handler's business writes. The
-// database's unique key, not an assumption that retries never overlap, settles concurrent deliveries
-// (chapter 13.7).
+// Package dedup keeps the idempotency record of the idempotency chapter: one processed_event row per dedup
+// scope (by default the consumer group) and business event ID, inserted in the same local transaction as
+// the handler's business writes. The database's unique key, not an assumption that retries never overlap,
+// settles concurrent deliveries. Rows older than the dedup window are removed by Purge or a Janitor.
 package dedup
 
 import (
@@ -9,10 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/jmoiron/sqlx"
+	"go.uber.org/zap"
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/retry"
@@ -37,58 +37,84 @@ const dedupKey = "PRIMARY"
 // ResultSuccess is the result_status of a processed event.
 const ResultSuccess = "SUCCESS"
 
-// ErrDuplicate means the event ID was already processed by the consumer group: the insert of its
+// ErrDuplicate means the event ID was already processed in the dedup scope: the insert of its
 // processed_event row hit the primary key (MySQL 1062 on the dedup table, told apart from a 1062 on a
 // business table because it comes from the dedup insert itself).
 var ErrDuplicate = errors.New("dedup: event already processed by this consumer group")
 
 // Store is the MySQL (or MariaDB) dedup store in transactional mode. It is safe for concurrent use.
 type Store struct {
-	db  *sqlx.DB
-	now func() time.Time
+	db    *sqlx.DB
+	scope string // "" = the delivery's consumer group
+	log   *zap.Logger
 }
 
-// NewStore returns a Store on db, which must hold the dedup schema (see Migrate). It returns an error
-// when db is nil.
-func NewStore(db *sqlx.DB) (*Store, error) {
+// NewStore returns a Store on db, configured by opts (WithScope, WithLogger). db must hold the dedup
+// schema (see Migrate): NewStore checks it (CheckSchema, bounded by a 5 s timeout) and returns an error
+// wrapping ErrSchema, with the ALTER TABLE that fixes it, when processed_event is missing, its primary key
+// is not (consumer_group, event_id), or a key column does not compare bytes exactly. It also returns an
+// error when db is nil, an option is invalid, or the check's queries fail.
+func NewStore(db *sqlx.DB, opts ...Option) (*Store, error) {
 	if db == nil {
 		return nil, errors.New("dedup: NewStore: db is nil")
 	}
-	return &Store{db: db, now: time.Now}, nil
+	s := &Store{db: db, log: zap.NewNop()}
+	for _, opt := range opts {
+		if err := opt(s); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), schemaCheckTimeout)
+	defer cancel()
+	if err := CheckSchema(ctx, db); err != nil {
+		return nil, fmt.Errorf("dedup: NewStore: %w", err)
+	}
+	return s, nil
+}
+
+// Scope returns the dedup scope of d: the store's scope (WithScope), or else d's consumer group.
+func (s *Store) Scope(d *consumer.Delivery) string {
+	if s.scope != "" {
+		return s.scope
+	}
+	return d.Group
 }
 
 // DB returns the database the store writes to.
 func (s *Store) DB() *sqlx.DB { return s.db }
 
-// Claim inserts the processed_event row of d (d.Group, d.EventID), with txn's claim token, in txn. It returns ErrDuplicate when the
-// insert fails with MySQL 1062 on processed_event's primary key, i.e. the consumer group already processed
-// the event (or another transaction holding the same key commits
-// while Claim waits on its lock); MySQL 1205/1213 from that wait come back wrapped and classify as
-// transient. Claim rejects an empty event ID, or one longer than MaxEventIDLength, as permanent.
+// Claim inserts the processed_event row of d (its scope, see Scope, and d.EventID), with txn's claim
+// token, in txn. consumed_at is the database's clock in UTC (UTC_TIMESTAMP(6)), never the consumer
+// host's, so that the retention window of Purge is measured on one clock whatever the session time zone.
+// It returns ErrDuplicate when the insert fails with MySQL 1062 on processed_event's primary key, i.e. the
+// scope already processed the event (or another transaction holding the same key commits while Claim
+// waits on its lock); MySQL 1205/1213 from that wait come back wrapped and classify as transient. Claim
+// rejects an empty event ID, or one longer than MaxEventIDLength, as permanent.
 func (s *Store) Claim(ctx context.Context, txn *Txn, d *consumer.Delivery) error {
 	if d.EventID == "" || utf8.RuneCountInString(d.EventID) > MaxEventIDLength {
 		return retry.Permanentf("dedup: event ID %q is empty or longer than %d characters", d.EventID, MaxEventIDLength)
 	}
-	if utf8.RuneCountInString(d.Group) > MaxGroupLength {
-		return retry.Permanentf("dedup: consumer group %q is longer than %d characters", d.Group, MaxGroupLength)
+	scope := s.Scope(d)
+	if utf8.RuneCountInString(scope) > MaxGroupLength {
+		return retry.Permanentf("dedup: consumer group %q is longer than %d characters", scope, MaxGroupLength)
 	}
 	_, err := txn.Tx.ExecContext(ctx,
 		`INSERT INTO processed_event
 		   (consumer_group, event_id, event_type, aggregate_id, topic, msg_id, consumed_at, result_status, claim_token)
-		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		d.Group, d.EventID, cut(d.EventType, MaxEventTypeLength), cut(d.AggregateID, MaxAggregateIDLength),
-		d.Topic, d.Msg.MsgId, s.now().UTC(), ResultSuccess, txn.token)
+		 VALUES (?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(6), ?, ?)`,
+		scope, d.EventID, cut(d.EventType, MaxEventTypeLength), cut(d.AggregateID, MaxAggregateIDLength),
+		d.Topic, d.Msg.MsgId, ResultSuccess, txn.token)
 	if key, dup := retry.DuplicateKey(err); dup {
 		// The insert touches processed_event only, whose one unique key is its primary key; a 1062 naming
 		// another key means the table is not the schema this store expects.
 		if key != dedupKey && key != "" {
-			return fmt.Errorf("dedup: claim group %s event %s: duplicate on unexpected key %q of processed_event: %w",
-				d.Group, d.EventID, key, err)
+			return fmt.Errorf("dedup: claim scope %s event %s: duplicate on unexpected key %q of processed_event: %w",
+				scope, d.EventID, key, err)
 		}
-		return fmt.Errorf("%w: group %s event %s", ErrDuplicate, d.Group, d.EventID)
+		return fmt.Errorf("%w: scope %s event %s", ErrDuplicate, scope, d.EventID)
 	}
 	if err != nil {
-		return fmt.Errorf("dedup: claim group %s event %s: %w", d.Group, d.EventID, err)
+		return fmt.Errorf("dedup: claim scope %s event %s: %w", scope, d.EventID, err)
 	}
 	return nil
 }
@@ -105,14 +131,15 @@ var ErrClaimLost = retry.Transient(errors.New("dedup: the transaction lost its p
 // the row is gone or not this transaction's, or the query's error.
 func (s *Store) Confirm(ctx context.Context, txn *Txn, d *consumer.Delivery) error {
 	var n int
+	scope := s.Scope(d)
 	err := txn.Tx.GetContext(ctx, &n,
 		`SELECT COUNT(*) FROM processed_event WHERE consumer_group = ? AND event_id = ? AND claim_token = ?`,
-		d.Group, d.EventID, txn.token)
+		scope, d.EventID, txn.token)
 	if err != nil {
-		return fmt.Errorf("dedup: confirm group %s event %s: %w", d.Group, d.EventID, err)
+		return fmt.Errorf("dedup: confirm scope %s event %s: %w", scope, d.EventID, err)
 	}
 	if n != 1 {
-		return fmt.Errorf("group %s event %s: %w", d.Group, d.EventID, ErrClaimLost)
+		return fmt.Errorf("scope %s event %s: %w", scope, d.EventID, ErrClaimLost)
 	}
 	return nil
 }
@@ -127,13 +154,14 @@ func cut(s string, n int) string {
 	return string([]rune(s)[:n])
 }
 
-// Processed reports whether the consumer group has a committed processed_event row for eventID.
-func (s *Store) Processed(ctx context.Context, group, eventID string) (bool, error) {
+// Processed reports whether the dedup scope (a consumer group unless WithScope named another) has a
+// committed processed_event row for eventID.
+func (s *Store) Processed(ctx context.Context, scope, eventID string) (bool, error) {
 	var n int
 	err := s.db.GetContext(ctx, &n,
-		`SELECT COUNT(*) FROM processed_event WHERE consumer_group = ? AND event_id = ?`, group, eventID)
+		`SELECT COUNT(*) FROM processed_event WHERE consumer_group = ? AND event_id = ?`, scope, eventID)
 	if err != nil {
-		return false, fmt.Errorf("dedup: lookup group %s event %s: %w", group, eventID, err)
+		return false, fmt.Errorf("dedup: lookup scope %s event %s: %w", scope, eventID, err)
 	}
 	return n > 0, nil
 }

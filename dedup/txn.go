@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"go.uber.org/zap"
 
 	"github.com/rmqguard/rmqguard/retry"
 )
@@ -26,9 +27,10 @@ const releaseTimeout = 5 * time.Second
 // committing one by one, so nothing is durable unless Commit succeeds. When the context given to Begin
 // ends first (a handler past its deadline, perhaps abandoned by middleware.Timeout), the transaction is
 // rolled back and the connection returned to the pool at once, not when the handler finally returns.
-// Finish it with Commit, Rollback or RollbackAfter; later calls return sql.ErrTxDone. A connection on which
-// the transaction met a read-only server (MySQL 1290/1836/1792: a former primary after a failover) is
-// closed, never handed back to the pool.
+// Finish it with Commit, Rollback or RollbackAfter; later calls return sql.ErrTxDone. Effects registered with
+// AfterCommit run once, after a successful Commit only. A connection on which the transaction met a
+// read-only server (MySQL 1290/1836/1792: a former primary after a failover) is closed, never handed back
+// to the pool.
 type Txn struct {
 	// Tx is the transaction the handler writes through (dedup.TxFromContext).
 	Tx    *sqlx.Tx
@@ -36,6 +38,9 @@ type Txn struct {
 	token string // written by Claim, checked by Confirm
 	once  sync.Once
 	stop  func() bool // stops the context watcher
+	ctx   context.Context
+	log   *zap.Logger
+	hooks afterCommit
 }
 
 // Begin starts the local transaction of one message. Errors (no connection, SET or BEGIN failed) are
@@ -59,7 +64,7 @@ func (s *Store) Begin(ctx context.Context) (*Txn, error) {
 		release(conn, false)
 		return nil, beginFailed(ctx, fmt.Errorf("dedup: begin: %w", err))
 	}
-	t := &Txn{Tx: tx, conn: conn, token: hex.EncodeToString(raw[:])}
+	t := &Txn{Tx: tx, conn: conn, token: hex.EncodeToString(raw[:]), ctx: ctx, log: s.log}
 	t.stop = context.AfterFunc(ctx, func() { _ = t.rollback(false) })
 	return t, nil
 }
@@ -73,14 +78,19 @@ func beginFailed(ctx context.Context, err error) error {
 }
 
 // Commit commits the transaction and returns the connection to the pool (closes it when the server
-// refused the commit as read-only). A failed COMMIT is marked retry.Infrastructure, unless its error is
-// the message's own (a deadlock, the context's end: transient) or the transaction was already finished
-// (sql.ErrTxDone): whether the store kept the commit is unknown, and the message must be handled again
-// once the store answers.
+// refused the commit as read-only). When the COMMIT succeeded, it then runs the effects registered with
+// AfterCommit, in order, with the context given to Begin (which may have ended by then); a hook that panics
+// is recovered and logged, and Commit still returns nil: the transaction committed, so the message must not
+// be retried. When the COMMIT fails, the hooks are dropped and the error is marked retry.Infrastructure,
+// unless it is the message's own (a deadlock, the context's end: transient) or the transaction was already
+// finished (sql.ErrTxDone): whether the store kept the commit is unknown, and the message must be handled
+// again once the store answers.
 func (t *Txn) Commit() error {
 	t.stop()
 	err := sql.ErrTxDone
+	var hooks []func(context.Context)
 	t.once.Do(func() {
+		hooks = t.hooks.close()
 		err = t.Tx.Commit()
 		if retry.ReadOnly(err) {
 			discard(t.conn)
@@ -93,6 +103,9 @@ func (t *Txn) Commit() error {
 			}
 		}
 	})
+	if err == nil {
+		t.hooks.run(t.ctx, t.log, hooks)
+	}
 	return err
 }
 
@@ -116,6 +129,7 @@ func (t *Txn) RollbackAfter(cause error) error {
 func (t *Txn) rollback(drop bool) error {
 	err := sql.ErrTxDone
 	t.once.Do(func() {
+		t.hooks.close() // dropped: their effects must not happen
 		err = t.Tx.Rollback()
 		if drop {
 			discard(t.conn)

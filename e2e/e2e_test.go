@@ -82,7 +82,8 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
 	seen := &redeliveries{topics: map[string]int{}}
-	handler := middleware.Chain(dedup.Handle(shop.HandleOrderCreated),
+	ledger := testenv.NewLedger(t, db, run)
+	handler := middleware.Chain(dedup.Handle(ledger.Handler(shop.HandleOrderCreated)),
 		middleware.Metrics(m), seen.middleware(), middleware.Recover(log), middleware.Classify(),
 		eventID, middleware.Timeout(10*time.Second), middleware.Dedup(store))
 	publisher, err := dlq.NewPublisher(prod)
@@ -114,6 +115,7 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 	var dedupRows int
 	require.NoError(t, db.GetContext(ctx, &dedupRows, `SELECT COUNT(*) FROM processed_event WHERE consumer_group = ?`, group))
 	assert.Equal(t, plan.Events, dedupRows)
+	ledger.RequireOncePerEvent(t, plan.Events)
 	assert.GreaterOrEqual(t, testutil.ToFloat64(m.Duplicates.WithLabelValues(group, topic)), float64(plan.Duplicates))
 
 	redelivered := seen.snapshot()
@@ -154,10 +156,14 @@ func TestE2E_F5_MaxAttemptsBecomesMaxReconsumeTimes(t *testing.T) {
 
 	var mu sync.Mutex
 	attempts := map[string][]int{} // EVENT_ID → ReconsumeTimes seen
+	var wrong []string             // deliveries whose Attempt or MaxAttempts disagree with the client
 	handler := middleware.Chain(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		id := d.Msg.GetProperty("EVENT_ID")
 		mu.Lock()
 		attempts[id] = append(attempts[id], d.Attempt)
+		if d.MaxAttempts != 3 || d.Attempt != int(d.Msg.ReconsumeTimes) {
+			wrong = append(wrong, fmt.Sprintf("%s: Attempt %d ReconsumeTimes %d MaxAttempts %d", id, d.Attempt, d.Msg.ReconsumeTimes, d.MaxAttempts))
+		}
 		mu.Unlock()
 		if id == "e-permanent" {
 			return consumer.Outcome{}, retry.Permanent(errors.New("unknown SKU"))
@@ -185,6 +191,7 @@ func TestE2E_F5_MaxAttemptsBecomesMaxReconsumeTimes(t *testing.T) {
 	mu.Lock()
 	assert.Equal(t, []int{0, 1, 2, 3}, attempts["e-1"], "MaxAttempts 3 = MaxReconsumeTimes 3: four deliveries")
 	assert.Equal(t, []int{0}, attempts["e-permanent"], "a permanent error goes to the DLQ at once (delay level -1)")
+	assert.Empty(t, wrong, "every Delivery carries MaxAttempts 3 and Attempt = ReconsumeTimes")
 	mu.Unlock()
 	require.Len(t, letters, 2)
 	for _, l := range letters {
@@ -205,6 +212,7 @@ func TestE2E_S2_TwoConsumersSameEventConcurrently(t *testing.T) {
 	ctx, topic, group, run := w.ctx, w.topic, w.group, w.run
 	store, err := dedup.NewStore(db)
 	require.NoError(t, err)
+	ledger := testenv.NewLedger(t, db, run)
 
 	type member struct {
 		c       *consumer.Consumer
@@ -216,7 +224,7 @@ func TestE2E_S2_TwoConsumersSameEventConcurrently(t *testing.T) {
 		require.NoError(t, err)
 		eventID, err := middleware.EventID(middleware.EventIDConfig{})
 		require.NoError(t, err)
-		handler := middleware.Chain(dedup.Handle(shop.HandleOrderCreated),
+		handler := middleware.Chain(dedup.Handle(ledger.Handler(shop.HandleOrderCreated)),
 			middleware.Metrics(m), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Dedup(store))
 		c := w.start(consumer.Config{InstanceName: fmt.Sprintf("%s-%d", run, i), ConsumeGoroutines: 8}, handler)
 		defer func() { _ = c.Shutdown(context.Background()) }()
@@ -261,26 +269,41 @@ func TestE2E_S2_TwoConsumersSameEventConcurrently(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, events, orders, "one effect per event")
 	assert.Equal(t, events, reservations)
+	ledger.RequireOncePerEvent(t, events)
 	assert.Equal(t, float64(events), total("processed"))
 	// A rebalance (the second consumer joining) can hand a queue over before its offset is committed, so
 	// some copies arrive once more: more duplicates, never more effects.
 	assert.GreaterOrEqual(t, total("duplicate"), float64(copies-events))
 	assert.Zero(t, total("dead_letter"), "no loser is dead-lettered")
+	w.requireNoDeadLetters()
 }
 
 // queueMovesOn sends one bad message, then followers good ones, to a one-queue topic. misbehave runs in the
 // handler on the bad message's first delivery (after its business writes, inside its transaction), under a
 // middleware.Timeout of timeout when that is positive. It checks that the bad message comes back from the
-// retry topic and, like every follower, takes effect once; and that after a restart of the group nothing
-// is redelivered — a sentinel sent then is the first message the new consumer sees — so the committed
-// offset moved past all of them. It returns the world and the metrics of the run.
-func queueMovesOn(t *testing.T, followers int, timeout time.Duration, misbehave func(ctx context.Context)) (*world, *metrics.Metrics) {
+// retry topic and, like every follower, takes effect once — counted once release (if not nil) has let the
+// first delivery's handler go and that delivery's transaction has ended, so a late commit would show; and
+// that after a restart of the group nothing is redelivered — a sentinel sent then is the first message the
+// new consumer sees — so the committed offset moved past all of them. It returns the world and the metrics
+// of the run.
+func queueMovesOn(t *testing.T, followers int, timeout time.Duration, misbehave func(ctx context.Context), release func()) (*world, *metrics.Metrics) {
 	t.Helper()
 	w := newWorld(t, 1)
 	db := testenv.MySQL(t)
 	store, err := dedup.NewStore(db)
 	require.NoError(t, err)
 	bad := w.run + "-bad"
+	ledger := testenv.NewLedger(t, db, w.run)
+	badFirstEnded := make(chan struct{}) // closed when the bad first delivery's Dedup call (its transaction) ended
+	var endOnce sync.Once
+	awaitBadFirst := func(next consumer.Handler) consumer.Handler {
+		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+			if d.EventID == bad && d.Attempt == 0 {
+				defer endOnce.Do(func() { close(badFirstEnded) })
+			}
+			return next(ctx, d)
+		}
+	}
 
 	var mu sync.Mutex
 	var seen []string // EVENT_ID@attempt, in handling order
@@ -301,14 +324,14 @@ func queueMovesOn(t *testing.T, followers int, timeout time.Duration, misbehave 
 		if timeout > 0 {
 			mws = append(mws, middleware.Timeout(timeout))
 		}
-		mws = append(mws, middleware.Dedup(store))
-		handler := middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		mws = append(mws, awaitBadFirst, middleware.Dedup(store))
+		handler := middleware.Chain(dedup.Handle(ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 			o, err := shop.HandleOrderCreated(ctx, tx, d)
 			if err == nil && d.EventID == bad && d.Attempt == 0 {
 				misbehave(ctx)
 			}
 			return o, err
-		}), mws...)
+		})), mws...)
 		return w.start(consumer.Config{DrainTimeout: 10 * time.Second}, handler)
 	}
 	c := start()
@@ -327,9 +350,19 @@ func queueMovesOn(t *testing.T, followers int, timeout time.Duration, misbehave 
 	assert.Contains(t, seen, bad+"@0")
 	assert.Contains(t, seen, bad+"@1", "the bad message came back from the retry topic")
 	mu.Unlock()
+	if release != nil {
+		release()
+	}
+	select {
+	case <-badFirstEnded:
+	case <-w.ctx.Done():
+		t.Fatal("the bad message's first delivery never ended")
+	}
 	orders, _, err := shop.Effects(w.ctx, db, w.run)
 	require.NoError(t, err)
 	assert.Equal(t, followers+1, orders, "each took effect once; the bad first attempt wrote nothing")
+	ledger.RequireOncePerEvent(t, followers+1)
+	w.requireNoDeadLetters()
 	require.NoError(t, c.Shutdown(w.ctx)) // persists the committed offsets
 
 	mu.Lock()
@@ -355,7 +388,7 @@ func queueMovesOn(t *testing.T, followers int, timeout time.Duration, misbehave 
 // back; the 100 are processed; the bad one returns at the retry delay (1 s here), not after the client's
 // 15-minute consume timeout, and the committed offset moves past them all.
 func TestE2E_F2_PanicIsRetriedAtTheRetryDelayWhileTheQueueMovesOn(t *testing.T) {
-	w, m := queueMovesOn(t, 100, 0, func(context.Context) { panic("explodes on its first delivery") })
+	w, m := queueMovesOn(t, 100, 0, func(context.Context) { panic("explodes on its first delivery") }, nil)
 
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.Panics.WithLabelValues(w.group, w.topic)))
 }
@@ -363,10 +396,14 @@ func TestE2E_F2_PanicIsRetriedAtTheRetryDelayWhileTheQueueMovesOn(t *testing.T) 
 // TestE2E_F7_HungHandlerIsCancelledAtItsTimeoutWhileTheQueueMovesOn: the first message's handler hangs,
 // ignoring its context, with a 2 s handler timeout; 200 messages follow. The deadline ends its transaction
 // (rolled back) and the message is retried; the 200 are processed and the committed offset passes them.
+// The hung handler is released before the effects are counted: what it does after its deadline commits
+// nothing.
 func TestE2E_F7_HungHandlerIsCancelledAtItsTimeoutWhileTheQueueMovesOn(t *testing.T) {
 	release := make(chan struct{})
-	defer close(release) // the abandoned handler goroutine ends with the test
-	w, m := queueMovesOn(t, 200, 2*time.Second, func(context.Context) { <-release })
+	var once sync.Once
+	releaseOnce := func() { once.Do(func() { close(release) }) }
+	defer releaseOnce() // the abandoned handler goroutine ends with the test, even if it fails early
+	w, m := queueMovesOn(t, 200, 2*time.Second, func(context.Context) { <-release }, releaseOnce)
 
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.Errors.WithLabelValues(w.group, w.topic, "transient")),
 		"the deadline is one transient error")
@@ -384,12 +421,13 @@ func TestE2E_F9_GracefulStopLosesNothingAndDoublesNothing(t *testing.T) {
 	store, err := dedup.NewStore(db)
 	require.NoError(t, err)
 
+	ledger := testenv.NewLedger(t, db, run)
 	started := make(chan struct{}, 100)
 	var sentBack atomic.Int32 // deliveries with ReconsumeTimes > 0
 	start := func() *consumer.Consumer {
 		eventID, err := middleware.EventID(middleware.EventIDConfig{})
 		require.NoError(t, err)
-		handler := middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		handler := middleware.Chain(dedup.Handle(ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 			if d.Attempt > 0 {
 				sentBack.Add(1)
 			}
@@ -400,7 +438,7 @@ func TestE2E_F9_GracefulStopLosesNothingAndDoublesNothing(t *testing.T) {
 				return consumer.Outcome{}, ctx.Err()
 			}
 			return shop.HandleOrderCreated(ctx, tx, d)
-		}), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Dedup(store))
+		})), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Dedup(store))
 		c := w.start(consumer.Config{MaxAttempts: 1, ConsumeGoroutines: 4, DrainTimeout: 10 * time.Second}, handler)
 		return c
 	}
@@ -432,7 +470,9 @@ func TestE2E_F9_GracefulStopLosesNothingAndDoublesNothing(t *testing.T) {
 	var rows int
 	require.NoError(t, db.GetContext(ctx, &rows, `SELECT COUNT(*) FROM processed_event WHERE consumer_group = ?`, group))
 	assert.Equal(t, 10, rows)
+	ledger.RequireOncePerEvent(t, 10)
 	assert.Zero(t, sentBack.Load(), "the stop sent nothing back to the broker: every message was handled at ReconsumeTimes 0")
+	w.requireNoDeadLetters() // MaxAttempts 1: a message sent back twice would be there
 }
 
 // TestE2E_F10_BatchOfFourOneFailsEachMessageHasItsOwnTransaction: with BatchSize 4, b-1..b-4 arrive in one
@@ -455,12 +495,13 @@ func TestE2E_F10_BatchOfFourOneFailsEachMessageHasItsOwnTransaction(t *testing.T
 
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	handler := middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+	ledger := testenv.NewLedger(t, db, w.run)
+	handler := middleware.Chain(dedup.Handle(ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		if d.EventID == b3 && d.Attempt == 0 {
 			return consumer.Outcome{}, errors.New("b-3 fails its first attempt")
 		}
 		return shop.HandleOrderCreated(ctx, tx, d)
-	}), middleware.Metrics(m), middleware.Classify(), eventID, middleware.Dedup(store))
+	})), middleware.Metrics(m), middleware.Classify(), eventID, middleware.Dedup(store))
 	w.start(consumer.Config{BatchSize: 4}, handler)
 
 	require.Eventually(t, func() bool {
@@ -476,4 +517,5 @@ func TestE2E_F10_BatchOfFourOneFailsEachMessageHasItsOwnTransaction(t *testing.T
 	assert.Equal(t, 4.0, testutil.ToFloat64(m.Messages.WithLabelValues(w.group, w.topic, "processed")),
 		"each message took effect once: three at the first attempt, b-3 at the second")
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.Messages.WithLabelValues(w.group, w.topic, "retry")), "only b-3 failed")
+	ledger.RequireOncePerEvent(t, 4)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/internal/rmqadmin"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
@@ -90,4 +91,17 @@ func httpGet(ctx context.Context, url string) (int, error) {
 	}
 	_ = resp.Body.Close()
 	return resp.StatusCode, nil
+}
+
+// requireNoDeadLetters reads %DLQ%<group> itself (not a metric) and fails the test if it holds a letter.
+// An empty queue costs the reader one broker long-poll.
+func (w *world) requireNoDeadLetters() {
+	w.t.Helper()
+	letters, err := dlq.Read(w.ctx, w.ns, w.group, 10)
+	require.NoError(w.t, err)
+	var keys []string
+	for _, l := range letters {
+		keys = append(keys, l.GetProperty("EVENT_ID")+" ("+l.GetProperty(dlq.PropReason)+")")
+	}
+	require.Empty(w.t, keys, "%%DLQ%%%s holds letters", w.group)
 }

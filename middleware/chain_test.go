@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -275,4 +277,65 @@ func TestClassify_F5_SuccessOnTheLastAttemptStaysSuccess(t *testing.T) {
 
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
+}
+
+// panickingOrderHandler is a named handler so that the test can find its frame in the logged stack.
+func panickingOrderHandler(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
+	var stock map[string]int
+	stock["sku-1"]-- // assignment to entry in nil map
+	return consumer.Processed(), nil
+}
+
+// F28: with Timeout inside Recover the panic happens on Timeout's goroutine; Timeout recovers it there
+// and returns it, so Recover cannot recover it itself. The panic is still a retry, counted as a panic,
+// and the log line carries the panicking goroutine's stack: the handler's own frame, not only the
+// recover site.
+func TestRecover_F28_PanicUnderTimeoutKeepsTheHandlersStackInTheLog(t *testing.T) {
+	core, logs := observer.New(zapcore.DebugLevel)
+	d := delivery("ORDER", "", map[string]string{"KEYS": "p-1"})
+	h := middleware.Chain(panickingOrderHandler, middleware.Recover(zap.New(core)), middleware.Timeout(time.Hour))
+
+	o, err := h(context.Background(), d)
+
+	assert.Equal(t, consumer.KindRetry, o.Kind)
+	require.ErrorIs(t, err, middleware.ErrPanic)
+	var pe *middleware.PanicError
+	require.ErrorAs(t, err, &pe)
+	assert.Contains(t, string(pe.Stack), "panickingOrderHandler")
+	assert.Equal(t, rmq.ConsumeRetryLater, consumer.Resolve(o, err, consumer.Concurrent).Result)
+	require.Equal(t, 1, logs.Len(), "one log line per panic")
+	entry := logs.All()[0]
+	assert.Equal(t, zapcore.ErrorLevel, entry.Level)
+	fields := entry.ContextMap()
+	stack, _ := fields["stack"].(string)
+	assert.Contains(t, stack, "middleware_test.panickingOrderHandler", "the handler's frame is in the logged stack")
+	assert.Contains(t, stack, "panic(", "the stack was taken while panicking")
+	assert.Contains(t, fmt.Sprint(fields["panic"]), "assignment to entry in nil map")
+	assert.Equal(t, "cg", fields["group"])
+	assert.Equal(t, "ORDER", fields["topic"])
+	assert.Equal(t, d.Msg.MsgId, fields["msg_id"])
+}
+
+// F28 without Timeout: Recover recovers the panic itself and logs the same stack.
+func TestRecover_F28_PanicRecoveredDirectlyLogsTheHandlersStack(t *testing.T) {
+	core, logs := observer.New(zapcore.DebugLevel)
+
+	o, err := middleware.Recover(zap.New(core))(panickingOrderHandler)(context.Background(), delivery("ORDER", "", nil))
+
+	assert.Equal(t, consumer.KindRetry, o.Kind)
+	require.ErrorIs(t, err, middleware.ErrPanic)
+	require.Equal(t, 1, logs.Len())
+	stack, _ := logs.All()[0].ContextMap()["stack"].(string)
+	assert.Contains(t, stack, "middleware_test.panickingOrderHandler")
+}
+
+// A non-panic error passing through Recover is not logged by it (Logging logs every message once).
+func TestRecover_PlainErrorIsNotLoggedAsAPanic(t *testing.T) {
+	core, logs := observer.New(zapcore.DebugLevel)
+
+	_, err := middleware.Recover(zap.New(core))(returning(consumer.Outcome{}, errors.New("db down")))(context.Background(), delivery("ORDER", "", nil))
+
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, middleware.ErrPanic)
+	assert.Zero(t, logs.Len())
 }

@@ -11,10 +11,11 @@ import (
 )
 
 // Dedup runs the rest of the chain inside one local transaction that first inserts the message's
-// processed_event row (chapter 13.3). The transaction is in the context (dedup.TxFromContext; use
-// dedup.Handle for a typed handler). It commits only when the handler returns consumer.Processed (or
+// processed_event row, keyed by the store's dedup scope (the consumer group unless dedup.WithScope names
+// another) and the event ID. The transaction is in the context (dedup.TxFromContext; use dedup.Handle for
+// a typed handler), and so is its after-commit list (dedup.AfterCommit: run once after the commit only). It commits only when the handler returns consumer.Processed (or
 // consumer.Duplicate, its own finding that the effect exists) without error; otherwise it rolls back,
-// releasing the key. An event ID the group already processed is a consumer.Duplicate and the handler
+// releasing the key. An event ID the scope already processed is a consumer.Duplicate and the handler
 // does not run. A failed begin, claim or commit is returned as an error (a retry): a message is never
 // acknowledged unless its row committed. Before committing it checks that the transaction still holds its
 // row (dedup.Store.Confirm): a deadlock inside the handler rolls the whole transaction back, and a handler
@@ -39,7 +40,7 @@ func Dedup(store *dedup.Store) consumer.Middleware {
 				}
 				return consumer.Outcome{}, err
 			}
-			o, err = next(dedup.WithTx(ctx, txn.Tx), d)
+			o, err = next(dedup.WithTxn(ctx, txn), d)
 			if err != nil || (o.Kind != consumer.KindProcessed && o.Kind != consumer.KindDuplicate) {
 				return o, err
 			}

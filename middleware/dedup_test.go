@@ -82,11 +82,22 @@ func (c *fakeConn) ExecContext(_ context.Context, query string, args []driver.Na
 	return driver.RowsAffected(1), nil
 }
 
-// QueryContext answers the dedup store's confirm query (SELECT COUNT(*) FROM processed_event …) with 1, or
-// 0 when claimLost is set.
+// QueryContext answers NewStore's schema check with processed_event as migrated, and the dedup store's
+// confirm query (SELECT COUNT(*) FROM processed_event …) with 1, or 0 when claimLost is set.
 func (c *fakeConn) QueryContext(_ context.Context, query string, _ []driver.NamedValue) (driver.Rows, error) {
 	c.db.mu.Lock()
 	defer c.db.mu.Unlock()
+	switch {
+	case strings.Contains(query, "information_schema.COLUMNS"):
+		t := &tableRows{cols: []string{"COLUMN_NAME", "DATA_TYPE", "COLUMN_TYPE", "COLLATION_NAME"}}
+		for _, col := range []string{"consumer_group", "event_id", "event_type", "aggregate_id", "topic", "msg_id",
+			"consumed_at", "result_status", "claim_token"} {
+			t.rows = append(t.rows, []driver.Value{col, "varchar", "varchar(255)", "utf8mb4_bin"})
+		}
+		return t, nil
+	case strings.Contains(query, "information_schema.STATISTICS"):
+		return &tableRows{cols: []string{"COLUMN_NAME"}, rows: [][]driver.Value{{"consumer_group"}, {"event_id"}}}, nil
+	}
 	if !strings.Contains(query, "FROM processed_event") {
 		return nil, errors.New("fake: unexpected query " + query)
 	}
@@ -111,6 +122,23 @@ func (r *countRows) Next(dest []driver.Value) error {
 	}
 	r.done = true
 	dest[0] = r.n
+	return nil
+}
+
+// tableRows is a fixed result set.
+type tableRows struct {
+	cols []string
+	rows [][]driver.Value
+}
+
+func (r *tableRows) Columns() []string { return r.cols }
+func (r *tableRows) Close() error      { return nil }
+func (r *tableRows) Next(dest []driver.Value) error {
+	if len(r.rows) == 0 {
+		return io.EOF
+	}
+	copy(dest, r.rows[0])
+	r.rows = r.rows[1:]
 	return nil
 }
 

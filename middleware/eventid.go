@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -59,15 +60,21 @@ func FromTag() Extractor {
 	}}
 }
 
+// utf8BOM is the UTF-8 byte-order mark some producers (.NET's Encoding.UTF8, Windows tools) put before
+// a JSON text; RFC 8259 lets a parser ignore it, encoding/json does not.
+var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
+
 // FromJSONField reads a top-level field of a JSON object body; a string or an integer value (any number
-// of digits) is accepted. A body that is not valid JSON, or not an object, fails with an error saying so.
+// of digits) is accepted. A leading UTF-8 byte-order mark is skipped. A body that is not valid JSON, or
+// not an object, fails with an error saying so.
 func FromJSONField(field string) Extractor {
 	return Extractor{Name: "JSON field " + field, Extract: func(d *consumer.Delivery) (string, error) {
 		var obj map[string]json.RawMessage
-		if !json.Valid(d.Msg.Body) {
+		body := bytes.TrimPrefix(d.Msg.Body, utf8BOM)
+		if !json.Valid(body) {
 			return "", errors.New("invalid JSON body")
 		}
-		if err := json.Unmarshal(d.Msg.Body, &obj); err != nil {
+		if err := json.Unmarshal(body, &obj); err != nil {
 			return "", fmt.Errorf("JSON body is not an object: %w", err)
 		}
 		raw, ok := obj[field]

@@ -285,3 +285,27 @@ func TestEventID_DeadLetterSurvivesClassify(t *testing.T) {
 
 	requireUnidentifiable(t, o, herr, s)
 }
+
+// F27: a body that starts with a UTF-8 byte-order mark (as .NET's Encoding.UTF8 writes it) is still JSON;
+// the event ID in its eventId field is found, not dead-lettered as unidentifiable.
+func TestEventID_F27_JSONBodyWithUTF8BOM(t *testing.T) {
+	cfg := middleware.EventIDConfig{Extractors: []middleware.Extractor{middleware.FromJSONField("eventId")}}
+	body := "\xEF\xBB\xBF" + `{"eventId":"evt-bom-1","orderNo":"o-1"}`
+
+	o, err, s := runEventID(t, cfg, delivery("ORDER", body, nil))
+
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindProcessed, o.Kind)
+	require.Len(t, s.got, 1)
+	assert.Equal(t, "evt-bom-1", s.got[0].EventID)
+}
+
+// F27: only a leading BOM is skipped; a BOM anywhere else is not JSON whitespace and the body stays invalid.
+func TestEventID_F27_BOMInsideTheBodyIsStillInvalid(t *testing.T) {
+	cfg := middleware.EventIDConfig{Extractors: []middleware.Extractor{middleware.FromJSONField("eventId")}}
+
+	o, err, s := runEventID(t, cfg, delivery("ORDER", ` `+"\xEF\xBB\xBF"+`{"eventId":"e-1"}`, nil))
+
+	requireUnidentifiable(t, o, err, s)
+	assert.Contains(t, o.Reason, "invalid JSON")
+}

@@ -14,21 +14,58 @@ import (
 // ErrPanic marks the error of a recovered handler panic; test it with errors.Is.
 var ErrPanic = errors.New("handler panicked")
 
-// Recover turns a panic inside the chain into a retry: the outcome is consumer.Retry and the error wraps
-// ErrPanic with the panic value. The stack is logged at error level with group, topic and msg_id.
-// A transaction opened inside is rolled back by the middleware that opened it (deferred rollback).
+// PanicError is the error of a recovered handler panic: the panic value and the stack of the goroutine
+// that panicked, captured where it was recovered (so it holds the handler's frames even when the panic
+// happened on Timeout's goroutine). errors.Is(err, ErrPanic) is true; when the panic value is an error,
+// errors.Is/As reach it too. Retrieve it with errors.As.
+type PanicError struct {
+	// Value is what the handler passed to panic.
+	Value any
+	// Stack is the panicking goroutine's stack (runtime/debug.Stack format), taken inside the deferred recover.
+	Stack []byte
+}
+
+// newPanicError records a recovered panic value with the stack of the calling goroutine. Call it from the
+// deferred function that recovered, so that the stack still holds the panicking frames.
+func newPanicError(v any) *PanicError { return &PanicError{Value: v, Stack: debug.Stack()} }
+
+// Error returns "handler panicked: <value>".
+func (e *PanicError) Error() string { return fmt.Sprintf("%s: %v", ErrPanic, e.Value) }
+
+// Unwrap returns ErrPanic and, when the panic value is an error, that error.
+func (e *PanicError) Unwrap() []error {
+	if cause, ok := e.Value.(error); ok {
+		return []error{ErrPanic, cause}
+	}
+	return []error{ErrPanic}
+}
+
+// Recover turns a panic inside the chain into a retry: the outcome is consumer.Retry and the error is a
+// *PanicError (wrapping ErrPanic) with the panic value. It logs one error-level line per panic with group,
+// topic, msg_id, the panic value and the panicking goroutine's stack: for a panic it recovers itself, and
+// for a *PanicError returned from inside (middleware.Timeout recovers the panics of its own goroutine and
+// returns them so). A transaction opened inside is rolled back by the middleware that opened it
+// (deferred rollback).
 func Recover(log *zap.Logger) consumer.Middleware {
 	return func(next consumer.Handler) consumer.Handler {
 		return func(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {
 			defer func() {
 				if r := recover(); r != nil {
-					log.Error("handler panic recovered; message will be retried",
-						zap.String("group", d.Group), zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId),
-						zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
-					o, err = consumer.Retry(0, "panic"), fmt.Errorf("%w: %v", ErrPanic, r)
+					o, err = consumer.Retry(0, "panic"), newPanicError(r)
+				}
+				var pe *PanicError
+				if errors.As(err, &pe) {
+					logPanic(log, d, pe)
 				}
 			}()
 			return next(ctx, d)
 		}
 	}
+}
+
+// logPanic writes the one log line of a recovered panic.
+func logPanic(log *zap.Logger, d *consumer.Delivery, pe *PanicError) {
+	log.Error("handler panic recovered; message will be retried",
+		zap.String("group", d.Group), zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId),
+		zap.Any("panic", pe.Value), zap.ByteString("stack", pe.Stack))
 }

@@ -14,7 +14,8 @@ import (
 // context.DeadlineExceeded. A transaction begun with that context is rolled back by database/sql when
 // the deadline passes, so nothing the late handler writes can commit. The late handler's goroutine ends
 // when the handler returns; handlers must honour ctx to end promptly and must not modify the Delivery.
-// A panic in the inner chain is returned as an error wrapping ErrPanic. With d ≤ 0 only the parent's
+// A panic in the inner chain is recovered on the handler's goroutine and returned as a *PanicError (wrapping
+// ErrPanic) that carries that goroutine's stack, for Recover to log. With d ≤ 0 only the parent's
 // deadline (the consumer's HandlerTimeout) applies, still enforced.
 func Timeout(d time.Duration) consumer.Middleware {
 	return func(next consumer.Handler) consumer.Handler {
@@ -35,7 +36,7 @@ func Timeout(d time.Duration) consumer.Middleware {
 				var r result
 				defer func() {
 					if p := recover(); p != nil {
-						r = result{consumer.Retry(0, "panic"), fmt.Errorf("%w: %v", ErrPanic, p)}
+						r = result{consumer.Retry(0, "panic"), newPanicError(p)}
 					}
 					done <- r
 				}()

@@ -255,3 +255,11 @@ func TestClassify_MarksInsideJoinedErrorsAreFound(t *testing.T) {
 	assert.Equal(t, retry.ClassTransient, retry.Classify(retry.Transient(errors.Join(permanent))), "the outermost mark still wins")
 	assert.Equal(t, retry.ClassUnknown, retry.Classify(errors.Join(errors.New("a"), errors.New("b"))))
 }
+
+// The key name is the last quoted token after "for key", wherever that clause starts.
+func TestDuplicateKey_F14_KeyClauseAtTheStartOfTheMessage(t *testing.T) {
+	key, ok := retry.DuplicateKey(&mysql.MySQLError{Number: 1062, Message: "for key 'uk_order'"})
+
+	assert.True(t, ok)
+	assert.Equal(t, "uk_order", key)
+}

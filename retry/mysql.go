@@ -28,10 +28,7 @@ func keyName(msg string) string {
 	}
 	k := strings.TrimSpace(msg[i+len("for key "):])
 	k = strings.Trim(k, "'`\"")
-	if dot := strings.LastIndexByte(k, '.'); dot >= 0 {
-		k = k[dot+1:]
-	}
-	return k
+	return k[strings.LastIndexByte(k, '.')+1:] // no dot: LastIndexByte is -1, k is kept whole
 }
 
 // ReadOnly reports whether err is (or wraps) a MySQL error saying the server refuses writes because it is

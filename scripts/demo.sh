@@ -16,11 +16,15 @@ go build -o "$bin" ./cmd/example-consumer
 metrics_addr="${RMQGUARD_METRICS_ADDR:-127.0.0.1:9464}"
 
 # healthy: true when GET /healthz on $metrics_addr answers 200 (bash's /dev/tcp: no curl needed).
+# The connect runs in a brace group whose stderr is /dev/null: bash prints "connect: Connection refused"
+# while opening the redirection, and `exec 3<>… 2>/dev/null` would instead send the script's own stderr
+# to /dev/null for good (exec without a command makes every redirection permanent). Only fd 3 stays open.
 healthy() {
-  local reply
-  exec 3<>"/dev/tcp/${metrics_addr%:*}/${metrics_addr##*:}" 2>/dev/null || return 1
-  printf 'GET /healthz HTTP/1.0\r\nHost: %s\r\n\r\n' "$metrics_addr" >&3
-  IFS= read -r -t 5 reply <&3 || reply=""
+  local reply=""
+  { exec 3<>"/dev/tcp/${metrics_addr%:*}/${metrics_addr##*:}"; } 2>/dev/null || return 1
+  if printf 'GET /healthz HTTP/1.0\r\nHost: %s\r\n\r\n' "$metrics_addr" >&3 2>/dev/null; then
+    IFS= read -r -t 5 reply <&3 || reply=""
+  fi
   exec 3>&-
   [[ "$reply" == "HTTP/1."?" 200"* ]]
 }

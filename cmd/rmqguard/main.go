@@ -4,8 +4,9 @@
 //
 //	rmqguard topic ensure --namesrv 127.0.0.1:9876 --broker 127.0.0.1:10911 --queues 4 TOPIC...
 //	rmqguard probe --namesrv 127.0.0.1:9876 --topic RMQGUARD_PROBE
+//	rmqguard dedup purge --group G --older-than 168h [--batch 1000] [--dry-run] [--force] --mysql-dsn DSN
 //
-// --namesrv defaults to $RMQGUARD_NAMESRV and --broker to $RMQGUARD_BROKER_ADDR; when neither flag nor
+// --namesrv defaults to $RMQGUARD_NAMESRV, --broker to $RMQGUARD_BROKER_ADDR and --mysql-dsn to $RMQGUARD_MYSQL_DSN; when neither flag nor
 // variable is set the command fails. The exit code is 0 on success and 1 on any failure (the error is printed
 // to stderr).
 package main

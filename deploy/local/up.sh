@@ -93,6 +93,8 @@ GRANT ALL PRIVILEGES ON rmqguard.* TO '$u'@'127.0.0.1';
 GRANT ALL PRIVILEGES ON rmqguard_test.* TO '$u'@'127.0.0.1';
 GRANT ALL PRIVILEGES ON rmqguard.* TO '$u'@'localhost';
 GRANT ALL PRIVILEGES ON rmqguard_test.* TO '$u'@'localhost';
+GRANT ALL PRIVILEGES ON \`rmqguard\\_scratch\\_%\`.* TO '$u'@'127.0.0.1';
+GRANT ALL PRIVILEGES ON \`rmqguard\\_scratch\\_%\`.* TO '$u'@'localhost';
 FLUSH PRIVILEGES;
 SQL
     log "mariadb: could not run the setup SQL as root ($(head -c 300 "$MDB_DIR/setup.err")); checking the user"

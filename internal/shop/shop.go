@@ -4,6 +4,7 @@
 package shop
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"embed"
@@ -64,11 +65,12 @@ type OrderCreated struct {
 // ErrInjected is the transient failure a FailOnce event produces on its first attempt.
 var ErrInjected = errors.New("shop: injected transient failure (failOnce)")
 
-// Decode parses and validates an OrderCreated body. Errors are permanent: a body that cannot be read
+// Decode parses and validates an OrderCreated body; a leading UTF-8 byte-order mark is skipped (RFC 8259
+// lets a parser ignore it; some producers write one). Errors are permanent: a body that cannot be read
 // will never be readable, so it goes to the DLQ with the reason instead of looping.
 func Decode(body []byte) (OrderCreated, error) {
 	var e OrderCreated
-	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec := json.NewDecoder(bytes.NewReader(bytes.TrimPrefix(body, []byte("\uFEFF"))))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&e); err != nil {
 		return e, retry.Permanent(fmt.Errorf("shop: OrderCreated body is not valid JSON: %w", err))

@@ -1,0 +1,242 @@
+package dedup
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Defaults and limits of PurgeConfig.
+const (
+	// DefaultBrokerRetention is how long the broker keeps messages, and so can redeliver them or have them
+	// re-read: RocketMQ's fileReservedTime, 72 hours by default.
+	DefaultBrokerRetention = 72 * time.Hour
+	// DefaultReplayWindow is how long after a message was processed a dead letter holding it may still be
+	// replayed (an operator fixing the cause, then replaying %DLQ%<group>): 72 hours, as long as the broker
+	// keeps the letter itself by default.
+	DefaultReplayWindow = 72 * time.Hour
+	// DefaultPurgeBatch is the number of rows a purge batch deletes.
+	DefaultPurgeBatch = 1000
+	// MaxPurgeBatch bounds a batch, so that one DELETE holds its row locks only briefly.
+	MaxPurgeBatch = 10000
+)
+
+// ErrWindowTooShort means a purge window (PurgeConfig.OlderThan, JanitorConfig.Retention) is shorter than
+// BrokerRetention + ReplayWindow and Force is not set. The dedup window must cover every way an event can
+// come back: a processed_event row removed while the broker still holds the message (a redelivery, a group
+// reset to an old offset) or while its dead letter can be replayed lets that message apply twice.
+var ErrWindowTooShort = errors.New("dedup: purge window shorter than broker retention + DLQ replay window")
+
+// PurgeConfig says which processed_event rows Purge removes: those of Scope consumed more than OlderThan
+// ago by the database's UTC clock (consumed_at < UTC_TIMESTAMP(6) − OlderThan when the purge starts).
+type PurgeConfig struct {
+	// Scope is the dedup scope (a consumer group, or the name given to WithScope). Required.
+	Scope string
+	// OlderThan is the dedup window: rows younger than it stay. Required; at least BrokerRetention +
+	// ReplayWindow unless Force.
+	OlderThan time.Duration
+	// BatchSize is the number of rows one batch deletes, each batch in its own short transaction; default
+	// DefaultPurgeBatch, at most MaxPurgeBatch.
+	BatchSize int
+	// Pause is the wait between batches, to leave the server to the consumers; default 0.
+	Pause time.Duration
+	// DryRun counts the rows that would be deleted and deletes nothing.
+	DryRun bool
+	// Force allows an OlderThan shorter than BrokerRetention + ReplayWindow.
+	Force bool
+	// BrokerRetention is the broker's message retention (fileReservedTime); default DefaultBrokerRetention.
+	BrokerRetention time.Duration
+	// ReplayWindow is how long dead letters may be replayed; default DefaultReplayWindow.
+	ReplayWindow time.Duration
+}
+
+// withDefaults returns c with its zero fields set to their defaults.
+func (c PurgeConfig) withDefaults() PurgeConfig {
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultPurgeBatch
+	}
+	if c.BrokerRetention == 0 {
+		c.BrokerRetention = DefaultBrokerRetention
+	}
+	if c.ReplayWindow == 0 {
+		c.ReplayWindow = DefaultReplayWindow
+	}
+	return c
+}
+
+// Validate reports the first invalid field of c (after defaults), naming it; an OlderThan below
+// BrokerRetention + ReplayWindow without Force is an error wrapping ErrWindowTooShort.
+func (c PurgeConfig) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.Scope == "" || utf8.RuneCountInString(c.Scope) > MaxGroupLength:
+		return fmt.Errorf("dedup: purge: Scope %q must be 1 to %d characters", c.Scope, MaxGroupLength)
+	case c.OlderThan <= 0:
+		return fmt.Errorf("dedup: purge: OlderThan %s must be positive (the dedup window)", c.OlderThan)
+	case c.BatchSize < 1 || c.BatchSize > MaxPurgeBatch:
+		return fmt.Errorf("dedup: purge: BatchSize %d must be 1 to %d (short transactions)", c.BatchSize, MaxPurgeBatch)
+	case c.Pause < 0:
+		return fmt.Errorf("dedup: purge: Pause %s must not be negative", c.Pause)
+	case c.BrokerRetention < 0 || c.ReplayWindow < 0:
+		return fmt.Errorf("dedup: purge: BrokerRetention %s and ReplayWindow %s must not be negative", c.BrokerRetention, c.ReplayWindow)
+	}
+	return checkWindow("OlderThan", c.OlderThan, c.BrokerRetention, c.ReplayWindow, c.Force)
+}
+
+// checkWindow refuses a window below retention + replay unless forced.
+func checkWindow(field string, window, retention, replay time.Duration, force bool) error {
+	if min := retention + replay; window < min && !force {
+		return fmt.Errorf("%w: %s %s < broker retention %s + replay window %s = %s: a message the broker still holds "+
+			"(redelivered, or re-read from an old offset) or a dead letter replayed within its window would find no "+
+			"processed_event row and apply a second time; use a window of at least %s, or force it",
+			ErrWindowTooShort, field, window, retention, replay, min, min)
+	}
+	return nil
+}
+
+// PurgeResult is what a purge did.
+type PurgeResult struct {
+	// Rows is the number of rows deleted, or with DryRun the number that would be deleted.
+	Rows int64
+	// Batches is the number of DELETE batches run (with DryRun: that would run).
+	Batches int
+	// Cutoff is the consumed_at bound (UTC, the database's clock): rows older than it were purged.
+	Cutoff string
+	// Elapsed is the purge's wall time.
+	Elapsed time.Duration
+}
+
+// RowsPerSecond is Rows divided by Elapsed; 0 when nothing was timed.
+func (r PurgeResult) RowsPerSecond() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Rows) / r.Elapsed.Seconds()
+}
+
+// Purge deletes the processed_event rows of cfg.Scope older than cfg.OlderThan, in batches of
+// cfg.BatchSize: each batch reads the primary keys of the oldest rows with a plain (non-locking) SELECT on
+// the (consumer_group, consumed_at) index, then deletes those keys, repeating the consumed_at condition,
+// in a READ COMMITTED transaction of its own (record locks on those rows only, no gap locks), so claims
+// running meanwhile do not wait on it beyond one batch, and a row claimed again since is kept. It stops
+// when a batch finds nothing, or when ctx ends (returning what it did so far and ctx's error). An invalid
+// cfg is refused before anything is read (see PurgeConfig.Validate, ErrWindowTooShort). Query errors are
+// wrapped with the batch they happened in.
+func Purge(ctx context.Context, db *sqlx.DB, cfg PurgeConfig) (PurgeResult, error) {
+	return purge(ctx, db, cfg, nil)
+}
+
+// purge is Purge with a check run before each batch (the janitor's leadership); nil checks nothing.
+func purge(ctx context.Context, db *sqlx.DB, cfg PurgeConfig, beforeBatch func(context.Context) error) (PurgeResult, error) {
+	if err := cfg.Validate(); err != nil {
+		return PurgeResult{}, err
+	}
+	cfg = cfg.withDefaults()
+	start := time.Now()
+	res, err := purgeRows(ctx, db, cfg, beforeBatch)
+	res.Elapsed = time.Since(start)
+	return res, err
+}
+
+// purgeRows fixes the cutoff on the database's clock, then counts (DryRun) or deletes batch by batch.
+func purgeRows(ctx context.Context, db *sqlx.DB, cfg PurgeConfig, beforeBatch func(context.Context) error) (PurgeResult, error) {
+	var res PurgeResult
+	cutoff, err := purgeCutoff(ctx, db, cfg.OlderThan)
+	if err != nil {
+		return res, err
+	}
+	res.Cutoff = cutoff
+	if cfg.DryRun {
+		err := db.GetContext(ctx, &res.Rows,
+			`SELECT COUNT(*) FROM processed_event WHERE consumer_group = ? AND consumed_at < ?`, cfg.Scope, cutoff)
+		if err != nil {
+			return res, fmt.Errorf("dedup: purge scope %s: count: %w", cfg.Scope, err)
+		}
+		res.Batches = int((res.Rows + int64(cfg.BatchSize) - 1) / int64(cfg.BatchSize))
+		return res, nil
+	}
+	for {
+		if beforeBatch != nil {
+			if err := beforeBatch(ctx); err != nil {
+				return res, err
+			}
+		}
+		found, deleted, err := purgeBatch(ctx, db, cfg.Scope, cutoff, cfg.BatchSize)
+		if err != nil {
+			return res, fmt.Errorf("dedup: purge scope %s batch %d: %w", cfg.Scope, res.Batches+1, err)
+		}
+		if found == 0 {
+			return res, nil
+		}
+		res.Rows += deleted
+		res.Batches++
+		if err := sleep(ctx, cfg.Pause); err != nil {
+			return res, err
+		}
+	}
+}
+
+// purgeCutoff returns UTC_TIMESTAMP(6) − olderThan on the database's clock, as text (independent of the
+// DSN's parseTime).
+func purgeCutoff(ctx context.Context, db *sqlx.DB, olderThan time.Duration) (string, error) {
+	var cutoff string
+	err := db.GetContext(ctx, &cutoff,
+		`SELECT DATE_FORMAT(UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND, '%Y-%m-%d %H:%i:%s.%f')`, olderThan.Microseconds())
+	if err != nil {
+		return "", fmt.Errorf("dedup: purge: cutoff from the database clock: %w", err)
+	}
+	return cutoff, nil
+}
+
+// purgeBatch deletes up to limit of scope's rows older than cutoff. It returns how many it found and how
+// many it deleted (fewer when another purge deleted some first).
+func purgeBatch(ctx context.Context, db *sqlx.DB, scope, cutoff string, limit int) (found int, deleted int64, err error) {
+	var ids []string
+	err = db.SelectContext(ctx, &ids, `SELECT event_id FROM processed_event
+		WHERE consumer_group = ? AND consumed_at < ? ORDER BY consumed_at LIMIT ?`, scope, cutoff, limit)
+	if err != nil || len(ids) == 0 {
+		return 0, 0, err
+	}
+	args := make([]any, 0, len(ids)+2)
+	args = append(args, scope, cutoff)
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	query := `DELETE FROM processed_event WHERE consumer_group = ? AND consumed_at < ? AND event_id IN (?` +
+		strings.Repeat(", ?", len(ids)-1) + `)`
+	tx, err := db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return len(ids), 0, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	r, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return len(ids), 0, err
+	}
+	if err := tx.Commit(); err != nil {
+		return len(ids), 0, err
+	}
+	deleted, err = r.RowsAffected()
+	return len(ids), deleted, err
+}
+
+// sleep waits d, or until ctx ends (returning its error).
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,43 @@
+package middleware_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"go.uber.org/zap"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/middleware"
+)
+
+// The retries Recover and Timeout decide: kind retry, delay level 0 (the broker's schedule by
+// ReconsumeTimes), and a reason that says what happened. The handlers ignore their context, so Timeout
+// decides, not the handler's own return.
+func TestRecoverAndTimeout_F2_F7_RetriesAskForDelayLevelZero(t *testing.T) {
+	panics := func(context.Context, *consumer.Delivery) (consumer.Outcome, error) { panic("boom") }
+	release := make(chan struct{})
+	returned := make(chan struct{}, 2)
+	ignoresCtx := func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
+		defer func() { returned <- struct{}{} }()
+		<-release
+		return consumer.Processed(), nil
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	d := delivery("ORDER", "", nil)
+
+	recovered, _ := middleware.Recover(zap.NewNop())(panics)(context.Background(), d)
+	timeoutPanic, _ := middleware.Timeout(time.Hour)(panics)(context.Background(), d)
+	timedOut, _ := middleware.Timeout(time.Millisecond)(ignoresCtx)(context.Background(), d)
+	stopped, _ := middleware.Timeout(time.Hour)(ignoresCtx)(cancelled, d)
+	close(release)
+	<-returned
+	<-returned
+
+	assert.Equal(t, consumer.Retry(0, "panic"), recovered)
+	assert.Equal(t, consumer.Retry(0, "panic"), timeoutPanic)
+	assert.Equal(t, consumer.Retry(0, "handler timeout"), timedOut)
+	assert.Equal(t, consumer.Retry(0, "handler cancelled"), stopped)
+}
