@@ -25,8 +25,8 @@ const (
 	DefaultConsumeTimeout = 15 * time.Minute
 	// DefaultDrainTimeout bounds how long Shutdown waits for in-flight handlers.
 	DefaultDrainTimeout = 30 * time.Second
-	// DefaultOutageWait bounds how long one callback waits for an unavailable store: 5 minutes, or half of
-	// what ConsumeTimeout leaves after two HandlerTimeouts when that is less.
+	// DefaultOutageWait bounds how long one callback waits for an unavailable store: 5 minutes, or a third
+	// of ConsumeTimeout when that is less.
 	DefaultOutageWait = 5 * time.Minute
 	// MaxGroupLength is the longest consumer group name RocketMQ accepts.
 	MaxGroupLength = 255
@@ -90,9 +90,10 @@ type Config struct {
 	// it unavailable (KindUnavailable, e.g. MySQL down or read-only), and how long a batch retries a failed
 	// dead-letter publish. While it waits the message's attempt is not spent; past it the message is
 	// answered ConsumeRetryLater, which spends one (and on the message's last delivery the broker then
-	// moves it to %DLQ%<group>). Default 5 min, or (ConsumeTimeout − 2 × HandlerTimeout) / 2 when that is
-	// less. OutageWait + 2 × HandlerTimeout (a run before the outage is seen, one after it) must be below
-	// ConsumeTimeout: the client itself sends back a message whose callback runs longer than ConsumeTimeout.
+	// moves it to %DLQ%<group>). Default 5 min, or ConsumeTimeout / 3 when that is less; it must be below
+	// ConsumeTimeout. Keep OutageWait + 2 × HandlerTimeout (a run before the outage is seen, one after it)
+	// below ConsumeTimeout too: past ConsumeTimeout the client itself sends the message back (a second copy,
+	// which dedup then sees as a duplicate) while its callback still runs.
 	OutageWait time.Duration
 }
 
@@ -168,14 +169,11 @@ func (c Config) Validate() error {
 	if d.DrainTimeout <= 0 {
 		bad("DrainTimeout", "%s must be positive", d.DrainTimeout)
 	}
-	switch {
-	case d.HandlerTimeout >= d.ConsumeTimeout: // reported above; OutageWait cannot fit either
-	case d.OutageWait <= 0:
-		bad("OutageWait", "%s must be positive (its default needs ConsumeTimeout %s above twice HandlerTimeout %s)",
-			d.OutageWait, d.ConsumeTimeout, d.HandlerTimeout)
-	case d.OutageWait+2*d.HandlerTimeout >= d.ConsumeTimeout:
-		bad("OutageWait", "%s plus twice HandlerTimeout %s must be below ConsumeTimeout %s, or the client sends the message back itself, spending an attempt",
-			d.OutageWait, d.HandlerTimeout, d.ConsumeTimeout)
+	if d.OutageWait <= 0 {
+		bad("OutageWait", "%s must be positive", d.OutageWait)
+	} else if d.OutageWait >= d.ConsumeTimeout {
+		bad("OutageWait", "%s must be below ConsumeTimeout %s, or the client sends the waiting message back itself, spending an attempt",
+			d.OutageWait, d.ConsumeTimeout)
 	}
 	if d.StartFrom > StartFromFirstOffset {
 		bad("StartFrom", "unknown value %d", d.StartFrom)
@@ -207,7 +205,7 @@ func (c Config) withDefaults() Config {
 		c.DrainTimeout = DefaultDrainTimeout
 	}
 	if c.OutageWait == 0 {
-		c.OutageWait = min(DefaultOutageWait, (c.ConsumeTimeout-2*c.HandlerTimeout)/2)
+		c.OutageWait = min(DefaultOutageWait, c.ConsumeTimeout/3)
 	}
 	subs := make([]Subscription, len(c.Subscriptions))
 	for i, s := range c.Subscriptions {
