@@ -25,6 +25,9 @@ const (
 	DefaultConsumeTimeout = 15 * time.Minute
 	// DefaultDrainTimeout bounds how long Shutdown waits for in-flight handlers.
 	DefaultDrainTimeout = 30 * time.Second
+	// DefaultOutageWait bounds how long one callback waits for an unavailable store: 5 minutes, or a third
+	// of ConsumeTimeout when that is less.
+	DefaultOutageWait = 5 * time.Minute
 	// MaxGroupLength is the longest consumer group name RocketMQ accepts.
 	MaxGroupLength = 255
 	// MaxBatchSize is the largest ConsumeMessageBatchMaxSize the client accepts.
@@ -45,7 +48,10 @@ const (
 type Subscription struct {
 	// Topic is the business topic, e.g. "ORDER". Required.
 	Topic string
-	// Expression is the tag expression, e.g. "*" (default) or "OrderCreated || OrderPaid".
+	// Expression is the tag expression, e.g. "*" (default) or "OrderCreated || OrderPaid": "*" alone, or
+	// tags separated by "||". The broker filters the topic by it; a retried message comes back through
+	// %RETRY%<group>, which the client subscribes with "*", so the consumer applies it again and
+	// acknowledges, without handling, a message whose tag it does not name (KindUnsubscribed).
 	Expression string
 }
 
@@ -80,6 +86,15 @@ type Config struct {
 	DrainTimeout time.Duration
 	// StartFrom applies to a consumer group with no stored offset. Default StartFromLastOffset.
 	StartFrom StartFrom
+	// OutageWait bounds how long one callback waits for the store to come back once a handler reported
+	// it unavailable (KindUnavailable, e.g. MySQL down or read-only), and how long a batch retries a failed
+	// dead-letter publish. While it waits the message's attempt is not spent; past it the message is
+	// answered ConsumeRetryLater, which spends one (and on the message's last delivery the broker then
+	// moves it to %DLQ%<group>). Default 5 min, or ConsumeTimeout / 3 when that is less; it must be below
+	// ConsumeTimeout. Keep OutageWait + 2 × HandlerTimeout (a run before the outage is seen, one after it)
+	// below ConsumeTimeout too: past ConsumeTimeout the client itself sends the message back (a second copy,
+	// which dedup then sees as a duplicate) while its callback still runs.
+	OutageWait time.Duration
 }
 
 // ConfigError reports an invalid Config field.
@@ -127,6 +142,9 @@ func (c Config) Validate() error {
 		case seen[s.Topic]:
 			bad("Subscriptions", "topic %q is subscribed twice", s.Topic)
 		}
+		if _, err := parseTagExpression(s.Expression); err != nil {
+			bad("Subscriptions", "entry %d (topic %q) has an invalid tag expression: %v", i, s.Topic, err)
+		}
 		seen[s.Topic] = true
 	}
 	if d.MaxAttempts < 1 || d.MaxAttempts > 1000 {
@@ -150,6 +168,12 @@ func (c Config) Validate() error {
 	}
 	if d.DrainTimeout <= 0 {
 		bad("DrainTimeout", "%s must be positive", d.DrainTimeout)
+	}
+	if d.OutageWait <= 0 {
+		bad("OutageWait", "%s must be positive", d.OutageWait)
+	} else if d.OutageWait >= d.ConsumeTimeout {
+		bad("OutageWait", "%s must be below ConsumeTimeout %s, or the client sends the waiting message back itself, spending an attempt",
+			d.OutageWait, d.ConsumeTimeout)
 	}
 	if d.StartFrom > StartFromFirstOffset {
 		bad("StartFrom", "unknown value %d", d.StartFrom)
@@ -179,6 +203,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DrainTimeout == 0 {
 		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.OutageWait == 0 {
+		c.OutageWait = min(DefaultOutageWait, c.ConsumeTimeout/3)
 	}
 	subs := make([]Subscription, len(c.Subscriptions))
 	for i, s := range c.Subscriptions {

@@ -119,6 +119,35 @@ func TestConfigValidate_HandlerTimeoutMustBeBelowConsumeTimeout(t *testing.T) {
 	}
 }
 
+func TestConfigValidate_F19_OutageWaitIsBelowConsumeTimeout(t *testing.T) {
+	cfg := validConfig()
+	assert.NoError(t, cfg.Validate(), "the default fits the default ConsumeTimeout")
+	cfg.ConsumeTimeout, cfg.HandlerTimeout = time.Minute, 5*time.Second
+	assert.NoError(t, cfg.Validate(), "the default shrinks to a third of a short ConsumeTimeout")
+
+	cfg.OutageWait = time.Minute
+	err := cfg.Validate()
+	assert.Equal(t, []string{"OutageWait"}, fields(t, err))
+	assert.Contains(t, err.Error(), "ConsumeTimeout")
+
+	cfg.OutageWait = -time.Second
+	assert.Equal(t, []string{"OutageWait"}, fields(t, cfg.Validate()))
+}
+
+func TestConfigValidate_F26_TagExpressions(t *testing.T) {
+	for _, expr := range []string{"", "*", "OrderCreated", "OrderCreated || OrderPaid", "A||B"} {
+		cfg := validConfig()
+		cfg.Subscriptions = []consumer.Subscription{{Topic: "ORDER", Expression: expr}}
+		assert.NoError(t, cfg.Validate(), "%q", expr)
+	}
+	for _, expr := range []string{"A ||", "|| A", "A || * ", "A B", "A | B"} {
+		cfg := validConfig()
+		cfg.Subscriptions = []consumer.Subscription{{Topic: "ORDER", Expression: expr}}
+		err := cfg.Validate()
+		assert.Equal(t, []string{"Subscriptions"}, fields(t, err), "%q", expr)
+	}
+}
+
 func TestConfigValidate_BatchSize(t *testing.T) {
 	cfg := validConfig()
 	cfg.BatchSize = 0

@@ -18,7 +18,10 @@ import (
 type PushConsumer interface {
 	Start() error
 	Shutdown() error
+	// Suspend stops pulling (Shutdown, and the store health gate while the store is down).
 	Suspend()
+	// Resume restarts pulling after Suspend (the store health gate when the store is back).
+	Resume()
 	Subscribe(topic string, selector rmq.MessageSelector,
 		f func(context.Context, ...*primitive.MessageExt) (rmq.ConsumeResult, error)) error
 }
@@ -35,21 +38,34 @@ type DeadLetterSink interface {
 type Option func(*options)
 
 type options struct {
-	logger *zap.Logger
-	sink   DeadLetterSink
-	push   func([]rmq.Option) (PushConsumer, error)
+	logger   *zap.Logger
+	sink     DeadLetterSink
+	push     func([]rmq.Option) (PushConsumer, error)
+	producer func() (Producer, error)
+	probe    HealthProbe
+	observer Observer
 }
 
 // WithLogger sets the logger for the wrapper's own messages. Default: zap.NewNop().
 func WithLogger(l *zap.Logger) Option { return func(o *options) { o.logger = l } }
 
 // WithDeadLetterSink makes the consumer publish dead letters itself, with their reason, and acknowledge
-// them only after the publish succeeded. Without it, dead letters use the broker's DLQ via DelayLevelDLQ.
+// them only after the publish succeeded. Without it, a dead letter delivered alone uses the broker's DLQ
+// (DelayLevelDLQ); a dead letter in a batch is published by the consumer's own producer (see
+// WithDeadLetterProducer), because DelayLevelDLQ would dead-letter the whole batch.
 func WithDeadLetterSink(s DeadLetterSink) Option { return func(o *options) { o.sink = s } }
 
 // WithPushConsumer replaces the client's push consumer constructor; for tests with a fake PushConsumer.
 func WithPushConsumer(f func(opts []rmq.Option) (PushConsumer, error)) Option {
 	return func(o *options) { o.push = f }
+}
+
+// WithDeadLetterProducer replaces the constructor of the producer the consumer uses, without a
+// DeadLetterSink, to publish the dead letters of a batch; for tests. The consumer starts it on first use
+// and shuts it down in Shutdown. Default: a client producer on Config.NameServers, producer group
+// "<group>-rmqguard-dlq", instance "<InstanceName>-dlq", 2 send retries.
+func WithDeadLetterProducer(f func() (Producer, error)) Option {
+	return func(o *options) { o.producer = f }
 }
 
 // cancelGrace is how long Shutdown waits, after cancelling handlers at the drain timeout, for them to
@@ -76,10 +92,16 @@ type Consumer struct {
 	runCtx    context.Context
 	cancelRun context.CancelFunc
 
+	gate     *gate
+	filters  map[string]tagFilter // topic → its subscription's tags
+	observer Observer
+	letters  *letterProducer
+
 	mu       sync.Mutex
 	stopping bool
 	inflight sync.WaitGroup
-	// clientDown is closed when Shutdown has shut the client down; late callbacks wait for it.
+	// clientDown is closed when Shutdown has shut the client down; callbacks that must not be answered
+	// (late, cancelled by Shutdown, or waiting for the store when it began) wait for it.
 	clientDown chan struct{}
 }
 
@@ -94,9 +116,14 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 		return nil, &ConfigError{Field: "Handler", Problem: "required"}
 	}
 	cfg = cfg.withDefaults()
-	o := options{logger: zap.NewNop(), push: newClientPushConsumer}
+	o := options{logger: zap.NewNop(), push: newClientPushConsumer, observer: nopObserver{},
+		producer: func() (Producer, error) { return newClientProducer(cfg) }}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	filters := make(map[string]tagFilter, len(cfg.Subscriptions))
+	for _, s := range cfg.Subscriptions {
+		filters[s.Topic], _ = parseTagExpression(s.Expression) // Validate checked it
 	}
 	from := rmq.ConsumeFromLastOffset
 	if cfg.StartFrom == StartFromFirstOffset {
@@ -118,7 +145,8 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	c := &Consumer{cfg: cfg, handler: h, log: o.logger, sink: o.sink, push: push, runCtx: runCtx, cancelRun: cancel,
-		clientDown: make(chan struct{})}
+		gate: newGate(runCtx, cfg.Group, push, o.probe, o.observer, o.logger), filters: filters, observer: o.observer,
+		letters: &letterProducer{newProducer: o.producer}, clientDown: make(chan struct{})}
 	for _, s := range cfg.Subscriptions {
 		sel := rmq.MessageSelector{Type: rmq.TAG, Expression: s.Expression}
 		if err := push.Subscribe(s.Topic, sel, c.consume); err != nil {
@@ -153,9 +181,12 @@ func (c *Consumer) Start() error {
 }
 
 // Shutdown stops taking new deliveries (the client is suspended; messages it had already fetched are not
-// handled, and come back after a restart with ReconsumeTimes unchanged), waits for in-flight handlers up to DrainTimeout or
-// ctx's end, whichever comes first, then cancels what still runs (their transactions roll back, their
-// messages are retried) and shuts the client down, which persists the committed offsets.
+// handled, and come back after a restart with ReconsumeTimes unchanged), waits for in-flight handlers up to
+// DrainTimeout or ctx's end, whichever comes first, then cancels what still runs (their transactions roll
+// back) and shuts the client down, which persists the committed offsets. A message whose handler was
+// cancelled, or that was waiting for the store, is not answered at all (never dead-lettered, its attempt
+// not spent): it comes back after a restart as it was. A store health gate that is closed stays closed:
+// the client is never resumed. The consumer's own dead-letter producer, if started, is shut down last.
 // It returns the client's shutdown error, or context.DeadlineExceeded wrapped when handlers had to be
 // cancelled. Calling it twice is safe.
 func (c *Consumer) Shutdown(ctx context.Context) error {
@@ -166,6 +197,7 @@ func (c *Consumer) Shutdown(ctx context.Context) error {
 	}
 	c.stopping = true
 	c.mu.Unlock()
+	c.gate.stop() // before Suspend: the prober must not resume the client after it
 	c.push.Suspend()
 
 	drained := make(chan struct{})
@@ -200,99 +232,12 @@ func (c *Consumer) Shutdown(ctx context.Context) error {
 		defer close(c.clientDown) // even if the client panics, late callbacks must not wait forever
 		return c.push.Shutdown()
 	}()
+	if perr := c.letters.shutdown(); perr != nil {
+		err = errors.Join(err, fmt.Errorf("dead-letter producer: %w", perr))
+	}
 	c.log.Info("consumer stopped", zap.String("group", c.cfg.Group), zap.Error(errors.Join(drainErr, err)))
 	if err != nil {
 		return errors.Join(drainErr, fmt.Errorf("rmqguard consumer %s: shutdown client: %w", c.cfg.Group, err))
 	}
 	return drainErr
-}
-
-// enter registers an in-flight callback; false once shutting down.
-func (c *Consumer) enter() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.stopping {
-		return false
-	}
-	c.inflight.Add(1)
-	return true
-}
-
-// consume is the client's callback: each message of the batch runs through the handler with its own
-// context; dead letters are published through the sink only when the batch as a whole will be
-// acknowledged (a retried batch would publish them again on every redelivery); the combined outcome is
-// resolved into the client's result.
-//
-// A callback that arrives after Shutdown began (a message the client had already fetched) does not run the
-// handler and does not answer until the client has shut down: the client then discards the result (its
-// process queues are dropped), so the message is neither acknowledged nor sent back with ReconsumeTimes
-// raised, and its offset is not committed; it is redelivered after a restart as it was.
-func (c *Consumer) consume(ctx context.Context, msgs ...*primitive.MessageExt) (rmq.ConsumeResult, error) {
-	if !c.enter() {
-		<-c.clientDown
-		return rmq.ConsumeRetryLater, ErrStopped
-	}
-	defer c.inflight.Done()
-	ds := make([]*Delivery, len(msgs))
-	outcomes := make([]Outcome, len(msgs))
-	errs := make([]error, len(msgs))
-	for i, msg := range msgs {
-		ds[i] = NewDelivery(c.cfg.Group, msg)
-		ds[i].MaxAttempts = c.cfg.MaxAttempts
-		outcomes[i], errs[i] = c.handleOne(ds[i])
-	}
-	if c.sink != nil && !needsRetry(outcomes, errs) {
-		for i := range ds {
-			if outcomes[i].Kind == KindDeadLetter {
-				outcomes[i], errs[i] = c.publishDeadLetter(ds[i], outcomes[i], errs[i])
-			}
-		}
-	}
-	o, err := combine(outcomes, errs)
-	res := Resolve(o, err, Concurrent)
-	if cc, ok := primitive.GetConcurrentlyCtx(ctx); ok && res.Result == rmq.ConsumeRetryLater {
-		cc.DelayLevelWhenNextConsume = res.DelayLevel
-	}
-	// The error is only logged by the client; the result is what counts.
-	return res.Result, nil
-}
-
-// needsRetry reports whether some message of a batch, other than a dead letter, is not acknowledged.
-func needsRetry(outcomes []Outcome, errs []error) bool {
-	for i, o := range outcomes {
-		if o.Kind != KindDeadLetter && (errs[i] != nil || !o.Kind.Acknowledges()) {
-			return true
-		}
-	}
-	return false
-}
-
-// handleOne runs the handler for one delivery under HandlerTimeout.
-func (c *Consumer) handleOne(d *Delivery) (Outcome, error) {
-	ctx, cancel := context.WithTimeout(c.runCtx, c.cfg.HandlerTimeout)
-	defer cancel()
-	o, err := c.handler(ctx, d)
-	if o.Kind == KindUnset && err == nil {
-		c.log.Error("handler returned no outcome and no error; retrying (the zero Outcome is not a success)",
-			zap.String("group", d.Group), zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId))
-	}
-	return o, err
-}
-
-// publishDeadLetter publishes a dead letter through the sink. On success the outcome becomes
-// KindDeadLettered (acknowledged); on failure the dead-letter outcome stays, so the broker's own DLQ takes
-// the message (single message) or the batch is retried.
-func (c *Consumer) publishDeadLetter(d *Delivery, o Outcome, err error) (Outcome, error) {
-	reason := o.Reason
-	if reason == "" && err != nil {
-		reason = err.Error()
-	}
-	sendCtx, cancelSend := context.WithTimeout(c.runCtx, deadLetterSendTimeout)
-	defer cancelSend()
-	if sendErr := c.sink.DeadLetter(sendCtx, d, reason); sendErr != nil {
-		c.log.Error("dead-letter publish failed; falling back to the broker's DLQ", zap.String("group", d.Group),
-			zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId), zap.Error(sendErr))
-		return o, err
-	}
-	return Outcome{Kind: KindDeadLettered, Reason: reason}, nil
 }

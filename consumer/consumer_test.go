@@ -202,21 +202,6 @@ func TestConsume_F10_BatchAllSucceededIsAcknowledged(t *testing.T) {
 	assert.Len(t, r.deliveries(), 4)
 }
 
-func TestConsume_F10_DeadLetterInABatchDoesNotDeadLetterItsNeighbours(t *testing.T) {
-	r := &recorder{decide: func(d *consumer.Delivery) (consumer.Outcome, error) {
-		if d.Msg.GetKeys() == "b-3" {
-			return consumer.DeadLetter("poison"), nil
-		}
-		return consumer.Processed(), nil
-	}}
-	_, fp := newBatchConsumer(t, r.handle)
-
-	res, delay := fp.deliver(t, "ORDER", batch("b-1", "b-2", "b-3", "b-4")...)
-
-	assert.Equal(t, rmq.ConsumeRetryLater, res)
-	assert.NotEqual(t, consumer.DelayLevelDLQ, delay, "-1 would move b-1, b-2 and b-4 to the DLQ too")
-}
-
 func TestConsume_F10_DeadLetterPublishedBySinkInABatchIsAcknowledged(t *testing.T) {
 	sink := &fakeSink{}
 	r := &recorder{decide: func(d *consumer.Delivery) (consumer.Outcome, error) {
@@ -360,8 +345,9 @@ func TestShutdown_F9_DrainTimeoutCancelsInFlightHandlers(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded, "handlers had to be cancelled")
 	assert.ErrorIs(t, <-b.ctxErr, context.Canceled, "the in-flight handler's context is cancelled when the drain timeout passes")
 	r := <-result
-	require.NoError(t, r.err)
-	assert.Equal(t, rmq.ConsumeRetryLater, r.res, "a cancelled handler's message is retried, never acknowledged")
+	assert.ErrorIs(t, r.err, consumer.ErrStopped, "not answered: the client discards the result of a callback it has shut down")
+	assert.Equal(t, rmq.ConsumeRetryLater, r.res, "a cancelled handler's message is never acknowledged")
+	assert.Zero(t, r.delay, "never dead-lettered")
 	assert.Equal(t, []string{"subscribe ORDER", "start", "suspend", "handler returned o-1", "shutdown"}, fp.Calls(),
 		"suspend first; the client is shut down only after the cancelled handler returned")
 }

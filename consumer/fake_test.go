@@ -68,6 +68,8 @@ func (f *fakePush) Suspend() {
 	}
 }
 
+func (f *fakePush) Resume() { f.record("resume") }
+
 func (f *fakePush) Subscribe(topic string, sel rmq.MessageSelector, cb callback) error {
 	f.record("subscribe " + topic)
 	if f.subErr != nil {
@@ -114,6 +116,52 @@ func (s *fakeSink) DeadLetter(ctx context.Context, d *consumer.Delivery, reason 
 
 var errDLQSend = errors.New("send to %DLQ%cg: broker busy")
 
+// fakeProducer is a consumer.Producer that records what it sent; fail makes the first fail sends fail.
+type fakeProducer struct {
+	mu        sync.Mutex
+	fail      int
+	status    primitive.SendStatus
+	sent      []*primitive.Message
+	starts    int
+	shutdowns int
+}
+
+func (p *fakeProducer) Start() error { p.mu.Lock(); defer p.mu.Unlock(); p.starts++; return nil }
+func (p *fakeProducer) Shutdown() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.shutdowns++
+	return nil
+}
+
+func (p *fakeProducer) SendSync(_ context.Context, msgs ...*primitive.Message) (*primitive.SendResult, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fail > 0 {
+		p.fail--
+		return nil, errDLQSend
+	}
+	p.sent = append(p.sent, msgs...)
+	return &primitive.SendResult{Status: p.status}, nil
+}
+
+// keys returns the KEYS of the letters sent.
+func (p *fakeProducer) keys() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, m := range p.sent {
+		out = append(out, m.GetKeys())
+	}
+	return out
+}
+
+func (p *fakeProducer) counts() (starts, shutdowns int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.starts, p.shutdowns
+}
+
 // validConfig is the smallest Config that passes Validate.
 func validConfig() consumer.Config {
 	return consumer.Config{
@@ -123,10 +171,13 @@ func validConfig() consumer.Config {
 	}
 }
 
-// newConsumer builds a Consumer on a fake push consumer.
+// newConsumer builds a Consumer on a fake push consumer; its dead-letter producer is a fakeProducer
+// that fails every send unless opts supply another (no test reaches the real broker).
 func newConsumer(t *testing.T, cfg consumer.Config, h consumer.Handler, opts ...consumer.Option) (*consumer.Consumer, *fakePush) {
 	t.Helper()
 	fp := newFakePush()
+	unusable := &fakeProducer{fail: 1 << 30}
+	opts = append([]consumer.Option{consumer.WithDeadLetterProducer(func() (consumer.Producer, error) { return unusable, nil })}, opts...)
 	opts = append(opts, consumer.WithPushConsumer(func([]rmq.Option) (consumer.PushConsumer, error) { return fp, nil }))
 	c, err := consumer.New(cfg, h, opts...)
 	require.NoError(t, err)

@@ -25,10 +25,21 @@ const (
 	// accepted it, so the original may be acknowledged. Only the consumer sets it, after a DeadLetterSink
 	// returned nil.
 	KindDeadLettered
+	// KindUnavailable: the message was not handled because the infrastructure it needs (the store) is down
+	// or unwritable; it is not the message's fault. The consumer never acknowledges or dead-letters it and
+	// does not spend an attempt on it: it pauses consumption (the store health gate), waits, and runs the
+	// handler again. Only when the wait passes Config.OutageWait is the message answered ConsumeRetryLater.
+	// middleware.Classify returns it for retry.ClassInfrastructure errors, on every delivery.
+	KindUnavailable
+	// KindUnsubscribed: the message's tag is not in the consumer group's subscription expression for its
+	// topic, or its topic is no longer subscribed; it arrived through %RETRY%<group>, which the client
+	// subscribes with "*". Acknowledged without running the handler. Only the consumer sets it.
+	KindUnsubscribed
 )
 
 // String returns the lower-case label used in logs and in the outcome label of metrics:
-// "unset", "processed", "duplicate", "stale", "retry" or "dead_letter".
+// "unset", "processed", "duplicate", "stale", "retry", "dead_letter", "dead_lettered", "unavailable" or
+// "unsubscribed".
 func (k Kind) String() string {
 	switch k {
 	case KindProcessed:
@@ -43,19 +54,23 @@ func (k Kind) String() string {
 		return "dead_letter"
 	case KindDeadLettered:
 		return "dead_lettered"
+	case KindUnavailable:
+		return "unavailable"
+	case KindUnsubscribed:
+		return "unsubscribed"
 	default:
 		return "unset"
 	}
 }
 
 // Acknowledges reports whether the kind lets the client acknowledge the message (ConsumeSuccess):
-// processed, duplicate, stale, and dead-lettered by the framework.
+// processed, duplicate, stale, dead-lettered by the framework, and unsubscribed.
 func (k Kind) Acknowledges() bool {
-	return k == KindProcessed || k == KindDuplicate || k == KindStale || k == KindDeadLettered
+	return k == KindProcessed || k == KindDuplicate || k == KindStale || k == KindDeadLettered || k == KindUnsubscribed
 }
 
-// Outcome is a handler's decision about one message. Build it with Processed, Duplicate, Stale, Retry
-// or DeadLetter; the zero Outcome means "undecided" and is retried, never acknowledged.
+// Outcome is a handler's decision about one message. Build it with Processed, Duplicate, Stale, Retry,
+// DeadLetter or Unavailable; the zero Outcome means "undecided" and is retried, never acknowledged.
 type Outcome struct {
 	// Kind is what happened.
 	Kind Kind
@@ -83,6 +98,11 @@ func Retry(delayLevel int, reason string) Outcome {
 
 // DeadLetter sends the message to %DLQ%<group> at once, with reason as its explanation.
 func DeadLetter(reason string) Outcome { return Outcome{Kind: KindDeadLetter, Reason: reason} }
+
+// Unavailable is the outcome of a message that could not be handled because the store is down or
+// unwritable (reason says how): consumption pauses and the message is handled again when the store is
+// back, without spending an attempt.
+func Unavailable(reason string) Outcome { return Outcome{Kind: KindUnavailable, Reason: reason} }
 
 // String renders the outcome as "kind" or "kind: reason".
 func (o Outcome) String() string {

@@ -30,8 +30,11 @@ type Resolution struct {
 
 // Resolve is the one place an Outcome becomes a client result. err is the chain's error, if any.
 //
-// Concurrent: processed, duplicate and stale → ConsumeSuccess; retry and unset → ConsumeRetryLater
-// with the outcome's delay level; dead letter → ConsumeRetryLater with DelayLevelDLQ. An error with a
+// Concurrent: processed, duplicate, stale, dead-lettered and unsubscribed → ConsumeSuccess; retry and
+// unset → ConsumeRetryLater with the outcome's delay level; dead letter → ConsumeRetryLater with
+// DelayLevelDLQ; unavailable → ConsumeRetryLater with level 0 (the consumer resolves it only when its
+// wait for the store passed Config.OutageWait: then the broker counts an attempt, and dead-letters the
+// message if that was its last delivery). An error with a
 // success kind is treated as a retry: an error never acknowledges.
 //
 // Orderly: successes → ConsumeSuccess; anything else → SuspendCurrentQueueAMoment, because the
@@ -61,7 +64,8 @@ func Resolve(o Outcome, err error, mode Mode) Resolution {
 
 // combine folds the outcomes of a batch into one: the client acknowledges or retries a batch as a
 // whole (AckIndex is ignored), so any message that needs a retry makes the whole batch a retry, at the
-// largest delay level any member asked for; the messages that already committed come back as duplicates. A batch whose only failures are dead letters
+// largest delay level any member asked for; the messages that already committed come back as duplicates.
+// An unavailable member makes the batch a retry too. A batch whose only failures are dead letters
 // is dead-lettered as a whole only when it holds one message; in a larger batch a dead letter is retried
 // (the broker moves it to the DLQ after MaxReconsumeTimes) so that its successful neighbours are not
 // dead-lettered with it.

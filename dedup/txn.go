@@ -6,12 +6,15 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 	"go.uber.org/zap"
+
+	"github.com/rmqguard/rmqguard/retry"
 )
 
 // releaseTimeout bounds the statements that hand a Txn's connection back to the pool.
@@ -24,8 +27,10 @@ const releaseTimeout = 5 * time.Second
 // committing one by one, so nothing is durable unless Commit succeeds. When the context given to Begin
 // ends first (a handler past its deadline, perhaps abandoned by middleware.Timeout), the transaction is
 // rolled back and the connection returned to the pool at once, not when the handler finally returns.
-// Finish it with Commit or Rollback; later calls return sql.ErrTxDone. Effects registered with AfterCommit
-// run once, after a successful Commit only.
+// Finish it with Commit, Rollback or RollbackAfter; later calls return sql.ErrTxDone. Effects registered with
+// AfterCommit run once, after a successful Commit only. A connection on which the transaction met a
+// read-only server (MySQL 1290/1836/1792: a former primary after a failover) is closed, never handed back
+// to the pool.
 type Txn struct {
 	// Tx is the transaction the handler writes through (dedup.TxFromContext).
 	Tx    *sqlx.Tx
@@ -39,7 +44,8 @@ type Txn struct {
 }
 
 // Begin starts the local transaction of one message. Errors (no connection, SET or BEGIN failed) are
-// wrapped; they classify as transient when the connection was lost or ctx ended.
+// wrapped; unless ctx ended (then they classify as transient: the message's own deadline) they are marked
+// retry.Infrastructure: the store could not start a transaction, which is not the message's failure.
 func (s *Store) Begin(ctx context.Context) (*Txn, error) {
 	var raw [16]byte
 	if _, err := rand.Read(raw[:]); err != nil {
@@ -47,26 +53,38 @@ func (s *Store) Begin(ctx context.Context) (*Txn, error) {
 	}
 	conn, err := s.db.Connx(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("dedup: begin: connection: %w", err)
+		return nil, beginFailed(ctx, fmt.Errorf("dedup: begin: connection: %w", err))
 	}
 	if _, err := conn.ExecContext(ctx, "SET autocommit = 0"); err != nil {
 		_ = conn.Close()
-		return nil, fmt.Errorf("dedup: begin: autocommit off: %w", err)
+		return nil, beginFailed(ctx, fmt.Errorf("dedup: begin: autocommit off: %w", err))
 	}
 	tx, err := conn.BeginTxx(ctx, nil)
 	if err != nil {
 		release(conn, false)
-		return nil, fmt.Errorf("dedup: begin: %w", err)
+		return nil, beginFailed(ctx, fmt.Errorf("dedup: begin: %w", err))
 	}
 	t := &Txn{Tx: tx, conn: conn, token: hex.EncodeToString(raw[:]), ctx: ctx, log: s.log}
-	t.stop = context.AfterFunc(ctx, func() { _ = t.rollback() })
+	t.stop = context.AfterFunc(ctx, func() { _ = t.rollback(false) })
 	return t, nil
 }
 
-// Commit commits the transaction and returns the connection to the pool. When the COMMIT succeeded, it then
-// runs the effects registered with AfterCommit, in order, with the context given to Begin (which may have
-// ended by then); a hook that panics is recovered and logged, and Commit still returns nil: the
-// transaction committed, so the message must not be retried. When the COMMIT fails, the hooks are dropped.
+// beginFailed marks err as infrastructure unless ctx ended.
+func beginFailed(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	return retry.Infrastructure(err)
+}
+
+// Commit commits the transaction and returns the connection to the pool (closes it when the server
+// refused the commit as read-only). When the COMMIT succeeded, it then runs the effects registered with
+// AfterCommit, in order, with the context given to Begin (which may have ended by then); a hook that panics
+// is recovered and logged, and Commit still returns nil: the transaction committed, so the message must not
+// be retried. When the COMMIT fails, the hooks are dropped and the error is marked retry.Infrastructure,
+// unless it is the message's own (a deadlock, the context's end: transient) or the transaction was already
+// finished (sql.ErrTxDone): whether the store kept the commit is unknown, and the message must be handled
+// again once the store answers.
 func (t *Txn) Commit() error {
 	t.stop()
 	err := sql.ErrTxDone
@@ -74,7 +92,16 @@ func (t *Txn) Commit() error {
 	t.once.Do(func() {
 		hooks = t.hooks.close()
 		err = t.Tx.Commit()
-		release(t.conn, err == nil)
+		if retry.ReadOnly(err) {
+			discard(t.conn)
+		} else {
+			release(t.conn, err == nil)
+		}
+		if err != nil && !errors.Is(err, sql.ErrTxDone) {
+			if c := retry.Classify(err); c != retry.ClassTransient && c != retry.ClassPermanent {
+				err = retry.Infrastructure(err)
+			}
+		}
 	})
 	if err == nil {
 		t.hooks.run(t.ctx, t.log, hooks)
@@ -85,20 +112,38 @@ func (t *Txn) Commit() error {
 // Rollback rolls the transaction back (also what a transaction MySQL already ended may have started since)
 // and returns the connection to the pool. sql.ErrTxDone means it was already finished.
 func (t *Txn) Rollback() error {
-	t.stop()
-	return t.rollback()
+	return t.RollbackAfter(nil)
 }
 
-// rollback finishes the transaction with a rollback unless it is already finished; the context watcher
-// calls it directly (t.stop may not be set yet when the context is already done in Begin).
-func (t *Txn) rollback() error {
+// RollbackAfter is Rollback for a transaction that failed with cause (nil if none): when cause shows the
+// server is read-only (retry.ReadOnly), the connection is closed instead of returned to the pool, so that
+// no later transaction runs on a connection to a former primary. middleware.Dedup passes the chain's error.
+func (t *Txn) RollbackAfter(cause error) error {
+	t.stop()
+	return t.rollback(retry.ReadOnly(cause))
+}
+
+// rollback finishes the transaction with a rollback unless it is already finished, then closes the
+// connection (drop) or returns it to the pool; the context watcher calls it directly (t.stop may not be
+// set yet when the context is already done in Begin).
+func (t *Txn) rollback(drop bool) error {
 	err := sql.ErrTxDone
 	t.once.Do(func() {
 		t.hooks.close() // dropped: their effects must not happen
 		err = t.Tx.Rollback()
+		if drop {
+			discard(t.conn)
+			return
+		}
 		release(t.conn, err == nil)
 	})
 	return err
+}
+
+// discard closes conn for good: database/sql drops a connection whose Raw function returns ErrBadConn.
+func discard(conn *sqlx.Conn) {
+	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	_ = conn.Close()
 }
 
 // release turns autocommit back on and returns conn to the pool. Unless the transaction was finished cleanly
@@ -116,7 +161,8 @@ func release(conn *sqlx.Conn, finished bool) {
 		_, err = conn.ExecContext(ctx, "SET autocommit = 1")
 	}
 	if err != nil {
-		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		discard(conn)
+		return
 	}
 	_ = conn.Close()
 }

@@ -31,8 +31,9 @@ func Dedup(store *dedup.Store) consumer.Middleware {
 			if err != nil {
 				return consumer.Outcome{}, err
 			}
-			// Releases the key unless the transaction committed (after Commit, Rollback does nothing).
-			defer func() { _ = txn.Rollback() }()
+			// Releases the key unless the transaction committed (after Commit, it does nothing); a connection
+			// that met a read-only server (err) is closed instead of returned to the pool.
+			defer func() { _ = txn.RollbackAfter(err) }()
 			if err := store.Claim(ctx, txn, d); err != nil {
 				if errors.Is(err, dedup.ErrDuplicate) {
 					return consumer.Duplicate(), nil

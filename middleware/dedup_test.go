@@ -298,7 +298,7 @@ func TestDedupFakeDB_CommitFailureIsNeverAcknowledged(t *testing.T) {
 
 	require.ErrorIs(t, err, mysql.ErrInvalidConn)
 	assert.Equal(t, rmq.ConsumeRetryLater, consumer.Resolve(o, err, consumer.Concurrent).Result)
-	assert.Equal(t, retry.ClassTransient, retry.Classify(err))
+	assert.Equal(t, retry.ClassInfrastructure, retry.Classify(err), "a lost connection at COMMIT is the store's failure, not the message's")
 }
 
 // F15: a deadlock inside the handler rolls the whole transaction back, dedup row included; a handler that

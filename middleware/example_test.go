@@ -34,7 +34,7 @@ func wire(ctx context.Context, dsn string, log *zap.Logger) error {
 		NameServers: []string{"127.0.0.1:9876"}, Group: "inventory",
 		Subscriptions: []consumer.Subscription{{Topic: "ORDER", Expression: "OrderCreated"}},
 		MaxAttempts:   3,
-	}, handler, consumer.WithLogger(log))
+	}, handler, consumer.WithLogger(log), consumer.WithHealthProbe(store), consumer.WithObserver(m))
 	if err != nil {
 		return err
 	}

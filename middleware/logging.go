@@ -11,8 +11,9 @@ import (
 )
 
 // Logging logs one line per message after the rest of the chain: group, topic, msg_id, keys, event_id,
-// attempt (ReconsumeTimes), outcome, duration and the error if any; never the body. Successes log at
-// info, retries at warn, dead letters and undecided outcomes at error.
+// attempt (ReconsumeTimes), outcome, duration and the error if any; never the body. Successes and
+// unavailable (the store is down: the consumer warns once per pause) log at info, retries at warn, dead
+// letters and undecided outcomes at error.
 func Logging(log *zap.Logger) consumer.Middleware {
 	return func(next consumer.Handler) consumer.Handler {
 		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
@@ -20,6 +21,8 @@ func Logging(log *zap.Logger) consumer.Middleware {
 			o, err := next(ctx, d)
 			level := zapcore.InfoLevel
 			switch {
+			case o.Kind == consumer.KindUnavailable:
+				// not the message's failure; the consumer logs the pause once, as a warning
 			case o.Kind == consumer.KindRetry:
 				level = zapcore.WarnLevel
 			case !o.Kind.Acknowledges():

@@ -1,7 +1,8 @@
 // Package retry classifies handler errors: permanent errors go to the DLQ at once, transient ones are
-// retried, and anything unknown is retried until the consumer group's MaxReconsumeTimes runs out, after
-// which the broker moves the message to %DLQ%<group>. Classification uses errors.Is/errors.As and MySQL
-// error numbers, never message text.
+// retried, anything unknown is retried until the consumer group's MaxReconsumeTimes runs out, after
+// which the broker moves the message to %DLQ%<group>, and infrastructure errors (the store is down or
+// unwritable) are not the message's failure at all: consumption pauses until the store is back, and no
+// attempt is spent. Classification uses errors.Is/errors.As and MySQL error numbers, never message text.
 package retry
 
 import (
@@ -26,15 +27,23 @@ const (
 	ClassTransient
 	// ClassPermanent errors can never succeed: the message goes to the DLQ at once.
 	ClassPermanent
+	// ClassInfrastructure errors say that the store is down or unwritable (connection refused or lost,
+	// too many connections, a server shutting down, a read-only server after a failover, a failed BEGIN
+	// or COMMIT). They are not the message's failure: middleware.Classify turns them into
+	// consumer.Unavailable on every delivery, which pauses consumption without spending an attempt.
+	ClassInfrastructure
 )
 
-// String returns "unknown", "transient" or "permanent".
+// String returns "unknown", "transient", "permanent" or "infrastructure" (the class label of
+// rmqguard_handler_errors_total).
 func (c Class) String() string {
 	switch c {
 	case ClassTransient:
 		return "transient"
 	case ClassPermanent:
 		return "permanent"
+	case ClassInfrastructure:
+		return "infrastructure"
 	default:
 		return "unknown"
 	}
@@ -64,6 +73,19 @@ const (
 	ErTruncatedWrongValueForField uint16 = 1366
 	// ErDataTooLong is ER_DATA_TOO_LONG: a string longer than its column.
 	ErDataTooLong uint16 = 1406
+	// ErOptionPreventsStatement is ER_OPTION_PREVENTS_STATEMENT; for a write it means the server runs
+	// with read_only (e.g. a former primary after a failover).
+	ErOptionPreventsStatement uint16 = 1290
+	// ErCantExecuteInReadOnlyTransaction is ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION.
+	ErCantExecuteInReadOnlyTransaction uint16 = 1792
+	// ErReadOnlyMode is ER_READ_ONLY_MODE (MySQL: super_read_only, e.g. a replica).
+	ErReadOnlyMode uint16 = 1836
+	// CrServerGoneError is CR_SERVER_GONE_ERROR, a client error number ("MySQL server has gone away");
+	// go-sql-driver reports it as mysql.ErrInvalidConn, proxies may pass the number on.
+	CrServerGoneError uint16 = 2006
+	// CrServerLost is CR_SERVER_LOST, a client error number ("Lost connection to MySQL server during
+	// query"), as CrServerGoneError.
+	CrServerLost uint16 = 2013
 )
 
 type permanentError struct{ err error }
@@ -97,17 +119,43 @@ func Transient(err error) error {
 	return &transientError{err: err}
 }
 
+type infrastructureError struct{ err error }
+
+// Error is the marked error's text.
+func (e *infrastructureError) Error() string { return e.err.Error() }
+func (e *infrastructureError) Unwrap() error { return e.err }
+
+// Infrastructure marks err as an infrastructure error: the store (or the broker) could not do its part,
+// through no fault of the message — e.g. a failed BEGIN or COMMIT (the dedup store marks those). The
+// message is not retried as failed: consumption pauses until the store answers again. It returns nil
+// for a nil err.
+func Infrastructure(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &infrastructureError{err: err}
+}
+
 // Permanentf is Permanent(fmt.Errorf(format, args...)); %w works as in fmt.Errorf.
 func Permanentf(format string, args ...any) error {
 	return Permanent(fmt.Errorf(format, args...))
 }
 
-// Classify returns the class of err. The outermost explicit mark (Permanent or Transient) wins;
-// then MySQL data errors 1048/1264/1292/1366/1406 (a value its column cannot hold) are permanent;
-// MySQL 1213/1205/1053/1040/1317, driver.ErrBadConn, mysql.ErrInvalidConn, io.ErrUnexpectedEOF,
-// connection resets and refusals, net timeouts and context.DeadlineExceeded are transient;
-// context.Canceled is transient (the consumer is stopping); anything else is ClassUnknown.
-// A nil err is ClassUnknown.
+// Classify returns the class of err, in this order:
+//
+//   - the outermost explicit mark (Permanent, Transient or Infrastructure) wins;
+//   - MySQL numbers: 1048/1264/1292/1366/1406 (a value its column cannot hold) are permanent;
+//     1213/1205/1317 (deadlock, lock wait, interrupted query: this message's own transaction) are
+//     transient; 1040/1053 (too many connections, server shutting down), 1290/1792/1836 (read-only
+//     server) and the client numbers 2006/2013 are infrastructure;
+//   - driver.ErrBadConn, mysql.ErrInvalidConn, io.ErrUnexpectedEOF, ECONNREFUSED, ECONNRESET, EPIPE and
+//     any failed dial (*net.OpError with Op "dial", even one that timed out) are infrastructure;
+//   - context.DeadlineExceeded and other net timeouts are transient: the message's own handler ran out
+//     of time;
+//   - context.Canceled is transient: inside the consumer only its shutdown cancels a handler, and the
+//     consumer never answers such a callback (the message comes back unchanged after a restart); a
+//     handler that cancels its own work is retried like any other failure, without pausing consumption;
+//   - anything else is ClassUnknown. A nil err is ClassUnknown.
 func Classify(err error) Class {
 	if err == nil {
 		return ClassUnknown
@@ -118,20 +166,25 @@ func Classify(err error) Class {
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
 		switch me.Number {
-		case ErLockDeadlock, ErLockWaitTimeout, ErServerShutdown, ErConCount, ErQueryInterrupted:
+		case ErLockDeadlock, ErLockWaitTimeout, ErQueryInterrupted:
 			return ClassTransient
+		case ErServerShutdown, ErConCount, CrServerGoneError, CrServerLost:
+			return ClassInfrastructure
 		case ErBadNullError, ErWarnDataOutOfRange, ErTruncatedWrongValue, ErTruncatedWrongValueForField, ErDataTooLong:
 			// The message carries data its columns cannot hold: retrying cannot help, the DLQ (and a replay
 			// after the fix) can.
 			return ClassPermanent
 		}
+		if ReadOnly(err) {
+			return ClassInfrastructure
+		}
+	}
+	if connectionLost(err) {
+		return ClassInfrastructure
 	}
 	var ne net.Error
 	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
-		errors.Is(err, driver.ErrBadConn), errors.Is(err, mysql.ErrInvalidConn),
-		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EPIPE):
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return ClassTransient
 	case errors.As(err, &ne) && ne.Timeout():
 		return ClassTransient
@@ -139,7 +192,16 @@ func Classify(err error) Class {
 	return ClassUnknown
 }
 
-// mark returns the class of the outermost Permanent or Transient mark in err's tree, walked depth-first
+// connectionLost reports whether err says the connection to the server could not be made or was lost.
+func connectionLost(err error) bool {
+	var op *net.OpError
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) ||
+		(errors.As(err, &op) && op.Op == "dial")
+}
+
+// mark returns the class of the outermost Permanent, Transient or Infrastructure mark in err's tree, walked depth-first
 // like errors.As does, so that marks inside errors.Join or a multi-%w fmt.Errorf are found too.
 func mark(err error) (Class, bool) {
 	switch e := err.(type) {
@@ -147,6 +209,8 @@ func mark(err error) (Class, bool) {
 		return ClassPermanent, true
 	case *transientError:
 		return ClassTransient, true
+	case *infrastructureError:
+		return ClassInfrastructure, true
 	case interface{ Unwrap() error }:
 		if inner := e.Unwrap(); inner != nil {
 			return mark(inner)
@@ -163,3 +227,6 @@ func mark(err error) (Class, bool) {
 
 // IsPermanent reports whether Classify(err) is Permanent.
 func IsPermanent(err error) bool { return Classify(err) == ClassPermanent }
+
+// IsInfrastructure reports whether Classify(err) is Infrastructure.
+func IsInfrastructure(err error) bool { return Classify(err) == ClassInfrastructure }

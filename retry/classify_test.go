@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"syscall"
 	"testing"
 
@@ -93,12 +94,46 @@ func TestClassify_F14_DuplicateKeyIsNotTransientOrPermanent(t *testing.T) {
 }
 
 func TestClassify_OtherTransientMySQLNumbers(t *testing.T) {
-	for _, n := range []uint16{retry.ErServerShutdown, retry.ErConCount, retry.ErQueryInterrupted} {
+	for _, n := range []uint16{retry.ErQueryInterrupted} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			assert.Equal(t, retry.ClassTransient, retry.Classify(wrapTwice(&mysql.MySQLError{Number: n})))
 		})
 	}
 	assert.Equal(t, retry.ClassUnknown, retry.Classify(&mysql.MySQLError{Number: 1146}), "an unknown number is unknown")
+}
+
+// F19/F20: a store that is down, overloaded or read-only is not the message's failure.
+func TestClassify_F19_F20_InfrastructureMySQLNumbers(t *testing.T) {
+	for _, n := range []uint16{retry.ErConCount, retry.ErServerShutdown, retry.ErOptionPreventsStatement,
+		retry.ErReadOnlyMode, retry.ErCantExecuteInReadOnlyTransaction, retry.CrServerGoneError, retry.CrServerLost} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			err := wrapTwice(&mysql.MySQLError{Number: n})
+			assert.Equal(t, retry.ClassInfrastructure, retry.Classify(err))
+			assert.True(t, retry.IsInfrastructure(err))
+		})
+	}
+}
+
+func TestReadOnly_F20_OnlyTheReadOnlyNumbers(t *testing.T) {
+	for _, n := range []uint16{1290, 1792, 1836} {
+		assert.True(t, retry.ReadOnly(wrapTwice(&mysql.MySQLError{Number: n})), "MySQL %d", n)
+	}
+	for _, err := range []error{nil, errors.New("read only"), &mysql.MySQLError{Number: 1213},
+		&mysql.MySQLError{Number: 1040}, driver.ErrBadConn} {
+		assert.False(t, retry.ReadOnly(err), "%v", err)
+	}
+}
+
+func TestInfrastructure_F19_MarkClassifiesAndKeepsTheMessage(t *testing.T) {
+	base := errors.New("commit: connection reset")
+	err := fmt.Errorf("dedup: %w", retry.Infrastructure(base))
+
+	assert.Equal(t, retry.ClassInfrastructure, retry.Classify(err))
+	assert.Equal(t, "commit: connection reset", retry.Infrastructure(base).Error())
+	assert.ErrorIs(t, err, base)
+	assert.NoError(t, retry.Infrastructure(nil))
+	assert.Equal(t, retry.ClassTransient, retry.Classify(retry.Transient(retry.Infrastructure(base))), "the outermost mark wins")
+	assert.Equal(t, retry.ClassInfrastructure, retry.Classify(retry.Infrastructure(&mysql.MySQLError{Number: 1062})))
 }
 
 // A value its column cannot hold (1406 data too long, 1264 out of range, …) will not fit on a retry: the
@@ -140,23 +175,39 @@ func TestClassify_OutermostMarkWins(t *testing.T) {
 	assert.Equal(t, retry.ClassPermanent, retry.Classify(retry.Permanent(retry.Transient(errors.New("x")))))
 }
 
-func TestClassify_TransientInfrastructureErrors(t *testing.T) {
+func TestClassify_TransientErrorsAreTheMessagesOwn(t *testing.T) {
 	for name, err := range map[string]error{
 		"deadline":         context.DeadlineExceeded,
 		"wrapped deadline": fmt.Errorf("query: %w", context.DeadlineExceeded),
 		"canceled":         context.Canceled,
-		"bad conn":         fmt.Errorf("exec: %w", driver.ErrBadConn),
-		"invalid conn":     fmt.Errorf("exec: %w", mysql.ErrInvalidConn),
-		"unexpected EOF":   io.ErrUnexpectedEOF,
-		"conn reset":       fmt.Errorf("read: %w", syscall.ECONNRESET),
-		"conn refused":     fmt.Errorf("dial: %w", syscall.ECONNREFUSED),
-		"broken pipe":      syscall.EPIPE,
 		"net timeout":      fmt.Errorf("read: %w", timeoutErr{}),
+		"deadlock":         wrapTwice(&mysql.MySQLError{Number: 1213}),
+		"lock wait":        wrapTwice(&mysql.MySQLError{Number: 1205}),
 	} {
 		t.Run(name, func(t *testing.T) {
 			assert.Equal(t, retry.ClassTransient, retry.Classify(err))
+			assert.False(t, retry.IsInfrastructure(err))
 		})
 	}
+}
+
+func TestClassify_F19_LostOrRefusedConnectionsAreInfrastructure(t *testing.T) {
+	for name, err := range map[string]error{
+		"bad conn":       fmt.Errorf("exec: %w", driver.ErrBadConn),
+		"invalid conn":   fmt.Errorf("exec: %w", mysql.ErrInvalidConn),
+		"unexpected EOF": io.ErrUnexpectedEOF,
+		"conn reset":     fmt.Errorf("read: %w", syscall.ECONNRESET),
+		"conn refused":   fmt.Errorf("dial: %w", syscall.ECONNREFUSED),
+		"broken pipe":    syscall.EPIPE,
+		"dial timeout":   &net.OpError{Op: "dial", Net: "tcp", Err: timeoutErr{}},
+		"dial refused":   fmt.Errorf("connect: %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, retry.ClassInfrastructure, retry.Classify(err))
+		})
+	}
+	assert.Equal(t, retry.ClassTransient, retry.Classify(&net.OpError{Op: "read", Net: "tcp", Err: timeoutErr{}}),
+		"a read that timed out on a live connection is the message's own deadline")
 }
 
 type timeoutErr struct{}
@@ -189,6 +240,7 @@ func TestClass_String(t *testing.T) {
 	assert.Equal(t, "unknown", retry.ClassUnknown.String())
 	assert.Equal(t, "transient", retry.ClassTransient.String())
 	assert.Equal(t, "permanent", retry.ClassPermanent.String())
+	assert.Equal(t, "infrastructure", retry.ClassInfrastructure.String())
 }
 
 func TestClassify_MarksInsideJoinedErrorsAreFound(t *testing.T) {

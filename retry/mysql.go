@@ -30,3 +30,19 @@ func keyName(msg string) string {
 	k = strings.Trim(k, "'`\"")
 	return k[strings.LastIndexByte(k, '.')+1:] // no dot: LastIndexByte is -1, k is kept whole
 }
+
+// ReadOnly reports whether err is (or wraps) a MySQL error saying the server refuses writes because it is
+// read-only: 1290 (read_only, MariaDB and MySQL), 1836 (MySQL super_read_only / read-only mode) or 1792
+// (a write in a read-only transaction). A connection that saw one is still talking to a former primary
+// after a failover; the dedup store closes it instead of returning it to the pool.
+func ReadOnly(err error) bool {
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) {
+		return false
+	}
+	switch me.Number {
+	case ErOptionPreventsStatement, ErReadOnlyMode, ErCantExecuteInReadOnlyTransaction:
+		return true
+	}
+	return false
+}

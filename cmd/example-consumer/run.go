@@ -166,7 +166,10 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 		middleware.Metrics(m), middleware.Logging(log), middleware.Recover(log), middleware.Classify(),
 		eventID, middleware.Timeout(o.handlerTimeout), middleware.Dedup(store))
 
-	c, err := consumer.New(cfg, handler, consumer.WithLogger(log), consumer.WithDeadLetterSink(publisher))
+	// The dedup store is the health probe: while MariaDB is down or read-only, consumption pauses instead of
+	// spending attempts; the metrics show the pause (rmqguard_consumption_paused).
+	c, err := consumer.New(cfg, handler, consumer.WithLogger(log), consumer.WithDeadLetterSink(publisher),
+		consumer.WithHealthProbe(store), consumer.WithObserver(m))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,209 @@
+package consumer
+
+import (
+	"context"
+	"time"
+
+	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"go.uber.org/zap"
+)
+
+// outageWait is one callback's bound on waiting for the store: Config.OutageWait from the first wait.
+type outageWait struct {
+	limit time.Duration
+	end   time.Time
+}
+
+// deadline returns the end of the wait, starting the clock on the first call.
+func (w *outageWait) deadline() time.Time {
+	if w.end.IsZero() {
+		w.end = time.Now().Add(w.limit)
+	}
+	return w.end
+}
+
+// enter registers an in-flight callback; false once shutting down.
+func (c *Consumer) enter() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopping {
+		return false
+	}
+	c.inflight.Add(1)
+	return true
+}
+
+// consume is the client's callback: each message of the batch runs through the handler with its own
+// context (waiting at the store health gate while the store is down); dead letters are published only
+// when the batch as a whole will be acknowledged (a retried batch would publish them again on every
+// redelivery); the combined outcome is resolved into the client's result.
+//
+// Some callbacks are not answered until the client has shut down, which then discards their result (its
+// process queues are dropped), so the messages are neither acknowledged nor sent back with ReconsumeTimes
+// raised, and their offsets are not committed; they are redelivered after a restart as they were: a
+// callback that arrives after Shutdown began (a message the client had already fetched), one whose
+// handler Shutdown cancelled, and one waiting for the store when Shutdown began. None of them is a
+// failure of the message.
+func (c *Consumer) consume(ctx context.Context, msgs ...*primitive.MessageExt) (rmq.ConsumeResult, error) {
+	if !c.enter() {
+		<-c.clientDown
+		return rmq.ConsumeRetryLater, ErrStopped
+	}
+	res, answer := c.consumeEntered(msgs)
+	if !answer {
+		<-c.clientDown
+		return rmq.ConsumeRetryLater, ErrStopped
+	}
+	if cc, ok := primitive.GetConcurrentlyCtx(ctx); ok && res.Result == rmq.ConsumeRetryLater {
+		cc.DelayLevelWhenNextConsume = res.DelayLevel
+	}
+	// The error is only logged by the client; the result is what counts.
+	return res.Result, nil
+}
+
+// consumeEntered decides a registered callback; answer is false when it must not be answered. It leaves
+// the in-flight group before returning, so that Shutdown never waits for a callback that waits for it.
+func (c *Consumer) consumeEntered(msgs []*primitive.MessageExt) (res Resolution, answer bool) {
+	defer c.inflight.Done()
+	w := &outageWait{limit: c.cfg.OutageWait}
+	ds := make([]*Delivery, len(msgs))
+	outcomes := make([]Outcome, len(msgs))
+	errs := make([]error, len(msgs))
+	for i, msg := range msgs {
+		ds[i] = NewDelivery(c.cfg.Group, msg)
+		ds[i].MaxAttempts = c.cfg.MaxAttempts
+		if !c.subscribed(ds[i]) {
+			outcomes[i] = c.unsubscribed(ds[i])
+			continue
+		}
+		var ok bool
+		if outcomes[i], errs[i], ok = c.decide(ds[i], w); !ok {
+			return Resolution{}, false
+		}
+	}
+	if !c.publishDeadLetters(ds, outcomes, errs, w) {
+		return Resolution{}, false
+	}
+	o, err := combine(outcomes, errs)
+	return Resolve(o, err, Concurrent), true
+}
+
+// decide runs the handler for d until it decides something other than KindUnavailable, waiting at the
+// store health gate before each run while it is closed, for at most w's bound (then the unavailable
+// outcome stands: a retry that spends an attempt). ok is false when the consumer is stopping and the
+// message must not be answered: the gate stopped while it waited, or Shutdown cancelled its handler.
+func (c *Consumer) decide(d *Delivery, w *outageWait) (o Outcome, err error, ok bool) {
+	for {
+		gen, closed := c.gate.current()
+		if closed != nil {
+			switch c.gate.wait(closed, w.deadline()) {
+			case gateStopped:
+				return Outcome{}, nil, false
+			case gateTimedOut:
+				return c.outageTooLong(d, Unavailable("store still unavailable"), nil)
+			}
+			continue
+		}
+		o, err = c.handleOne(d)
+		if c.runCtx.Err() != nil && (err != nil || !o.Kind.Acknowledges()) {
+			return o, err, false // cancelled by Shutdown: not the message's failure
+		}
+		if o.Kind != KindUnavailable {
+			c.gate.succeeded()
+			return o, err, true
+		}
+		ch, stopped := c.gate.trip(gen, o.Reason)
+		if stopped {
+			return o, err, false
+		}
+		if ch == nil {
+			continue // the gate reopened while this handler ran: its failure predates the recovery
+		}
+		switch c.gate.wait(ch, w.deadline()) {
+		case gateStopped:
+			return o, err, false
+		case gateTimedOut:
+			return c.outageTooLong(d, o, err)
+		}
+	}
+}
+
+// outageTooLong logs that d waited OutageWait for the store and is answered as a retry.
+func (c *Consumer) outageTooLong(d *Delivery, o Outcome, err error) (Outcome, error, bool) {
+	c.log.Warn("store still unavailable after OutageWait; the message is retried and spends an attempt",
+		zap.String("group", d.Group), zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId),
+		zap.Int("attempt", d.Attempt), zap.Duration("outage_wait", c.cfg.OutageWait), zap.Error(err))
+	return o, err, true
+}
+
+// handleOne runs the handler for one delivery under HandlerTimeout.
+func (c *Consumer) handleOne(d *Delivery) (Outcome, error) {
+	ctx, cancel := context.WithTimeout(c.runCtx, c.cfg.HandlerTimeout)
+	defer cancel()
+	o, err := c.handler(ctx, d)
+	if o.Kind == KindUnset && err == nil {
+		c.log.Error("handler returned no outcome and no error; retrying (the zero Outcome is not a success)",
+			zap.String("group", d.Group), zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId))
+	}
+	return o, err
+}
+
+// subscribed reports whether d's tag is in the group's subscription for its original topic. A message
+// whose original topic is unknown (a retried message without RETRY_TOPIC) is handled.
+func (c *Consumer) subscribed(d *Delivery) bool {
+	f, ok := c.filters[d.Topic]
+	if !ok {
+		return d.Topic == RetryTopic(d.Group)
+	}
+	return f.matches(d.Msg.GetTags())
+}
+
+// unsubscribed reports and returns the outcome of a message whose tag or topic the group no longer
+// subscribes (it came back through %RETRY%<group>, which the client subscribes with "*").
+func (c *Consumer) unsubscribed(d *Delivery) Outcome {
+	c.observer.Unsubscribed(d.Group, d.Topic)
+	c.log.Info("message acknowledged without handling: the group no longer subscribes its tag",
+		zap.String("group", d.Group), zap.String("topic", d.Topic), zap.String("tag", d.Msg.GetTags()),
+		zap.String("msg_id", d.Msg.MsgId), zap.Int("attempt", d.Attempt))
+	return Outcome{Kind: KindUnsubscribed, Reason: "tag " + d.Msg.GetTags() + " not subscribed"}
+}
+
+// publishDeadLetters publishes the dead letters of a callback whose other messages are all acknowledged:
+// alone, through the DeadLetterSink if any (else the broker dead-letters it with DelayLevelDLQ); in a
+// batch, always by the consumer (sink or own producer), because the broker would dead-letter the whole
+// batch. It returns false when the consumer is stopping and the callback must not be answered.
+func (c *Consumer) publishDeadLetters(ds []*Delivery, outcomes []Outcome, errs []error, w *outageWait) bool {
+	if needsRetry(outcomes, errs) {
+		return true
+	}
+	for i := range ds {
+		if outcomes[i].Kind != KindDeadLetter {
+			continue
+		}
+		if len(ds) == 1 {
+			if c.sink != nil {
+				outcomes[i], errs[i] = c.publishDeadLetter(ds[i], outcomes[i], errs[i])
+			}
+			continue
+		}
+		var ok bool
+		if outcomes[i], errs[i], ok = c.publishInBatch(ds[i], outcomes[i], errs[i], w); !ok {
+			return false
+		}
+		if outcomes[i].Kind != KindDeadLettered {
+			return true // the batch is retried: the other letters would be published again
+		}
+	}
+	return true
+}
+
+// needsRetry reports whether some message of a batch, other than a dead letter, is not acknowledged.
+func needsRetry(outcomes []Outcome, errs []error) bool {
+	for i, o := range outcomes {
+		if o.Kind != KindDeadLetter && (errs[i] != nil || !o.Kind.Acknowledges()) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,137 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+	"go.uber.org/zap"
+)
+
+// Producer is the part of the client's producer the consumer uses to publish the dead letters of a batch
+// when no DeadLetterSink is given.
+type Producer interface {
+	Sender
+	Start() error
+	Shutdown() error
+}
+
+func newClientProducer(cfg Config) (Producer, error) {
+	return rocketmq.NewProducer(
+		producer.WithNsResolver(primitive.NewPassthroughResolver(cfg.NameServers)),
+		producer.WithGroupName(cfg.Group+"-rmqguard-dlq"),
+		producer.WithInstanceName(cfg.InstanceName+"-dlq"),
+		producer.WithRetry(2),
+	)
+}
+
+// letterProducer creates and starts the consumer's own producer on first use and shuts it down once.
+type letterProducer struct {
+	newProducer func() (Producer, error)
+
+	mu     sync.Mutex
+	p      Producer
+	closed bool
+}
+
+// get returns the started producer; ErrStopped after shutdown.
+func (l *letterProducer) get() (Producer, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, ErrStopped
+	}
+	if l.p == nil {
+		p, err := l.newProducer()
+		if err != nil {
+			return nil, fmt.Errorf("dead-letter producer: new: %w", err)
+		}
+		if err := p.Start(); err != nil {
+			return nil, fmt.Errorf("dead-letter producer: start: %w", err)
+		}
+		l.p = p
+	}
+	return l.p, nil
+}
+
+// shutdown shuts the producer down if it was started; later gets return ErrStopped.
+func (l *letterProducer) shutdown() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	if l.p == nil {
+		return nil
+	}
+	return l.p.Shutdown()
+}
+
+// sendLetter publishes the dead letter of d through the DeadLetterSink, or without one through the
+// consumer's own producer.
+func (c *Consumer) sendLetter(ctx context.Context, d *Delivery, reason string) error {
+	if c.sink != nil {
+		return c.sink.DeadLetter(ctx, d, reason)
+	}
+	p, err := c.letters.get()
+	if err != nil {
+		return err
+	}
+	return SendDeadLetter(ctx, p, d, reason, time.Now())
+}
+
+// letterReason is the reason a dead letter carries: the outcome's, else the error's text.
+func letterReason(o Outcome, err error) string {
+	if o.Reason == "" && err != nil {
+		return err.Error()
+	}
+	return o.Reason
+}
+
+// publishDeadLetter publishes the dead letter of a message delivered alone through the sink, once. On
+// success the outcome becomes KindDeadLettered (acknowledged); on failure the dead-letter outcome stays,
+// so the broker's own DLQ takes the message (DelayLevelDLQ): nothing is lost, only the reason.
+func (c *Consumer) publishDeadLetter(d *Delivery, o Outcome, err error) (Outcome, error) {
+	reason := letterReason(o, err)
+	sendCtx, cancelSend := context.WithTimeout(c.runCtx, deadLetterSendTimeout)
+	defer cancelSend()
+	if sendErr := c.sendLetter(sendCtx, d, reason); sendErr != nil {
+		c.log.Error("dead-letter publish failed; falling back to the broker's DLQ", zap.String("group", d.Group),
+			zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId), zap.Error(sendErr))
+		return o, err
+	}
+	return Outcome{Kind: KindDeadLettered, Reason: reason}, nil
+}
+
+// publishInBatch publishes the dead letter of a batch member, retrying with backoff (100 ms doubling to
+// 5 s) until w's deadline: a failed publish is broker trouble, not the message's, and DelayLevelDLQ
+// would dead-letter the processed neighbours too. Past the deadline the outcome becomes a retry (the
+// batch is retried). ok is false when the consumer is stopping: the batch must not be answered.
+func (c *Consumer) publishInBatch(d *Delivery, o Outcome, err error, w *outageWait) (_ Outcome, _ error, ok bool) {
+	reason := letterReason(o, err)
+	backoff := gateMinBackoff
+	for {
+		sendCtx, cancelSend := context.WithTimeout(c.runCtx, deadLetterSendTimeout)
+		sendErr := c.sendLetter(sendCtx, d, reason)
+		cancelSend()
+		if sendErr == nil {
+			return Outcome{Kind: KindDeadLettered, Reason: reason}, nil, true
+		}
+		c.log.Warn("dead-letter publish failed in a batch; retrying", zap.String("group", d.Group),
+			zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId), zap.Duration("backoff", backoff), zap.Error(sendErr))
+		wait := min(backoff, time.Until(w.deadline()))
+		if wait <= 0 {
+			return Retry(0, "dead-letter publish failed: "+sendErr.Error()), err, true
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-c.gate.ctx.Done():
+			timer.Stop()
+			return o, err, false
+		case <-timer.C:
+		}
+		backoff = min(2*backoff, gateMaxBackoff)
+	}
+}

@@ -1,0 +1,76 @@
+package dedup_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/retry"
+)
+
+// connectionID returns the server thread ID of the connection db hands out next.
+func connectionID(t *testing.T, ctx context.Context, q interface {
+	GetContext(context.Context, any, string, ...any) error
+}) int64 {
+	t.Helper()
+	var id int64
+	require.NoError(t, q.GetContext(ctx, &id, `SELECT CONNECTION_ID()`))
+	return id
+}
+
+// F20 on the store alone: a read-only server fails the probe and the claim; the connection that saw it is
+// closed, while one that rolled back for another reason goes back to the pool. F19: a BEGIN against a
+// stopped server is an infrastructure error.
+func TestF20_ReadOnlyServerFailsTheProbeAndItsConnectionIsDropped(t *testing.T) {
+	ctx := context.Background()
+	in := testenv.MariaDBInstance(t, "gate-dedup", 13310)
+	db := in.Open()
+	db.SetMaxOpenConns(1) // the connection a transaction returns is the one the next statement gets
+	_, err := dedup.Migrate(ctx, db.DB)
+	require.NoError(t, err)
+	store, err := dedup.NewStore(db)
+	require.NoError(t, err)
+	require.NoError(t, store.Probe(ctx), "a writable server is healthy")
+
+	claimOn := func(eventID string) (int64, error) {
+		txn, err := store.Begin(ctx)
+		require.NoError(t, err)
+		id := connectionID(t, ctx, txn.Tx)
+		d := consumer.NewDelivery("cg", &primitive.MessageExt{Message: primitive.Message{Topic: "ORDER"}, MsgId: "m-" + eventID})
+		d.EventID = eventID
+		err = store.Claim(ctx, txn, d)
+		_ = txn.RollbackAfter(err)
+		return id, err
+	}
+	kept, err := claimOn(testenv.Unique("e"))
+	require.NoError(t, err)
+	assert.Equal(t, kept, connectionID(t, ctx, db), "a rolled-back transaction's connection goes back to the pool")
+
+	in.SQL("SET GLOBAL read_only = 1")
+	probeErr := store.Probe(ctx)
+	require.Error(t, probeErr, "a read-only server is not healthy")
+	assert.True(t, retry.ReadOnly(probeErr))
+	assert.Equal(t, retry.ClassInfrastructure, retry.Classify(probeErr))
+	seen, err := claimOn(testenv.Unique("e"))
+	require.Error(t, err)
+	assert.True(t, retry.ReadOnly(err), "the claim met the read-only server: %v", err)
+	assert.Equal(t, retry.ClassInfrastructure, retry.Classify(err))
+	assert.NotEqual(t, seen, connectionID(t, ctx, db), "the connection that saw the read-only server was dropped")
+
+	in.SQL("SET GLOBAL read_only = 0")
+	require.NoError(t, store.Probe(ctx), "writable again")
+
+	in.Stop()
+	_, err = store.Begin(ctx)
+	require.Error(t, err)
+	assert.Equal(t, retry.ClassInfrastructure, retry.Classify(err), "BEGIN against a stopped server: %v", err)
+	require.Error(t, store.Probe(ctx))
+	in.Restart()
+	require.NoError(t, store.Probe(ctx), "the pool reconnects after the restart")
+}
