@@ -61,7 +61,8 @@ start() {
   echo $! >"$pidfile"
   local deadline=$((SECONDS + 60))
   until root_sql 'SELECT 1' >/dev/null 2>&1; do
-    pid_alive "$pidfile" mariadbd || die "mariadb instance $name exited during start-up, see $dir/error.log"
+    # kill -0, not pid_alive: until setsid has exec'ed the server, the child's command line is still bash's.
+    kill -0 "$(<"$pidfile")" 2>/dev/null || die "mariadb instance $name exited during start-up, see $dir/error.log"
     ((SECONDS < deadline)) || die "mariadb instance $name not answering after 60 s, see $dir/error.log"
     sleep 0.2
   done

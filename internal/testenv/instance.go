@@ -28,17 +28,7 @@ func MariaDBInstance(t testing.TB, name string, port int) *Instance {
 	t.Helper()
 	in := &Instance{t: t, name: name}
 	t.Cleanup(func() { in.run("remove") })
-	out, err := in.try("start", strconv.Itoa(port))
-	if err != nil {
-		// The script can report "exited during start-up" when it looks at the new process before it has
-		// exec'd mariadbd; a second start reuses the running server, but the first one did not get to
-		// create the database and user (idempotent statements, as the script runs them).
-		time.Sleep(time.Second)
-		out = in.run("start", strconv.Itoa(port))
-		in.SQL(`CREATE DATABASE IF NOT EXISTS rmqguard CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci;
-CREATE USER IF NOT EXISTS 'rmqguard'@'127.0.0.1' IDENTIFIED BY 'rmqguard';
-GRANT ALL PRIVILEGES ON rmqguard.* TO 'rmqguard'@'127.0.0.1';`)
-	}
+	out := in.run("start", strconv.Itoa(port))
 	in.DSN = strings.TrimSpace(out)
 	return in
 }
