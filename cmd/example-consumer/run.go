@@ -33,6 +33,8 @@ type runOptions struct {
 	handlerTimeout time.Duration
 	drainTimeout   time.Duration
 	goroutines     int
+	// dedupRetention is the janitor's dedup window; 0 runs no janitor.
+	dedupRetention time.Duration
 }
 
 func newRunCmd(s *settings) *cobra.Command {
@@ -50,6 +52,8 @@ func newRunCmd(s *settings) *cobra.Command {
 	cmd.Flags().DurationVar(&o.handlerTimeout, "handler-timeout", 10*time.Second, "deadline of one message's transaction")
 	cmd.Flags().DurationVar(&o.drainTimeout, "drain-timeout", 15*time.Second, "how long shutdown waits for in-flight messages")
 	cmd.Flags().IntVar(&o.goroutines, "goroutines", 16, "consume goroutines")
+	cmd.Flags().DurationVar(&o.dedupRetention, "dedup-retention", 168*time.Hour,
+		"dedup window of the janitor that purges old processed_event rows (one leader per group); 0 runs none")
 	return cmd
 }
 
@@ -64,6 +68,9 @@ func (o runOptions) validate() error {
 	}
 	if o.handlerTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--handler-timeout %s: must be positive", o.handlerTimeout))
+	}
+	if o.dedupRetention < 0 {
+		errs = append(errs, fmt.Errorf("--dedup-retention %s: must be ≥ 0 (0: no janitor)", o.dedupRetention))
 	}
 	if o.drainTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--drain-timeout %s: must be positive", o.drainTimeout))
@@ -127,6 +134,11 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	if err != nil {
 		return err
 	}
+	stopJanitor, err := startJanitor(ctx, db, s.group, o.dedupRetention, log)
+	if err != nil {
+		return err
+	}
+	defer stopJanitor()
 
 	// Topics are created explicitly. The group's retry and DLQ topics are created up front too: the
 	// consumer then sees its first retries at once, and the DLQ is readable (perm 6) with a place for
@@ -213,4 +225,23 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	err = c.Shutdown(shutdownCtx)
 	_ = srv.Shutdown(shutdownCtx)
 	return errors.Join(serveErr, err)
+}
+
+// startJanitor runs a dedup.Janitor for group beside the consumer (one leader among the group's processes)
+// when retention > 0; the returned func stops it and waits for it. An invalid window is an error.
+func startJanitor(ctx context.Context, db *sqlx.DB, group string, retention time.Duration, log *zap.Logger) (func(), error) {
+	if retention == 0 {
+		return func() {}, nil
+	}
+	j, err := dedup.NewJanitor(db, dedup.JanitorConfig{Scope: group, Retention: retention, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("--dedup-retention: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = j.Run(ctx)
+	}()
+	return func() { cancel(); <-done }, nil
 }
