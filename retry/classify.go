@@ -148,10 +148,13 @@ func Permanentf(format string, args ...any) error {
 //     1213/1205/1317 (deadlock, lock wait, interrupted query: this message's own transaction) are
 //     transient; 1040/1053 (too many connections, server shutting down), 1290/1792/1836 (read-only
 //     server) and the client numbers 2006/2013 are infrastructure;
-//   - driver.ErrBadConn, mysql.ErrInvalidConn, io.ErrUnexpectedEOF, ECONNREFUSED, ECONNRESET, EPIPE and
-//     any failed dial (*net.OpError with Op "dial", even one that timed out) are infrastructure;
+//   - driver.ErrBadConn, mysql.ErrInvalidConn, ECONNREFUSED, ECONNRESET, EPIPE and any failed dial
+//     (*net.OpError with Op "dial", even one that timed out) are infrastructure;
 //   - context.DeadlineExceeded and other net timeouts are transient: the message's own handler ran out
 //     of time;
+//   - io.ErrUnexpectedEOF is transient, not infrastructure: the MySQL driver reports a broken read as
+//     mysql.ErrInvalidConn, while a body cut short fails to decode with io.ErrUnexpectedEOF (the message's
+//     own failure, which must not pause consumption);
 //   - context.Canceled is transient: inside the consumer only its shutdown cancels a handler, and the
 //     consumer never answers such a callback (the message comes back unchanged after a restart); a
 //     handler that cancels its own work is retried like any other failure, without pausing consumption;
@@ -184,7 +187,7 @@ func Classify(err error) Class {
 	}
 	var ne net.Error
 	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.Is(err, io.ErrUnexpectedEOF):
 		return ClassTransient
 	case errors.As(err, &ne) && ne.Timeout():
 		return ClassTransient
@@ -196,7 +199,7 @@ func Classify(err error) Class {
 func connectionLost(err error) bool {
 	var op *net.OpError
 	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) ||
 		(errors.As(err, &op) && op.Op == "dial")
 }

@@ -3,10 +3,12 @@ package retry_test
 import (
 	"context"
 	"database/sql/driver"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -193,14 +195,13 @@ func TestClassify_TransientErrorsAreTheMessagesOwn(t *testing.T) {
 
 func TestClassify_F19_LostOrRefusedConnectionsAreInfrastructure(t *testing.T) {
 	for name, err := range map[string]error{
-		"bad conn":       fmt.Errorf("exec: %w", driver.ErrBadConn),
-		"invalid conn":   fmt.Errorf("exec: %w", mysql.ErrInvalidConn),
-		"unexpected EOF": io.ErrUnexpectedEOF,
-		"conn reset":     fmt.Errorf("read: %w", syscall.ECONNRESET),
-		"conn refused":   fmt.Errorf("dial: %w", syscall.ECONNREFUSED),
-		"broken pipe":    syscall.EPIPE,
-		"dial timeout":   &net.OpError{Op: "dial", Net: "tcp", Err: timeoutErr{}},
-		"dial refused":   fmt.Errorf("connect: %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}),
+		"bad conn":     fmt.Errorf("exec: %w", driver.ErrBadConn),
+		"invalid conn": fmt.Errorf("exec: %w", mysql.ErrInvalidConn),
+		"conn reset":   fmt.Errorf("read: %w", syscall.ECONNRESET),
+		"conn refused": fmt.Errorf("dial: %w", syscall.ECONNREFUSED),
+		"broken pipe":  syscall.EPIPE,
+		"dial timeout": &net.OpError{Op: "dial", Net: "tcp", Err: timeoutErr{}},
+		"dial refused": fmt.Errorf("connect: %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}),
 	} {
 		t.Run(name, func(t *testing.T) {
 			assert.Equal(t, retry.ClassInfrastructure, retry.Classify(err))
@@ -262,4 +263,18 @@ func TestDuplicateKey_F14_KeyClauseAtTheStartOfTheMessage(t *testing.T) {
 
 	assert.True(t, ok)
 	assert.Equal(t, "uk_order", key)
+}
+
+// A message whose body is cut short fails to decode with io.ErrUnexpectedEOF (encoding/json's Decoder,
+// gzip, encoding/binary). That is the message's own failure: classified as infrastructure it would trip
+// the store health gate again and again while the store is healthy. The MySQL driver never returns
+// io.ErrUnexpectedEOF (it reports a broken read as mysql.ErrInvalidConn).
+func TestClassify_F19_TruncatedBodyIsNotInfrastructure(t *testing.T) {
+	var v map[string]any
+	decErr := json.NewDecoder(strings.NewReader(`{"eventId": "e-1", "qty": `)).Decode(&v)
+	require.ErrorIs(t, decErr, io.ErrUnexpectedEOF, "the decoder reports a truncated body so")
+	err := fmt.Errorf("handler: decode body: %w", decErr)
+
+	assert.NotEqual(t, retry.ClassInfrastructure, retry.Classify(err))
+	assert.Equal(t, retry.ClassTransient, retry.Classify(err), "retried as before issue 5, until attempts run out")
 }
