@@ -27,9 +27,10 @@ type PushConsumer interface {
 }
 
 // DeadLetterSink publishes a message to %DLQ%<group> with the reason attached. DeadLetter returns nil
-// only when the broker accepted the copy; then the original is acknowledged. On error the consumer falls
-// back to the broker's own dead-lettering (ConsumeRetryLater with DelayLevelDLQ), so the message is never
-// acknowledged without a DLQ entry.
+// only when the broker accepted the copy; then the original is acknowledged. On error, a single message
+// falls back to the broker's own dead-lettering (ConsumeRetryLater with DelayLevelDLQ); in a batch the
+// publish is retried with backoff within OutageWait, then the whole batch is retried (DelayLevelDLQ would
+// take the processed neighbours along). Either way the message is never acknowledged without a DLQ entry.
 type DeadLetterSink interface {
 	DeadLetter(ctx context.Context, d *Delivery, reason string) error
 }
@@ -207,14 +208,7 @@ func (c *Consumer) Shutdown(ctx context.Context) error {
 	}()
 	timer := time.NewTimer(c.cfg.DrainTimeout)
 	defer timer.Stop()
-	var drainErr error
-	select {
-	case <-drained:
-	case <-timer.C:
-		drainErr = fmt.Errorf("rmqguard consumer %s: drain timeout %s: %w", c.cfg.Group, c.cfg.DrainTimeout, context.DeadlineExceeded)
-	case <-ctx.Done():
-		drainErr = fmt.Errorf("rmqguard consumer %s: drain: %w", c.cfg.Group, ctx.Err())
-	}
+	drainErr := c.awaitDrain(ctx, drained, timer.C)
 	c.cancelRun()
 	if drainErr != nil {
 		// Cancelled handlers return promptly when they honour their context; give them a short grace so
@@ -240,4 +234,17 @@ func (c *Consumer) Shutdown(ctx context.Context) error {
 		return errors.Join(drainErr, fmt.Errorf("rmqguard consumer %s: shutdown client: %w", c.cfg.Group, err))
 	}
 	return drainErr
+}
+
+// awaitDrain waits until drained is closed, timeout fires (DrainTimeout) or ctx ends, and returns the
+// drain error: nil when everything drained, context.DeadlineExceeded or ctx's error wrapped otherwise.
+func (c *Consumer) awaitDrain(ctx context.Context, drained <-chan struct{}, timeout <-chan time.Time) error {
+	select {
+	case <-drained:
+		return nil
+	case <-timeout:
+		return fmt.Errorf("rmqguard consumer %s: drain timeout %s: %w", c.cfg.Group, c.cfg.DrainTimeout, context.DeadlineExceeded)
+	case <-ctx.Done():
+		return fmt.Errorf("rmqguard consumer %s: drain: %w", c.cfg.Group, ctx.Err())
+	}
 }

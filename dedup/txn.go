@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 	"go.uber.org/zap"
 
@@ -69,6 +70,18 @@ func (s *Store) Begin(ctx context.Context) (*Txn, error) {
 	return t, nil
 }
 
+// commitFailed marks a failed COMMIT as infrastructure unless it is the message's own failure: its context
+// ended, the server refused it for this transaction (a MySQL error classified transient: deadlock, lock
+// wait) or it is permanent; sql.ErrTxDone (already finished) is returned as it is. nil stays nil.
+func commitFailed(ctx context.Context, err error) error {
+	var me *mysql.MySQLError
+	if err == nil || errors.Is(err, sql.ErrTxDone) || ctx.Err() != nil || retry.IsPermanent(err) ||
+		(errors.As(err, &me) && retry.Classify(err) == retry.ClassTransient) {
+		return err
+	}
+	return retry.Infrastructure(err)
+}
+
 // beginFailed marks err as infrastructure unless ctx ended.
 func beginFailed(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
@@ -97,11 +110,7 @@ func (t *Txn) Commit() error {
 		} else {
 			release(t.conn, err == nil)
 		}
-		if err != nil && !errors.Is(err, sql.ErrTxDone) {
-			if c := retry.Classify(err); c != retry.ClassTransient && c != retry.ClassPermanent {
-				err = retry.Infrastructure(err)
-			}
-		}
+		err = commitFailed(t.ctx, err)
 	})
 	if err == nil {
 		t.hooks.run(t.ctx, t.log, hooks)

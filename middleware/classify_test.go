@@ -30,7 +30,7 @@ func TestClassify_F19_F20_InfrastructureIsUnavailableOnEveryDelivery(t *testing.
 		"read-only 1836":  &mysql.MySQLError{Number: 1836},
 		"server lost":     &mysql.MySQLError{Number: 2013},
 		"too many conns":  &mysql.MySQLError{Number: 1040},
-		"refused":         fmt.Errorf("dedup: begin: %w", syscall.ECONNREFUSED),
+		"refused (BEGIN)": retry.Infrastructure(fmt.Errorf("dedup: begin: %w", syscall.ECONNREFUSED)),
 		"invalid conn":    mysql.ErrInvalidConn,
 		"marked (COMMIT)": retry.Infrastructure(errors.New("commit failed")),
 	} {

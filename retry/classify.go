@@ -148,8 +148,12 @@ func Permanentf(format string, args ...any) error {
 //     1213/1205/1317 (deadlock, lock wait, interrupted query: this message's own transaction) are
 //     transient; 1040/1053 (too many connections, server shutting down), 1290/1792/1836 (read-only
 //     server) and the client numbers 2006/2013 are infrastructure;
-//   - driver.ErrBadConn, mysql.ErrInvalidConn, ECONNREFUSED, ECONNRESET, EPIPE and any failed dial
-//     (*net.OpError with Op "dial", even one that timed out) are infrastructure;
+//   - driver.ErrBadConn and mysql.ErrInvalidConn (a database connection lost) are infrastructure;
+//   - plain network errors — ECONNREFUSED, ECONNRESET, EPIPE, a failed dial — are transient, not
+//     infrastructure: they also come from a handler's own dependencies (an HTTP service refusing
+//     connections), which the store probe cannot see, so treating them as the store's outage would pause
+//     and resume consumption over and over while the store is healthy. The store's own failures to
+//     connect, begin or commit reach Classify marked Infrastructure by the dedup package;
 //   - context.DeadlineExceeded and other net timeouts are transient: the message's own handler ran out
 //     of time;
 //   - io.ErrUnexpectedEOF is transient, not infrastructure: the MySQL driver reports a broken read as
@@ -186,8 +190,11 @@ func Classify(err error) Class {
 		return ClassInfrastructure
 	}
 	var ne net.Error
+	var op *net.OpError
 	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.Is(err, io.ErrUnexpectedEOF):
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EPIPE),
+		errors.As(err, &op):
 		return ClassTransient
 	case errors.As(err, &ne) && ne.Timeout():
 		return ClassTransient
@@ -195,13 +202,10 @@ func Classify(err error) Class {
 	return ClassUnknown
 }
 
-// connectionLost reports whether err says the connection to the server could not be made or was lost.
+// connectionLost reports whether err says a database connection was lost or could not be used: the
+// errors database/sql drivers (driver.ErrBadConn) and the MySQL driver (mysql.ErrInvalidConn) give.
 func connectionLost(err error) bool {
-	var op *net.OpError
-	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) ||
-		errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) ||
-		(errors.As(err, &op) && op.Op == "dial")
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn)
 }
 
 // mark returns the class of the outermost Permanent, Transient or Infrastructure mark in err's tree, walked depth-first

@@ -193,22 +193,34 @@ func TestClassify_TransientErrorsAreTheMessagesOwn(t *testing.T) {
 	}
 }
 
-func TestClassify_F19_LostOrRefusedConnectionsAreInfrastructure(t *testing.T) {
+func TestClassify_F19_LostDatabaseConnectionsAreInfrastructure(t *testing.T) {
 	for name, err := range map[string]error{
 		"bad conn":     fmt.Errorf("exec: %w", driver.ErrBadConn),
 		"invalid conn": fmt.Errorf("exec: %w", mysql.ErrInvalidConn),
-		"conn reset":   fmt.Errorf("read: %w", syscall.ECONNRESET),
-		"conn refused": fmt.Errorf("dial: %w", syscall.ECONNREFUSED),
-		"broken pipe":  syscall.EPIPE,
-		"dial timeout": &net.OpError{Op: "dial", Net: "tcp", Err: timeoutErr{}},
-		"dial refused": fmt.Errorf("connect: %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}),
+		"dedup begin":  retry.Infrastructure(fmt.Errorf("dedup: begin: connection: %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED})),
 	} {
 		t.Run(name, func(t *testing.T) {
 			assert.Equal(t, retry.ClassInfrastructure, retry.Classify(err))
 		})
 	}
-	assert.Equal(t, retry.ClassTransient, retry.Classify(&net.OpError{Op: "read", Net: "tcp", Err: timeoutErr{}}),
-		"a read that timed out on a live connection is the message's own deadline")
+}
+
+// A handler's own dependency (an HTTP service) refusing or dropping connections is not the store's outage:
+// the probe would find the store healthy and consumption would pause and resume over and over.
+func TestClassify_F19_PlainNetworkErrorsAreTransientNotInfrastructure(t *testing.T) {
+	for name, err := range map[string]error{
+		"conn reset":   fmt.Errorf("read: %w", syscall.ECONNRESET),
+		"conn refused": fmt.Errorf("dial: %w", syscall.ECONNREFUSED),
+		"broken pipe":  syscall.EPIPE,
+		"dial timeout": &net.OpError{Op: "dial", Net: "tcp", Err: timeoutErr{}},
+		"http refused": fmt.Errorf("Post \"http://payments/charge\": %w", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}),
+		"read timeout": &net.OpError{Op: "read", Net: "tcp", Err: timeoutErr{}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, retry.ClassTransient, retry.Classify(err))
+			assert.False(t, retry.IsInfrastructure(err))
+		})
+	}
 }
 
 type timeoutErr struct{}
