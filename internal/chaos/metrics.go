@@ -13,8 +13,8 @@ import (
 )
 
 // Metric names the sampler reads from the example consumers' /metrics. The pause metrics come with the store
-// health gate (the consumer pauses pulling while the database is down or read-only); a consumer without the
-// gate has none, and the report then says paused=n/a.
+// health gate (the consumer pauses pulling while the database is down or read-only); a group that never
+// paused has no series, and the report then says paused=0.0s.
 const (
 	// MetricDuplicates counts messages recognised as duplicates, labels group and topic.
 	MetricDuplicates = "rmqguard_duplicates_total"
@@ -29,7 +29,7 @@ const (
 // reading is what one scrape of one process saw for the group.
 type reading struct {
 	duplicates, messages, pausedSeconds float64
-	hasPausedSeconds, pausedNow         bool
+	pausedNow                           bool
 }
 
 // Sampler scrapes the consumers of one group periodically and keeps, per slot and generation, the last
@@ -99,8 +99,6 @@ type Figures struct {
 	// Paused is how long consumption was paused: per slot, rmqguard_consumption_paused_seconds_total summed
 	// over its generations; the largest slot's figure (the group was paused at least that long).
 	Paused time.Duration
-	// PausedKnown is false when no process exposed the pause counter (no store health gate).
-	PausedKnown bool
 	// PausedNow is true when some process's gauge said paused at its last scrape.
 	PausedNow bool
 	// LastProgress is when Messages last changed.
@@ -117,10 +115,7 @@ func (s *Sampler) Figures() Figures {
 		f.Duplicates += r.duplicates
 		f.Messages += r.messages
 		f.PausedNow = f.PausedNow || r.pausedNow
-		if r.hasPausedSeconds {
-			f.PausedKnown = true
-			perSlot[s.slotOf[key]] += r.pausedSeconds
-		}
+		perSlot[s.slotOf[key]] += r.pausedSeconds
 	}
 	for _, v := range perSlot {
 		f.Paused = max(f.Paused, time.Duration(v*float64(time.Second)))
@@ -150,22 +145,21 @@ func scrapeGroup(ctx context.Context, url, group string) (reading, error) {
 		return reading{}, fmt.Errorf("metrics %s: parse: %w", url, err)
 	}
 	var r reading
-	r.duplicates, _ = sum(families[MetricDuplicates], group)
-	r.messages, _ = sum(families[MetricMessages], group)
-	r.pausedSeconds, r.hasPausedSeconds = sum(families[MetricPausedSeconds], group)
-	paused, _ := sum(families[MetricPaused], group)
+	r.duplicates = sum(families[MetricDuplicates], group)
+	r.messages = sum(families[MetricMessages], group)
+	r.pausedSeconds = sum(families[MetricPausedSeconds], group)
+	paused := sum(families[MetricPaused], group)
 	r.pausedNow = paused > 0
 	return r, nil
 }
 
-// sum adds the values (counter, gauge or untyped) of fam's series whose label group is group; found is false
-// when there is no such series.
-func sum(fam *dto.MetricFamily, group string) (total float64, found bool) {
+// sum adds the values (counter, gauge or untyped) of fam's series whose label group is group; 0 when there
+// is no such series.
+func sum(fam *dto.MetricFamily, group string) (total float64) {
 	for _, m := range fam.GetMetric() {
 		if !hasLabel(m, "group", group) {
 			continue
 		}
-		found = true
 		switch {
 		case m.GetCounter() != nil:
 			total += m.GetCounter().GetValue()
@@ -175,7 +169,7 @@ func sum(fam *dto.MetricFamily, group string) (total float64, found bool) {
 			total += m.GetUntyped().GetValue()
 		}
 	}
-	return total, found
+	return total
 }
 
 func hasLabel(m *dto.Metric, name, value string) bool {

@@ -17,13 +17,13 @@ import (
 func TestLine_OkAndFailedCarryTheFigures(t *testing.T) {
 	ok := chaos.Result{Scenario: "mariadb-stop", Events: 1800,
 		Counts:  chaos.Counts{Orders: 1800, Letters: []chaos.Letter{{EventID: "p"}}},
-		Figures: chaos.Figures{Duplicates: 200, Paused: 61200 * time.Millisecond, PausedKnown: true}, Elapsed: 95 * time.Second}
+		Figures: chaos.Figures{Duplicates: 200, Paused: 61200 * time.Millisecond}, Elapsed: 95 * time.Second}
 	assert.Equal(t, "chaos: ok scenario=mariadb-stop events=1800 effects=1800 dlq=1 paused=61.2s duplicates=200 elapsed=95.0s", ok.Line())
 
 	failed := ok
-	failed.Figures.PausedKnown = false
+	failed.Figures.Paused = 0
 	failed.Problems = []string{"a", "b"}
-	assert.Equal(t, "chaos: FAILED scenario=mariadb-stop events=1800 effects=1800 dlq=1 paused=n/a duplicates=200 elapsed=95.0s: a; b", failed.Line())
+	assert.Equal(t, "chaos: FAILED scenario=mariadb-stop events=1800 effects=1800 dlq=1 paused=0.0s duplicates=200 elapsed=95.0s: a; b", failed.Line())
 	assert.False(t, failed.OK())
 }
 
@@ -80,13 +80,12 @@ func TestSampler_PauseIsTheLongestSlotSummedOverItsRestarts(t *testing.T) {
 	targets := []chaos.Target{{Key: "0/0", Slot: 0, MetricsURL: serve("3", 1)}, {Key: "0/1", Slot: 0, MetricsURL: serve("4", 2)},
 		{Key: "1/0", Slot: 1, MetricsURL: serve("5", 4)}}
 	f := sampleOnce(t, chaos.NewSampler("g", func() []chaos.Target { return targets }))
-	assert.True(t, f.PausedKnown)
 	assert.Equal(t, 7*time.Second, f.Paused)
 	assert.Equal(t, 7.0, f.Duplicates)
 
 	without := sampleOnce(t, chaos.NewSampler("g", func() []chaos.Target { return []chaos.Target{{Key: "0/0", MetricsURL: serve("", 1)}} }))
-	assert.False(t, without.PausedKnown, "no gate, no pause counter")
-	assert.Contains(t, chaos.Result{Figures: without}.Line(), " paused=n/a ")
+	assert.Zero(t, without.Paused, "a group that never paused has no pause series")
+	assert.Contains(t, chaos.Result{Figures: without}.Line(), " paused=0.0s ")
 }
 
 // sampleOnce runs s until its first round has seen a duplicate count, and returns its figures.

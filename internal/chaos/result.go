@@ -31,15 +31,12 @@ func (r Result) OK() bool { return len(r.Problems) == 0 }
 // Line is the scenario's verdict in one line:
 //
 //	chaos: ok scenario=NAME events=N effects=N dlq=1 paused=61.2s duplicates=N elapsed=95.0s
-//	chaos: FAILED scenario=NAME events=N effects=N dlq=K paused=n/a duplicates=N elapsed=95.0s: problem; problem
+//	chaos: FAILED scenario=NAME events=N effects=N dlq=K paused=0.0s duplicates=N elapsed=95.0s: problem; problem
 //
-// paused is how long consumption paused (the consumers' rmqguard_consumption_paused_seconds_total), n/a when
-// the consumers do not expose it.
+// paused is how long consumption paused (the consumers' rmqguard_consumption_paused_seconds_total); 0.0s
+// when no consumer ever paused (the counter has no series for the group until a pause ends).
 func (r Result) Line() string {
-	paused := "n/a"
-	if r.Figures.PausedKnown {
-		paused = fmt.Sprintf("%.1fs", r.Figures.Paused.Seconds())
-	}
+	paused := fmt.Sprintf("%.1fs", r.Figures.Paused.Seconds())
 	fields := fmt.Sprintf("scenario=%s events=%d effects=%d dlq=%d paused=%s duplicates=%.0f elapsed=%.1fs",
 		r.Scenario, r.Events, r.Counts.Orders, len(r.Counts.Letters), paused, r.Figures.Duplicates, r.Elapsed.Seconds())
 	if r.OK() {
