@@ -352,6 +352,51 @@ func TestShutdown_F9_DrainTimeoutCancelsInFlightHandlers(t *testing.T) {
 		"suspend first; the client is shut down only after the cancelled handler returned")
 }
 
+// A handler whose transaction committed as Shutdown cancelled its context reports success: its message is
+// acknowledged, not left for a redelivery after the restart. Only a cancelled handler that did not succeed
+// goes unanswered.
+func TestShutdown_F9_HandlerThatSucceededDespiteCancellationIsAcknowledged(t *testing.T) {
+	started := make(chan struct{})
+	h := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		close(started)
+		<-ctx.Done()
+		return consumer.Processed(), nil // committed before it noticed the cancellation
+	}
+	cfg := validConfig()
+	cfg.DrainTimeout = 50 * time.Millisecond
+	c, fp := newConsumer(t, cfg, h)
+	result := deliverAsync(fp, "ORDER", orderMsg("o-1"))
+	<-started
+
+	require.ErrorIs(t, c.Shutdown(context.Background()), context.DeadlineExceeded)
+
+	r := <-result
+	require.NoError(t, r.err, "answered: the client gets the result before it is shut down")
+	assert.Equal(t, rmq.ConsumeSuccess, r.res)
+}
+
+// A handler that returns a success kind with an error after cancellation has not succeeded (an error never
+// acknowledges): like any cancelled failure it is not answered, so its attempt is not spent.
+func TestShutdown_F9_CancelledHandlerWithSuccessKindAndErrorIsNotAnswered(t *testing.T) {
+	started := make(chan struct{})
+	h := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		close(started)
+		<-ctx.Done()
+		return consumer.Processed(), ctx.Err()
+	}
+	cfg := validConfig()
+	cfg.DrainTimeout = 50 * time.Millisecond
+	c, fp := newConsumer(t, cfg, h)
+	result := deliverAsync(fp, "ORDER", orderMsg("o-1"))
+	<-started
+
+	require.ErrorIs(t, c.Shutdown(context.Background()), context.DeadlineExceeded)
+
+	r := <-result
+	assert.ErrorIs(t, r.err, consumer.ErrStopped, "not answered: redelivered after a restart as it was")
+	assert.Equal(t, rmq.ConsumeRetryLater, r.res)
+}
+
 func TestShutdown_F9_WaitsForInFlightHandlersToFinish(t *testing.T) {
 	b := newBlockingHandler()
 	cfg := validConfig()

@@ -245,3 +245,44 @@ func TestResolve_F19_UnavailableIsNeverAcknowledgedNorDeadLettered(t *testing.T)
 	assert.Equal(t, "unsubscribed", consumer.KindUnsubscribed.String())
 	assert.True(t, consumer.KindUnsubscribed.Acknowledges())
 }
+
+// A handler that started before the gate closed and reports the store unavailable after it reopened saw
+// the outage, not the recovery: it runs again at once, instead of closing the gate again or waiting
+// OutageWait for an opening that already happened (which would spend the message's attempt).
+func TestGate_F19_FailureFromBeforeTheRecoveryRunsAgainAtOnce(t *testing.T) {
+	s := newStore()
+	release := make(chan struct{})
+	started := make(chan struct{})
+	var slowRuns atomic.Int32
+	h := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		if d.Msg.GetKeys() != "slow" {
+			return s.handle(ctx, d)
+		}
+		if slowRuns.Add(1) == 1 {
+			close(started)
+			<-release // the store went down and came back while this run was in flight
+			return consumer.Unavailable("connection refused"), errors.New("dial tcp: connection refused")
+		}
+		return consumer.Processed(), nil
+	}
+	cfg := validConfig()
+	cfg.HandlerTimeout, cfg.OutageWait = time.Second, 2*time.Second
+	c, fp := newConsumer(t, cfg, h, consumer.WithHealthProbe(s))
+	slow := deliverAsync(fp, "ORDER", orderMsg("slow"))
+	<-started
+	tripper := deliverAsync(fp, "ORDER", orderMsg("o-1"))
+	<-fp.suspended
+	<-s.probed
+	s.down.Store(false)
+	require.Equal(t, rmq.ConsumeSuccess, (<-tripper).res, "the gate reopened")
+
+	close(release)
+	r := <-slow
+
+	assert.Equal(t, rmq.ConsumeSuccess, r.res, "run again after the recovery, not answered as a retry after OutageWait")
+	assert.Equal(t, int32(2), slowRuns.Load())
+	require.NoError(t, c.Shutdown(context.Background()))
+	calls := fp.Calls()
+	assert.Equal(t, 2, count(calls, "suspend"), "the stale failure does not close the gate again (one by the gate, one by Shutdown): %v", calls)
+	assert.Equal(t, 1, count(calls, "resume"), "%v", calls)
+}
