@@ -134,6 +134,15 @@ func TestConfigValidate_F19_OutageWaitIsBelowConsumeTimeout(t *testing.T) {
 	assert.Equal(t, []string{"OutageWait"}, fields(t, cfg.Validate()))
 }
 
+// The default OutageWait is a third of ConsumeTimeout; when that rounds to zero Validate names OutageWait
+// instead of accepting a bound that would answer every outage at once.
+func TestConfigValidate_F19_ZeroDefaultOutageWaitIsRefused(t *testing.T) {
+	cfg := validConfig()
+	cfg.ConsumeTimeout, cfg.HandlerTimeout = 2, 1 // nanoseconds: 2/3 is 0
+
+	assert.Equal(t, []string{"OutageWait"}, fields(t, cfg.Validate()))
+}
+
 func TestConfigValidate_F26_TagExpressions(t *testing.T) {
 	for _, expr := range []string{"", "*", "OrderCreated", "OrderCreated || OrderPaid", "A||B"} {
 		cfg := validConfig()

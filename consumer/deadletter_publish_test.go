@@ -3,6 +3,7 @@ package consumer_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -93,4 +94,31 @@ func TestConsume_F6_FlushSlaveTimeoutInABatchRetriesTheBatch(t *testing.T) {
 	for _, l := range prod.sent {
 		assert.Equal(t, "b-3", l.GetKeys())
 	}
+}
+
+// nilResultSender answers a send with neither a result nor an error.
+type nilResultSender struct{}
+
+func (nilResultSender) SendSync(context.Context, ...*primitive.Message) (*primitive.SendResult, error) {
+	return nil, nil
+}
+
+// A send that returns no result is not a stored letter; the error says so rather than the call panicking.
+func TestSendDeadLetter_F6_NoResultIsNotStored(t *testing.T) {
+	d := consumer.NewDelivery("cg", orderMsg("o-1"))
+
+	err := consumer.SendDeadLetter(context.Background(), nilResultSender{}, d, "poison", time.Now())
+
+	require.ErrorIs(t, err, consumer.ErrDeadLetterNotStored)
+	assert.Contains(t, err.Error(), "no result")
+}
+
+// The error of a letter the broker did not store names the status it answered, for the operator.
+func TestSendDeadLetter_F6_NotStoredNamesTheStatus(t *testing.T) {
+	d := consumer.NewDelivery("cg", orderMsg("o-1"))
+
+	err := consumer.SendDeadLetter(context.Background(), &statusProducer{status: primitive.SendFlushSlaveTimeout}, d, "poison", time.Now())
+
+	require.ErrorIs(t, err, consumer.ErrDeadLetterNotStored)
+	assert.Contains(t, err.Error(), "status "+strconv.Itoa(int(primitive.SendFlushSlaveTimeout)))
 }

@@ -138,3 +138,54 @@ func TestConsume_F26_TagListAndStarMatch(t *testing.T) {
 	}
 	assert.Len(t, r.deliveries(), 4, "every subscribed tag is handled")
 }
+
+// Every dead letter of an otherwise acknowledged batch is published, not only the first, before the batch
+// is acknowledged.
+func TestConsume_F21_EveryDeadLetterOfTheBatchIsPublished(t *testing.T) {
+	p := &fakeProducer{status: primitive.SendOK}
+	_, fp := newBatchConsumer(t, func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		if d.Msg.GetKeys() == "b-1" {
+			return consumer.DeadLetter("poison"), nil
+		}
+		return b3Poison(ctx, d)
+	}, withProducer(p))
+
+	res, delay := fp.deliver(t, "ORDER", batch("b-1", "b-2", "b-3", "b-4")...)
+
+	assert.Equal(t, rmq.ConsumeSuccess, res)
+	assert.Zero(t, delay)
+	assert.Equal(t, []string{"b-1", "b-3"}, p.keys())
+}
+
+// keyedProducer fails every send of a letter whose KEYS is in failing, and records the others.
+type keyedProducer struct {
+	fakeProducer
+	failing map[string]bool
+}
+
+func (p *keyedProducer) SendSync(ctx context.Context, msgs ...*primitive.Message) (*primitive.SendResult, error) {
+	if p.failing[msgs[0].GetKeys()] {
+		return nil, errDLQSend
+	}
+	return p.fakeProducer.SendSync(ctx, msgs...)
+}
+
+// Once one letter of a batch could not be published within OutageWait the batch is retried, so the letters
+// after it are not published: they would be published again on the redelivery.
+func TestConsume_F21_LettersAfterAFailedPublishAreNotPublished(t *testing.T) {
+	p := &keyedProducer{fakeProducer: fakeProducer{status: primitive.SendOK}, failing: map[string]bool{"b-1": true}}
+	cfg := validConfig()
+	cfg.BatchSize, cfg.HandlerTimeout, cfg.OutageWait = 4, time.Second, 150*time.Millisecond
+	_, fp := newConsumer(t, cfg, func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		if d.Msg.GetKeys() == "b-1" {
+			return consumer.DeadLetter("poison"), nil
+		}
+		return b3Poison(ctx, d)
+	}, consumer.WithDeadLetterProducer(func() (consumer.Producer, error) { return p, nil }))
+
+	res, delay := fp.deliver(t, "ORDER", batch("b-1", "b-2", "b-3", "b-4")...)
+
+	assert.Equal(t, rmq.ConsumeRetryLater, res)
+	assert.Zero(t, delay, "-1 would dead-letter the processed neighbours")
+	assert.Empty(t, p.keys(), "b-3 waits for the batch's redelivery")
+}
