@@ -2,10 +2,12 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 )
 
@@ -43,6 +45,31 @@ func TestGate_F19_AHandlerThatGotThroughResetsTheBackoff(t *testing.T) {
 
 	assert.Equal(t, gateMinBackoff, g.backoff(g.trips.Add(1)), "the next closing waits the minimum again")
 }
+
+// With a probe the prober doubles its wait after every failed probe (100 ms, 200 ms, 400 ms, …), instead of
+// hammering a store that is down. Only lower bounds on the gaps are asserted: a timer never fires early.
+func TestGate_F19_ProberDoublesItsWaitAfterEachFailedProbe(t *testing.T) {
+	probes := make(chan time.Time, 16)
+	failing := probeFunc(func(context.Context) error {
+		probes <- time.Now()
+		return errors.New("dial tcp: connection refused")
+	})
+	g := newGate(context.Background(), "cg", suspendOnly{}, failing, nopObserver{}, zap.NewNop())
+	_, stopped := g.trip(0, "connection refused")
+	require.False(t, stopped)
+
+	first, second, third := <-probes, <-probes, <-probes
+	g.stop()
+
+	assert.GreaterOrEqual(t, second.Sub(first), 2*gateMinBackoff)
+	assert.GreaterOrEqual(t, third.Sub(second), 4*gateMinBackoff)
+}
+
+// suspendOnly is a PushConsumer for the gate alone: it only needs Suspend and Resume.
+type suspendOnly struct{ PushConsumer }
+
+func (suspendOnly) Suspend() {}
+func (suspendOnly) Resume()  {}
 
 type probeFunc func(context.Context) error
 
