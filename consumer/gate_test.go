@@ -286,3 +286,43 @@ func TestGate_F19_FailureFromBeforeTheRecoveryRunsAgainAtOnce(t *testing.T) {
 	assert.Equal(t, 2, count(calls, "suspend"), "the stale failure does not close the gate again (one by the gate, one by Shutdown): %v", calls)
 	assert.Equal(t, 1, count(calls, "resume"), "%v", calls)
 }
+
+// The pause and resume lines tell the operator which group paused, why, and whether a probe (rather than
+// the handlers) decides when it resumes.
+func TestGate_F19_PauseAndResumeLinesNameTheGroupReasonAndProbe(t *testing.T) {
+	for _, withProbe := range []bool{true, false} {
+		s := newStore()
+		core, logs := observer.New(zapcore.InfoLevel)
+		opts := []consumer.Option{consumer.WithLogger(zap.New(core))}
+		h := s.handle
+		if withProbe {
+			opts = append(opts, consumer.WithHealthProbe(s))
+		} else {
+			var runs atomic.Int32
+			h = func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+				if runs.Add(1) == 2 {
+					s.down.Store(false) // the store is back by the re-run after the backoff
+				}
+				return s.handle(ctx, d)
+			}
+		}
+		c, fp := newConsumer(t, validConfig(), h, opts...)
+		result := deliverAsync(fp, "ORDER", orderMsg("o-1"))
+		if withProbe {
+			<-s.probed
+			s.down.Store(false)
+		}
+		require.Equal(t, rmq.ConsumeSuccess, (<-result).res)
+		require.NoError(t, c.Shutdown(context.Background()))
+
+		paused := logs.FilterMessageSnippet("consumption paused").AllUntimed()
+		require.Len(t, paused, 1, "probe=%v", withProbe)
+		assert.Equal(t, map[string]any{"group": "cg", "reason": "connection refused", "probe": withProbe}, paused[0].ContextMap())
+		resumed := logs.FilterMessageSnippet("consumption resumed").AllUntimed()
+		require.Len(t, resumed, 1, "probe=%v", withProbe)
+		fields := resumed[0].ContextMap()
+		assert.Equal(t, withProbe, fields["probe"])
+		assert.Equal(t, "cg", fields["group"])
+		assert.Positive(t, fields["paused"], "the pause's duration")
+	}
+}
