@@ -157,6 +157,17 @@ func TestConfigValidate_F26_TagExpressions(t *testing.T) {
 	}
 }
 
+// An invalid tag expression's error counts tags from 1, so the operator finds the empty one.
+func TestConfigValidate_F26_EmptyTagIsNamedByPosition(t *testing.T) {
+	cfg := validConfig()
+	cfg.Subscriptions = []consumer.Subscription{{Topic: "ORDER", Expression: "A || || B"}}
+
+	err := cfg.Validate()
+
+	assert.Equal(t, []string{"Subscriptions"}, fields(t, err))
+	assert.Contains(t, err.Error(), `tag 2 of "A || || B" is empty`)
+}
+
 func TestConfigValidate_BatchSize(t *testing.T) {
 	cfg := validConfig()
 	cfg.BatchSize = 0
