@@ -64,8 +64,8 @@ func (p *Publisher) DeadLetter(ctx context.Context, d *consumer.Delivery, reason
 	return nil
 }
 
-// Letter builds the dead letter of d (consumer.DeadLetterMessage): topic %DLQ%<group>, the original body,
+// LetterMessage builds the dead letter of d (consumer.DeadLetterMessage): topic %DLQ%<group>, the original body,
 // tag, KEYS and user properties, RETRY_TOPIC set to the original topic, and the Prop* metadata with reason.
-func Letter(d *consumer.Delivery, reason string, at time.Time) *primitive.Message {
+func LetterMessage(d *consumer.Delivery, reason string, at time.Time) *primitive.Message {
 	return consumer.DeadLetterMessage(d, reason, at)
 }

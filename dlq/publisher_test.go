@@ -30,7 +30,7 @@ func retriedDelivery() *consumer.Delivery {
 
 func TestLetter_F18_KeepsBusinessDataAndOriginTopicDropsSystemProperties(t *testing.T) {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	l := dlq.Letter(retriedDelivery(), "invalid JSON", at)
+	l := dlq.LetterMessage(retriedDelivery(), "invalid JSON", at)
 
 	assert.Equal(t, "%DLQ%cg", l.Topic)
 	assert.Equal(t, []byte("not json"), l.Body)
