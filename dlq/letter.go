@@ -28,6 +28,10 @@ type Letter struct {
 	// OriginMsgID is the original message's ID (rmqguard's RMQGUARD_ORIGIN_MSG_ID, else the broker's
 	// ORIGIN_MESSAGE_ID, else MsgID).
 	OriginMsgID string `json:"origin_msg_id"`
+	// EventID is the business event ID (the EVENT_ID property by default; see ScanOptions), "" if none.
+	EventID string `json:"event_id"`
+	// EventType is the business event type (the EVENT_TYPE property, else the tag), "" if none.
+	EventType string `json:"event_type"`
 	// Reason says why it was dead-lettered (RMQGUARD_DLQ_REASON); "" for the broker's own dead letters
 	// (retries exhausted, reason not recorded).
 	Reason string `json:"reason"`
@@ -65,6 +69,8 @@ func NewLetter(group string, m *primitive.MessageExt) Letter {
 		Properties:  m.GetProperties(),
 		Body:        m.Body,
 	}
+	l.EventID = m.GetProperty("EVENT_ID")
+	l.EventType = firstNonEmpty(m.GetProperty("EVENT_TYPE"), l.Tags)
 	if l.MsgID == "" {
 		l.MsgID = l.StoreID
 	}

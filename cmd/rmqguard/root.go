@@ -43,7 +43,7 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&opts.logLevel, "client-log-level", "fatal",
 		"log level of the RocketMQ client library: debug, info, warn, error, fatal")
 
-	root.AddCommand(newTopicCmd(opts), newProbeCmd(opts), newDedupCmd(opts))
+	root.AddCommand(newTopicCmd(opts), newProbeCmd(opts), newDedupCmd(opts), newDLQCmd(opts))
 	return root
 }
 

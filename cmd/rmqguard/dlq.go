@@ -1,0 +1,12 @@
+package main
+
+import "github.com/spf13/cobra"
+
+func newDLQCmd(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dlq",
+		Short: "Read, export and replay a consumer group's dead-letter queue (%DLQ%<group>)",
+	}
+	cmd.AddCommand(newDLQListCmd(g), newDLQShowCmd(g), newDLQExportCmd(g), newDLQReplayCmd(g))
+	return cmd
+}

@@ -1,0 +1,16 @@
+package main
+
+import (
+	"errors"
+
+	"github.com/spf13/cobra"
+)
+
+// SKELETON: replaced by the dlq work of issue 6.
+func newDLQReplayCmd(_ *globalOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "replay",
+		Short: "(not built yet)",
+		RunE:  func(*cobra.Command, []string) error { return errors.New("dlq replay: not built yet") },
+	}
+}
