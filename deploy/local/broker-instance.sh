@@ -3,9 +3,10 @@
 # touching the shared pair that `make up` starts on 9876/10911. Same jars (.local/rocketmq/lib, fetched by
 # up.sh) and the same broker.conf template (all delay levels 1 s). State under .local/instances/rmq-NAME.
 #
-#   broker-instance.sh start NAME NS_PORT BROKER_PORT  start the name server on 127.0.0.1:NS_PORT and the broker
-#                                         on 127.0.0.1:BROKER_PORT (it also binds BROKER_PORT-2 and, on all
+#   broker-instance.sh start NAME NS_PORT BROKER_PORT [EXTRA_CONF]  start the name server on 127.0.0.1:NS_PORT and
+#                                         the broker on 127.0.0.1:BROKER_PORT (it also binds BROKER_PORT-2 and, on all
 #                                         interfaces, BROKER_PORT+1); each is reused when it already runs;
+#                                         EXTRA_CONF (a file) is appended to the broker's config, e.g. ACL settings;
 #                                         waits until both listen; prints "namesrv=ADDR broker=ADDR"
 #   broker-instance.sh stop-broker NAME   SIGTERM the broker, wait for exit (SIGKILL after 60 s)
 #   broker-instance.sh start-broker NAME  start the broker again, same port and store; waits until it listens
@@ -20,7 +21,7 @@ set -Eeuo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 
 usage() {
-  sed -n '6,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '6,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -65,6 +66,7 @@ start_broker() {
     port_open 127.0.0.1 "$p" && die "127.0.0.1:$p (broker $name needs $((BROKER_PORT - 2)), $BROKER_PORT, $((BROKER_PORT + 1))) is taken"
   done
   render_broker_conf "$home/conf/broker.conf" "$home/store" "127.0.0.1:$NS_PORT" "$BROKER_PORT"
+  if [[ -f $home/conf/extra.conf ]]; then cat "$home/conf/extra.conf" >>"$home/conf/broker.conf"; fi
   java_broker "$home" "$home/conf/broker.conf" "$broker_pid"
   wait_port "$broker_pid" "$BROKER_PORT" "broker $name" \
     "$home/logs/broker.out, $home/logs/rocketmqlogs/broker.log"
@@ -74,14 +76,17 @@ stop_quiet() { stop_pidfile "$@" >/dev/null; }
 
 case $cmd in
 start)
-  (($# == 4)) || usage
+  (($# == 4 || $# == 5)) || usage
   valid_port "$3" && valid_port "$4" || die "ports '$3' '$4': want 1027..65534"
+  if (($# == 5)); then [[ -f $5 ]] || die "extra broker config '$5' is not a file"; fi
   [[ -f $RMQ_LIB/.pom.sha256 ]] || die "no RocketMQ jars in $RMQ_LIB: run make up (deploy/local/up.sh) once"
   mkdir -p "$home" "$RUN_DIR"
   if [[ -s $home/ports ]] && { pid_alive "$ns_pid" "$NAMESRV_MAIN" || pid_alive "$broker_pid" "$BROKER_MAIN"; }; then
     [[ $(<"$home/ports") == "$3 $4" ]] || die "broker instance $name already runs on ports $(<"$home/ports")"
   fi
   echo "$3 $4" >"$home/ports"
+  mkdir -p "$home/conf"
+  if (($# == 5)); then cp "$5" "$home/conf/extra.conf"; else rm -f "$home/conf/extra.conf"; fi
   ports
   start_namesrv
   start_broker

@@ -1,16 +1,13 @@
 package rmqadmin
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"strings"
 	"time"
+
+	"github.com/rmqguard/rmqguard/consumer"
 )
 
 // reqGetBrokerClusterInfo is the remoting request code GET_BROKER_CLUSTER_INFO (106). rocketmq-client-go's
@@ -80,64 +77,15 @@ func brokerRegistered(ctx context.Context, nameServer, brokerAddr string) (bool,
 	return strings.Contains(string(body), `"`+brokerAddr+`"`), nil
 }
 
-// invokeNameServer sends one remoting request without extension fields and returns the body of a SUCCESS (0)
-// answer. Frame: int32 total length, int32 (serialize type << 24 | header length), JSON header, body.
+// invokeNameServer sends one unsigned remoting request without extension fields to a name server and returns
+// the body of a SUCCESS (0) answer.
 func invokeNameServer(ctx context.Context, addr string, code int) ([]byte, error) {
-	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	conn, err := (&net.Dialer{}).DialContext(dctx, "tcp", addr)
+	a, err := call(ctx, addr, code, nil, nil, consumer.Credentials{})
 	if err != nil {
-		return nil, fmt.Errorf("dial name server %s: %w", addr, err)
+		return nil, fmt.Errorf("name server %w", err)
 	}
-	defer conn.Close()
-	deadline, _ := dctx.Deadline()
-	if err := conn.SetDeadline(deadline); err != nil {
-		return nil, fmt.Errorf("name server %s: set deadline: %w", addr, err)
+	if a.Code != 0 {
+		return nil, fmt.Errorf("name server %s: request %d answered code %d: %s", addr, code, a.Code, a.Remark)
 	}
-
-	header, err := json.Marshal(map[string]any{
-		"code": code, "language": "GO", "version": 317, "opaque": 1, "flag": 0, "extFields": map[string]string{},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("encode request header: %w", err)
-	}
-	frame := make([]byte, 8+len(header))
-	binary.BigEndian.PutUint32(frame[0:4], uint32(4+len(header)))
-	binary.BigEndian.PutUint32(frame[4:8], uint32(len(header))) // serialize type 0 = JSON
-	copy(frame[8:], header)
-	if _, err := conn.Write(frame); err != nil {
-		return nil, fmt.Errorf("name server %s: write request %d: %w", addr, code, err)
-	}
-
-	r := bufio.NewReader(conn)
-	var lenBuf [4]byte
-	if _, err := io.ReadFull(r, lenBuf[:]); err != nil {
-		return nil, fmt.Errorf("name server %s: read answer to request %d: %w", addr, code, err)
-	}
-	total := binary.BigEndian.Uint32(lenBuf[:])
-	if total < 4 || total > maxFrame {
-		return nil, fmt.Errorf("name server %s: bad frame length %d", addr, total)
-	}
-	buf := make([]byte, total)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return nil, fmt.Errorf("name server %s: read answer to request %d: %w", addr, code, err)
-	}
-	headerLen := binary.BigEndian.Uint32(buf[0:4]) & 0xFFFFFF
-	if buf[0] != 0 {
-		return nil, fmt.Errorf("name server %s: unsupported serialize type %d", addr, buf[0])
-	}
-	if int(headerLen) > len(buf)-4 {
-		return nil, fmt.Errorf("name server %s: bad header length %d", addr, headerLen)
-	}
-	var h struct {
-		Code   int    `json:"code"`
-		Remark string `json:"remark"`
-	}
-	if err := json.Unmarshal(buf[4:4+headerLen], &h); err != nil {
-		return nil, fmt.Errorf("name server %s: decode answer header: %w", addr, err)
-	}
-	if h.Code != 0 {
-		return nil, fmt.Errorf("name server %s: request %d answered code %d: %s", addr, code, h.Code, h.Remark)
-	}
-	return buf[4+headerLen:], nil
+	return a.Body, nil
 }

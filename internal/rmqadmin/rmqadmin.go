@@ -64,8 +64,11 @@ func instanceName(kind string) string {
 //
 // Errors: invalid arguments; the name server or broker unreachable; ctx done before the broker registered or
 // the route became visible (wrapping ctx.Err()); ErrNoWritableQueues when the existing route has no writable
-// queue.
-func EnsureTopic(ctx context.Context, nameServers []string, brokerAddr, topic string, queues int) error {
+// queue; with ACL on and keys that the broker refuses, the client's refusal (see ACLError).
+//
+// opts give credentials and a namespace (WithCredentials, WithNamespace): topic is then created as
+// "ns%topic" (names already in the namespace, such as "%DLQ%ns%G", are kept).
+func EnsureTopic(ctx context.Context, nameServers []string, brokerAddr, topic string, queues int, opts ...Option) error {
 	if err := validateNameServers(nameServers); err != nil {
 		return fmt.Errorf("ensure topic %q: %w", topic, err)
 	}
@@ -79,15 +82,20 @@ func EnsureTopic(ctx context.Context, nameServers []string, brokerAddr, topic st
 		return fmt.Errorf("ensure topic %q: queue count %d must be at least 1", topic, queues)
 	}
 
+	acc := newAccess(opts)
+	topic = acc.name(topic)
 	// Until the broker has registered, the name server answers TOPIC_NOT_EXIST for topics the broker has,
 	// and creating them again could change their perm: wait for the registration first.
 	if err := WaitBrokerRegistered(ctx, nameServers, brokerAddr); err != nil {
 		return fmt.Errorf("ensure topic %q: %w", topic, err)
 	}
 
-	adm, err := admin.NewAdmin(
-		admin.WithResolver(primitive.NewPassthroughResolver(nameServers)),
-	)
+	// The name server has no ACL; ask the broker whether it takes the credentials, so that wrong keys fail
+	// here with an *ACLError even when the topic exists.
+	if err := CheckAccess(ctx, brokerAddr, acc.credentials); err != nil {
+		return fmt.Errorf("ensure topic %q: %w", topic, err)
+	}
+	adm, err := admin.NewAdmin(acc.adminOptions(nameServers)...)
 	if err != nil {
 		return fmt.Errorf("ensure topic %q: new admin client: %w", topic, err)
 	}
@@ -104,16 +112,9 @@ func EnsureTopic(ctx context.Context, nameServers []string, brokerAddr, topic st
 		return nil
 	}
 
-	// Note: admin.CreateTopic only reports transport errors; a refusal by the broker surfaces below as a
-	// route that never appears.
-	err = adm.CreateTopic(ctx,
-		admin.WithTopicCreate(topic),
-		admin.WithBrokerAddrCreate(brokerAddr),
-		admin.WithReadQueueNums(queues),
-		admin.WithWriteQueueNums(queues),
-		admin.WithPerm(PermReadWrite),
-	)
-	if err != nil {
+	// Created with a signed request of our own: the client's admin.CreateTopic neither signs it nor reports
+	// the broker's answer (see createTopic).
+	if err := createTopic(ctx, brokerAddr, topic, queues, acc.credentials); err != nil {
 		return fmt.Errorf("ensure topic %q: create on broker %s: %w", topic, brokerAddr, err)
 	}
 
@@ -157,8 +158,8 @@ var ErrNoRoute = errors.New("topic has no route on the name server (create it wi
 
 // checkRoute returns nil when the topic has a writable route, ErrNoRoute when it has none, or the error of
 // the name server query.
-func checkRoute(ctx context.Context, nameServers []string, topic string) error {
-	adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver(nameServers)))
+func checkRoute(ctx context.Context, nameServers []string, topic string, acc access) error {
+	adm, err := admin.NewAdmin(acc.adminOptions(nameServers)...)
 	if err != nil {
 		return fmt.Errorf("new admin client: %w", err)
 	}
@@ -186,8 +187,10 @@ const ProbeProducerGroup = "RMQGUARD_PROBE_PRODUCER"
 //
 // Errors: invalid arguments; the name server unreachable; ErrNoRoute when the topic has no route (or no
 // writable queue); producer start failure; the send failed (no route, broker unreachable, …); or a
-// send status other than SEND_OK.
-func Probe(ctx context.Context, nameServers []string, topic string) (err error) {
+// send status other than SEND_OK; with ACL on and keys that the broker refuses, an *ACLError.
+//
+// opts give credentials and a namespace (WithCredentials, WithNamespace): the message goes to "ns%topic".
+func Probe(ctx context.Context, nameServers []string, topic string, opts ...Option) (err error) {
 	if err := validateNameServers(nameServers); err != nil {
 		return fmt.Errorf("probe topic %q: %w", topic, err)
 	}
@@ -197,11 +200,17 @@ func Probe(ctx context.Context, nameServers []string, topic string) (err error) 
 
 	// The producer reports an unreachable name server and a missing topic alike ("route info not found"):
 	// ask the name server first for a clearer error.
-	if err := checkRoute(ctx, nameServers, topic); err != nil {
+	acc := newAccess(opts)
+	topic = acc.name(topic)
+	if err := checkRoute(ctx, nameServers, topic, acc); err != nil {
 		return fmt.Errorf("probe topic %q: %w", topic, err)
 	}
 
-	p, err := StartProducer(nameServers, ProbeProducerGroup)
+	// The producer reports an ACL refusal as text only ("CODE: 16 …"): ask the brokers first.
+	if err := CheckClusterAccess(ctx, nameServers, acc.credentials); err != nil {
+		return fmt.Errorf("probe topic %q: %w", topic, err)
+	}
+	p, err := StartProducer(nameServers, ProbeProducerGroup, opts...)
 	if err != nil {
 		return fmt.Errorf("probe topic %q: %w", topic, err)
 	}
