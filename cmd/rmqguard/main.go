@@ -7,7 +7,10 @@
 //	rmqguard dedup purge --group G --older-than 168h [--batch 1000] [--dry-run] [--force] --mysql-dsn DSN
 //
 // --namesrv defaults to $RMQGUARD_NAMESRV, --broker to $RMQGUARD_BROKER_ADDR and --mysql-dsn to $RMQGUARD_MYSQL_DSN; when neither flag nor
-// variable is set the command fails. The exit code is 0 on success and 1 on any failure (the error is printed
+// variable is set the command fails. Against a cluster with ACL or a namespace, every command takes
+// --access-key, --secret-key and --namespace (else $RMQGUARD_ACCESS_KEY, $RMQGUARD_SECRET_KEY,
+// $RMQGUARD_NAMESPACE, read when the command runs; the secret is never printed). A broker's ACL refusal
+// reads "ACL: access denied / signature mismatch for access key …". The exit code is 0 on success and 1 on any failure (the error is printed
 // to stderr).
 package main
 

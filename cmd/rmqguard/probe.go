@@ -30,9 +30,13 @@ func newProbeCmd(g *globalOptions) *cobra.Command {
 			if topic == "" {
 				return errors.New("no topic: pass --topic TOPIC or TOPIC")
 			}
+			access, err := g.adminOptions()
+			if err != nil {
+				return err
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), g.timeout)
 			defer cancel()
-			if err := rmqadmin.Probe(ctx, ns, topic); err != nil {
+			if err := rmqadmin.Probe(ctx, ns, topic, access...); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "probe %s: SEND_OK\n", topic)

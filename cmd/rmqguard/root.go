@@ -21,10 +21,13 @@ type globalOptions struct {
 	nameServers []string
 	timeout     time.Duration
 	logLevel    string
+	access      accessFlags
 }
 
-func newRootCmd() *cobra.Command {
-	opts := &globalOptions{}
+func newRootCmd() *cobra.Command { return newRootCmdWith(&globalOptions{}) }
+
+// newRootCmdWith builds the command tree on opts, which the global flags fill.
+func newRootCmdWith(opts *globalOptions) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "rmqguard",
 		Short:         "Operator tools for rmqguard and its RocketMQ cluster",
@@ -33,6 +36,7 @@ func newRootCmd() *cobra.Command {
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			// The client logs through rlog (logrus, info level by default); keep the CLI's output readable.
 			rlog.SetLogLevel(opts.logLevel)
+			opts.access.fromEnv(cmd.Flags())
 			return nil
 		},
 	}
@@ -42,6 +46,8 @@ func newRootCmd() *cobra.Command {
 		"overall time limit of the command")
 	root.PersistentFlags().StringVar(&opts.logLevel, "client-log-level", "fatal",
 		"log level of the RocketMQ client library: debug, info, warn, error, fatal")
+
+	opts.access.register(root.PersistentFlags())
 
 	root.AddCommand(newTopicCmd(opts), newProbeCmd(opts), newDedupCmd(opts), newDLQCmd(opts))
 	return root

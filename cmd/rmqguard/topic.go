@@ -45,10 +45,14 @@ func newTopicEnsureCmd(g *globalOptions) *cobra.Command {
 			if broker == "" {
 				return errors.New("no broker: pass --broker host:port or set " + envBrokerAddr)
 			}
+			access, err := g.adminOptions()
+			if err != nil {
+				return err
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), g.timeout)
 			defer cancel()
 			for _, topic := range args {
-				if err := rmqadmin.EnsureTopic(ctx, ns, broker, topic, queues); err != nil {
+				if err := rmqadmin.EnsureTopic(ctx, ns, broker, topic, queues, access...); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "topic %s: ok\n", topic)
