@@ -47,9 +47,9 @@ down: ## stop the services that `make up` started
 # two cores and the broker. -race is on for every package but e2e: rocketmq-client-go's pull consumer
 # (used by dlq.Read) writes its consumer group field on every pull while its rebalance goroutine reads it
 # (consumer/pull_consumer.go:521), a race in the client that -race reports; our own code is race-tested by
-# the other packages, which drive it with the same handlers. internal/chaos reads the DLQ the same way and runs
-# without -race too; its short chaos test (MariaDB restarted, read-only, stopped) runs the example consumer as
-# processes of their own.
+# the other packages, which drive it with the same handlers. internal/chaos and e2e/acl (the ACL broker test)
+# read the DLQ the same way and run without -race too; the short chaos test (MariaDB restarted, read-only,
+# stopped) runs the example consumer as processes of their own.
 GOTEST_FLAGS ?= -count=1 -p 1 -timeout 15m
 
 demo: up ## run the example consumer on the real services and verify exactly-once (last line is the verdict)
@@ -62,8 +62,8 @@ chaos: up ## faults under load on a stack of its own (MariaDB restart/read-only/
 # RMQGUARD_REQUIRE_SERVICES=1 is set here, not left to the caller. `make test-unit` is the no-service run.
 test: up ## unit, integration (MariaDB) and end-to-end (broker) tests; a missing service fails the run
 	@source deploy/local/env.sh && export RMQGUARD_REQUIRE_SERVICES=1 && \
-		$(GO) test -race $(GOTEST_FLAGS) $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/internal/chaos$$') && \
-		$(GO) test $(GOTEST_FLAGS) ./e2e/ ./internal/chaos/
+		$(GO) test -race $(GOTEST_FLAGS) $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/e2e/acl$$' -e '/internal/chaos$$') && \
+		$(GO) test $(GOTEST_FLAGS) ./e2e/ ./e2e/acl/ ./internal/chaos/
 
 test-unit: ## the tests that need no services (the others skip unless RMQGUARD_REQUIRE_SERVICES=1)
 	$(GO) test -race -count=1 ./consumer/ ./middleware/ ./retry/ ./dlq/ ./internal/shop/

@@ -1,0 +1,146 @@
+package acl_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/testenv"
+)
+
+// seen is what the handler saw of one delivery.
+type seen struct {
+	body, topic, group string
+	attempt            int
+}
+
+// send publishes one message with body (also its EVENT_ID) to the world's topic, signed with the right keys.
+func (w *aclWorld) send(t *testing.T, bodies ...string) {
+	t.Helper()
+	p, err := rmqadmin.StartProducer(w.cluster.NameServers, w.group+"-producer", w.access(w.cluster.Credentials)...)
+	require.NoError(t, err)
+	defer func() { _ = p.Shutdown() }()
+	for _, b := range bodies {
+		msg := primitive.NewMessage(w.cluster.Topic(w.topic), []byte(b))
+		msg.WithProperty("EVENT_ID", b)
+		res, err := p.SendSync(w.ctx, msg)
+		require.NoError(t, err)
+		require.Equal(t, primitive.SendOK, res.Status)
+	}
+}
+
+// startConsumer starts a consumer of the world's group in its namespace with credentials cred, from the
+// first offset; every delivery goes to got, and h decides it.
+func (w *aclWorld) startConsumer(t *testing.T, cred consumer.Credentials, got chan<- seen,
+	h func(d *consumer.Delivery) consumer.Outcome, opts ...consumer.Option) {
+	t.Helper()
+	c, err := consumer.New(consumer.Config{
+		NameServers: w.cluster.NameServers, Group: w.group, Namespace: w.cluster.Namespace, Credentials: cred,
+		Subscriptions: []consumer.Subscription{{Topic: w.topic}}, StartFrom: consumer.StartFromFirstOffset, MaxAttempts: 3,
+	}, func(_ context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		got <- seen{body: string(d.Msg.Body), topic: d.Topic, group: d.Group, attempt: d.Attempt}
+		return h(d), nil
+	}, opts...)
+	require.NoError(t, err)
+	require.NoError(t, c.Start())
+	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
+}
+
+// With the right keys in a namespace: a consumer consumes, a retry comes back through %RETRY%<ns>%<group>
+// with the topic restored, and a dead letter published by dlq.Publisher (its producer built from
+// dlq.Cluster.ProducerOptions) lands on %DLQ%<ns>%<group>, where dlq.ReadCluster finds it. Delivery shows
+// the group and topic without the namespace.
+func TestACL_RightKeysConsumeRetryAndDeadLetterInANamespace(t *testing.T) {
+	w := newACLWorld(t)
+	w.send(t, "ok-1", "poison-1")
+
+	p, err := rocketmq.NewProducer(append(w.cluster.ProducerOptions(w.group+"-dlq"),
+		producer.WithInstanceName(testenv.Unique("acl-dlq")))...)
+	require.NoError(t, err)
+	require.NoError(t, p.Start())
+	t.Cleanup(func() { _ = p.Shutdown() })
+	pub, err := dlq.NewPublisher(p)
+	require.NoError(t, err)
+
+	got := make(chan seen, 16)
+	w.startConsumer(t, w.cluster.Credentials, got, func(d *consumer.Delivery) consumer.Outcome {
+		switch {
+		case string(d.Msg.Body) == "ok-1":
+			return consumer.Processed()
+		case d.Attempt == 0:
+			return consumer.Retry(0, "first try fails")
+		default:
+			return consumer.DeadLetter("poison after a retry")
+		}
+	}, consumer.WithDeadLetterSink(pub))
+
+	var deliveries []seen
+	deadline := time.After(60 * time.Second)
+	for len(deliveries) < 3 {
+		select {
+		case s := <-got:
+			deliveries = append(deliveries, s)
+		case <-deadline:
+			t.Fatalf("60 s: want 3 deliveries (ok-1, poison-1 twice), got %+v", deliveries)
+		}
+	}
+	for _, s := range deliveries {
+		assert.Equal(t, w.topic, s.topic, "Delivery.Topic is the topic without the namespace")
+		assert.Equal(t, w.group, s.group, "Delivery.Group is the group without the namespace")
+	}
+	assert.ElementsMatch(t, []seen{
+		{body: "ok-1", topic: w.topic, group: w.group},
+		{body: "poison-1", topic: w.topic, group: w.group},
+		{body: "poison-1", topic: w.topic, group: w.group, attempt: 1},
+	}, deliveries, "the retry came back through %%RETRY%%<ns>%%<group>")
+
+	var letters []*primitive.MessageExt
+	require.Eventually(t, func() bool {
+		letters, err = dlq.ReadCluster(w.ctx, w.cluster, w.group, 10)
+		return err == nil && len(letters) == 1
+	}, 30*time.Second, 500*time.Millisecond, "one letter on %s (last error %v)", w.cluster.DLQTopic(w.group), err)
+	l := letters[0]
+	assert.Equal(t, "%DLQ%"+w.cluster.Namespace+"%"+w.group, l.Topic)
+	assert.Equal(t, "poison-1", string(l.Body))
+	assert.Equal(t, "poison after a retry", l.GetProperty(dlq.PropReason))
+	assert.Equal(t, w.cluster.Topic(w.topic), l.GetProperty(primitive.PropertyRetryTopic),
+		"origin in the namespace, as the broker writes it")
+}
+
+// With a wrong secret the broker refuses: rmqadmin says so with an *ACLError naming the access key, and
+// a consumer with that secret receives nothing (the client only logs its refused pulls and heartbeats).
+func TestACL_WrongSecretIsRefusedWithAClearError(t *testing.T) {
+	w := newACLWorld(t)
+	w.send(t, "never-consumed")
+	wrong := w.wrongSecret()
+
+	err := rmqadmin.CheckClusterAccess(w.ctx, w.cluster.NameServers, wrong)
+	var acl *rmqadmin.ACLError
+	require.True(t, errors.As(err, &acl), "want *rmqadmin.ACLError, got %v", err)
+	assert.Equal(t, wrong.AccessKey, acl.AccessKey)
+	assert.Equal(t, w.stack.Broker, acl.Broker)
+	assert.Contains(t, err.Error(), "ACL: access denied / signature mismatch for access key "+wrong.AccessKey)
+	assert.NotContains(t, err.Error(), wrong.SecretKey)
+	require.NoError(t, rmqadmin.CheckClusterAccess(w.ctx, w.cluster.NameServers, w.cluster.Credentials))
+
+	err = rmqadmin.CheckClusterAccess(w.ctx, w.cluster.NameServers, consumer.Credentials{})
+	require.True(t, errors.As(err, &acl), "no credentials at all: %v", err)
+
+	got := make(chan seen, 4)
+	w.startConsumer(t, wrong, got, func(*consumer.Delivery) consumer.Outcome { return consumer.Processed() })
+	select {
+	case s := <-got:
+		t.Fatalf("a consumer with a wrong secret received %+v", s)
+	case <-time.After(8 * time.Second):
+	}
+}
