@@ -86,9 +86,16 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
+	cred, namespace, err := s.clusterAccess()
+	if err != nil {
+		return err
+	}
+	access := []rmqadmin.Option{rmqadmin.WithCredentials(cred), rmqadmin.WithNamespace(namespace)}
 	cfg := consumer.Config{
 		NameServers:       nameServers,
 		Group:             s.group,
+		Namespace:         namespace,
+		Credentials:       cred,
 		Subscriptions:     []consumer.Subscription{{Topic: s.topic, Expression: shop.EventOrderCreated}},
 		MaxAttempts:       o.maxAttempts,
 		ConsumeGoroutines: o.goroutines,
@@ -145,14 +152,16 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	// dead letters published with their reason.
 	setupCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	if err := rmqadmin.EnsureTopic(setupCtx, nameServers, s.broker, s.topic, 4); err != nil {
+	if err := rmqadmin.EnsureTopic(setupCtx, nameServers, s.broker, s.topic, 4, access...); err != nil {
 		return err
 	}
-	if err := rmqadmin.EnsureGroupTopics(setupCtx, nameServers, s.broker, s.group); err != nil {
+	if err := rmqadmin.EnsureGroupTopics(setupCtx, nameServers, s.broker, s.group, access...); err != nil {
 		return err
 	}
 
-	prod, err := rmqadmin.StartProducer(nameServers, s.group+"-dlq")
+	// The publisher's producer has the credentials but no namespace option: a dead letter names its topic
+	// in full (%DLQ%<namespace>%<group>).
+	prod, err := rmqadmin.StartProducer(nameServers, s.group+"-dlq", access...)
 	if err != nil {
 		return fmt.Errorf("dlq publisher: %w", err)
 	}

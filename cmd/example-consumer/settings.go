@@ -1,10 +1,14 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/rmqguard/rmqguard/consumer"
 )
 
 // settings are the connection settings shared by the subcommands.
@@ -15,6 +19,8 @@ type settings struct {
 	group       string
 	topic       string
 	metricsAddr string
+	// accessKey, secretKey and namespace are the flags' values; clusterAccess adds the environment.
+	accessKey, secretKey, namespace string
 }
 
 func env(name, def string) string {
@@ -32,6 +38,32 @@ func (s *settings) bind(cmd *cobra.Command) {
 	f.StringVar(&s.group, "group", env("RMQGUARD_DEMO_GROUP", "rmqguard-demo"), "consumer group (env RMQGUARD_DEMO_GROUP)")
 	f.StringVar(&s.topic, "topic", env("RMQGUARD_DEMO_TOPIC", "RMQGUARD_DEMO_ORDER"), "topic of OrderCreated events (env RMQGUARD_DEMO_TOPIC)")
 	f.StringVar(&s.metricsAddr, "metrics-addr", env("RMQGUARD_METRICS_ADDR", "127.0.0.1:9464"), "address of /metrics and /healthz (env RMQGUARD_METRICS_ADDR)")
+	// No defaults shown: the environment is read when the command runs, so --help never prints a secret.
+	f.StringVar(&s.accessKey, "access-key", "", "RocketMQ ACL access key (else env RMQGUARD_ACCESS_KEY)")
+	f.StringVar(&s.secretKey, "secret-key", "", "RocketMQ ACL secret key (else env RMQGUARD_SECRET_KEY; never printed)")
+	f.StringVar(&s.namespace, "namespace", "", "RocketMQ namespace of the group and topic (else env RMQGUARD_NAMESPACE)")
+}
+
+// clusterAccess returns the ACL credentials and namespace: each flag, else its environment variable.
+// Errors name the flag: one key without the other, or an invalid namespace.
+func (s *settings) clusterAccess() (consumer.Credentials, string, error) {
+	c := consumer.Credentials{AccessKey: orEnv(s.accessKey, "RMQGUARD_ACCESS_KEY"), SecretKey: orEnv(s.secretKey, "RMQGUARD_SECRET_KEY")}
+	ns := orEnv(s.namespace, "RMQGUARD_NAMESPACE")
+	if (c.AccessKey == "") != (c.SecretKey == "") {
+		return consumer.Credentials{}, "", errors.New("--access-key and --secret-key (or RMQGUARD_ACCESS_KEY and RMQGUARD_SECRET_KEY) go together: give both or neither")
+	}
+	if err := consumer.ValidateNamespace(ns); err != nil {
+		return consumer.Credentials{}, "", fmt.Errorf("--namespace: %w", err)
+	}
+	return c, ns, nil
+}
+
+// orEnv returns v, or the environment variable name when v is empty.
+func orEnv(v, name string) string {
+	if v != "" {
+		return v
+	}
+	return strings.TrimSpace(os.Getenv(name))
 }
 
 func (s *settings) nameServerList() []string {
