@@ -164,7 +164,8 @@ func newClientPushConsumer(opts []rmq.Option) (PushConsumer, error) {
 func (c *Consumer) Group() string { return c.cfg.Group }
 
 // Start starts consuming. The client's Start fails when a subscribed topic has no route on the name
-// server (create topics first). It returns ErrStopped after Shutdown.
+// server (create topics first). With Credentials, a broker that refuses them fails Start with an
+// *ACLError (wrapped). It returns ErrStopped after Shutdown.
 func (c *Consumer) Start() error {
 	c.mu.Lock()
 	stopping := c.stopping
@@ -174,6 +175,9 @@ func (c *Consumer) Start() error {
 	}
 	if err := c.push.Start(); err != nil {
 		return fmt.Errorf("rmqguard consumer %s: start: %w", c.cfg.Group, err)
+	}
+	if err := c.checkAccess(); err != nil {
+		return err
 	}
 	c.log.Info("consumer started", zap.String("group", c.cfg.Group), zap.String("instance", c.cfg.InstanceName))
 	return nil

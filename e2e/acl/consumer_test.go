@@ -39,10 +39,10 @@ func (w *aclWorld) send(t *testing.T, bodies ...string) {
 	}
 }
 
-// startConsumer starts a consumer of the world's group in its namespace with credentials cred, from the
-// first offset; every delivery goes to got, and h decides it.
-func (w *aclWorld) startConsumer(t *testing.T, cred consumer.Credentials, got chan<- seen,
-	h func(d *consumer.Delivery) consumer.Outcome, opts ...consumer.Option) {
+// newConsumer builds a consumer of the world's group in its namespace with credentials cred, from the
+// first offset; every delivery goes to got, and h decides it. It is shut down when the test ends.
+func (w *aclWorld) newConsumer(t *testing.T, cred consumer.Credentials, got chan<- seen,
+	h func(d *consumer.Delivery) consumer.Outcome, opts ...consumer.Option) *consumer.Consumer {
 	t.Helper()
 	c, err := consumer.New(consumer.Config{
 		NameServers: w.cluster.NameServers, Group: w.group, Namespace: w.cluster.Namespace, Credentials: cred,
@@ -52,8 +52,8 @@ func (w *aclWorld) startConsumer(t *testing.T, cred consumer.Credentials, got ch
 		return h(d), nil
 	}, opts...)
 	require.NoError(t, err)
-	require.NoError(t, c.Start())
 	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
+	return c
 }
 
 // With the right keys in a namespace: a consumer consumes, a retry comes back through %RETRY%<ns>%<group>
@@ -73,7 +73,7 @@ func TestACL_RightKeysConsumeRetryAndDeadLetterInANamespace(t *testing.T) {
 	require.NoError(t, err)
 
 	got := make(chan seen, 16)
-	w.startConsumer(t, w.cluster.Credentials, got, func(d *consumer.Delivery) consumer.Outcome {
+	c := w.newConsumer(t, w.cluster.Credentials, got, func(d *consumer.Delivery) consumer.Outcome {
 		switch {
 		case string(d.Msg.Body) == "ok-1":
 			return consumer.Processed()
@@ -83,6 +83,7 @@ func TestACL_RightKeysConsumeRetryAndDeadLetterInANamespace(t *testing.T) {
 			return consumer.DeadLetter("poison after a retry")
 		}
 	}, consumer.WithDeadLetterSink(pub))
+	require.NoError(t, c.Start())
 
 	var deliveries []seen
 	deadline := time.After(60 * time.Second)
@@ -117,30 +118,35 @@ func TestACL_RightKeysConsumeRetryAndDeadLetterInANamespace(t *testing.T) {
 		"origin in the namespace, as the broker writes it")
 }
 
-// With a wrong secret the broker refuses: rmqadmin says so with an *ACLError naming the access key, and
-// a consumer with that secret receives nothing (the client only logs its refused pulls and heartbeats).
+// With a wrong secret the broker refuses, and says so with an error naming the access key that callers
+// match with errors.As: consumer.Start fails with a *consumer.ACLError (the client itself would only log
+// its refused pulls and heartbeats and receive nothing), rmqadmin with the same *rmqadmin.ACLError.
 func TestACL_WrongSecretIsRefusedWithAClearError(t *testing.T) {
 	w := newACLWorld(t)
 	w.send(t, "never-consumed")
 	wrong := w.wrongSecret()
 
-	err := rmqadmin.CheckClusterAccess(w.ctx, w.cluster.NameServers, wrong)
-	var acl *rmqadmin.ACLError
-	require.True(t, errors.As(err, &acl), "want *rmqadmin.ACLError, got %v", err)
+	got := make(chan seen, 4)
+	c := w.newConsumer(t, wrong, got, func(*consumer.Delivery) consumer.Outcome { return consumer.Processed() })
+	err := c.Start()
+	var acl *consumer.ACLError
+	require.True(t, errors.As(err, &acl), "want *consumer.ACLError from Start, got %v", err)
 	assert.Equal(t, wrong.AccessKey, acl.AccessKey)
 	assert.Equal(t, w.stack.Broker, acl.Broker)
 	assert.Contains(t, err.Error(), "ACL: access denied / signature mismatch for access key "+wrong.AccessKey)
 	assert.NotContains(t, err.Error(), wrong.SecretKey)
-	require.NoError(t, rmqadmin.CheckClusterAccess(w.ctx, w.cluster.NameServers, w.cluster.Credentials))
 
+	err = rmqadmin.CheckClusterAccess(w.ctx, w.cluster.NameServers, wrong)
+	require.True(t, errors.As(err, &acl), "rmqadmin, wrong secret: %v", err)
+	err = rmqadmin.CheckClusterAccess(w.ctx, w.cluster.NameServers, consumer.Credentials{AccessKey: "nobody", SecretKey: "x"})
+	require.True(t, errors.As(err, &acl), "rmqadmin, unknown user: %v", err)
+	assert.Equal(t, "nobody", acl.AccessKey)
 	err = rmqadmin.CheckClusterAccess(w.ctx, w.cluster.NameServers, consumer.Credentials{})
-	require.True(t, errors.As(err, &acl), "no credentials at all: %v", err)
-
-	got := make(chan seen, 4)
-	w.startConsumer(t, wrong, got, func(*consumer.Delivery) consumer.Outcome { return consumer.Processed() })
+	require.True(t, errors.As(err, &acl), "rmqadmin, no credentials: %v", err)
+	require.NoError(t, rmqadmin.CheckClusterAccess(w.ctx, w.cluster.NameServers, w.cluster.Credentials))
 	select {
 	case s := <-got:
-		t.Fatalf("a consumer with a wrong secret received %+v", s)
-	case <-time.After(8 * time.Second):
+		t.Fatalf("a consumer refused at Start received %+v", s)
+	default:
 	}
 }

@@ -7,15 +7,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/remoting"
 )
 
 // reqGetBrokerClusterInfo is the remoting request code GET_BROKER_CLUSTER_INFO (106). rocketmq-client-go's
-// admin API does not expose it, so brokerRegistered speaks the (small) remoting framing itself.
-const reqGetBrokerClusterInfo = 106
-
-// maxFrame bounds a name server answer (the cluster table of a local cluster is a few hundred bytes).
-const maxFrame = 16 << 20
+// admin API does not expose it, so brokerRegistered asks with internal/remoting.
+const reqGetBrokerClusterInfo = remoting.ReqGetBrokerClusterInfo
 
 // WaitBrokerRegistered blocks until at least one of nameServers lists the broker brokerAddr ("host:port", as
 // the broker registers it, i.e. brokerIP1:listenPort) in its cluster table, polling every RoutePollInterval.
@@ -77,15 +74,8 @@ func brokerRegistered(ctx context.Context, nameServer, brokerAddr string) (bool,
 	return strings.Contains(string(body), `"`+brokerAddr+`"`), nil
 }
 
-// invokeNameServer sends one unsigned remoting request without extension fields to a name server and returns
-// the body of a SUCCESS (0) answer.
+// invokeNameServer sends one unsigned request without extension fields to a name server and returns the
+// body of a SUCCESS answer (remoting.InvokeNameServer).
 func invokeNameServer(ctx context.Context, addr string, code int) ([]byte, error) {
-	a, err := call(ctx, addr, code, nil, nil, consumer.Credentials{})
-	if err != nil {
-		return nil, fmt.Errorf("name server %w", err)
-	}
-	if a.Code != 0 {
-		return nil, fmt.Errorf("name server %s: request %d answered code %d: %s", addr, code, a.Code, a.Remark)
-	}
-	return a.Body, nil
+	return remoting.InvokeNameServer(ctx, addr, code)
 }

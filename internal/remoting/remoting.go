@@ -1,4 +1,9 @@
-package rmqadmin
+// Package remoting speaks the few RocketMQ remoting requests rmqguard sends itself (rocketmq-client-go does
+// not expose them, or neither signs them nor reports the broker's answer): the name server's cluster table,
+// an ACL check by a signed heartbeat, and a signed topic creation (internal/rmqadmin). Frames and signing are
+// those of the remoting protocol v1 that the client uses; it depends on the standard library only, so the
+// consumer package may use it.
+package remoting
 
 import (
 	"bufio"
@@ -13,51 +18,55 @@ import (
 	"net"
 	"sort"
 	"time"
-
-	"github.com/rmqguard/rmqguard/consumer"
 )
 
-// answer is a remoting response: its code (0 = SUCCESS), remark and body.
-type answer struct {
+// maxFrame bounds an answer (the cluster table of a cluster is a few kilobytes).
+const maxFrame = 16 << 20
+
+// Credentials are ACL keys as strings: AccessKey names the account, SecretKey signs. Both empty: unsigned.
+type Credentials struct{ AccessKey, SecretKey string }
+
+// Answer is a remoting response: its code (0 = SUCCESS), remark and body.
+type Answer struct {
 	Code   int
 	Remark string
 	Body   []byte
 }
 
-// call sends one remoting request (JSON header, code, ext fields, body) to addr and returns the answer,
+// Call sends one remoting request (JSON header, code, ext fields, body) to addr and returns the answer,
 // whatever its code. With credentials the request is signed as the client's ACL interceptor signs it:
 // HMAC-SHA1 with the secret key over the values of the ext fields (AccessKey included) in key order, then
 // the body, base64; the signature goes into the Signature ext field. Frame: int32 total length, int32
 // (serialize type << 24 | header length), header, body. Errors: dial, write, read or decode failures.
-func call(ctx context.Context, addr string, code int, ext map[string]string, body []byte, cred consumer.Credentials) (answer, error) {
+func Call(ctx context.Context, addr string, code int, ext map[string]string, body []byte, cred Credentials) (Answer, error) {
 	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	conn, err := (&net.Dialer{}).DialContext(dctx, "tcp", addr)
 	if err != nil {
-		return answer{}, fmt.Errorf("dial %s: %w", addr, err)
+		return Answer{}, fmt.Errorf("dial %s: %w", addr, err)
 	}
 	defer conn.Close()
 	deadline, _ := dctx.Deadline()
 	if err := conn.SetDeadline(deadline); err != nil {
-		return answer{}, fmt.Errorf("%s: set deadline: %w", addr, err)
+		return Answer{}, fmt.Errorf("%s: set deadline: %w", addr, err)
 	}
 	if err := writeRequest(conn, code, signed(ext, body, cred), body); err != nil {
-		return answer{}, fmt.Errorf("%s: write request %d: %w", addr, code, err)
+		return Answer{}, fmt.Errorf("%s: write request %d: %w", addr, code, err)
 	}
 	a, err := readAnswer(bufio.NewReader(conn))
 	if err != nil {
-		return answer{}, fmt.Errorf("%s: answer to request %d: %w", addr, code, err)
+		return Answer{}, fmt.Errorf("%s: answer to request %d: %w", addr, code, err)
 	}
 	return a, nil
 }
 
 // signed returns ext with AccessKey and Signature added when cred is set (a copy; ext is not changed).
-func signed(ext map[string]string, body []byte, cred consumer.Credentials) map[string]string {
+func signed(ext map[string]string, body []byte, cred Credentials) map[string]string {
 	out := make(map[string]string, len(ext)+2)
 	for k, v := range ext {
 		out[k] = v
 	}
-	if cred.IsZero() {
+	if cred.AccessKey == "" && cred.SecretKey == "" {
 		return out
 	}
 	out["AccessKey"] = cred.AccessKey
@@ -91,32 +100,32 @@ func writeRequest(w io.Writer, code int, ext map[string]string, body []byte) err
 	return err
 }
 
-func readAnswer(r io.Reader) (answer, error) {
+func readAnswer(r io.Reader) (Answer, error) {
 	var lenBuf [4]byte
 	if _, err := io.ReadFull(r, lenBuf[:]); err != nil {
-		return answer{}, err
+		return Answer{}, err
 	}
 	total := binary.BigEndian.Uint32(lenBuf[:])
 	if total < 4 || total > maxFrame {
-		return answer{}, fmt.Errorf("bad frame length %d", total)
+		return Answer{}, fmt.Errorf("bad frame length %d", total)
 	}
 	buf := make([]byte, total)
 	if _, err := io.ReadFull(r, buf); err != nil {
-		return answer{}, err
+		return Answer{}, err
 	}
 	if buf[0] != 0 {
-		return answer{}, fmt.Errorf("unsupported serialize type %d", buf[0])
+		return Answer{}, fmt.Errorf("unsupported serialize type %d", buf[0])
 	}
 	headerLen := binary.BigEndian.Uint32(buf[0:4]) & 0xFFFFFF
 	if int(headerLen) > len(buf)-4 {
-		return answer{}, fmt.Errorf("bad header length %d", headerLen)
+		return Answer{}, fmt.Errorf("bad header length %d", headerLen)
 	}
 	var h struct {
 		Code   int    `json:"code"`
 		Remark string `json:"remark"`
 	}
 	if err := json.Unmarshal(buf[4:4+headerLen], &h); err != nil {
-		return answer{}, fmt.Errorf("decode header: %w", err)
+		return Answer{}, fmt.Errorf("decode header: %w", err)
 	}
-	return answer{Code: h.Code, Remark: h.Remark, Body: buf[4+headerLen:]}, nil
+	return Answer{Code: h.Code, Remark: h.Remark, Body: buf[4+headerLen:]}, nil
 }

@@ -1,0 +1,46 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/rmqguard/rmqguard/internal/remoting"
+)
+
+// ACLError is a broker's refusal of the consumer's credentials (response code NO_PERMISSION: unknown
+// access key, signature mismatch, none given, or a missing permission). Start returns it, wrapped, when a
+// broker refuses Config.Credentials; match it with errors.As. Its Error reads
+// "ACL: access denied / signature mismatch for access key <key> on broker <addr> (code 16: <remark>)".
+type ACLError = remoting.ACLError
+
+// accessCheckTimeout bounds Start's access check.
+const accessCheckTimeout = 5 * time.Second
+
+// checkAccess asks every master broker the name servers list whether it accepts cfg.Credentials (one
+// signed heartbeat each), because rocketmq-client-go only logs refused heartbeats and pulls: a consumer with
+// a wrong secret would start and never receive a message. It runs only when credentials are set. A refusal
+// stops the client it runs after (its Shutdown is idempotent; the client panics when shut down before it
+// started) and is returned; a name server or broker it cannot reach is logged and not held against the start
+// (the client retries on its own, as without credentials).
+func (c *Consumer) checkAccess() error {
+	if c.cfg.Credentials.IsZero() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(c.runCtx, accessCheckTimeout)
+	defer cancel()
+	err := remoting.CheckClusterAccess(ctx, c.cfg.NameServers,
+		remoting.Credentials{AccessKey: c.cfg.Credentials.AccessKey, SecretKey: c.cfg.Credentials.SecretKey})
+	var acl *ACLError
+	if errors.As(err, &acl) {
+		_ = c.push.Shutdown()
+		return fmt.Errorf("rmqguard consumer %s: start: %w", c.cfg.Group, err)
+	}
+	if err != nil {
+		c.log.Warn("ACL access check could not run; starting anyway", zap.String("group", c.cfg.Group), zap.Error(err))
+	}
+	return nil
+}
