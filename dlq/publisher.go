@@ -48,6 +48,15 @@ type Publisher struct {
 }
 
 // NewPublisher returns a Publisher sending through p, a started producer. It returns an error if p is nil.
+//
+// On a cluster with ACL or a namespace, build p from a Cluster, which gives it the name servers, the
+// credentials and the group in the namespace, and no client namespace option (the client would prefix the
+// already complete "%DLQ%<ns>%<group>" once more):
+//
+//	p, err := rocketmq.NewProducer(append(cluster.ProducerOptions(group+"-dlq"),
+//		producer.WithInstanceName("…unique…"))...)
+//
+// The letters go to %DLQ%<ns>%<group>: the consumer sets Delivery.Namespace from Config.Namespace.
 func NewPublisher(p Producer) (*Publisher, error) {
 	if p == nil {
 		return nil, errors.New("dlq: NewPublisher: producer is nil")
@@ -55,7 +64,7 @@ func NewPublisher(p Producer) (*Publisher, error) {
 	return &Publisher{producer: p, now: time.Now}, nil
 }
 
-// DeadLetter sends a copy of d's message to %DLQ%<d.Group> and returns nil only when the broker answered
+// DeadLetter sends a copy of d's message to %DLQ%<d.Group> (%DLQ%<d.Namespace>%<d.Group> in a namespace) and returns nil only when the broker answered
 // SEND_OK. Errors wrap the send error, or ErrNotStored with the status (consumer.SendDeadLetter).
 func (p *Publisher) DeadLetter(ctx context.Context, d *consumer.Delivery, reason string) error {
 	if err := consumer.SendDeadLetter(ctx, p.producer, d, reason, p.now()); err != nil {
