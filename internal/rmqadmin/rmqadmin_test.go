@@ -93,7 +93,7 @@ func TestWaitBrokerRegistered(t *testing.T) {
 
 func TestInvokeNameServerErrorCode(t *testing.T) {
 	ns := fakeNameServer(t, 1, "")
-	if _, err := invokeNameServer(context.Background(), ns, reqGetBrokerClusterInfo); err == nil {
+	if _, err := invokeNameServer(context.Background(), ns, reqGetBrokerClusterInfo, nil); err == nil {
 		t.Fatal("want an error for a non-zero answer code")
 	}
 }
