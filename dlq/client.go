@@ -27,7 +27,7 @@ func dlqTopic(c Cluster, group string) string {
 }
 
 // newPullConsumer starts a pull consumer for reading topic (the broker's full name, namespace included) in a
-// consumer group of its own, so that no real group's offsets move. The caller shuts it down.
+// consumer group of its own, so that no real group's offsets move (it never commits any). The caller shuts it down.
 func newPullConsumer(c Cluster, topic string) (rocketmq.PullConsumer, error) {
 	suffix := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	opts := []rmq.Option{
@@ -42,8 +42,11 @@ func newPullConsumer(c Cluster, topic string) (rocketmq.PullConsumer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new pull consumer: %w", err)
 	}
-	if err := pc.Subscribe(topic, rmq.MessageSelector{Type: rmq.TAG, Expression: "*"}); err != nil {
-		return nil, fmt.Errorf("subscribe %s: %w", topic, err)
+	// Assign mode with no queue, not Subscribe: the client then never rebalances this consumer, whose
+	// rebalance would read the group field that every PullFrom rewrites (a data race in the client,
+	// consumer/pull_consumer.go:521), and no background pulling starts. PullFrom names its queue itself.
+	if err := pc.Assign(topic, nil); err != nil {
+		return nil, fmt.Errorf("assign %s: %w", topic, err)
 	}
 	if err := pc.Start(); err != nil {
 		return nil, fmt.Errorf("start pull consumer: %w", err)
