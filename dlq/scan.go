@@ -62,7 +62,8 @@ func (r *ScanResult) incomplete(format string, args ...any) {
 // The scan is bounded: each readable queue is read from its min offset (older letters have expired) up to the
 // max offset captured when the scan starts, so letters arriving meanwhile are not chased. Since/Until also
 // narrow the offsets through the broker's search by store time (widened by ClockSkew either side); letters are then matched on FailedAt exactly.
-// Reading an empty queue costs one short request, never a long-poll.
+// Reading an empty queue costs one short request, never a long-poll. ctx is checked between pulls; one pull
+// cannot be interrupted (the client bounds it by 30 s).
 //
 // Errors (nothing was read): an invalid cluster or options; ErrNoDLQ (wrapped) when the topic does not exist,
 // which means there are no dead letters; ErrWriteOnly (wrapped, naming the perm and the fix) when no queue is
