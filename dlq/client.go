@@ -9,36 +9,21 @@ import (
 	"github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/admin"
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
-	"github.com/apache/rocketmq-client-go/v2/primitive"
-
-	"github.com/rmqguard/rmqguard/consumer"
 )
 
 // The functions in this file are the one place where the dlq tools turn a Cluster into client options and
 // topic names; namespace and ACL handling change here only.
 
-// dlqTopic returns group's dead-letter topic as the broker names it: %DLQ%<group>, or %DLQ%<ns>%<group>
-// within the namespace ns.
-func dlqTopic(c Cluster, group string) string {
-	if c.Namespace == "" {
-		return consumer.DLQTopic(group)
-	}
-	return consumer.DLQTopicPrefix + c.Namespace + "%" + group
-}
+// dlqTopic returns group's dead-letter topic as the broker names it (Cluster.DLQTopic): %DLQ%<group>, or
+// %DLQ%<ns>%<group> within the namespace ns.
+func dlqTopic(c Cluster, group string) string { return c.DLQTopic(group) }
 
 // newPullConsumer starts a pull consumer for reading topic (the broker's full name, namespace included) in a
 // consumer group of its own, so that no real group's offsets move (it never commits any). The caller shuts it down.
 func newPullConsumer(c Cluster, topic string) (rocketmq.PullConsumer, error) {
 	suffix := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	opts := []rmq.Option{
-		rmq.WithGroupName("rmqguard-dlq-reader-" + suffix),
-		rmq.WithInstance("rmqguard-dlq-reader-" + suffix),
-		rmq.WithNsResolver(primitive.NewPassthroughResolver(c.NameServers)),
-	}
-	if !c.Credentials.IsZero() {
-		opts = append(opts, rmq.WithCredentials(c.Credentials.Client()))
-	}
-	pc, err := rocketmq.NewPullConsumer(opts...)
+	pc, err := rocketmq.NewPullConsumer(append(c.PullConsumerOptions("rmqguard-dlq-reader-"+suffix),
+		rmq.WithInstance("rmqguard-dlq-reader-"+suffix))...)
 	if err != nil {
 		return nil, fmt.Errorf("new pull consumer: %w", err)
 	}
@@ -56,11 +41,7 @@ func newPullConsumer(c Cluster, topic string) (rocketmq.PullConsumer, error) {
 
 // newAdmin returns an admin client for c; the caller closes it.
 func newAdmin(c Cluster) (admin.Admin, error) {
-	opts := []admin.AdminOption{admin.WithResolver(primitive.NewPassthroughResolver(c.NameServers))}
-	if !c.Credentials.IsZero() {
-		opts = append(opts, admin.WithCredentials(c.Credentials.Client()))
-	}
-	adm, err := admin.NewAdmin(opts...)
+	adm, err := admin.NewAdmin(c.AdminOptions()...)
 	if err != nil {
 		return nil, fmt.Errorf("new admin client: %w", err)
 	}

@@ -16,18 +16,26 @@ import (
 var ErrNoReadableRoute = errors.New("dlq: no readable route for the DLQ topic (not created yet, or write-only perm 2)")
 
 // Read returns the messages on %DLQ%<group>, queue by queue from the oldest, at most limit in all
-// (limit ≤ 0 means no limit), with Scan's bounds: up to the max offsets captured at the start, no long-poll.
-// It is the raw form of Scan for tests and tools that want the client's messages.
-// Errors: ErrNoReadableRoute (wrapped, with ErrNoDLQ or ErrWriteOnly) when the topic cannot be read; an
-// error listing the problems when a queue could not be read to its end; client errors wrapped.
+// (limit ≤ 0 means no limit). It is ReadCluster on a cluster without namespace or ACL.
 func Read(ctx context.Context, nameServers []string, group string, limit int) ([]*primitive.MessageExt, error) {
-	cluster := Cluster{NameServers: nameServers}
-	if err := cluster.Validate(); err != nil {
+	return ReadCluster(ctx, Cluster{NameServers: nameServers}, group, limit)
+}
+
+// ReadCluster returns the messages on the DLQ topic of group (given without namespace) in cluster c
+// (c.DLQTopic: %DLQ%<group>, or %DLQ%<ns>%<group>), queue by queue from the oldest, at most limit in all
+// (limit ≤ 0 means no limit), with Scan's bounds: up to the max offsets captured at the start, no
+// long-poll. It is the raw form of Scan for tests and tools that want the client's messages; it reads with
+// a pull consumer of its own group (in c's namespace, with c's credentials), so no group's offsets move.
+// Errors: c.Validate's; ErrNoReadableRoute (wrapped, with ErrNoDLQ or ErrWriteOnly) when the topic cannot
+// be read; an error listing the problems when a queue could not be read to its end; client errors wrapped
+// (an ACL refusal surfaces there).
+func ReadCluster(ctx context.Context, c Cluster, group string, limit int) ([]*primitive.MessageExt, error) {
+	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	var out []*primitive.MessageExt
 	res := ScanResult{Complete: true}
-	err := scanMessages(ctx, cluster, group, ScanOptions{Limit: limit}, &res, func(m *primitive.MessageExt) bool {
+	err := scanMessages(ctx, c, group, ScanOptions{Limit: limit}, &res, func(m *primitive.MessageExt) bool {
 		out = append(out, m)
 		return limit <= 0 || len(out) < limit
 	})
