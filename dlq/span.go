@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 )
 
@@ -19,6 +18,13 @@ const probeOffset = int64(1) << 50
 // defaultClockSkew is ScanOptions.ClockSkew's default.
 const defaultClockSkew = time.Minute
 
+// puller is the part of the client's pull consumer a scan uses (a small interface, so the per-queue
+// logic can be unit-tested with a fake).
+type puller interface {
+	PullFrom(ctx context.Context, queue *primitive.MessageQueue, offset int64, numbers int) (*primitive.PullResult, error)
+	OffsetForTimestamp(queue *primitive.MessageQueue, timestamp int64) (int64, error)
+}
+
 // span is the offset range [from, to) of one queue a scan reads.
 type span struct {
 	queue    *primitive.MessageQueue
@@ -27,7 +33,7 @@ type span struct {
 
 // planSpans captures every queue's bounds before anything is read, narrowed by the options' time bounds. A queue
 // whose bounds cannot be read is left out and recorded in res.
-func planSpans(ctx context.Context, pc rocketmq.PullConsumer, queues []*primitive.MessageQueue, opts ScanOptions, res *ScanResult) []span {
+func planSpans(ctx context.Context, pc puller, queues []*primitive.MessageQueue, opts ScanOptions, res *ScanResult) []span {
 	skew := opts.ClockSkew
 	if skew == 0 {
 		skew = defaultClockSkew
@@ -52,7 +58,7 @@ func planSpans(ctx context.Context, pc rocketmq.PullConsumer, queues []*primitiv
 }
 
 // queueBounds returns q's min and max offsets (max = the offset the next letter will get).
-func queueBounds(ctx context.Context, pc rocketmq.PullConsumer, q *primitive.MessageQueue) (minOff, maxOff int64, err error) {
+func queueBounds(ctx context.Context, pc puller, q *primitive.MessageQueue) (minOff, maxOff int64, err error) {
 	qc := *q // the client rewrites the queue's topic with the namespace
 	res, err := pc.PullFrom(ctx, &qc, probeOffset, 1)
 	if err != nil {
@@ -66,7 +72,7 @@ func queueBounds(ctx context.Context, pc rocketmq.PullConsumer, q *primitive.Mes
 
 // searchOffset asks the broker for the first offset of q stored at or after t; on an error it returns
 // fallback (the scan then reads more and filters by time).
-func searchOffset(pc rocketmq.PullConsumer, q *primitive.MessageQueue, t time.Time, fallback int64) int64 {
+func searchOffset(pc puller, q *primitive.MessageQueue, t time.Time, fallback int64) int64 {
 	qc := *q
 	off, err := pc.OffsetForTimestamp(&qc, t.UnixMilli())
 	if err != nil || off < 0 {
@@ -77,7 +83,7 @@ func searchOffset(pc rocketmq.PullConsumer, q *primitive.MessageQueue, t time.Ti
 
 // readSpan pulls s's messages in order into visit. It returns -1 when the span was read to its end or given
 // up (a problem recorded in res), or the offset after the message at which visit asked to stop.
-func readSpan(ctx context.Context, pc rocketmq.PullConsumer, s span, res *ScanResult, visit func(*primitive.MessageExt) bool) int64 {
+func readSpan(ctx context.Context, pc puller, s span, res *ScanResult, visit func(*primitive.MessageExt) bool) int64 {
 	where := func() string { return fmt.Sprintf("queue %d on %s", s.queue.QueueId, s.queue.BrokerName) }
 	offset := s.from
 	for offset < s.to {

@@ -60,7 +60,7 @@ func newDLQShowCmd(g *globalOptions) *cobra.Command {
 		},
 	}
 	f.addScanFlags(cmd.Flags(), false)
-	cmd.Flags().IntVar(&maxBody, "max-body", 4096, "show at most N bytes of the body")
+	cmd.Flags().IntVar(&maxBody, "max-body", 4096, "show at most N bytes of the body (of its pretty-printed text when it is JSON)")
 	return cmd
 }
 
