@@ -74,7 +74,7 @@ test-rules: ## promtool: check deploy/prometheus (config and rules) and run the 
 	$(PROMTOOL) test rules deploy/prometheus/rules_test.yml
 
 test-unit: ## the tests that need no services (the others skip unless RMQGUARD_REQUIRE_SERVICES=1)
-	$(GO) test -race -count=1 ./consumer/ ./middleware/ ./retry/ ./dlq/ ./internal/shop/
+	$(GO) test -race -count=1 ./consumer/ ./middleware/ ./retry/ ./dlq/ ./internal/shop/ ./internal/scrape/ ./internal/dashboards/
 
 BENCH_COUNT ?= 6
 bench: up ## benchmarks: the chain without I/O, and transactional dedup on MariaDB; compare runs with benchstat
