@@ -203,10 +203,9 @@ func runLetters(ctx context.Context, nameServers []string, group, runID string) 
 	return mine, nil
 }
 
-// scrapeCounter reads a counter with labels group and topic from the consumer's /metrics, summed over its
-// other labels (e.g. the duplicates' cause); 0 when absent.
+// scrapeCounter reads one counter with labels group and topic from the consumer's /metrics; 0 when absent.
 func scrapeCounter(ctx context.Context, url, name, group, topic string) (float64, error) {
-	v, err := scrape.Sum(ctx, url, name, map[string]string{"group": group, "topic": topic})
+	v, err := scrape.Counter(ctx, url, name, map[string]string{"group": group, "topic": topic})
 	if err != nil {
 		return 0, fmt.Errorf("%w (is `example-consumer run` running?)", err)
 	}

@@ -84,10 +84,10 @@ func compareOnce(ctx context.Context, api promv1.API, promURL, metricsURL, group
 // metricsCounts sums rmqguard_duplicates_total and rmqguard_messages_total of group over all their series.
 func metricsCounts(ctx context.Context, url, group string) (dups, handled float64, err error) {
 	match := map[string]string{"group": group}
-	if dups, err = scrape.Sum(ctx, url, "rmqguard_duplicates_total", match); err != nil {
+	if dups, err = scrape.Counter(ctx, url, "rmqguard_duplicates_total", match); err != nil {
 		return 0, 0, err
 	}
-	if handled, err = scrape.Sum(ctx, url, "rmqguard_messages_total", match); err != nil {
+	if handled, err = scrape.Counter(ctx, url, "rmqguard_messages_total", match); err != nil {
 		return 0, 0, err
 	}
 	return dups, handled, nil

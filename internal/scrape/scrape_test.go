@@ -30,31 +30,31 @@ func exposition(t *testing.T) string {
 	return srv.URL
 }
 
-func TestSum_AddsEveryMatchingSeries(t *testing.T) {
+func TestCounter_AddsEveryMatchingSeries(t *testing.T) {
 	url := exposition(t)
 	ctx := context.Background()
 
-	got, err := scrape.Sum(ctx, url, "rmqguard_duplicates_total", map[string]string{"group": "g"})
+	got, err := scrape.Counter(ctx, url, "rmqguard_duplicates_total", map[string]string{"group": "g"})
 	require.NoError(t, err)
 	assert.Equal(t, 204.0, got, "all topics and causes of group g, not group other")
 
-	got, err = scrape.Sum(ctx, url, "rmqguard_duplicates_total", map[string]string{"group": "g", "topic": "ORDER"})
+	got, err = scrape.Counter(ctx, url, "rmqguard_duplicates_total", map[string]string{"group": "g", "topic": "ORDER"})
 	require.NoError(t, err)
 	assert.Equal(t, 203.0, got)
 
-	got, err = scrape.Sum(ctx, url, "rmqguard_messages_total", map[string]string{"group": "g"})
+	got, err = scrape.Counter(ctx, url, "rmqguard_messages_total", map[string]string{"group": "g"})
 	require.NoError(t, err)
 	assert.Equal(t, 0.0, got, "a family not exposed yet counts 0")
 
-	one, err := scrape.Counter(ctx, url, "rmqguard_duplicates_total", map[string]string{"group": "g", "cause": "replay"})
+	got, err = scrape.Counter(ctx, url, "rmqguard_duplicates_total", map[string]string{"group": "g", "cause": "replay"})
 	require.NoError(t, err)
-	assert.Equal(t, 1.0, one)
+	assert.Equal(t, 1.0, got)
 }
 
-func TestSum_EndpointErrorsAreReturned(t *testing.T) {
+func TestCounter_EndpointErrorsAreReturned(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(srv.Close)
-	_, err := scrape.Sum(context.Background(), srv.URL, "rmqguard_duplicates_total", nil)
+	_, err := scrape.Counter(context.Background(), srv.URL, "rmqguard_duplicates_total", nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), srv.URL, "the error names the endpoint")
 }
