@@ -65,10 +65,11 @@ test: up test-rules ## unit, integration (MariaDB) and end-to-end (broker) tests
 		$(GO) test -race $(GOTEST_FLAGS) $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/internal/chaos$$') && \
 		$(GO) test $(GOTEST_FLAGS) ./e2e/ ./internal/chaos/
 
-# promtool comes with the Debian package prometheus, which `make up` installs (local mode).
+# promtool comes with the Debian package prometheus, which `make up` installs in local mode; installed here
+# when missing (e.g. in docker mode; the demo-ratio test in cmd/example-consumer runs the prometheus binary too).
 PROMTOOL ?= promtool
 test-rules: ## promtool: check deploy/prometheus (config and rules) and run the rule unit tests (rules_test.yml)
-	@command -v $(PROMTOOL) >/dev/null || { echo "$(PROMTOOL) not found: apt-get install prometheus (make up does)" >&2; exit 1; }
+	@command -v $(PROMTOOL) >/dev/null || deploy/local/prometheus-instance.sh install
 	$(PROMTOOL) check config deploy/prometheus/prometheus.yml
 	$(PROMTOOL) check rules deploy/prometheus/rules.yml
 	$(PROMTOOL) test rules deploy/prometheus/rules_test.yml

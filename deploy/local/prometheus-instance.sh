@@ -9,6 +9,7 @@
 #                                   checkout's config: restart it with this one.
 #   prometheus-instance.sh stop     SIGTERM, wait for exit (SIGKILL after 30 s)
 #   prometheus-instance.sh status   exit 0 when ours is running and ready
+#   prometheus-instance.sh install  only install the package (prometheus and promtool; make test-rules uses it)
 # State: .local/prometheus/data (TSDB, 2 days), .local/prometheus/prometheus.log, .local/run/prometheus.pid.
 set -Eeuo pipefail
 
@@ -23,7 +24,7 @@ PROM_ADDR="$RMQGUARD_PROMETHEUS_ADDR"
 PROM_PATTERN="--web.listen-address=$PROM_ADDR"
 
 usage() {
-  sed -n '6,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '6,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -90,5 +91,6 @@ case $1 in
 start) start ;;
 stop) stop ;;
 status) pid_alive "$PROM_PID" "$PROM_PATTERN" && ready ;;
+install) install ;;
 *) usage ;;
 esac
