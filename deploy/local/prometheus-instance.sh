@@ -39,8 +39,9 @@ ready() {
   [[ $reply == "HTTP/1."?" 200"* ]]
 }
 
-# install: the Debian package, without its recommends (prometheus-node-exporter). Its own service is not
-# used: policy-rc.d keeps it stopped in containers; elsewhere it listens on :9090 and start() says so.
+# install: the Debian package, without its recommends (prometheus-node-exporter). Its own service (on :9090,
+# all interfaces, /etc/prometheus config) is not used: where the install started it (systemd or sysvinit; in
+# containers policy-rc.d prevents that), it is stopped and disabled right after the install, and only then.
 install() {
   command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 && return 0
   local sudo=""
@@ -53,6 +54,14 @@ install() {
     $sudo apt-get update -qq
     $sudo apt-get install -y -qq --no-install-recommends prometheus >"$LOCAL/apt-prometheus.log" 2>&1 ||
       die "apt-get install prometheus failed, see $LOCAL/apt-prometheus.log"
+  fi
+  if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet prometheus 2>/dev/null; then
+    log "prometheus: stopping and disabling the package's own service (make up runs its own server)"
+    $sudo systemctl disable --now prometheus >/dev/null 2>&1 || true
+  elif [[ -x /etc/init.d/prometheus ]] && /etc/init.d/prometheus status >/dev/null 2>&1; then
+    log "prometheus: stopping and disabling the package's own service (make up runs its own server)"
+    $sudo /etc/init.d/prometheus stop >/dev/null 2>&1 || true
+    $sudo update-rc.d prometheus disable >/dev/null 2>&1 || true
   fi
 }
 
