@@ -63,6 +63,7 @@ type recorder struct {
 	collectors []prometheus.Collector
 }
 
+// Register registers c on the fresh registry and, when that succeeds, keeps it.
 func (r *recorder) Register(c prometheus.Collector) error {
 	if err := r.reg.Register(c); err != nil {
 		return err
@@ -71,6 +72,7 @@ func (r *recorder) Register(c prometheus.Collector) error {
 	return nil
 }
 
+// MustRegister is Register for each of cs, panicking on the first error (as prometheus.Registry does).
 func (r *recorder) MustRegister(cs ...prometheus.Collector) {
 	for _, c := range cs {
 		if err := r.Register(c); err != nil {
@@ -79,6 +81,7 @@ func (r *recorder) MustRegister(cs ...prometheus.Collector) {
 	}
 }
 
+// Unregister forgets c and unregisters it from the fresh registry.
 func (r *recorder) Unregister(c prometheus.Collector) bool {
 	for i, have := range r.collectors {
 		if have == c {
