@@ -65,7 +65,7 @@ func ctxExpired(ctx context.Context) bool {
 
 // brokerRegistered asks one name server for its cluster table and reports whether brokerAddr is in it.
 func brokerRegistered(ctx context.Context, nameServer, brokerAddr string) (bool, error) {
-	body, err := invokeNameServer(ctx, nameServer, reqGetBrokerClusterInfo)
+	body, err := invokeNameServer(ctx, nameServer, reqGetBrokerClusterInfo, nil)
 	if err != nil {
 		return false, err
 	}
@@ -74,8 +74,24 @@ func brokerRegistered(ctx context.Context, nameServer, brokerAddr string) (bool,
 	return strings.Contains(string(body), `"`+brokerAddr+`"`), nil
 }
 
-// invokeNameServer sends one unsigned request without extension fields to a name server and returns the
-// body of a SUCCESS answer (remoting.InvokeNameServer).
-func invokeNameServer(ctx context.Context, addr string, code int) ([]byte, error) {
-	return remoting.InvokeNameServer(ctx, addr, code)
+// invokeNameServer sends one unsigned remoting request with the extension fields ext (nil: none) to a name
+// server (internal/remoting.Call) and returns the body of a SUCCESS (0) answer; any other answer code is a
+// *codeError.
+func invokeNameServer(ctx context.Context, addr string, code int, ext map[string]string) ([]byte, error) {
+	a, err := remoting.Call(ctx, addr, code, ext, nil, remoting.Credentials{})
+	if err != nil {
+		return nil, fmt.Errorf("name server %w", err)
+	}
+	if a.Code != 0 {
+		return nil, fmt.Errorf("name server %s: request %d: %w", addr, code, &codeError{Code: a.Code, Remark: a.Remark})
+	}
+	return a.Body, nil
 }
+
+// codeError is a remoting answer code other than SUCCESS, with the server's remark.
+type codeError struct {
+	Code   int
+	Remark string
+}
+
+func (e *codeError) Error() string { return fmt.Sprintf("answered code %d: %s", e.Code, e.Remark) }
