@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -83,4 +85,24 @@ func (o *globalOptions) cluster() (dlq.Cluster, error) {
 		return dlq.Cluster{}, err
 	}
 	return c, nil
+}
+
+// accessCheckTimeout bounds checkAccess.
+const accessCheckTimeout = 10 * time.Second
+
+// checkAccess asks the cluster's master brokers whether they accept c's credentials (when set), so that a
+// wrong key fails with "ACL: access denied / signature mismatch for access key …" (exit 1) instead of, say,
+// an incomplete DLQ scan whose pulls the broker refused. A check that cannot run (broker unreachable) is
+// not held against the command: what follows reports it.
+func checkAccess(c dlq.Cluster, timeout time.Duration) error {
+	if c.Credentials.IsZero() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), min(timeout, accessCheckTimeout))
+	defer cancel()
+	err := rmqadmin.CheckClusterAccess(ctx, c.NameServers, c.Credentials)
+	if rmqadmin.IsACL(err) {
+		return failure(err)
+	}
+	return nil
 }

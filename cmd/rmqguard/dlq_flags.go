@@ -96,13 +96,18 @@ func parseWhen(s string, now time.Time) (time.Time, error) {
 	return now.Add(-d).UTC(), nil
 }
 
-// dlqCluster returns how to reach the cluster. It is the one place to switch to the ACL/namespace options.
+// dlqCluster returns how to reach the cluster: name servers, namespace and ACL credentials from the global
+// flags (globalOptions.cluster); a missing or invalid one is a usage error, credentials a broker refuses a
+// failure naming the access key (checkAccess).
 func dlqCluster(g *globalOptions) (dlq.Cluster, error) {
-	ns, err := g.requireNameServers()
+	c, err := g.cluster()
 	if err != nil {
 		return dlq.Cluster{}, usageError("%w", err)
 	}
-	return dlq.Cluster{NameServers: ns}, nil
+	if err := checkAccess(c, g.timeout); err != nil {
+		return dlq.Cluster{}, err
+	}
+	return c, nil
 }
 
 // scanDLQ runs the scan the flags describe: with --fix-perm it first makes a write-only DLQ readable

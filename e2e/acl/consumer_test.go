@@ -116,6 +116,20 @@ func TestACL_RightKeysConsumeRetryAndDeadLetterInANamespace(t *testing.T) {
 	assert.Equal(t, "poison after a retry", l.GetProperty(dlq.PropReason))
 	assert.Equal(t, w.cluster.Topic(w.topic), l.GetProperty(primitive.PropertyRetryTopic),
 		"origin in the namespace, as the broker writes it")
+
+	// The operator's view: `rmqguard dlq list` with the keys and namespace from the environment lists it;
+	// with a wrong secret it fails with the ACL error.
+	bin := buildCLI(t)
+	env := []string{"RMQGUARD_NAMESRV=" + w.cluster.NameServers[0], "RMQGUARD_ACCESS_KEY=" + w.cluster.Credentials.AccessKey,
+		"RMQGUARD_SECRET_KEY=" + w.cluster.Credentials.SecretKey, "RMQGUARD_NAMESPACE=" + w.cluster.Namespace}
+	res := runCLI(t, bin, env, "dlq", "list", "--group", w.group, "--timeout", "30s")
+	require.Equal(t, 0, res.exit, "stderr: %s", res.stderr)
+	assert.Contains(t, res.stdout, "poison after a retry")
+	res = runCLI(t, bin, env, "dlq", "list", "--group", w.group, "--timeout", "30s", "--secret-key", "not-the-secret")
+	assert.Equal(t, 1, res.exit)
+	assert.Contains(t, res.stderr, "ACL: access denied / signature mismatch for access key "+w.cluster.Credentials.AccessKey)
+	assert.NotContains(t, res.stdout, "poison after a retry")
+	assert.NotContains(t, res.stdout+res.stderr, "not-the-secret")
 }
 
 // With a wrong secret the broker refuses, and says so with an error naming the access key that callers
