@@ -1,0 +1,168 @@
+package dlq
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/rmqguard/rmqguard/consumer"
+)
+
+// Sender sends a replay; the client's producer (rocketmq.Producer) is one.
+type Sender interface {
+	SendSync(ctx context.Context, msgs ...*primitive.Message) (*primitive.SendResult, error)
+}
+
+// Limiter paces the sends; *rate.Limiter (golang.org/x/time/rate) is one.
+type Limiter interface {
+	// Wait blocks until the next send may go, or returns ctx's error.
+	Wait(ctx context.Context) error
+}
+
+// ProcessedChecker tells whether a dedup scope has processed an event (MySQLProcessed reads the
+// processed_event table of the dedup package).
+type ProcessedChecker interface {
+	Processed(ctx context.Context, scope, eventID string) (bool, error)
+}
+
+// ReplayOptions configure Replay.
+type ReplayOptions struct {
+	// Group is the consumer group whose letters are replayed, and the only group that receives them
+	// (through %RETRY%<Group>). Required.
+	Group string
+	// Scope is the dedup scope checked for "already processed" (dedup.WithScope); default Group.
+	Scope string
+	// TargetTopic, when set, is the topic every replay is presented on instead of the letter's origin
+	// topic (still only to Group, which must subscribe it). Must not be a %RETRY% or %DLQ% topic.
+	TargetTopic string
+	// Force sends letters the audit says were sent or may have been sent ("sending"). It does not send a
+	// letter whose event the scope already processed: the consumer would treat it as a duplicate.
+	Force bool
+	// DryRun decides every letter (the audit and processed checks are read) but claims, sends and
+	// records nothing: letters that would go are ReplayWouldSend.
+	DryRun bool
+	// Operator names who runs the replay (audit replayed_by, consumer.PropReplayedBy). Required.
+	Operator string
+	// ReplayID identifies the run; default a new random UUID.
+	ReplayID string
+	// Sender sends the replays. Required unless DryRun.
+	Sender Sender
+	// Audit records what was sent. Required.
+	Audit Audit
+	// Processed answers the "already processed" check. Required.
+	Processed ProcessedChecker
+	// Limiter, when set, is waited on before each send (not in a dry run).
+	Limiter Limiter
+	// Progress, when set, is called after each letter with the number done, the total and its result.
+	Progress func(done, total int, r LetterResult)
+	// Now is the clock of consumer.PropReplayedAt; default time.Now.
+	Now func() time.Time
+}
+
+// validate names the first invalid field.
+func (o ReplayOptions) validate() error {
+	bad := func(field, why string) error { return fmt.Errorf("dlq: replay: invalid %s: %s", field, why) }
+	switch {
+	case strings.TrimSpace(o.Group) == "":
+		return bad("Group", "required")
+	case strings.HasPrefix(o.Group, consumer.RetryTopicPrefix) || strings.HasPrefix(o.Group, consumer.DLQTopicPrefix):
+		return bad("Group", fmt.Sprintf("%q is a topic name, not a consumer group", o.Group))
+	case o.TargetTopic != "" && !routableTopic(o.TargetTopic):
+		return bad("TargetTopic", fmt.Sprintf("%q: a handler must never see a %s or %s topic", o.TargetTopic, consumer.RetryTopicPrefix, consumer.DLQTopicPrefix))
+	case strings.TrimSpace(o.Operator) == "":
+		return bad("Operator", "required (who runs the replay is recorded)")
+	case o.Audit == nil:
+		return bad("Audit", "required")
+	case o.Processed == nil:
+		return bad("Processed", "required")
+	case o.Sender == nil && !o.DryRun:
+		return bad("Sender", "required unless DryRun")
+	}
+	return nil
+}
+
+// withDefaults fills Scope, ReplayID and Now.
+func (o ReplayOptions) withDefaults() ReplayOptions {
+	if o.Scope == "" {
+		o.Scope = o.Group
+	}
+	if o.ReplayID == "" {
+		o.ReplayID = newReplayID()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// decide returns the letter's result when it must not be sent (Outcome set), else a result with only
+// Letter and Topic set, and the audit row found for it (nil if none) for the claim. The order: a letter
+// that cannot be keyed or routed; one met twice in this run; the audit (already replayed, uncertain;
+// a "failed" row is retried); the dedup scope (already processed).
+func (r *replayer) decide(ctx context.Context, l Letter) (LetterResult, *AuditRecord) {
+	res := LetterResult{Letter: l}
+	switch {
+	case l.Group != "" && l.Group != r.opts.Group:
+		return failed(res, fmt.Errorf("%w: %q, not %q", ErrOtherGroup, l.Group, r.opts.Group)), nil
+	case l.StoreID == "":
+		return failed(res, fmt.Errorf("%w (message %s)", ErrNoStoreID, l.MsgID)), nil
+	}
+	res.Topic = r.opts.TargetTopic
+	if res.Topic == "" {
+		if !routableTopic(l.OriginTopic) {
+			res.Outcome, res.Detail = ReplaySkippedNoOrigin, "no origin topic (RETRY_TOPIC); pass --target-topic"
+			return res, nil
+		}
+		res.Topic = l.OriginTopic
+	}
+	if r.seen[l.StoreID] {
+		res.Outcome, res.Detail = ReplaySkippedReplayed, "listed twice in this run's input"
+		return res, nil
+	}
+	r.seen[l.StoreID] = true
+	prev, found, err := r.opts.Audit.Lookup(ctx, r.opts.Group, l.StoreID)
+	if err != nil {
+		return failed(res, fmt.Errorf("dlq: replay %s: audit lookup: %w", l.StoreID, err)), nil
+	}
+	if found && !r.opts.Force {
+		if skipped, ok := skipForAudit(res, prev); ok {
+			return skipped, nil
+		}
+	}
+	if l.EventID != "" {
+		done, err := r.opts.Processed.Processed(ctx, r.opts.Scope, l.EventID)
+		if err != nil {
+			return failed(res, fmt.Errorf("dlq: replay %s: processed check: %w", l.StoreID, err)), nil
+		}
+		if done {
+			res.Outcome = ReplaySkippedProcessed
+			res.Detail = fmt.Sprintf("event %s already processed by dedup scope %s", l.EventID, r.opts.Scope)
+			return res, nil
+		}
+	}
+	if !found {
+		return res, nil
+	}
+	return res, &prev
+}
+
+// skipForAudit returns the skip a found audit row calls for; ok is false for a "failed" row, which is retried.
+func skipForAudit(res LetterResult, prev AuditRecord) (LetterResult, bool) {
+	switch prev.Status {
+	case AuditSent:
+		res.Outcome = ReplaySkippedReplayed
+		res.Detail = fmt.Sprintf("sent by replay %s at %s as %s (--force sends again)", prev.ReplayID, formatAt(prev.ReplayedAt), prev.SentMsgID)
+		return res, true
+	case AuditSending:
+		res.Outcome = ReplaySkippedUncertain
+		res.Detail = fmt.Sprintf("replay %s claimed it at %s and has not recorded the send (it is running, or stopped): it may have been sent; check, then --force", prev.ReplayID, formatAt(prev.ReplayedAt))
+		return res, true
+	case AuditFailed:
+		return res, false
+	}
+	res.Outcome, res.Err = ReplayFailed, fmt.Errorf("dlq: replay %s: audit row has unknown status %q", prev.StoreID, prev.Status)
+	return res, true
+}
