@@ -5,10 +5,11 @@
 //	rmqguard topic ensure --namesrv 127.0.0.1:9876 --broker 127.0.0.1:10911 --queues 4 TOPIC...
 //	rmqguard probe --namesrv 127.0.0.1:9876 --topic RMQGUARD_PROBE
 //	rmqguard dedup purge --group G --older-than 168h [--batch 1000] [--dry-run] [--force] --mysql-dsn DSN
+//	rmqguard dlq list|show|export --group G … (see rmqguard dlq --help)
 //
 // --namesrv defaults to $RMQGUARD_NAMESRV, --broker to $RMQGUARD_BROKER_ADDR and --mysql-dsn to $RMQGUARD_MYSQL_DSN; when neither flag nor
-// variable is set the command fails. The exit code is 0 on success and 1 on any failure (the error is printed
-// to stderr).
+// variable is set the command fails. Exit codes: 0 success, 1 a failure or an incomplete result, 2 a usage
+// error (see exit.go); the error is printed to stderr.
 package main
 
 import (
@@ -17,8 +18,17 @@ import (
 )
 
 func main() {
-	if err := newRootCmd().Execute(); err != nil {
+	os.Exit(run(os.Args[1:]))
+}
+
+// run executes the command line args and returns the process exit code, printing an error to stderr.
+func run(args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	err := root.Execute()
+	var e *exitError
+	if err != nil && (!asExitError(err, &e) || e.err != nil) {
 		fmt.Fprintln(os.Stderr, "rmqguard: error:", err)
-		os.Exit(1)
 	}
+	return exitCode(err)
 }

@@ -36,6 +36,8 @@ func newRootCmd() *cobra.Command {
 			return nil
 		},
 	}
+	// A bad flag or value is a usage error (exit 2), as are the commands' own argument checks.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: exitUsage, err: err} })
 	root.PersistentFlags().StringSliceVar(&opts.nameServers, "namesrv", splitList(os.Getenv(envNameServer)),
 		"name server addresses host:port, comma-separated (default $"+envNameServer+")")
 	root.PersistentFlags().DurationVar(&opts.timeout, "timeout", 30*time.Second,
