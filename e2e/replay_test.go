@@ -31,7 +31,7 @@ import (
 // replayDelivery is what a handler saw of a delivery that carried replay provenance.
 type replayDelivery struct {
 	group, eventID, topic, msgTopic, replayOf, keys, tags, trace string
-	attempt                                                    int
+	attempt                                                      int
 }
 
 // replays records the deliveries carrying consumer.PropReplayID that reach a chain.
@@ -182,7 +182,9 @@ func TestE2E_S5_F18_DLQReplaySafeTwiceToTheDeadLetteredGroupOnly(t *testing.T) {
 
 	dsn := testenv.Env("RMQGUARD_TEST_MYSQL_DSN", testenv.DefaultMySQLDSN)
 	base := []string{"dlq", "replay", "--namesrv", w.ns[0], "--mysql-dsn", dsn, "--group", group, "--operator", "e2e"}
-	replay := func(args ...string) (string, int) { return cli(t, bin, append(append([]string{}, base...), args...)...) }
+	replay := func(args ...string) (string, int) {
+		return cli(t, bin, append(append([]string{}, base...), args...)...)
+	}
 	auditRows := func() map[string]string {
 		var rows []struct {
 			EventID string `db:"event_id"`
