@@ -71,7 +71,7 @@ func (c *Consumer) consumeEntered(msgs []*primitive.MessageExt) (res Resolution,
 	outcomes := make([]Outcome, len(msgs))
 	errs := make([]error, len(msgs))
 	for i, msg := range msgs {
-		ds[i] = NewDelivery(c.cfg.Group, msg)
+		ds[i] = newNamespacedDelivery(c.cfg, msg)
 		ds[i].MaxAttempts = c.cfg.MaxAttempts
 		if !c.subscribed(ds[i]) {
 			outcomes[i] = c.unsubscribed(ds[i])

@@ -130,9 +130,7 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	if cfg.StartFrom == StartFromFirstOffset {
 		from = rmq.ConsumeFromFirstOffset
 	}
-	push, err := o.push([]rmq.Option{
-		rmq.WithGroupName(cfg.Group),
-		rmq.WithNsResolver(primitive.NewPassthroughResolver(cfg.NameServers)),
+	push, err := o.push(append(clientOptions(cfg), []rmq.Option{
 		rmq.WithInstance(cfg.InstanceName),
 		rmq.WithConsumerModel(rmq.Clustering),
 		rmq.WithConsumeFromWhere(from),
@@ -140,7 +138,7 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 		rmq.WithConsumeGoroutineNums(cfg.ConsumeGoroutines),
 		rmq.WithConsumeMessageBatchMaxSize(cfg.BatchSize),
 		rmq.WithConsumeTimeout(cfg.ConsumeTimeout),
-	})
+	}...))
 	if err != nil {
 		return nil, fmt.Errorf("rmqguard consumer %s: create push consumer: %w", cfg.Group, err)
 	}
