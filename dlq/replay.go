@@ -9,6 +9,8 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/google/uuid"
+
+	"github.com/rmqguard/rmqguard/consumer"
 )
 
 // ReplayOutcome is what a replay did with one letter.
@@ -133,6 +135,10 @@ type replayer struct {
 	seen map[string]bool
 }
 
+// auditGroup is the group as the audit keys it: the broker's name, so that one group name in two
+// namespaces has two histories.
+func (r *replayer) auditGroup() string { return consumer.InNamespace(r.opts.Namespace, r.opts.Group) }
+
 // one decides, sends and records one letter.
 func (r *replayer) one(ctx context.Context, l Letter) LetterResult {
 	res, prev := r.decide(ctx, l)
@@ -154,7 +160,7 @@ func (r *replayer) send(ctx context.Context, res LetterResult, prev *AuditRecord
 		}
 	}
 	at := r.opts.Now()
-	claim := AuditRecord{Group: r.opts.Group, StoreID: l.StoreID, ReplayID: r.opts.ReplayID, DLQMsgID: l.MsgID,
+	claim := AuditRecord{Group: r.auditGroup(), StoreID: l.StoreID, ReplayID: r.opts.ReplayID, DLQMsgID: l.MsgID,
 		EventID: l.EventID, OriginTopic: l.OriginTopic, TargetTopic: res.Topic, Status: AuditSending, ReplayedBy: r.opts.Operator}
 	won, err := r.opts.Audit.Claim(ctx, claim, prev)
 	if err != nil {
@@ -164,7 +170,7 @@ func (r *replayer) send(ctx context.Context, res LetterResult, prev *AuditRecord
 		res.Outcome, res.Detail = ReplaySkippedReplayed, "claimed by a concurrent replay"
 		return res
 	}
-	msg := ReplayMessage(l, r.opts.Group, res.Topic, Provenance{ReplayID: r.opts.ReplayID, Operator: r.opts.Operator, At: at})
+	msg := ReplayMessage(l, r.opts.Namespace, r.opts.Group, res.Topic, Provenance{ReplayID: r.opts.ReplayID, Operator: r.opts.Operator, At: at})
 	sent, sendErr := r.opts.Sender.SendSync(ctx, msg)
 	if sendErr == nil && (sent == nil || sent.Status != primitive.SendOK) {
 		sendErr = fmt.Errorf("%w: status %v", ErrReplayNotStored, sendStatus(sent))

@@ -56,9 +56,11 @@ func ReservedProperty(name string) bool {
 	return reservedProperties[name] || strings.HasPrefix(name, "TIMER_")
 }
 
-// ReplayMessage builds the message that replays l to consumer group: topic %RETRY%<group>, so that only
-// that group receives it (the broker delivers a group's retry topic to that group alone), with
-// RETRY_TOPIC set to topic, which the client and consumer.NewDelivery restore as the visible topic. The
+// ReplayMessage builds the message that replays l to consumer group of namespace ns ("" = none): topic
+// %RETRY%<group> (%RETRY%<ns>%<group>), so that only that group receives it (the broker delivers a
+// group's retry topic to that group alone), with RETRY_TOPIC set to topic (<ns>%<topic>), which the
+// client and consumer.NewDelivery restore as the visible topic. Send it through a producer without a
+// namespace option (dlq.Cluster.ProducerOptions): the names are already the broker's. The
 // body, TAGS, KEYS and every other non-reserved property of the letter are kept (ReservedProperty), and
 // prov is added as the consumer.PropReplay* properties (PropReplayOf = l.StoreID). The broker stores it
 // with ReconsumeTimes 0, so the group's full retry budget applies again.
@@ -66,8 +68,8 @@ func ReservedProperty(name string) bool {
 // topic must be the letter's origin topic, or the --target-topic the operator chose; a group that does
 // not subscribe topic cannot hand the message to a handler (the client retries it until it is
 // dead-lettered again).
-func ReplayMessage(l Letter, group, topic string, prov Provenance) *primitive.Message {
-	msg := primitive.NewMessage(consumer.RetryTopic(group), l.Body)
+func ReplayMessage(l Letter, ns, group, topic string, prov Provenance) *primitive.Message {
+	msg := primitive.NewMessage(consumer.NamespacedRetryTopic(ns, group), l.Body)
 	for k, v := range l.Properties {
 		if !ReservedProperty(k) {
 			msg.WithProperty(k, v)
@@ -79,7 +81,7 @@ func ReplayMessage(l Letter, group, topic string, prov Provenance) *primitive.Me
 	if msg.GetKeys() == "" && l.Keys != "" {
 		msg.WithProperty(primitive.PropertyKeys, l.Keys)
 	}
-	msg.WithProperty(primitive.PropertyRetryTopic, topic)
+	msg.WithProperty(primitive.PropertyRetryTopic, consumer.InNamespace(ns, topic))
 	msg.WithProperty(consumer.PropReplayID, prov.ReplayID)
 	msg.WithProperty(consumer.PropReplayOf, l.StoreID)
 	msg.WithProperty(consumer.PropReplayedAt, prov.At.UTC().Format(time.RFC3339Nano))

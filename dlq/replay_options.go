@@ -33,6 +33,9 @@ type ReplayOptions struct {
 	// Group is the consumer group whose letters are replayed, and the only group that receives them
 	// (through %RETRY%<Group>). Required.
 	Group string
+	// Namespace is the RocketMQ namespace of the group and topics ("" = none); Group, TargetTopic and the
+	// result topics are names without it.
+	Namespace string
 	// Scope is the dedup scope checked for "already processed" (dedup.WithScope); default Group.
 	Scope string
 	// TargetTopic, when set, is the topic every replay is presented on instead of the letter's origin
@@ -70,6 +73,8 @@ func (o ReplayOptions) validate() error {
 		return bad("Group", "required")
 	case strings.HasPrefix(o.Group, consumer.RetryTopicPrefix) || strings.HasPrefix(o.Group, consumer.DLQTopicPrefix):
 		return bad("Group", fmt.Sprintf("%q is a topic name, not a consumer group", o.Group))
+	case consumer.ValidateNamespace(o.Namespace) != nil:
+		return bad("Namespace", consumer.ValidateNamespace(o.Namespace).Error())
 	case o.TargetTopic != "" && !routableTopic(o.TargetTopic):
 		return bad("TargetTopic", fmt.Sprintf("%q: a handler must never see a %s or %s topic", o.TargetTopic, consumer.RetryTopicPrefix, consumer.DLQTopicPrefix))
 	case strings.TrimSpace(o.Operator) == "":
@@ -105,7 +110,7 @@ func (o ReplayOptions) withDefaults() ReplayOptions {
 func (r *replayer) decide(ctx context.Context, l Letter) (LetterResult, *AuditRecord) {
 	res := LetterResult{Letter: l}
 	switch {
-	case l.Group != "" && l.Group != r.opts.Group:
+	case l.Group != "" && consumer.WithoutNamespace(r.opts.Namespace, l.Group) != r.opts.Group:
 		return failed(res, fmt.Errorf("%w: %q, not %q", ErrOtherGroup, l.Group, r.opts.Group)), nil
 	case l.StoreID == "":
 		return failed(res, fmt.Errorf("%w (message %s)", ErrNoStoreID, l.MsgID)), nil
@@ -116,14 +121,14 @@ func (r *replayer) decide(ctx context.Context, l Letter) (LetterResult, *AuditRe
 			res.Outcome, res.Detail = ReplaySkippedNoOrigin, "no origin topic (RETRY_TOPIC); pass --target-topic"
 			return res, nil
 		}
-		res.Topic = l.OriginTopic
+		res.Topic = consumer.WithoutNamespace(r.opts.Namespace, l.OriginTopic)
 	}
 	if r.seen[l.StoreID] {
 		res.Outcome, res.Detail = ReplaySkippedReplayed, "listed twice in this run's input"
 		return res, nil
 	}
 	r.seen[l.StoreID] = true
-	prev, found, err := r.opts.Audit.Lookup(ctx, r.opts.Group, l.StoreID)
+	prev, found, err := r.opts.Audit.Lookup(ctx, r.auditGroup(), l.StoreID)
 	if err != nil {
 		return failed(res, fmt.Errorf("dlq: replay %s: audit lookup: %w", l.StoreID, err)), nil
 	}

@@ -64,7 +64,7 @@ func outcomes(rep dlq.ReplayReport) []dlq.ReplayOutcome {
 func TestReplayMessage_F18_GroupOnlyTopicOriginRestoredFidelityAndProvenance(t *testing.T) {
 	l := letter("S-1", "e-1", "ORDER")
 	at := time.Date(2026, 11, 30, 22, 0, 0, 5, time.UTC)
-	msg := dlq.ReplayMessage(l, "cg", "ORDER", dlq.Provenance{ReplayID: "R-1", Operator: "alice@host", At: at})
+	msg := dlq.ReplayMessage(l, "", "cg", "ORDER", dlq.Provenance{ReplayID: "R-1", Operator: "alice@host", At: at})
 
 	assert.Equal(t, "%RETRY%cg", msg.Topic, "only the dead-lettered group reads its retry topic")
 	assert.Equal(t, "ORDER", msg.GetProperty(primitive.PropertyRetryTopic), "the handler sees the origin topic")
@@ -87,7 +87,7 @@ func TestReplayMessage_F18_GroupOnlyTopicOriginRestoredFidelityAndProvenance(t *
 
 	// Tags and keys of a letter whose properties lack them (an export edited by hand) come from its fields.
 	bare := dlq.Letter{StoreID: "S-2", Tags: "T", Keys: "k1 k2", Properties: map[string]string{}}
-	msg = dlq.ReplayMessage(bare, "cg", "ORDER", dlq.Provenance{})
+	msg = dlq.ReplayMessage(bare, "", "cg", "ORDER", dlq.Provenance{})
 	assert.Equal(t, "T", msg.GetTags())
 	assert.Equal(t, "k1 k2", msg.GetKeys())
 }
@@ -284,4 +284,24 @@ func TestReplayOptions_InvalidFieldNamed(t *testing.T) {
 	}
 	_, err := dlq.Replay(context.Background(), nil, r.opts(func(o *dlq.ReplayOptions) { o.Group = "%RETRY%cg" }))
 	assert.ErrorContains(t, err, "invalid Group")
+}
+
+func TestReplay_NamespaceNamesAreTheBrokers(t *testing.T) {
+	r := newRig()
+	l := letter("S-1", "e-1", "prod%ORDER") // RETRY_TOPIC of a namespaced letter is in the namespace
+	l.Group = "prod%cg"
+	msg := dlq.ReplayMessage(l, "prod", "cg", "ORDER", dlq.Provenance{})
+	assert.Equal(t, "%RETRY%prod%cg", msg.Topic)
+	assert.Equal(t, "prod%ORDER", msg.GetProperty(primitive.PropertyRetryTopic))
+
+	rep, err := dlq.Replay(context.Background(), []dlq.Letter{l}, r.opts(func(o *dlq.ReplayOptions) { o.Namespace = "prod" }))
+	require.NoError(t, err)
+	require.Equal(t, dlq.ReplaySummary{Selected: 1, Sent: 1}, rep.Summary)
+	assert.Equal(t, "ORDER", rep.Results[0].Topic, "results name the topic without the namespace")
+	assert.Equal(t, "%RETRY%prod%cg", r.sender.sent[0].Topic)
+	assert.Equal(t, "prod%ORDER", r.sender.sent[0].GetProperty(primitive.PropertyRetryTopic))
+	assert.Equal(t, dlq.AuditSent, r.audit.get("prod%cg", "S-1").Status, "the audit keys the group as the broker names it")
+
+	_, err = dlq.Replay(context.Background(), nil, r.opts(func(o *dlq.ReplayOptions) { o.Namespace = "a%b" }))
+	assert.ErrorContains(t, err, "invalid Namespace")
 }

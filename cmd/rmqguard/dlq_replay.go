@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/producer"
 	_ "github.com/go-sql-driver/mysql" // the MySQL driver for sqlx
 	"github.com/jmoiron/sqlx"
 	"github.com/spf13/cobra"
@@ -22,7 +24,6 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dlq"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
 )
 
 // replayOptions are the flags of `rmqguard dlq replay`.
@@ -183,7 +184,7 @@ func (o *replayOptions) load(ctx context.Context, out io.Writer, ns []string) ([
 		}
 		return letters, true, nil
 	}
-	cluster := dlq.Cluster{NameServers: ns}
+	cluster := replayCluster(ns)
 	res, err := dlq.Scan(ctx, cluster, o.group, dlq.ScanOptions{Filter: o.filter, Limit: o.limit})
 	if errors.Is(err, dlq.ErrWriteOnly) {
 		if !o.fixPerm {
@@ -267,13 +268,14 @@ func (o *replayOptions) replay(ctx context.Context, cmd *cobra.Command, ns []str
 	if err != nil {
 		return dlq.ReplayReport{}, failure(err)
 	}
-	opts := dlq.ReplayOptions{Group: o.group, Scope: o.scope, TargetTopic: o.targetTopic, Force: o.force,
+	cluster := replayCluster(ns)
+	opts := dlq.ReplayOptions{Group: o.group, Namespace: cluster.Namespace, Scope: o.scope, TargetTopic: o.targetTopic, Force: o.force,
 		DryRun: o.dryRun, Operator: o.operator, Audit: audit, Processed: processed,
 		Limiter: rate.NewLimiter(rate.Limit(o.rate), 1)}
 	if !o.dryRun {
-		prod, err := rmqadmin.StartProducer(ns, "rmqguard-dlq-replay")
+		prod, err := startReplayProducer(cluster)
 		if err != nil {
-			return dlq.ReplayReport{}, failure(fmt.Errorf("replay producer: %w", err))
+			return dlq.ReplayReport{}, failure(err)
 		}
 		defer func() { _ = prod.Shutdown() }()
 		opts.Sender = prod
@@ -287,6 +289,27 @@ func (o *replayOptions) replay(ctx context.Context, cmd *cobra.Command, ns []str
 		return report, usageError("%v", err)
 	}
 	return report, nil
+}
+
+// replayCluster is the cluster the replay reads and sends on.
+// TODO(integrator): use g.cluster() (namespace and ACL credentials) once the acl work is on main.
+func replayCluster(ns []string) dlq.Cluster { return dlq.Cluster{NameServers: ns} }
+
+// startReplayProducer starts the producer that sends the replays, with the cluster's name servers and
+// credentials (names are passed in full, so it has no namespace option), and no internal send retry: a
+// failed send is recorded as failed and a later run retries it.
+func startReplayProducer(cluster dlq.Cluster) (rocketmq.Producer, error) {
+	opts := append(cluster.ProducerOptions("rmqguard-dlq-replay"),
+		producer.WithInstanceName(fmt.Sprintf("rmqguard-dlq-replay-%d-%d", os.Getpid(), time.Now().UnixNano())),
+		producer.WithRetry(0))
+	p, err := rocketmq.NewProducer(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("replay producer: new: %w", err)
+	}
+	if err := p.Start(); err != nil {
+		return nil, fmt.Errorf("replay producer: start: %w", err)
+	}
+	return p, nil
 }
 
 // audit returns the MySQL audit; in a dry run before the audit table exists, an empty audit (nothing was

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// Usage errors of `dlq replay` exit 2 and name the flag, before anything is read or sent.
+func TestDLQReplay_UsageErrorsExit2(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"no group":           {[]string{}, "pass --group G"},
+		"group is a topic":   {[]string{"--group", "%DLQ%cg"}, "not its topic"},
+		"no database":        {[]string{"--group", "cg", "--mysql-dsn", ""}, "pass --mysql-dsn"},
+		"rate":               {[]string{"--group", "cg", "--rate", "0"}, "--rate 0"},
+		"target is retry":    {[]string{"--group", "cg", "--target-topic", "%RETRY%cg"}, "must never see"},
+		"since":              {[]string{"--group", "cg", "--since", "yesterday"}, "--since \"yesterday\": not an RFC 3339 time"},
+		"file with a filter": {[]string{"--group", "cg", "--from-file", "x.jsonl", "--key", "k"}, "filters and --limit apply to DLQ scans only"},
+		"unknown flag":       {[]string{"--group", "cg", "--bogus"}, "unknown flag"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv(envMySQLDSN, "")
+			root := newRootCmd()
+			var out bytes.Buffer
+			root.SetOut(&out)
+			root.SetErr(&out)
+			args := []string{"dlq", "replay", "--namesrv", "127.0.0.1:1"}
+			if name != "no database" {
+				args = append(args, "--mysql-dsn", "u:p@tcp(127.0.0.1:1)/db")
+			}
+			root.SetArgs(append(args, tc.args...))
+			err := root.Execute()
+			assert.ErrorContains(t, err, tc.want)
+			assert.Equal(t, exitUsage, exitCode(err), "exit code of %v", err)
+		})
+	}
+}
