@@ -6,6 +6,8 @@ import (
 	"errors"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -253,4 +255,78 @@ func TestE2E_S5_F18_DLQReplaySafeTwiceToTheDeadLetteredGroupOnly(t *testing.T) {
 	assert.Equal(t, "order-"+evA, byEvent[evA].keys)
 	assert.Equal(t, "OrderCreated", byEvent[evA].tags)
 	assert.Equal(t, "00-"+evA, byEvent[evA].trace)
+}
+
+// TestE2E_S5_DLQReplayTwoRunsAtOnceSendEachLetterOnce starts two `rmqguard dlq replay` processes at the
+// same moment on a DLQ of 12 letters: the audit claim (MariaDB primary key) lets exactly one of them send
+// each letter, each event takes effect once, and a third run afterwards sends nothing and exits 0.
+func TestE2E_S5_DLQReplayTwoRunsAtOnceSendEachLetterOnce(t *testing.T) {
+	w := newWorld(t, 1)
+	db := testenv.MySQL(t)
+	bin := buildRMQGuard(t)
+	ctx, topic, group, run := w.ctx, w.topic, w.group, w.run
+	const events = 12
+
+	var bug atomic.Bool
+	ledger := testenv.NewLedger(t, db, run)
+	store, err := dedup.NewStore(db)
+	require.NoError(t, err)
+	eventID, err := middleware.EventID(middleware.EventIDConfig{})
+	require.NoError(t, err)
+	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	seen := &replays{}
+	handler := middleware.Chain(dedup.Handle(ledger.Handler(func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
+		if bug.Load() {
+			return consumer.Outcome{}, retry.Permanent(errors.New("bug"))
+		}
+		return consumer.Processed(), nil
+	})), seen.middleware("cg"), middleware.Classify(), eventID, middleware.Dedup(store))
+	publisher, err := dlq.NewPublisher(w.prod)
+	require.NoError(t, err)
+	sink := &countingSink{inner: publisher}
+	w.start(consumer.Config{MaxAttempts: 2, DrainTimeout: 5 * time.Second}, handler, consumer.WithLogger(log), consumer.WithDeadLetterSink(sink))
+
+	bug.Store(true)
+	for i := range events {
+		msg := primitive.NewMessage(topic, []byte(`{}`))
+		msg.WithProperty("EVENT_ID", run+"-"+string(rune('a'+i)))
+		w.send(msg)
+	}
+	require.Eventually(t, func() bool { return sink.n.Load() == events }, 60*time.Second, 100*time.Millisecond, "all are dead-lettered")
+	bug.Store(false)
+
+	args := []string{"dlq", "replay", "--namesrv", w.ns[0], "--mysql-dsn", testenv.Env("RMQGUARD_TEST_MYSQL_DSN", testenv.DefaultMySQLDSN),
+		"--group", group, "--yes", "--rate", "200"}
+	outs := make([]bytes.Buffer, 2)
+	cmds := make([]*exec.Cmd, 2)
+	for i := range cmds {
+		cmds[i] = exec.CommandContext(ctx, bin, append(args, "--operator", "run-"+string(rune('0'+i)))...)
+		cmds[i].Stdout, cmds[i].Stderr = &outs[i], &outs[i]
+	}
+	for _, c := range cmds {
+		require.NoError(t, c.Start())
+	}
+	sent := 0
+	for i, c := range cmds {
+		err := c.Wait()
+		var exit *exec.ExitError
+		if err != nil {
+			require.ErrorAs(t, err, &exit, outs[i].String())
+			assert.Equal(t, 1, exit.ExitCode(), "only letters the other run was sending make a run exit 1: %s", outs[i].String())
+		}
+		t.Logf("run %d:\n%s", i, outs[i].String())
+		m := regexp.MustCompile(`selected 12, sent (\d+),`).FindStringSubmatch(outs[i].String())
+		require.Len(t, m, 2, "summary line of run %d", i)
+		n, _ := strconv.Atoi(m[1])
+		sent += n
+	}
+	assert.Equal(t, events, sent, "together the two runs sent each letter once")
+
+	require.Eventually(t, func() bool { e, _ := ledger.Totals(t); return e == events }, 30*time.Second, 100*time.Millisecond, "every replay takes effect")
+	out, code := cli(t, bin, args...)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "selected 12, sent 0, would send 0, skipped: already replayed 12")
+	time.Sleep(2 * time.Second)
+	ledger.RequireOncePerEvent(t, events)
+	assert.Len(t, seen.snapshot(), events, "one replay delivery per letter")
 }
