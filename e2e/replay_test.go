@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/assert"
@@ -330,4 +331,37 @@ func TestE2E_S5_DLQReplayTwoRunsAtOnceSendEachLetterOnce(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	ledger.RequireOncePerEvent(t, events)
 	assert.Len(t, seen.snapshot(), events, "one replay delivery per letter")
+}
+
+// TestE2E_DLQReplayWithoutRetryTopicNamesTheFix: a group whose %RETRY% topic does not exist (its consumers
+// never ran on this cluster) cannot receive a replay; the replay stops before claiming or sending anything
+// and names the topic and the command that creates it.
+func TestE2E_DLQReplayWithoutRetryTopicNamesTheFix(t *testing.T) {
+	ns := testenv.NameServer(t)
+	broker := testenv.Broker(t)
+	bin := buildRMQGuard(t)
+	rlog.SetLogLevel("error")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	group := "rmqguard-e2e-" + testenv.Unique("noretry")
+	require.NoError(t, rmqadmin.EnsureTopic(ctx, []string{ns}, broker, consumer.DLQTopic(group), 1))
+	prod, err := rmqadmin.StartProducer([]string{ns}, group+"-producer")
+	require.NoError(t, err)
+	defer func() { _ = prod.Shutdown() }()
+	letter := primitive.NewMessage(consumer.DLQTopic(group), []byte(`{}`))
+	letter.WithProperty("EVENT_ID", group+"-e")
+	letter.WithProperty(primitive.PropertyRetryTopic, "ORDER")
+	res, err := prod.SendSync(ctx, letter)
+	require.NoError(t, err)
+	require.Equal(t, primitive.SendOK, res.Status)
+
+	out, code := cli(t, bin, "dlq", "replay", "--namesrv", ns, "--mysql-dsn", testenv.Env("RMQGUARD_TEST_MYSQL_DSN", testenv.DefaultMySQLDSN),
+		"--group", group, "--yes")
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "%RETRY%"+group+", where replays of group "+group+" go, has no writable queue")
+	assert.Contains(t, out, "rmqguard topic ensure --queues 1 '%RETRY%"+group+"'")
+	db := testenv.MySQL(t)
+	var claimed int
+	require.NoError(t, db.Get(&claimed, `SELECT COUNT(*) FROM `+dlq.AuditTable+` WHERE consumer_group = ?`, group))
+	assert.Zero(t, claimed, "nothing claimed")
 }

@@ -13,8 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/apache/rocketmq-client-go/v2"
-	"github.com/apache/rocketmq-client-go/v2/producer"
 	_ "github.com/go-sql-driver/mysql" // the MySQL driver for sqlx
 	"github.com/jmoiron/sqlx"
 	"github.com/spf13/cobra"
@@ -273,6 +271,9 @@ func (o *replayOptions) replay(ctx context.Context, cmd *cobra.Command, ns []str
 		DryRun: o.dryRun, Operator: o.operator, Audit: audit, Processed: processed,
 		Limiter: rate.NewLimiter(rate.Limit(o.rate), 1)}
 	if !o.dryRun {
+		if err := checkRetryTopic(ctx, cluster, o.group); err != nil {
+			return dlq.ReplayReport{}, failure(err)
+		}
 		prod, err := startReplayProducer(cluster)
 		if err != nil {
 			return dlq.ReplayReport{}, failure(err)
@@ -289,27 +290,6 @@ func (o *replayOptions) replay(ctx context.Context, cmd *cobra.Command, ns []str
 		return report, usageError("%v", err)
 	}
 	return report, nil
-}
-
-// replayCluster is the cluster the replay reads and sends on.
-// TODO(integrator): use g.cluster() (namespace and ACL credentials) once the acl work is on main.
-func replayCluster(ns []string) dlq.Cluster { return dlq.Cluster{NameServers: ns} }
-
-// startReplayProducer starts the producer that sends the replays, with the cluster's name servers and
-// credentials (names are passed in full, so it has no namespace option), and no internal send retry: a
-// failed send is recorded as failed and a later run retries it.
-func startReplayProducer(cluster dlq.Cluster) (rocketmq.Producer, error) {
-	opts := append(cluster.ProducerOptions("rmqguard-dlq-replay"),
-		producer.WithInstanceName(fmt.Sprintf("rmqguard-dlq-replay-%d-%d", os.Getpid(), time.Now().UnixNano())),
-		producer.WithRetry(0))
-	p, err := rocketmq.NewProducer(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("replay producer: new: %w", err)
-	}
-	if err := p.Start(); err != nil {
-		return nil, fmt.Errorf("replay producer: start: %w", err)
-	}
-	return p, nil
 }
 
 // audit returns the MySQL audit; in a dry run before the audit table exists, an empty audit (nothing was

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/admin"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+
+	"github.com/rmqguard/rmqguard/dlq"
+)
+
+// replayCluster is the cluster the replay reads and sends on.
+// TODO(integrator): use g.cluster() (namespace and ACL credentials) once the acl work is on main.
+func replayCluster(ns []string) dlq.Cluster { return dlq.Cluster{NameServers: ns} }
+
+// startReplayProducer starts the producer that sends the replays, with the cluster's name servers and
+// credentials (names are passed in full, so it has no namespace option), and no internal send retry: a
+// failed send is recorded as failed and a later run retries it.
+func startReplayProducer(cluster dlq.Cluster) (rocketmq.Producer, error) {
+	opts := append(cluster.ProducerOptions("rmqguard-dlq-replay"),
+		producer.WithInstanceName(fmt.Sprintf("rmqguard-dlq-replay-%d-%d", os.Getpid(), time.Now().UnixNano())),
+		producer.WithRetry(0))
+	p, err := rocketmq.NewProducer(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("replay producer: new: %w", err)
+	}
+	if err := p.Start(); err != nil {
+		return nil, fmt.Errorf("replay producer: start: %w", err)
+	}
+	return p, nil
+}
+
+// checkRetryTopic returns an error naming the topic and the fix when the group's retry topic, where every
+// replay goes, has no writable route: the group's consumers have not run on this cluster, and every send
+// would fail.
+func checkRetryTopic(ctx context.Context, cluster dlq.Cluster, group string) error {
+	topic := cluster.RetryTopic(group)
+	adm, err := admin.NewAdmin(cluster.AdminOptions()...)
+	if err != nil {
+		return fmt.Errorf("check %s: admin client: %w", topic, err)
+	}
+	defer func() { _ = adm.Close() }()
+	queues, err := adm.FetchPublishMessageQueues(ctx, topic)
+	if err == nil && len(queues) > 0 {
+		return nil
+	}
+	return fmt.Errorf("%s, where replays of group %s go, has no writable queue (%v): start the group's consumers once, or create it: rmqguard topic ensure --queues 1 '%s'",
+		topic, group, err, topic)
+}
