@@ -171,18 +171,28 @@ func (o *replayOptions) run(ctx context.Context, cmd *cobra.Command, g *globalOp
 // complete; a scan's problems are printed.
 func (o *replayOptions) load(ctx context.Context, out io.Writer, ns []string) ([]dlq.Letter, bool, error) {
 	if o.fromFile != "" {
-		letters, err := readExportFile(o.fromFile)
-		if err != nil {
-			return nil, false, failure(err)
-		}
-		for _, l := range letters {
-			if l.Group != "" && l.Group != o.group {
-				return nil, false, usageError("%s holds letters of group %q, not %q", o.fromFile, l.Group, o.group)
-			}
-		}
-		return letters, true, nil
+		return o.loadFile()
 	}
-	cluster := replayCluster(ns)
+	return o.scan(ctx, out, replayCluster(ns))
+}
+
+// loadFile reads the --from-file letters; a letter of another group is a usage error.
+func (o *replayOptions) loadFile() ([]dlq.Letter, bool, error) {
+	letters, err := readExportFile(o.fromFile)
+	if err != nil {
+		return nil, false, failure(err)
+	}
+	for _, l := range letters {
+		if l.Group != "" && l.Group != o.group {
+			return nil, false, usageError("%s holds letters of group %q, not %q", o.fromFile, l.Group, o.group)
+		}
+	}
+	return letters, true, nil
+}
+
+// scan reads the group's DLQ with the filters; a write-only DLQ is made readable with --fix-perm and
+// otherwise stops the replay (F17). Partial results are returned with complete false.
+func (o *replayOptions) scan(ctx context.Context, out io.Writer, cluster dlq.Cluster) ([]dlq.Letter, bool, error) {
 	res, err := dlq.Scan(ctx, cluster, o.group, dlq.ScanOptions{Filter: o.filter, Limit: o.limit})
 	if errors.Is(err, dlq.ErrWriteOnly) {
 		if !o.fixPerm {
