@@ -1,20 +1,166 @@
 package dlq
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"time"
 )
 
-// WriteExport writes letters to w as an export file (one JSON Letter per line).
-//
-// SKELETON: replaced by the dlq-read work of issue 6.
-func WriteExport(w io.Writer, letters []Letter) error {
-	return errors.New("dlq: WriteExport: not built yet")
+// ExportFormat and ExportVersion identify an export file; ReadExport refuses any other format or version.
+const (
+	ExportFormat  = "rmqguard-dlq-export"
+	ExportVersion = 1
+)
+
+// maxExportLine bounds one line of an export file (a letter with its base64 body): the broker's default
+// maximum message size is 4 MiB, which base64 turns into 5.4 MiB.
+const maxExportLine = 64 << 20
+
+// ErrExportFormat is wrapped by ReadExport's errors about the file's content (not about reading it).
+var ErrExportFormat = errors.New("dlq: not a valid export file")
+
+// ExportHeader is the first line of an export file: what was exported, when, and whether the scan that
+// produced it saw the whole DLQ. Letters expire with the broker's retention (72 h by default); the file
+// keeps them for dlq replay --from-file.
+type ExportHeader struct {
+	// Format is ExportFormat and Version is ExportVersion; WriteExport sets both.
+	Format  string `json:"format"`
+	Version int    `json:"version"`
+	// Group is the consumer group whose DLQ was exported. Every letter must belong to it.
+	Group string `json:"group"`
+	// ExportedAt is when the export was written, UTC; WriteExport sets it when zero.
+	ExportedAt time.Time `json:"exported_at"`
+	// Complete and Problems are the scan's (ScanResult): false means some letters may be missing.
+	Complete bool     `json:"complete"`
+	Problems []string `json:"problems,omitempty"`
+	// Count is the number of letter lines that follow; WriteExport sets it, ReadExport checks it, so a
+	// truncated file is detected.
+	Count int `json:"count"`
 }
 
-// ReadExport reads an export file written by WriteExport.
-//
-// SKELETON: replaced by the dlq-read work of issue 6.
+// WriteExport writes an export file to w: the header h as the first line (Format, Version and Count set
+// here, ExportedAt set to now when zero), then one JSON Letter per line (the body base64-encoded).
+// Every letter must belong to h.Group (non-empty). Errors: an empty group, a letter of another group, or
+// the writer's error, wrapped. The caller makes the file's creation atomic (write a temp file, rename).
+func WriteExport(w io.Writer, h ExportHeader, letters []Letter) error {
+	if h.Group == "" {
+		return errors.New("dlq: write export: header has no group")
+	}
+	h.Format, h.Version, h.Count = ExportFormat, ExportVersion, len(letters)
+	if h.ExportedAt.IsZero() {
+		h.ExportedAt = time.Now().UTC()
+	}
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw) // one value per line: Encode ends each with '\n'
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(h); err != nil {
+		return fmt.Errorf("dlq: write export header: %w", err)
+	}
+	for i, l := range letters {
+		if l.Group != h.Group {
+			return fmt.Errorf("dlq: write export: letter %d (%s) is of group %q, not %q", i+1, l.StoreID, l.Group, h.Group)
+		}
+		if err := enc.Encode(l); err != nil {
+			return fmt.Errorf("dlq: write export letter %d (%s): %w", i+1, l.StoreID, err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("dlq: write export: %w", err)
+	}
+	return nil
+}
+
+// ReadExport reads an export file written by WriteExport and returns its letters in file order.
+// See ReadExportFile for the checks and errors.
 func ReadExport(r io.Reader) ([]Letter, error) {
-	return nil, errors.New("dlq: ReadExport: not built yet")
+	_, letters, err := ReadExportFile(r)
+	return letters, err
+}
+
+// ReadExportFile reads an export file written by WriteExport and returns its header and letters.
+//
+// It checks the header's format and version, that every line is one JSON letter with no unknown field,
+// a store ID, a message ID and the header's group, and that the file holds header.Count letters.
+// Errors wrap ErrExportFormat and name the line number (1 = the header); read errors are wrapped as they are.
+func ReadExportFile(r io.Reader) (ExportHeader, []Letter, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxExportLine)
+	var h ExportHeader
+	var letters []Letter
+	line := 0
+	for sc.Scan() {
+		line++
+		if line == 1 {
+			if err := decodeHeader(sc.Bytes(), &h); err != nil {
+				return h, nil, err
+			}
+			continue
+		}
+		l, err := decodeLetter(sc.Bytes(), line, h.Group)
+		if err != nil {
+			return h, nil, err
+		}
+		letters = append(letters, l)
+	}
+	if err := sc.Err(); err != nil {
+		return h, nil, fmt.Errorf("dlq: read export after line %d: %w", line, err)
+	}
+	if line == 0 {
+		return h, nil, fmt.Errorf("%w: empty file (no header line)", ErrExportFormat)
+	}
+	if len(letters) != h.Count {
+		return h, nil, fmt.Errorf("%w: header says %d letters, the file holds %d (truncated?)", ErrExportFormat, h.Count, len(letters))
+	}
+	return h, letters, nil
+}
+
+// decodeHeader decodes and checks line 1.
+func decodeHeader(b []byte, h *ExportHeader) error {
+	if err := strictUnmarshal(b, h); err != nil {
+		return fmt.Errorf("%w: line 1 (header): %v", ErrExportFormat, err)
+	}
+	if h.Format != ExportFormat {
+		return fmt.Errorf("%w: line 1: format %q, want %q", ErrExportFormat, h.Format, ExportFormat)
+	}
+	if h.Version != ExportVersion {
+		return fmt.Errorf("%w: line 1: version %d, this rmqguard reads version %d", ErrExportFormat, h.Version, ExportVersion)
+	}
+	if h.Group == "" {
+		return fmt.Errorf("%w: line 1: no group", ErrExportFormat)
+	}
+	return nil
+}
+
+// decodeLetter decodes and checks one letter line.
+func decodeLetter(b []byte, line int, group string) (Letter, error) {
+	var l Letter
+	if err := strictUnmarshal(b, &l); err != nil {
+		return l, fmt.Errorf("%w: line %d: %v", ErrExportFormat, line, err)
+	}
+	switch {
+	case l.StoreID == "":
+		return l, fmt.Errorf("%w: line %d: letter has no store_id", ErrExportFormat, line)
+	case l.MsgID == "":
+		return l, fmt.Errorf("%w: line %d: letter has no msg_id", ErrExportFormat, line)
+	case l.Group != group:
+		return l, fmt.Errorf("%w: line %d: letter of group %q in an export of group %q", ErrExportFormat, line, l.Group, group)
+	}
+	return l, nil
+}
+
+// strictUnmarshal decodes exactly one JSON value with no unknown field.
+func strictUnmarshal(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("more than one JSON value on the line")
+	}
+	return nil
 }

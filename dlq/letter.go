@@ -44,7 +44,8 @@ type Letter struct {
 	// Tags and Keys are the message's TAGS and KEYS.
 	Tags string `json:"tags"`
 	Keys string `json:"keys"`
-	// Properties are all the letter's properties as stored (user and system ones), TAGS and KEYS included.
+	// Properties are all the letter's properties as stored (user and system ones), TAGS and KEYS included;
+	// not the MIN_OFFSET/MAX_OFFSET the client adds when it pulls.
 	Properties map[string]string `json:"properties"`
 	// Body is the message body as stored (JSON encodes it as base64).
 	Body []byte `json:"body"`
@@ -69,6 +70,10 @@ func NewLetter(group string, m *primitive.MessageExt) Letter {
 		Properties:  m.GetProperties(),
 		Body:        m.Body,
 	}
+	// The client adds the queue's MIN_OFFSET and MAX_OFFSET to every message it pulls: read-time
+	// decorations, not properties of the letter.
+	delete(l.Properties, primitive.PropertyMinOffset)
+	delete(l.Properties, primitive.PropertyMaxOffset)
 	l.EventID = m.GetProperty("EVENT_ID")
 	l.EventType = firstNonEmpty(m.GetProperty("EVENT_TYPE"), l.Tags)
 	if l.MsgID == "" {

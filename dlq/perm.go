@@ -3,25 +3,160 @@ package dlq
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/admin"
+
+	"github.com/rmqguard/rmqguard/internal/rmqadmin"
 )
 
 // ErrWriteOnly means %DLQ%<group> exists but none of its queues is readable: brokers before 4.9.2 create
 // it write-only (perm 2). FixPerm makes it readable.
 var ErrWriteOnly = errors.New("dlq: the DLQ topic is write-only (perm 2)")
 
+// ErrNoDLQ means %DLQ%<group> does not exist: the group never dead-lettered anything, since the broker
+// creates the topic with the first dead letter (or rmqadmin.EnsureGroupTopics creates it in advance).
+// It is not a failure: there is nothing to read.
+var ErrNoDLQ = errors.New("dlq: the DLQ topic does not exist (created on the first dead letter)")
+
+// permPollInterval is how often FixPerm asks the name server whether the new perm is visible.
+const permPollInterval = 200 * time.Millisecond
+
 // PermFix reports what FixPerm did.
 type PermFix struct {
 	// Topic is the DLQ topic.
 	Topic string
-	// Before and After are the topic's perm before and after (After == Before when nothing changed).
+	// Before and After are the topic's perm before and after (After == Before when nothing changed). With
+	// several brokers they are those of the first broker FixPerm changed.
 	Before, After int
-	// ReadQueues and WriteQueues are the queue counts, kept as they were.
+	// ReadQueues and WriteQueues are the queue counts, kept as they were (summed over the brokers).
 	ReadQueues, WriteQueues int
+	// Changed is false when the topic was readable already and nothing was sent to the broker.
+	Changed bool
 }
 
-// FixPerm makes group's DLQ topic readable (perm 6), keeping its queue counts.
+// String renders the fix as the CLI prints it, e.g. "%DLQ%G was write-only (perm 2); made readable
+// (perm 6), 1 read / 1 write queues kept".
+func (f PermFix) String() string {
+	if !f.Changed {
+		return fmt.Sprintf("%s is readable already (perm %d), %d read / %d write queues", f.Topic, f.After, f.ReadQueues, f.WriteQueues)
+	}
+	return fmt.Sprintf("%s was write-only (perm %d); made readable (perm %d), %d read / %d write queues kept",
+		f.Topic, f.Before, f.After, f.ReadQueues, f.WriteQueues)
+}
+
+// FixPerm makes group's DLQ topic readable: on every broker where its perm lacks the read bit (4) it re-creates
+// the topic (admin UPDATE_AND_CREATE_TOPIC on the broker's master, which updates an existing topic) with the
+// read bit added (perm 2 becomes 6) and the same read and write queue counts, then waits, polling the name
+// server every 200 ms, until the route shows it readable. A topic that is readable already is left alone.
 //
-// SKELETON: replaced by the dlq-read work of issue 6.
+// Errors: an invalid cluster; ErrNoDLQ (wrapped) when the topic does not exist; a broker with no master
+// address; the admin request failing; ctx ending before the new perm shows in the route (wrapping ctx.Err()).
 func FixPerm(ctx context.Context, cluster Cluster, group string) (PermFix, error) {
-	return PermFix{}, errors.New("dlq: FixPerm: not built yet")
+	if err := cluster.Validate(); err != nil {
+		return PermFix{}, err
+	}
+	topic := dlqTopic(cluster, group)
+	route, err := dlqRoute(ctx, cluster, topic)
+	if err != nil {
+		return PermFix{}, fmt.Errorf("dlq: fix perm: %w", err)
+	}
+	fix := PermFix{Topic: topic}
+	for _, q := range route {
+		fix.ReadQueues += q.ReadQueues
+		fix.WriteQueues += q.WriteQueues
+	}
+	fix.Before, fix.After = route[0].Perm, route[0].Perm
+	if err := makeReadable(ctx, cluster, topic, route, &fix); err != nil {
+		return fix, err
+	}
+	if !fix.Changed {
+		return fix, nil
+	}
+	return fix, waitReadable(ctx, cluster, topic)
+}
+
+// makeReadable sends the perm update to each broker whose perm lacks the read bit, recording it in fix.
+func makeReadable(ctx context.Context, cluster Cluster, topic string, route []rmqadmin.QueueData, fix *PermFix) error {
+	var adm admin.Admin
+	for _, q := range route {
+		if q.Readable() {
+			continue
+		}
+		if q.BrokerAddr == "" {
+			return fmt.Errorf("dlq: fix perm of %s: broker %s has no master registered", topic, q.BrokerName)
+		}
+		if adm == nil {
+			var err error
+			if adm, err = newAdmin(cluster); err != nil {
+				return fmt.Errorf("dlq: fix perm of %s: %w", topic, err)
+			}
+			defer adm.Close()
+		}
+		perm := q.Perm | rmqadmin.PermRead
+		err := adm.CreateTopic(ctx, admin.WithTopicCreate(topic), admin.WithBrokerAddrCreate(q.BrokerAddr),
+			admin.WithReadQueueNums(q.ReadQueues), admin.WithWriteQueueNums(q.WriteQueues), admin.WithPerm(perm))
+		if err != nil {
+			return fmt.Errorf("dlq: fix perm of %s on broker %s (%s): %w", topic, q.BrokerName, q.BrokerAddr, err)
+		}
+		if !fix.Changed {
+			fix.Before, fix.After, fix.Changed = q.Perm, perm, true
+		}
+	}
+	return nil
+}
+
+// waitReadable polls the route until every broker's queues are readable, or ctx ends.
+func waitReadable(ctx context.Context, cluster Cluster, topic string) error {
+	ticker := time.NewTicker(permPollInterval)
+	defer ticker.Stop()
+	for {
+		route, err := dlqRoute(ctx, cluster, topic)
+		if err != nil {
+			return fmt.Errorf("dlq: fix perm: route after the update: %w", err)
+		}
+		if len(unreadable(route)) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("dlq: fix perm of %s: the route still shows it unreadable: %w", topic, ctx.Err())
+		case <-ticker.C:
+		}
+	}
+}
+
+// dlqRoute returns topic's route from the name server, or an error wrapping ErrNoDLQ when it has none.
+func dlqRoute(ctx context.Context, cluster Cluster, topic string) ([]rmqadmin.QueueData, error) {
+	route, err := rmqadmin.TopicRoute(ctx, cluster.NameServers, topic)
+	if errors.Is(err, rmqadmin.ErrTopicNotExist) || (err == nil && len(route) == 0) {
+		return nil, fmt.Errorf("%s does not exist (created on the first dead letter): %w", topic, ErrNoDLQ)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("route of %s: %w", topic, err)
+	}
+	return route, nil
+}
+
+// unreadable returns the brokers of route whose queues cannot be read (no read bit, or no read queue).
+func unreadable(route []rmqadmin.QueueData) []rmqadmin.QueueData {
+	var out []rmqadmin.QueueData
+	for _, q := range route {
+		if !q.Readable() || q.ReadQueues == 0 {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// writeOnlyError describes a route with unreadable brokers: the perms and the fix.
+func writeOnlyError(topic string, bad []rmqadmin.QueueData) error {
+	parts := make([]string, 0, len(bad))
+	for _, q := range bad {
+		parts = append(parts, fmt.Sprintf("perm %d on %s (%d read queues)", q.Perm, q.BrokerName, q.ReadQueues))
+	}
+	return fmt.Errorf("%s cannot be read: %s; run with --fix-perm (dlq.FixPerm) to make it readable (perm 6) keeping its queue counts: %w",
+		topic, strings.Join(parts, ", "), ErrWriteOnly)
 }

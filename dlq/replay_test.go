@@ -15,8 +15,8 @@ import (
 	"github.com/rmqguard/rmqguard/dlq"
 )
 
-// letter returns a letter of group cg's DLQ with origin topic origin ("" = none) and event eventID.
-func letter(storeID, eventID, origin string) dlq.Letter {
+// replayLetter returns a letter of group cg's DLQ with origin topic origin ("" = none) and event eventID.
+func replayLetter(storeID, eventID, origin string) dlq.Letter {
 	props := map[string]string{
 		"EVENT_ID": eventID, "traceparent": "00-trace-" + eventID, "KEYS": "order-" + eventID, "TAGS": "OrderCreated",
 		primitive.PropertyUniqueClientMessageIdKeyIndex: "UNIQ-" + storeID, primitive.PropertyDelayTimeLevel: "3",
@@ -62,7 +62,7 @@ func outcomes(rep dlq.ReplayReport) []dlq.ReplayOutcome {
 }
 
 func TestReplayMessage_F18_GroupOnlyTopicOriginRestoredFidelityAndProvenance(t *testing.T) {
-	l := letter("S-1", "e-1", "ORDER")
+	l := replayLetter("S-1", "e-1", "ORDER")
 	at := time.Date(2026, 11, 30, 22, 0, 0, 5, time.UTC)
 	msg := dlq.ReplayMessage(l, "", "cg", "ORDER", dlq.Provenance{ReplayID: "R-1", Operator: "alice@host", At: at})
 
@@ -95,7 +95,7 @@ func TestReplayMessage_F18_GroupOnlyTopicOriginRestoredFidelityAndProvenance(t *
 func TestReplay_S5_SentOnceThenSkippedAsAlreadyReplayed(t *testing.T) {
 	r := newRig()
 	lim := &countingLimiter{}
-	letters := []dlq.Letter{letter("S-1", "e-1", "ORDER"), letter("S-2", "e-2", "ORDER")}
+	letters := []dlq.Letter{replayLetter("S-1", "e-1", "ORDER"), replayLetter("S-2", "e-2", "ORDER")}
 	rep, err := dlq.Replay(context.Background(), letters, r.opts(func(o *dlq.ReplayOptions) { o.Limiter = lim }))
 	require.NoError(t, err)
 	assert.Equal(t, []dlq.ReplayOutcome{dlq.ReplaySent, dlq.ReplaySent}, outcomes(rep))
@@ -126,7 +126,7 @@ func TestReplay_S5_ProcessedEventSkippedEvenWithForce(t *testing.T) {
 	r := newRig()
 	r.processed["cg/e-done"] = true
 	r.processed["inventory/e-scoped"] = true
-	letters := []dlq.Letter{letter("S-1", "e-done", "ORDER"), letter("S-2", "e-scoped", "ORDER")}
+	letters := []dlq.Letter{replayLetter("S-1", "e-done", "ORDER"), replayLetter("S-2", "e-scoped", "ORDER")}
 	rep, err := dlq.Replay(context.Background(), letters, r.opts(func(o *dlq.ReplayOptions) { o.Force = true }))
 	require.NoError(t, err)
 	assert.Equal(t, []dlq.ReplayOutcome{dlq.ReplaySkippedProcessed, dlq.ReplaySent}, outcomes(rep),
@@ -143,7 +143,7 @@ func TestReplay_S5_ProcessedEventSkippedEvenWithForce(t *testing.T) {
 
 func TestReplay_F18_NoOriginSkippedAndListedUnlessTargetTopic(t *testing.T) {
 	r := newRig()
-	letters := []dlq.Letter{letter("S-1", "e-1", ""), letter("S-2", "e-2", "%RETRY%cg"), letter("S-3", "e-3", "%DLQ%cg")}
+	letters := []dlq.Letter{replayLetter("S-1", "e-1", ""), replayLetter("S-2", "e-2", "%RETRY%cg"), replayLetter("S-3", "e-3", "%DLQ%cg")}
 	rep, err := dlq.Replay(context.Background(), letters, r.opts())
 	require.NoError(t, err)
 	assert.Equal(t, dlq.ReplaySummary{Selected: 3, SkippedNoOrigin: 3}, rep.Summary,
@@ -166,7 +166,7 @@ func TestReplay_DryRunDecidesButSendsAndRecordsNothing(t *testing.T) {
 	r.processed["cg/e-done"] = true
 	r.audit.put(dlq.AuditRecord{Group: "cg", StoreID: "S-old", ReplayID: "R-0", Status: dlq.AuditSent})
 	lim := &countingLimiter{}
-	letters := []dlq.Letter{letter("S-1", "e-1", "ORDER"), letter("S-2", "e-done", "ORDER"), letter("S-old", "e-3", "ORDER"), letter("S-4", "e-4", "")}
+	letters := []dlq.Letter{replayLetter("S-1", "e-1", "ORDER"), replayLetter("S-2", "e-done", "ORDER"), replayLetter("S-old", "e-3", "ORDER"), replayLetter("S-4", "e-4", "")}
 	rep, err := dlq.Replay(context.Background(), letters, dlq.ReplayOptions{Group: "cg", Operator: "op", DryRun: true,
 		Audit: r.audit, Processed: r.processed, Limiter: lim})
 	require.NoError(t, err, "a dry run needs no sender")
@@ -179,7 +179,7 @@ func TestReplay_DryRunDecidesButSendsAndRecordsNothing(t *testing.T) {
 func TestReplay_SendFailureRecordedFailedAndRetriedByALaterRun(t *testing.T) {
 	r := newRig()
 	r.sender.fail = func(*primitive.Message) error { return errors.New("broker busy") }
-	letters := []dlq.Letter{letter("S-1", "e-1", "ORDER")}
+	letters := []dlq.Letter{replayLetter("S-1", "e-1", "ORDER")}
 	rep, err := dlq.Replay(context.Background(), letters, r.opts())
 	require.NoError(t, err)
 	assert.Equal(t, dlq.ReplaySummary{Selected: 1, Failed: 1}, rep.Summary)
@@ -198,7 +198,7 @@ func TestReplay_SendFailureRecordedFailedAndRetriedByALaterRun(t *testing.T) {
 func TestReplay_UncertainSendingRowSkippedUnlessForce(t *testing.T) {
 	r := newRig()
 	r.audit.put(dlq.AuditRecord{Group: "cg", StoreID: "S-1", ReplayID: "R-crashed", Status: dlq.AuditSending})
-	letters := []dlq.Letter{letter("S-1", "e-1", "ORDER")}
+	letters := []dlq.Letter{replayLetter("S-1", "e-1", "ORDER")}
 	rep, err := dlq.Replay(context.Background(), letters, r.opts())
 	require.NoError(t, err)
 	assert.Equal(t, dlq.ReplaySummary{Selected: 1, SkippedUncertain: 1}, rep.Summary)
@@ -214,7 +214,7 @@ func TestReplay_TwoRunsAtOnceSendEachLetterOnce(t *testing.T) {
 	r := newRig()
 	var letters []dlq.Letter
 	for _, id := range []string{"1", "2", "3", "4", "5", "6", "7", "8"} {
-		letters = append(letters, letter("S-"+id, "e-"+id, "ORDER"))
+		letters = append(letters, replayLetter("S-"+id, "e-"+id, "ORDER"))
 	}
 	var wg sync.WaitGroup
 	reps := make([]dlq.ReplayReport, 4)
@@ -240,10 +240,10 @@ func TestReplay_TwoRunsAtOnceSendEachLetterOnce(t *testing.T) {
 
 func TestReplay_LettersThatCannotBeKeyedOrAreListedTwice(t *testing.T) {
 	r := newRig()
-	other := letter("S-9", "e-9", "ORDER")
+	other := replayLetter("S-9", "e-9", "ORDER")
 	other.Group = "another"
-	noID := letter("", "e-8", "ORDER")
-	letters := []dlq.Letter{letter("S-1", "e-1", "ORDER"), letter("S-1", "e-1", "ORDER"), other, noID}
+	noID := replayLetter("", "e-8", "ORDER")
+	letters := []dlq.Letter{replayLetter("S-1", "e-1", "ORDER"), replayLetter("S-1", "e-1", "ORDER"), other, noID}
 	rep, err := dlq.Replay(context.Background(), letters, r.opts())
 	require.NoError(t, err)
 	assert.Equal(t, []dlq.ReplayOutcome{dlq.ReplaySent, dlq.ReplaySkippedReplayed, dlq.ReplayFailed, dlq.ReplayFailed}, outcomes(rep))
@@ -256,7 +256,7 @@ func TestReplay_CancelledContextReportsTheRestAsNotAttempted(t *testing.T) {
 	r := newRig()
 	ctx, cancel := context.WithCancel(context.Background())
 	var progress []int
-	letters := []dlq.Letter{letter("S-1", "e-1", "ORDER"), letter("S-2", "e-2", "ORDER"), letter("S-3", "e-3", "ORDER")}
+	letters := []dlq.Letter{replayLetter("S-1", "e-1", "ORDER"), replayLetter("S-2", "e-2", "ORDER"), replayLetter("S-3", "e-3", "ORDER")}
 	rep, err := dlq.Replay(ctx, letters, r.opts(func(o *dlq.ReplayOptions) {
 		o.Progress = func(done, total int, _ dlq.LetterResult) {
 			progress = append(progress, done*10+total)
@@ -288,7 +288,7 @@ func TestReplayOptions_InvalidFieldNamed(t *testing.T) {
 
 func TestReplay_NamespaceNamesAreTheBrokers(t *testing.T) {
 	r := newRig()
-	l := letter("S-1", "e-1", "prod%ORDER") // RETRY_TOPIC of a namespaced letter is in the namespace
+	l := replayLetter("S-1", "e-1", "prod%ORDER") // RETRY_TOPIC of a namespaced letter is in the namespace
 	l.Group = "prod%cg"
 	msg := dlq.ReplayMessage(l, "prod", "cg", "ORDER", dlq.Provenance{})
 	assert.Equal(t, "%RETRY%prod%cg", msg.Topic)

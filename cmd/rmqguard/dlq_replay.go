@@ -26,12 +26,10 @@ import (
 
 // replayOptions are the flags of `rmqguard dlq replay`.
 type replayOptions struct {
-	group, scope, targetTopic, fromFile, dsn, operator string
-	since, until                                       string
-	filter                                             dlq.Filter
-	limit                                              int
-	rate                                               float64
-	dryRun, force, yes, fixPerm, verbose               bool
+	scanFlags                                   // --group, the filters, --limit, event ID flags, --fix-perm
+	scope, targetTopic, fromFile, dsn, operator string
+	rate                                        float64
+	dryRun, force, yes, verbose                 bool
 }
 
 func newDLQReplayCmd(g *globalOptions) *cobra.Command {
@@ -49,7 +47,8 @@ func newDLQReplayCmd(g *globalOptions) *cobra.Command {
 			"its send, is skipped unless --force. A letter whose event ID the dedup scope (--scope, default the\n" +
 			"group) already processed is skipped, also with --force: the consumer would count it as a duplicate.\n" +
 			"--dry-run decides everything and sends and records nothing. Without --yes a replay of more than one\n" +
-			"letter asks on a terminal and is refused otherwise.\n\n" +
+			"letter asks on a terminal and is refused otherwise. The global --timeout applies only when given;\n" +
+			"Ctrl-C stops between letters.\n\n" +
 			"Exit codes: 0 every selected letter sent or nothing to do (already replayed or processed); 1 a letter\n" +
 			"failed, was skipped for no origin or as uncertain, or the scan was incomplete; 2 usage error.",
 		Args: cobra.NoArgs,
@@ -65,20 +64,13 @@ func newDLQReplayCmd(g *globalOptions) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.group, "group", "", "consumer group whose dead letters are replayed, and the only group that receives them (required)")
-	f.StringVar(&o.since, "since", "", "only letters dead-lettered at or after this time (RFC 3339)")
-	f.StringVar(&o.until, "until", "", "only letters dead-lettered before this time (RFC 3339)")
-	f.StringVar(&o.filter.EventType, "event-type", "", "only letters of this event type (EVENT_TYPE, else the tag)")
-	f.StringVar(&o.filter.Reason, "reason", "", "only letters whose reason contains this text")
-	f.StringVar(&o.filter.Key, "key", "", "only letters with this KEYS entry or event ID")
-	f.IntVar(&o.limit, "limit", 0, "scan at most this many letters (0: all); a scan cut by the limit is incomplete (exit 1)")
+	o.addScanFlags(f, true)
 	f.BoolVar(&o.dryRun, "dry-run", false, "decide every letter, send and record nothing")
 	f.Float64Var(&o.rate, "rate", 50, "sends per second")
 	f.StringVar(&o.targetTopic, "target-topic", "", "present every replay on this topic instead of its origin (the group must subscribe it)")
 	f.BoolVar(&o.force, "force", false, "send letters the audit says were sent, or may have been sent")
 	f.BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
 	f.StringVar(&o.fromFile, "from-file", "", "replay the letters of this export file (rmqguard dlq export) instead of scanning the DLQ")
-	f.BoolVar(&o.fixPerm, "fix-perm", false, "if %DLQ%<group> is write-only (perm 2), make it readable (perm 6), keeping its queue counts")
 	// The default is read at run time, so that --help never prints the password.
 	f.StringVar(&o.dsn, "mysql-dsn", "", "MySQL DSN of the dedup database, which also holds the replay audit (default $"+envMySQLDSN+")")
 	f.StringVar(&o.scope, "scope", "", "dedup scope checked for already processed events (default: the group)")
@@ -87,47 +79,32 @@ func newDLQReplayCmd(g *globalOptions) *cobra.Command {
 	return cmd
 }
 
-// validate checks the flags before anything is read or sent; its errors are usage errors (exit 2).
-func (o *replayOptions) validate(g *globalOptions) (ns []string, err error) {
+// validate checks the flags before anything is read or sent and returns the scan options; its errors are
+// usage errors (exit 2).
+func (o *replayOptions) validate() (dlq.ScanOptions, error) {
+	opts, err := o.options(time.Now())
+	if err != nil {
+		return opts, err
+	}
 	if o.dsn == "" {
 		o.dsn = os.Getenv(envMySQLDSN)
 	}
 	switch {
-	case strings.TrimSpace(o.group) == "":
-		return nil, usageError("no group: pass --group G")
 	case strings.HasPrefix(o.group, consumer.RetryTopicPrefix) || strings.HasPrefix(o.group, consumer.DLQTopicPrefix):
-		return nil, usageError("--group %q: pass the consumer group, not its topic", o.group)
+		return opts, usageError("--group %q: pass the consumer group, not its topic", o.group)
 	case o.dsn == "":
-		return nil, usageError("no database: pass --mysql-dsn or set %s (the dedup database holds the replay audit)", envMySQLDSN)
+		return opts, usageError("no database: pass --mysql-dsn or set %s (the dedup database holds the replay audit)", envMySQLDSN)
 	case o.rate <= 0:
-		return nil, usageError("--rate %v: must be above 0 sends per second", o.rate)
+		return opts, usageError("--rate %v: must be above 0 sends per second", o.rate)
 	case o.targetTopic != "" && (strings.HasPrefix(o.targetTopic, consumer.RetryTopicPrefix) || strings.HasPrefix(o.targetTopic, consumer.DLQTopicPrefix)):
-		return nil, usageError("--target-topic %q: a handler must never see a %s or %s topic", o.targetTopic, consumer.RetryTopicPrefix, consumer.DLQTopicPrefix)
-	case o.fromFile != "" && (o.filter != dlq.Filter{} || o.since != "" || o.until != "" || o.limit != 0):
-		return nil, usageError("--from-file replays the whole file: filters and --limit apply to DLQ scans only")
-	}
-	for _, t := range []struct {
-		flag, value string
-		dst         *time.Time
-	}{{"--since", o.since, &o.filter.Since}, {"--until", o.until, &o.filter.Until}} {
-		if t.value == "" {
-			continue
-		}
-		if *t.dst, err = time.Parse(time.RFC3339, t.value); err != nil {
-			return nil, usageError("%s %q: not an RFC 3339 time (e.g. 2026-11-30T22:00:00Z)", t.flag, t.value)
-		}
+		return opts, usageError("--target-topic %q: a handler must never see a %s or %s topic", o.targetTopic, consumer.RetryTopicPrefix, consumer.DLQTopicPrefix)
+	case o.fromFile != "" && (opts.Filter != dlq.Filter{} || opts.Limit != 0 || o.fixPerm):
+		return opts, usageError("--from-file replays the whole file: filters, --limit and --fix-perm apply to DLQ scans only")
 	}
 	if o.operator == "" {
 		o.operator = defaultOperator()
 	}
-	if o.fromFile != "" && o.dryRun {
-		return nil, nil // nothing to read from or send to the broker
-	}
-	ns, err = g.requireNameServers()
-	if err != nil {
-		return nil, usageError("%v", err)
-	}
-	return ns, nil
+	return opts, nil
 }
 
 // defaultOperator is user@host, or what of it is known.
@@ -143,12 +120,12 @@ func defaultOperator() string {
 }
 
 func (o *replayOptions) run(ctx context.Context, cmd *cobra.Command, g *globalOptions) error {
-	ns, err := o.validate(g)
+	scanOpts, err := o.validate()
 	if err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()
-	letters, complete, err := o.load(ctx, out, ns)
+	letters, complete, err := o.load(ctx, cmd, g, scanOpts)
 	if err != nil {
 		return err
 	}
@@ -159,7 +136,7 @@ func (o *replayOptions) run(ctx context.Context, cmd *cobra.Command, g *globalOp
 	if err := o.confirm(cmd, len(letters)); err != nil {
 		return err
 	}
-	report, err := o.replay(ctx, cmd, ns, letters)
+	report, err := o.replay(ctx, cmd, g, letters)
 	if err != nil {
 		return err
 	}
@@ -168,69 +145,51 @@ func (o *replayOptions) run(ctx context.Context, cmd *cobra.Command, g *globalOp
 }
 
 // load returns the selected letters (from the file, or a scan of the DLQ) and whether the selection is
-// complete; a scan's problems are printed.
-func (o *replayOptions) load(ctx context.Context, out io.Writer, ns []string) ([]dlq.Letter, bool, error) {
+// complete; an incomplete scan's or export's problems are printed to stderr.
+func (o *replayOptions) load(ctx context.Context, cmd *cobra.Command, g *globalOptions, opts dlq.ScanOptions) ([]dlq.Letter, bool, error) {
 	if o.fromFile != "" {
-		return o.loadFile()
+		return o.loadFile(cmd.ErrOrStderr())
 	}
-	return o.scan(ctx, out, replayCluster(ns))
+	// A write-only DLQ is an error naming perm 2 and --fix-perm, or made readable with it (F17).
+	res, err := o.scanDLQ(ctx, cmd, g, opts)
+	if err != nil {
+		return nil, false, err
+	}
+	_ = reportIncomplete(cmd.ErrOrStderr(), res)
+	return res.Letters, res.Complete, nil
 }
 
-// loadFile reads the --from-file letters; a letter of another group is a usage error.
-func (o *replayOptions) loadFile() ([]dlq.Letter, bool, error) {
-	letters, err := readExportFile(o.fromFile)
+// loadFile reads the --from-file letters; a file of another group is a usage error, and one exported from
+// an incomplete scan is incomplete.
+func (o *replayOptions) loadFile(stderr io.Writer) ([]dlq.Letter, bool, error) {
+	h, letters, err := readExportFile(o.fromFile)
 	if err != nil {
 		return nil, false, failure(err)
 	}
-	for _, l := range letters {
-		if l.Group != "" && l.Group != o.group {
-			return nil, false, usageError("%s holds letters of group %q, not %q", o.fromFile, l.Group, o.group)
+	if h.Group != o.group {
+		return nil, false, usageError("%s holds letters of group %q, not %q", o.fromFile, h.Group, o.group)
+	}
+	if !h.Complete {
+		fmt.Fprintf(stderr, "rmqguard: %s was exported from an incomplete scan; missing letters possible:\n", o.fromFile)
+		for _, p := range h.Problems {
+			fmt.Fprintln(stderr, "  -", p)
 		}
 	}
-	return letters, true, nil
-}
-
-// scan reads the group's DLQ with the filters; a write-only DLQ is made readable with --fix-perm and
-// otherwise stops the replay (F17). Partial results are returned with complete false.
-func (o *replayOptions) scan(ctx context.Context, out io.Writer, cluster dlq.Cluster) ([]dlq.Letter, bool, error) {
-	res, err := dlq.Scan(ctx, cluster, o.group, dlq.ScanOptions{Filter: o.filter, Limit: o.limit})
-	if errors.Is(err, dlq.ErrWriteOnly) {
-		if !o.fixPerm {
-			return nil, false, failure(fmt.Errorf("%s is write-only (perm 2), so its letters cannot be read: pass --fix-perm to make it readable (perm 6, queue counts kept): %w",
-				consumer.DLQTopic(o.group), err))
-		}
-		fix, fixErr := dlq.FixPerm(ctx, cluster, o.group)
-		if fixErr != nil {
-			return nil, false, failure(fmt.Errorf("--fix-perm: %w", fixErr))
-		}
-		fmt.Fprintf(out, "fixed %s: perm %d -> %d, %d read / %d write queues kept\n", fix.Topic, fix.Before, fix.After, fix.ReadQueues, fix.WriteQueues)
-		res, err = dlq.Scan(ctx, cluster, o.group, dlq.ScanOptions{Filter: o.filter, Limit: o.limit})
-	}
-	if err != nil && len(res.Letters) == 0 {
-		return nil, false, failure(fmt.Errorf("scan %s: %w", consumer.DLQTopic(o.group), err))
-	}
-	complete := err == nil && res.Complete
-	for _, p := range res.Problems {
-		fmt.Fprintf(out, "scan incomplete: %s\n", p)
-	}
-	if err != nil {
-		fmt.Fprintf(out, "scan incomplete: %v\n", err)
-	}
-	return res.Letters, complete, nil
+	return letters, h.Complete, nil
 }
 
 // readExportFile reads an export file written by `rmqguard dlq export`.
-func readExportFile(path string) ([]dlq.Letter, error) {
+func readExportFile(path string) (dlq.ExportHeader, []dlq.Letter, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("--from-file: %w", err)
+		return dlq.ExportHeader{}, nil, fmt.Errorf("--from-file: %w", err)
 	}
 	defer func() { _ = f.Close() }()
-	letters, err := dlq.ReadExport(f)
+	h, letters, err := dlq.ReadExportFile(f)
 	if err != nil {
-		return nil, fmt.Errorf("--from-file %s: %w", path, err)
+		return h, nil, fmt.Errorf("--from-file %s: %w", path, err)
 	}
-	return letters, nil
+	return h, letters, nil
 }
 
 // confirm asks before a replay of more than one letter unless --yes or --dry-run: on a terminal it reads
@@ -257,7 +216,7 @@ func isTerminal(r any) bool {
 }
 
 // replay opens the audit database and the producer and runs dlq.Replay with a progress bar on a terminal.
-func (o *replayOptions) replay(ctx context.Context, cmd *cobra.Command, ns []string, letters []dlq.Letter) (dlq.ReplayReport, error) {
+func (o *replayOptions) replay(ctx context.Context, cmd *cobra.Command, g *globalOptions, letters []dlq.Letter) (dlq.ReplayReport, error) {
 	db, err := sqlx.Open("mysql", o.dsn)
 	if err != nil {
 		return dlq.ReplayReport{}, failure(fmt.Errorf("open database: %w", err))
@@ -276,11 +235,16 @@ func (o *replayOptions) replay(ctx context.Context, cmd *cobra.Command, ns []str
 	if err != nil {
 		return dlq.ReplayReport{}, failure(err)
 	}
-	cluster := replayCluster(ns)
-	opts := dlq.ReplayOptions{Group: o.group, Namespace: cluster.Namespace, Scope: o.scope, TargetTopic: o.targetTopic, Force: o.force,
+	opts := dlq.ReplayOptions{Group: o.group, Scope: o.scope, TargetTopic: o.targetTopic, Force: o.force,
 		DryRun: o.dryRun, Operator: o.operator, Audit: audit, Processed: processed,
 		Limiter: rate.NewLimiter(rate.Limit(o.rate), 1)}
+	// A dry run of a file needs no name server; the namespace still keys the audit.
+	cluster, clusterErr := dlqCluster(g)
+	opts.Namespace = cluster.Namespace
 	if !o.dryRun {
+		if clusterErr != nil {
+			return dlq.ReplayReport{}, clusterErr
+		}
 		if err := checkRetryTopic(ctx, cluster, o.group); err != nil {
 			return dlq.ReplayReport{}, failure(err)
 		}
@@ -300,60 +264,4 @@ func (o *replayOptions) replay(ctx context.Context, cmd *cobra.Command, ns []str
 		return report, usageError("%v", err)
 	}
 	return report, nil
-}
-
-// audit returns the MySQL audit; in a dry run before the audit table exists, an empty audit (nothing was
-// ever replayed), so that a dry run creates nothing.
-func (o *replayOptions) audit(ctx context.Context, db *sqlx.DB) (dlq.Audit, error) {
-	if o.dryRun {
-		var n int
-		if err := db.GetContext(ctx, &n, `SELECT COUNT(*) FROM information_schema.tables
-			WHERE table_schema = DATABASE() AND table_name = ?`, dlq.AuditTable); err != nil {
-			return nil, fmt.Errorf("replay audit table: %w", err)
-		}
-		if n == 0 {
-			return noAudit{}, nil
-		}
-	}
-	return dlq.NewMySQLAudit(db)
-}
-
-// noAudit is the audit of a database without the audit table, for a dry run: nothing was replayed.
-type noAudit struct{}
-
-func (noAudit) Lookup(context.Context, string, string) (dlq.AuditRecord, bool, error) {
-	return dlq.AuditRecord{}, false, nil
-}
-
-func (noAudit) Claim(context.Context, dlq.AuditRecord, *dlq.AuditRecord) (bool, error) {
-	return false, errors.New("dry run: no audit")
-}
-
-func (noAudit) Finish(context.Context, dlq.AuditRecord) error { return errors.New("dry run: no audit") }
-
-// incompleteError is the exit of a run whose selection was incomplete (exit 1), else nil.
-func incompleteError(complete bool) error {
-	if complete {
-		return nil
-	}
-	return failure(errors.New("the DLQ scan was incomplete (see above): not every letter was considered"))
-}
-
-// replayExit returns nil when every selected letter was sent (or would be, in a dry run) or needed no
-// replay (already replayed or processed) and the selection was complete; else an exit-1 error.
-func replayExit(s dlq.ReplaySummary, complete bool) error {
-	var why []string
-	for _, c := range []struct {
-		n    int
-		what string
-	}{{s.Failed, "failed"}, {s.SkippedNoOrigin, "skipped for no origin topic"}, {s.SkippedUncertain, "skipped as uncertain"},
-		{s.Unrecorded, "sent but not recorded in the audit"}} {
-		if c.n > 0 {
-			why = append(why, fmt.Sprintf("%d %s", c.n, c.what))
-		}
-	}
-	if len(why) > 0 {
-		return failure(errors.New("not every letter was replayed: " + strings.Join(why, ", ")))
-	}
-	return incompleteError(complete)
 }

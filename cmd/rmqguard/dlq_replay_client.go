@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -9,13 +10,10 @@ import (
 	"github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/admin"
 	"github.com/apache/rocketmq-client-go/v2/producer"
+	"github.com/jmoiron/sqlx"
 
 	"github.com/rmqguard/rmqguard/dlq"
 )
-
-// replayCluster is the cluster the replay reads and sends on.
-// TODO(integrator): use g.cluster() (namespace and ACL credentials) once the acl work is on main.
-func replayCluster(ns []string) dlq.Cluster { return dlq.Cluster{NameServers: ns} }
 
 // startReplayProducer starts the producer that sends the replays, with the cluster's name servers and
 // credentials (names are passed in full, so it has no namespace option), and no internal send retry: a
@@ -51,3 +49,32 @@ func checkRetryTopic(ctx context.Context, cluster dlq.Cluster, group string) err
 	return fmt.Errorf("%s, where replays of group %s go, has no writable queue (%v): start the group's consumers once, or create it: rmqguard topic ensure --queues 1 '%s'",
 		topic, group, err, topic)
 }
+
+// audit returns the MySQL audit; in a dry run before the audit table exists, an empty audit (nothing was
+// ever replayed), so that a dry run creates nothing.
+func (o *replayOptions) audit(ctx context.Context, db *sqlx.DB) (dlq.Audit, error) {
+	if o.dryRun {
+		var n int
+		if err := db.GetContext(ctx, &n, `SELECT COUNT(*) FROM information_schema.tables
+			WHERE table_schema = DATABASE() AND table_name = ?`, dlq.AuditTable); err != nil {
+			return nil, fmt.Errorf("replay audit table: %w", err)
+		}
+		if n == 0 {
+			return noAudit{}, nil
+		}
+	}
+	return dlq.NewMySQLAudit(db)
+}
+
+// noAudit is the audit of a database without the audit table, for a dry run: nothing was replayed.
+type noAudit struct{}
+
+func (noAudit) Lookup(context.Context, string, string) (dlq.AuditRecord, bool, error) {
+	return dlq.AuditRecord{}, false, nil
+}
+
+func (noAudit) Claim(context.Context, dlq.AuditRecord, *dlq.AuditRecord) (bool, error) {
+	return false, errors.New("dry run: no audit")
+}
+
+func (noAudit) Finish(context.Context, dlq.AuditRecord) error { return errors.New("dry run: no audit") }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/schollz/progressbar/v3"
 
@@ -29,7 +31,7 @@ func printReport(w io.Writer, o *replayOptions, rep dlq.ReplayReport, complete b
 		if r.Outcome == dlq.ReplaySent && r.Err == nil && !o.verbose {
 			continue
 		}
-		line := fmt.Sprintf("%-25s dlq=%s event=%s", r.Outcome, r.Letter.StoreID, orDash(r.Letter.EventID))
+		line := fmt.Sprintf("%-25s dlq=%s event=%s", r.Outcome, r.Letter.StoreID, dash(r.Letter.EventID))
 		if r.Topic != "" {
 			line += " topic=" + r.Topic
 		}
@@ -60,9 +62,29 @@ func printReport(w io.Writer, o *replayOptions, rep dlq.ReplayReport, complete b
 	}
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
+// incompleteError is the exit of a run whose selection was incomplete (exit 1), else nil.
+func incompleteError(complete bool) error {
+	if complete {
+		return nil
 	}
-	return s
+	return failure(errors.New("the DLQ scan was incomplete (see above): not every letter was considered"))
+}
+
+// replayExit returns nil when every selected letter was sent (or would be, in a dry run) or needed no
+// replay (already replayed or processed) and the selection was complete; else an exit-1 error.
+func replayExit(s dlq.ReplaySummary, complete bool) error {
+	var why []string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{s.Failed, "failed"}, {s.SkippedNoOrigin, "skipped for no origin topic"}, {s.SkippedUncertain, "skipped as uncertain"},
+		{s.Unrecorded, "sent but not recorded in the audit"}} {
+		if c.n > 0 {
+			why = append(why, fmt.Sprintf("%d %s", c.n, c.what))
+		}
+	}
+	if len(why) > 0 {
+		return failure(errors.New("not every letter was replayed: " + strings.Join(why, ", ")))
+	}
+	return incompleteError(complete)
 }

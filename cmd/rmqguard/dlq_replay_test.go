@@ -13,13 +13,13 @@ func TestDLQReplay_UsageErrorsExit2(t *testing.T) {
 		args []string
 		want string
 	}{
-		"no group":           {[]string{}, "pass --group G"},
+		"no group":           {[]string{}, "--group is required"},
 		"group is a topic":   {[]string{"--group", "%DLQ%cg"}, "not its topic"},
 		"no database":        {[]string{"--group", "cg", "--mysql-dsn", ""}, "pass --mysql-dsn"},
 		"rate":               {[]string{"--group", "cg", "--rate", "0"}, "--rate 0"},
 		"target is retry":    {[]string{"--group", "cg", "--target-topic", "%RETRY%cg"}, "must never see"},
-		"since":              {[]string{"--group", "cg", "--since", "yesterday"}, "--since \"yesterday\": not an RFC 3339 time"},
-		"file with a filter": {[]string{"--group", "cg", "--from-file", "x.jsonl", "--key", "k"}, "filters and --limit apply to DLQ scans only"},
+		"since":              {[]string{"--group", "cg", "--since", "yesterday"}, "--since: \"yesterday\" is neither an RFC 3339 time nor a duration"},
+		"file with a filter": {[]string{"--group", "cg", "--from-file", "x.jsonl", "--key", "k"}, "filters, --limit and --fix-perm apply to DLQ scans only"},
 		"unknown flag":       {[]string{"--group", "cg", "--bogus"}, "unknown flag"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -62,8 +62,7 @@ func (c *Checker) Effects(ctx context.Context) (Counts, error) {
 	return Counts{Orders: orders, Reservations: reservations, Rows: rows}, nil
 }
 
-// Letters reads %DLQ%<group> (dlq.Read: the DLQ itself, not a metric). An empty DLQ costs one broker
-// long-poll, so the read is bounded by 30 s.
+// Letters reads %DLQ%<group> (dlq.Read: the DLQ itself, not a metric), bounded by 30 s.
 func (c *Checker) Letters(ctx context.Context) ([]Letter, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

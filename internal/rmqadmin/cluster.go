@@ -71,7 +71,7 @@ func ctxExpired(ctx context.Context) bool {
 
 // brokerRegistered asks one name server for its cluster table and reports whether brokerAddr is in it.
 func brokerRegistered(ctx context.Context, nameServer, brokerAddr string) (bool, error) {
-	body, err := invokeNameServer(ctx, nameServer, reqGetBrokerClusterInfo)
+	body, err := invokeNameServer(ctx, nameServer, reqGetBrokerClusterInfo, nil)
 	if err != nil {
 		return false, err
 	}
@@ -80,9 +80,13 @@ func brokerRegistered(ctx context.Context, nameServer, brokerAddr string) (bool,
 	return strings.Contains(string(body), `"`+brokerAddr+`"`), nil
 }
 
-// invokeNameServer sends one remoting request without extension fields and returns the body of a SUCCESS (0)
-// answer. Frame: int32 total length, int32 (serialize type << 24 | header length), JSON header, body.
-func invokeNameServer(ctx context.Context, addr string, code int) ([]byte, error) {
+// invokeNameServer sends one remoting request with the extension fields ext (nil: none) and returns the body
+// of a SUCCESS (0) answer; any other answer code is a *codeError. Frame: int32 total length, int32
+// (serialize type << 24 | header length), JSON header, body.
+func invokeNameServer(ctx context.Context, addr string, code int, ext map[string]string) ([]byte, error) {
+	if ext == nil {
+		ext = map[string]string{}
+	}
 	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	conn, err := (&net.Dialer{}).DialContext(dctx, "tcp", addr)
@@ -96,7 +100,7 @@ func invokeNameServer(ctx context.Context, addr string, code int) ([]byte, error
 	}
 
 	header, err := json.Marshal(map[string]any{
-		"code": code, "language": "GO", "version": 317, "opaque": 1, "flag": 0, "extFields": map[string]string{},
+		"code": code, "language": "GO", "version": 317, "opaque": 1, "flag": 0, "extFields": ext,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("encode request header: %w", err)
@@ -137,7 +141,15 @@ func invokeNameServer(ctx context.Context, addr string, code int) ([]byte, error
 		return nil, fmt.Errorf("name server %s: decode answer header: %w", addr, err)
 	}
 	if h.Code != 0 {
-		return nil, fmt.Errorf("name server %s: request %d answered code %d: %s", addr, code, h.Code, h.Remark)
+		return nil, fmt.Errorf("name server %s: request %d: %w", addr, code, &codeError{Code: h.Code, Remark: h.Remark})
 	}
 	return buf[4+headerLen:], nil
 }
+
+// codeError is a remoting answer code other than SUCCESS, with the server's remark.
+type codeError struct {
+	Code   int
+	Remark string
+}
+
+func (e *codeError) Error() string { return fmt.Sprintf("answered code %d: %s", e.Code, e.Remark) }

@@ -1,0 +1,49 @@
+package dlq
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/admin"
+	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
+)
+
+// The functions in this file are the one place where the dlq tools turn a Cluster into client options and
+// topic names; namespace and ACL handling change here only.
+
+// dlqTopic returns group's dead-letter topic as the broker names it (Cluster.DLQTopic): %DLQ%<group>, or
+// %DLQ%<ns>%<group> within the namespace ns.
+func dlqTopic(c Cluster, group string) string { return c.DLQTopic(group) }
+
+// newPullConsumer starts a pull consumer for reading topic (the broker's full name, namespace included) in a
+// consumer group of its own, so that no real group's offsets move (it never commits any). The caller shuts it down.
+func newPullConsumer(c Cluster, topic string) (rocketmq.PullConsumer, error) {
+	suffix := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	pc, err := rocketmq.NewPullConsumer(append(c.PullConsumerOptions("rmqguard-dlq-reader-"+suffix),
+		rmq.WithInstance("rmqguard-dlq-reader-"+suffix))...)
+	if err != nil {
+		return nil, fmt.Errorf("new pull consumer: %w", err)
+	}
+	// Assign mode with no queue, not Subscribe: the client then never rebalances this consumer, whose
+	// rebalance would read the group field that every PullFrom rewrites (a data race in the client,
+	// consumer/pull_consumer.go:521), and no background pulling starts. PullFrom names its queue itself.
+	if err := pc.Assign(topic, nil); err != nil {
+		return nil, fmt.Errorf("assign %s: %w", topic, err)
+	}
+	if err := pc.Start(); err != nil {
+		return nil, fmt.Errorf("start pull consumer: %w", err)
+	}
+	return pc, nil
+}
+
+// newAdmin returns an admin client for c; the caller closes it.
+func newAdmin(c Cluster) (admin.Admin, error) {
+	adm, err := admin.NewAdmin(c.AdminOptions()...)
+	if err != nil {
+		return nil, fmt.Errorf("new admin client: %w", err)
+	}
+	return adm, nil
+}
