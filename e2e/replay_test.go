@@ -365,3 +365,84 @@ func TestE2E_DLQReplayWithoutRetryTopicNamesTheFix(t *testing.T) {
 	require.NoError(t, db.Get(&claimed, `SELECT COUNT(*) FROM `+dlq.AuditTable+` WHERE consumer_group = ?`, group))
 	assert.Zero(t, claimed, "nothing claimed")
 }
+
+// TestE2E_S5_DLQReplayFromExportFile: the letters exported with `rmqguard dlq export` replay from the file
+// with the same decisions and the same audit as from the broker: a dry run sends nothing, the replay sends
+// the two never-processed events (one effect each) and skips the processed one (S5), a second run from the
+// file and a run from the broker send nothing.
+func TestE2E_S5_DLQReplayFromExportFile(t *testing.T) {
+	w := newWorld(t, 1)
+	db := testenv.MySQL(t)
+	bin := buildRMQGuard(t)
+	ctx, topic, group, run := w.ctx, w.topic, w.group, w.run
+
+	var bug atomic.Bool
+	ledger := testenv.NewLedger(t, db, run)
+	store, err := dedup.NewStore(db)
+	require.NoError(t, err)
+	eventID, err := middleware.EventID(middleware.EventIDConfig{})
+	require.NoError(t, err)
+	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	seen := &replays{}
+	var mu sync.Mutex
+	processed := map[string]*primitive.MessageExt{}
+	handler := middleware.Chain(dedup.Handle(ledger.Handler(func(_ context.Context, _ *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if bug.Load() {
+			return consumer.Outcome{}, retry.Permanent(errors.New("bug"))
+		}
+		mu.Lock()
+		processed[d.EventID] = d.Msg
+		mu.Unlock()
+		return consumer.Processed(), nil
+	})), seen.middleware("cg"), middleware.Classify(), eventID, middleware.Dedup(store))
+	publisher, err := dlq.NewPublisher(w.prod)
+	require.NoError(t, err)
+	sink := &countingSink{inner: publisher}
+	w.start(consumer.Config{MaxAttempts: 2, DrainTimeout: 5 * time.Second}, handler, consumer.WithLogger(log), consumer.WithDeadLetterSink(sink))
+
+	send := func(id string) {
+		msg := primitive.NewMessage(topic, []byte(`{}`))
+		msg.WithProperty("EVENT_ID", id)
+		w.send(msg)
+	}
+	ev1, ev2, evDone := run+"-1", run+"-2", run+"-done"
+	bug.Store(true)
+	send(ev1)
+	send(ev2)
+	require.Eventually(t, func() bool { return sink.n.Load() == 2 }, 60*time.Second, 100*time.Millisecond, "both are dead-lettered")
+	bug.Store(false)
+	send(evDone)
+	require.Eventually(t, func() bool { return ledger.Count(t, evDone) == 1 }, 60*time.Second, 100*time.Millisecond)
+	mu.Lock()
+	msgDone := processed[evDone]
+	mu.Unlock()
+	require.NoError(t, publisher.DeadLetter(ctx, consumer.NewDelivery(group, msgDone), "injected: letter of a processed event"))
+
+	file := filepath.Join(t.TempDir(), "letters.jsonl")
+	out, code := cli(t, bin, "dlq", "export", "--namesrv", w.ns[0], "--group", group, "-o", file)
+	require.Equal(t, 0, code, out)
+
+	dsn := testenv.Env("RMQGUARD_TEST_MYSQL_DSN", testenv.DefaultMySQLDSN)
+	fromFile := []string{"dlq", "replay", "--mysql-dsn", dsn, "--group", group, "--from-file", file, "--operator", "e2e"}
+	out, code = cli(t, bin, append(fromFile, "--dry-run")...) // no name server needed
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "selected 3, sent 0, would send 2, skipped: already replayed 0, uncertain 0, already processed 1, no origin 0; failed 0")
+
+	out, code = cli(t, bin, append(fromFile, "--namesrv", w.ns[0], "--yes")...)
+	t.Logf("replay from file:\n%s", out)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "selected 3, sent 2, would send 0, skipped: already replayed 0, uncertain 0, already processed 1, no origin 0; failed 0")
+	require.Eventually(t, func() bool { return ledger.Count(t, ev1) == 1 && ledger.Count(t, ev2) == 1 }, 30*time.Second, 100*time.Millisecond)
+
+	out, code = cli(t, bin, append(fromFile, "--namesrv", w.ns[0], "--yes")...)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "selected 3, sent 0, would send 0, skipped: already replayed 2, uncertain 0, already processed 1")
+	out, code = cli(t, bin, "dlq", "replay", "--namesrv", w.ns[0], "--mysql-dsn", dsn, "--group", group, "--yes")
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "selected 3, sent 0, would send 0, skipped: already replayed 2, uncertain 0, already processed 1",
+		"the broker's letters are the file's: one audit")
+
+	time.Sleep(2 * time.Second)
+	ledger.RequireOncePerEvent(t, 3)
+	assert.Len(t, seen.snapshot(), 2, "two replay deliveries in all")
+}
