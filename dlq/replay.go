@@ -64,8 +64,14 @@ type LetterResult struct {
 
 // ReplaySummary counts the outcomes. Selected = Sent + WouldSend + Skipped* + Failed.
 type ReplaySummary struct {
-	Selected, Sent, WouldSend                                                    int
-	SkippedReplayed, SkippedUncertain, SkippedProcessed, SkippedNoOrigin, Failed int
+	// Selected is the number of input letters.
+	Selected int
+	// Sent counts ReplaySent, WouldSend ReplayWouldSend (dry run).
+	Sent, WouldSend int
+	// SkippedReplayed, SkippedUncertain, SkippedProcessed and SkippedNoOrigin count the ReplaySkipped* outcomes.
+	SkippedReplayed, SkippedUncertain, SkippedProcessed, SkippedNoOrigin int
+	// Failed counts ReplayFailed.
+	Failed int
 	// Unrecorded counts sent letters whose audit row could not be set to "sent" (it stays "sending").
 	Unrecorded int
 }
@@ -74,8 +80,10 @@ type ReplaySummary struct {
 type ReplayReport struct {
 	// ReplayID identifies this run (consumer.PropReplayID on every message it sent, replay_id in the audit).
 	ReplayID string
-	Results  []LetterResult
-	Summary  ReplaySummary
+	// Results has one entry per input letter, in input order.
+	Results []LetterResult
+	// Summary counts Results by outcome.
+	Summary ReplaySummary
 }
 
 // add records r and counts it.
