@@ -19,7 +19,7 @@ SERVICES_MODE ?= $(shell timeout 20 docker info >/dev/null 2>&1 && echo docker |
 # Topics the demo and the tests use; created explicitly because the broker runs with autoCreateTopicEnable=false.
 TOPICS = RMQGUARD_PROBE RMQGUARD_DEMO_ORDER RMQGUARD_TEST_ORDER
 
-.PHONY: up down demo test test-unit bench bench-purge lint mutate chaos
+.PHONY: up down demo test test-unit test-rules bench bench-purge lint mutate chaos
 
 # ------------------------------------------------------------------------------------------------ services
 
@@ -60,13 +60,22 @@ chaos: up ## faults under load on a stack of its own (MariaDB restart/read-only/
 
 # `make test` starts the services itself, so a test that cannot reach one fails instead of skipping:
 # RMQGUARD_REQUIRE_SERVICES=1 is set here, not left to the caller. `make test-unit` is the no-service run.
-test: up ## unit, integration (MariaDB) and end-to-end (broker) tests; a missing service fails the run
+test: up test-rules ## unit, integration (MariaDB) and end-to-end (broker) tests, Prometheus rules; a missing service fails the run
 	@source deploy/local/env.sh && export RMQGUARD_REQUIRE_SERVICES=1 && \
 		$(GO) test -race $(GOTEST_FLAGS) $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/internal/chaos$$') && \
 		$(GO) test $(GOTEST_FLAGS) ./e2e/ ./internal/chaos/
 
+# promtool comes with the Debian package prometheus, which `make up` installs in local mode; installed here
+# when missing (e.g. in docker mode; the demo-ratio test in cmd/example-consumer runs the prometheus binary too).
+PROMTOOL ?= promtool
+test-rules: ## promtool: check deploy/prometheus (config and rules) and run the rule unit tests (rules_test.yml)
+	@command -v $(PROMTOOL) >/dev/null || deploy/local/prometheus-instance.sh install
+	$(PROMTOOL) check config deploy/prometheus/prometheus.yml
+	$(PROMTOOL) check rules deploy/prometheus/rules.yml
+	$(PROMTOOL) test rules deploy/prometheus/rules_test.yml
+
 test-unit: ## the tests that need no services (the others skip unless RMQGUARD_REQUIRE_SERVICES=1)
-	$(GO) test -race -count=1 ./consumer/ ./middleware/ ./retry/ ./dlq/ ./internal/shop/
+	$(GO) test -race -count=1 ./consumer/ ./middleware/ ./retry/ ./dlq/ ./internal/shop/ ./internal/scrape/ ./internal/dashboards/
 
 BENCH_COUNT ?= 6
 bench: up ## benchmarks: the chain without I/O, and transactional dedup on MariaDB; compare runs with benchstat

@@ -25,6 +25,8 @@ type demoOptions struct {
 	failOnce  int
 	timeout   time.Duration
 	metricURL string
+	promURL   string
+	promWait  time.Duration
 }
 
 func newDemoCmd(s *settings) *cobra.Command {
@@ -36,7 +38,9 @@ func newDemoCmd(s *settings) *cobra.Command {
 message (new message ID, same EVENT_ID), --fail-once fail their first attempt, plus one poison message
 whose body is not JSON. It then waits until the consumer (example-consumer run) has drained them and checks:
 effects in MariaDB = distinct events, duplicates counted on /metrics ≥ duplicates sent, and the poison message
-alone (of this run) in %DLQ%<group>. The last line is "exactly-once: ok …" (exit 0) or "exactly-once: FAILED …" (exit 1).`,
+alone (of this run) in %DLQ%<group>. Before its verdict it prints the group's duplicate ratio as Prometheus
+computed it (recording rule rmqguard:duplicate_ratio:total, deploy/prometheus/rules.yml, evaluated on a scrape
+taken after the drain) next to duplicates / handled from /metrics; they must agree. The last line is "exactly-once: ok …" (exit 0) or "exactly-once: FAILED …" (exit 1).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.runID == "" {
 				o.runID = "demo" + time.Now().UTC().Format("20060102T150405")
@@ -54,6 +58,9 @@ alone (of this run) in %DLQ%<group>. The last line is "exactly-once: ok …" (ex
 	f.IntVar(&o.failOnce, "fail-once", 20, "events that fail their first attempt")
 	f.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for the consumer to drain")
 	f.StringVar(&o.metricURL, "metrics-url", "", "the consumer's /metrics (default http://<metrics-addr>/metrics)")
+	f.StringVar(&o.promURL, "prometheus-url", "http://"+env("RMQGUARD_PROMETHEUS_ADDR", "127.0.0.1:9090"),
+		"Prometheus scraping the consumer, for the duplicate ratio it computes (env RMQGUARD_PROMETHEUS_ADDR; empty: not queried)")
+	f.DurationVar(&o.promWait, "prometheus-wait", 30*time.Second, "how long to wait for Prometheus to evaluate the ratio on a fresh scrape")
 	return cmd
 }
 
@@ -126,7 +133,12 @@ func demo(ctx context.Context, s *settings, o demoOptions) error {
 		return err
 	}
 
+	ratio := checkPrometheusRatio(ctx, o.promURL, o.metricURL, s.group, o.promWait)
+
 	var problems []string
+	if ratio.problem != "" {
+		problems = append(problems, ratio.problem)
+	}
 	if orders != plan.Events || reservations != plan.Events {
 		problems = append(problems, fmt.Sprintf("effects: %d orders and %d reservations for %d events", orders, reservations, plan.Events))
 	}
@@ -145,6 +157,9 @@ func demo(ctx context.Context, s *settings, o demoOptions) error {
 	}
 	fmt.Printf("MariaDB: %d orders, %d inventory reservations; /metrics: %.0f duplicates; %%DLQ%%%s: %d letters of this run (%.1fs)\n",
 		orders, reservations, dupCount, s.group, len(letters), time.Since(start).Seconds())
+	if ratio.line != "" {
+		fmt.Println(ratio.line)
+	}
 	summary := fmt.Sprintf("events=%d effects=%d duplicates=%.0f dead-lettered=%d", plan.Events, orders, dupCount, len(letters))
 	if len(problems) > 0 {
 		fmt.Println("problems: " + strings.Join(problems, "; "))

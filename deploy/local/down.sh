@@ -7,6 +7,7 @@ set -Eeuo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 trap 'echo "[down.sh] ERROR: exit $? at line $LINENO: $BASH_COMMAND" >&2' ERR
 
+"$LIB_DIR/prometheus-instance.sh" stop
 stop_pidfile "rocketmq broker" "$RUN_DIR/broker.pid" org.apache.rocketmq.broker.BrokerStartup 60
 stop_pidfile "rocketmq namesrv" "$RUN_DIR/namesrv.pid" org.apache.rocketmq.namesrv.NamesrvStartup 30
 stop_pidfile "redis" "$RUN_DIR/redis.pid" redis-server 30

@@ -9,6 +9,7 @@
 #   RMQGUARD_MYSQL_DSN       rmqguard:rmqguard@tcp(127.0.0.1:3306)/rmqguard?parseTime=true       demo DB
 #   RMQGUARD_TEST_MYSQL_DSN  rmqguard:rmqguard@tcp(127.0.0.1:3306)/rmqguard_test?parseTime=true  test DB
 #   RMQGUARD_REDIS_ADDR      127.0.0.1:6379                      Redis
+#   RMQGUARD_PROMETHEUS_ADDR 127.0.0.1:9090                      Prometheus (scrapes 127.0.0.1:9464, the example consumer)
 
 export RMQGUARD_NAMESRV="${RMQGUARD_NAMESRV:-127.0.0.1:9876}"
 export RMQGUARD_BROKER_ADDR="${RMQGUARD_BROKER_ADDR:-127.0.0.1:10911}"
@@ -17,3 +18,4 @@ export RMQGUARD_DB_PASSWORD="${RMQGUARD_DB_PASSWORD:-rmqguard}"
 export RMQGUARD_MYSQL_DSN="${RMQGUARD_MYSQL_DSN:-${RMQGUARD_DB_USER}:${RMQGUARD_DB_PASSWORD}@tcp(127.0.0.1:3306)/rmqguard?parseTime=true}"
 export RMQGUARD_TEST_MYSQL_DSN="${RMQGUARD_TEST_MYSQL_DSN:-${RMQGUARD_DB_USER}:${RMQGUARD_DB_PASSWORD}@tcp(127.0.0.1:3306)/rmqguard_test?parseTime=true}"
 export RMQGUARD_REDIS_ADDR="${RMQGUARD_REDIS_ADDR:-127.0.0.1:6379}"
+export RMQGUARD_PROMETHEUS_ADDR="${RMQGUARD_PROMETHEUS_ADDR:-127.0.0.1:9090}"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Start the local services of rmqguard without Docker: MariaDB, Redis, RocketMQ name server and broker.
+# Start the local services of rmqguard without Docker: MariaDB, Redis, RocketMQ name server and broker,
+# Prometheus (prometheus-instance.sh).
 # Idempotent: what already answers is left alone; a second run when everything is up takes a few seconds.
 # All state lives under $REPO/.local (git-ignored). Stop with deploy/local/down.sh. See deploy/local/README.md.
 set -Eeuo pipefail
@@ -215,4 +216,5 @@ start_namesrv
 start_broker
 wait "$BUILD_PID" || die "go build ./cmd/rmqguard failed"
 ensure_topics
+"$LIB_DIR/prometheus-instance.sh" start
 log "all services up in $((SECONDS - T0))s; source deploy/local/env.sh for the connection settings"

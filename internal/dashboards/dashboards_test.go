@@ -1,0 +1,161 @@
+package dashboards_test
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmqguard/rmqguard/internal/dashboards"
+	"github.com/rmqguard/rmqguard/metrics"
+)
+
+var (
+	dashboardFile = filepath.Join("..", "..", "deploy", "grafana", "rmqguard.json")
+	rulesFile     = filepath.Join("..", "..", "deploy", "prometheus", "rules.yml")
+)
+
+// pendingMetrics are series of issue 6 that the metrics work (branch wt-metrics) adds to metrics.New with
+// exactly these names; the dashboard and the rules use them already. Each is accepted only while
+// metrics.New does not register it: once it does, the test fails until the name is removed from here, so
+// the list empties itself and never hides a name that metrics.New spells differently.
+var pendingMetrics = []string{
+	"rmqguard_dead_letters_total",
+	"rmqguard_attempts_bucket", "rmqguard_attempts_sum", "rmqguard_attempts_count",
+	"rmqguard_handlers_in_flight",
+	"rmqguard_consumer_lag",
+}
+
+// known is what an expression may name: every series metrics.New exposes, every recording rule of
+// rules.yml, and the pending series.
+func known(t *testing.T) map[string]bool {
+	t.Helper()
+	names, err := dashboards.Exposed(func(reg prometheus.Registerer) error {
+		_, err := metrics.New(reg)
+		return err
+	})
+	require.NoError(t, err)
+	require.True(t, names["rmqguard_messages_total"], "metrics.New exposes rmqguard_messages_total: %v", names)
+	for _, p := range pendingMetrics {
+		assert.False(t, names[p], "metrics.New registers %s now: remove it from pendingMetrics", p)
+		names[p] = true
+	}
+	file, err := os.ReadFile(rulesFile)
+	require.NoError(t, err)
+	recorded, _, err := dashboards.Rules(file)
+	require.NoError(t, err)
+	for _, r := range recorded {
+		names[r] = true
+	}
+	return names
+}
+
+func TestDashboard_EveryExpressionNamesAnExposedMetricOrARecordingRule(t *testing.T) {
+	file, err := os.ReadFile(dashboardFile)
+	require.NoError(t, err)
+	exprs, err := dashboards.DashboardExprs(file)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(exprs), 15, "the dashboard's panels and variables")
+
+	assert.Empty(t, dashboards.Unknown(exprs, known(t)))
+
+	// The panels issue 6 asks for, by the series they show.
+	all := make([]string, 0, len(exprs))
+	for _, e := range exprs {
+		all = append(all, e.Query)
+	}
+	joined := strings.Join(all, "\n")
+	for _, want := range []string{"rmqguard:duplicate_ratio_by_cause:rate5m", "rmqguard_messages_total",
+		"rmqguard_handle_duration_seconds_bucket", "rmqguard:dead_letters:rate5m", "rmqguard:consumer_lag:sum",
+		"rmqguard_consumption_paused"} {
+		assert.Contains(t, joined, want)
+	}
+}
+
+func TestRules_EveryExpressionNamesAnExposedMetricOrARecordingRule(t *testing.T) {
+	file, err := os.ReadFile(rulesFile)
+	require.NoError(t, err)
+	recorded, exprs, err := dashboards.Rules(file)
+	require.NoError(t, err)
+	assert.Contains(t, recorded, "rmqguard:duplicate_ratio:total", "the rule make demo reads")
+	require.GreaterOrEqual(t, len(exprs), 13)
+
+	assert.Empty(t, dashboards.Unknown(exprs, known(t)))
+}
+
+func TestUnknown_ReportsAMisspelledMetricAndAnUnparsableExpression(t *testing.T) {
+	bad := []byte(`{"panels": [
+	  {"title": "typo", "targets": [{"refId": "A", "expr": "sum(rate(rmqguard_message_total[$__rate_interval]))"}]},
+	  {"title": "fine", "targets": [{"refId": "A", "expr": "rmqguard:duplicate_ratio:rate5m{group=~\"$group\"}"}]},
+	  {"type": "row", "title": "row", "panels": [
+	    {"title": "broken", "targets": [{"refId": "B", "expr": "sum(rate(rmqguard_messages_total[5m]"}]}]}]}`)
+	exprs, err := dashboards.DashboardExprs(bad)
+	require.NoError(t, err)
+	require.Len(t, exprs, 3)
+
+	problems := dashboards.Unknown(exprs, known(t))
+	require.Len(t, problems, 2, "%v", problems)
+	assert.Contains(t, problems[0], `panel "typo" target A: unknown series rmqguard_message_total`)
+	assert.Contains(t, problems[1], `panel "broken" target B: parse`)
+}
+
+func TestMetricNames_SelectorsOnly(t *testing.T) {
+	names, err := dashboards.MetricNames(`sum by (group, cause) (rate(a_total{group=~"$group"}[$__rate_interval]))
+	  / on (group) group_left () sum by (group) (rate({__name__="b_total"}[${__range}]))
+	  and histogram_quantile(0.9, sum by (le) (rate(c_bucket[5m]))) > bool 0.5 unless on() vector(1)`)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a_total", "b_total", "c_bucket"}, names, "functions, labels and keywords are not names")
+
+	_, err = dashboards.MetricNames(`{__name__=~"rmqguard_.*"}`)
+	assert.Error(t, err, "a selector without an exact name cannot be checked")
+}
+
+func TestDashboardExprs_TemplateVariables(t *testing.T) {
+	exprs, err := dashboards.DashboardExprs([]byte(`{"templating": {"list": [
+	  {"name": "datasource", "type": "datasource", "query": "prometheus"},
+	  {"name": "group", "type": "query", "query": {"query": "label_values(rmqguard_messages_total, group)"}},
+	  {"name": "topic", "type": "query", "query": "label_values(rmqguard_messages_total{group=~\"$group\"}, topic)"}]}}`))
+	require.NoError(t, err)
+	require.Len(t, exprs, 2, "the datasource variable has no PromQL")
+	assert.Equal(t, dashboards.Expr{Where: "variable $group", Query: "rmqguard_messages_total"}, exprs[0])
+	assert.Equal(t, `rmqguard_messages_total{group=~"$group"}`, exprs[1].Query)
+
+	_, err = dashboards.DashboardExprs([]byte(`{"templating": {"list": [{"name": "x", "type": "query", "query": "metrics(rmq)"}]}}`))
+	assert.Error(t, err, "a variable query that cannot be checked is refused")
+}
+
+func TestExposed_VectorsBeforeTheirFirstUse(t *testing.T) {
+	names, err := dashboards.Exposed(func(reg prometheus.Registerer) error {
+		reg.MustRegister(
+			prometheus.NewCounterVec(prometheus.CounterOpts{Name: "c_total", Help: "h"}, []string{"a", "b", "c"}),
+			prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "g", Help: "h"}, []string{"a"}),
+			prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "h_seconds", Help: "h"}, []string{"a"}),
+			prometheus.NewSummaryVec(prometheus.SummaryOpts{Name: "s", Help: "h"}, []string{"a"}),
+			prometheus.NewHistogram(prometheus.HistogramOpts{Name: "plain_h", Help: "h"}),
+			prometheus.NewGauge(prometheus.GaugeOpts{Name: "plain_g", Help: "h", ConstLabels: prometheus.Labels{"k": "v"}}),
+		)
+		return nil
+	})
+	require.NoError(t, err)
+	got := make([]string, 0, len(names))
+	for n := range names {
+		got = append(got, n)
+	}
+	sort.Strings(got)
+	assert.Equal(t, []string{"c_total", "g", "h_seconds_bucket", "h_seconds_count", "h_seconds_sum",
+		"plain_g", "plain_h_bucket", "plain_h_count", "plain_h_sum", "s", "s_count", "s_sum"}, got)
+
+	_, err = dashboards.Exposed(func(reg prometheus.Registerer) error {
+		c := prometheus.NewCounter(prometheus.CounterOpts{Name: "dup_total", Help: "h"})
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+		return reg.Register(prometheus.NewCounter(prometheus.CounterOpts{Name: "dup_total", Help: "h"}))
+	})
+	assert.Error(t, err, "a conflict in register is returned")
+}
