@@ -11,8 +11,9 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// Counter returns the value of the counter name whose labels include every pair of match, from the
-// Prometheus text exposition at url; 0 when no such series exists yet. Errors (the endpoint unreachable or
+// Counter returns the sum of the counters name whose labels include every pair of match (e.g. every cause
+// of rmqguard_duplicates_total for a group and topic), from the Prometheus text exposition at url; 0 when
+// no such series exists yet. Errors (the endpoint unreachable or
 // answering other than 200, an unparsable body) are wrapped with the URL.
 func Counter(ctx context.Context, url, name string, match map[string]string) (float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -36,16 +37,17 @@ func Counter(ctx context.Context, url, name string, match map[string]string) (fl
 	if !ok {
 		return 0, nil
 	}
+	total := 0.0
 	for _, m := range fam.GetMetric() {
 		labels := make(map[string]string, len(m.GetLabel()))
 		for _, l := range m.GetLabel() {
 			labels[l.GetName()] = l.GetValue()
 		}
 		if matches(labels, match) {
-			return m.GetCounter().GetValue(), nil
+			total += m.GetCounter().GetValue()
 		}
 	}
-	return 0, nil
+	return total, nil
 }
 
 func matches(labels, match map[string]string) bool {
