@@ -58,6 +58,6 @@ type nopObserver struct{}
 func (nopObserver) Paused(string, string)          {}
 func (nopObserver) Unpaused(string, time.Duration) {}
 func (nopObserver) Unsubscribed(string, string)    {}
-func (nopObserver) Decided(*Delivery, Decision)     {}
-func (nopObserver) InFlight(string, int)            {}
-func (nopObserver) Lag(string, string, int64)       {}
+func (nopObserver) Decided(*Delivery, Decision)    {}
+func (nopObserver) InFlight(string, int)           {}
+func (nopObserver) Lag(string, string, int64)      {}

@@ -142,4 +142,3 @@ func TestNew_RegistersTheAgreedNames(t *testing.T) {
 		"rmqguard_handler_errors_total":             {"class", "group", "topic"},
 	}, labels)
 }
-
