@@ -25,12 +25,13 @@ func TestDuplicateCause_S1_S3_S5_RedeliveryResendReplay(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, consumer.KindProcessed, o.Kind)
 
-	again := *first // the same message, e.g. after a lost offset commit: same MsgId, ReconsumeTimes 0
+	again := f.orderMsg(t, ev, order) // the same message, e.g. after a lost offset commit: same MsgId, ReconsumeTimes 0
+	again.MsgId = first.MsgId
 	resent := f.orderMsg(t, ev, order)
 	replayed := f.orderMsg(t, ev, order)
 	replayed.WithProperty(consumer.PropReplayID, "replay-1")
 	for want, msg := range map[consumer.Cause]*primitive.MessageExt{
-		consumer.CauseRedelivery: &again,
+		consumer.CauseRedelivery: again,
 		consumer.CauseResend:     resent,
 		consumer.CauseReplay:     replayed,
 	} {
