@@ -17,8 +17,8 @@ import (
 //     is back, without spending an attempt (an attempt is spent only by the message's own failure);
 //   - transient or unknown → consumer.Retry, keeping a delay level the inner outcome asked for.
 //
-// Dead letters carry a reason class in Outcome.Cause: unidentifiable (an error wrapping ErrUnidentifiable)
-// or permanent; on the last delivery panic, timeout (the retry's cause, or an error wrapping ErrPanic or
+// Dead letters carry a reason class in Outcome.Cause (an inner dead letter without one gets it from its
+// error): unidentifiable (an error wrapping ErrUnidentifiable) or permanent; on the last delivery panic, timeout (the retry's cause, or an error wrapping ErrPanic or
 // context.DeadlineExceeded) or exhausted.
 //
 // On the last delivery (Delivery.LastAttempt) a retry — asked for, from an error, or the zero Outcome —
@@ -31,6 +31,9 @@ func Classify() consumer.Middleware {
 	return func(next consumer.Handler) consumer.Handler {
 		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 			o, err := next(ctx, d)
+			if o.Kind == consumer.KindDeadLetter && o.Cause == "" && err != nil {
+				return withCause(o, permanentCause(err)), err
+			}
 			if o.Kind == consumer.KindDeadLetter || o.Kind == consumer.KindUnavailable || (err == nil && o.Kind.Acknowledges()) {
 				return o, err
 			}
