@@ -88,6 +88,13 @@ type Config struct {
 	DrainTimeout time.Duration
 	// StartFrom applies to a consumer group with no stored offset. Default StartFromLastOffset.
 	StartFrom StartFrom
+	// Namespace is the RocketMQ namespace of the group and its topics ("" = none; letters, digits, '-',
+	// '_'). Group and Subscriptions name them without it; on the broker they are "ns%G", "ns%T",
+	// "%RETRY%ns%G" and "%DLQ%ns%G" (see InNamespace). Delivery.Group and Delivery.Topic are without it.
+	Namespace string
+	// Credentials are the ACL credentials every request of the consumer (and of its own dead-letter
+	// producer) is signed with; both keys or neither. The zero value means no ACL.
+	Credentials Credentials
 	// OutageWait bounds how long one callback waits for the store to come back once a handler reported
 	// it unavailable (KindUnavailable, e.g. MySQL down or read-only), and how long a batch retries a failed
 	// dead-letter publish. While it waits the message's attempt is not spent; past it the message is
@@ -182,6 +189,14 @@ func (c Config) Validate() error {
 	}
 	if d.LagInterval < 100*time.Millisecond {
 		bad("LagInterval", "%s is below 100ms; leave it 0 for the default %s", d.LagInterval, DefaultLagInterval)
+	}
+	if err := ValidateNamespace(d.Namespace); err != nil {
+		bad("Namespace", "%v", err)
+	} else if g := InNamespace(d.Namespace, d.Group); len(g) > MaxGroupLength {
+		bad("Namespace", "group in the namespace %q has %d characters, more than RocketMQ's %d", g, len(g), MaxGroupLength)
+	}
+	if (d.Credentials.AccessKey == "") != (d.Credentials.SecretKey == "") {
+		bad("Credentials", "give both AccessKey and SecretKey, or neither (%s)", d.Credentials)
 	}
 	if d.StartFrom > StartFromFirstOffset {
 		bad("StartFrom", "unknown value %d", d.StartFrom)

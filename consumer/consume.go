@@ -74,7 +74,7 @@ func (c *Consumer) consumeEntered(msgs []*primitive.MessageExt) (res Resolution,
 	elapsed := make([]time.Duration, len(msgs))
 	for i, msg := range msgs {
 		start := time.Now()
-		ds[i] = NewDelivery(c.cfg.Group, msg)
+		ds[i] = newNamespacedDelivery(c.cfg, msg)
 		ds[i].MaxAttempts = c.cfg.MaxAttempts
 		if !c.subscribed(ds[i]) {
 			outcomes[i] = c.unsubscribed(ds[i])

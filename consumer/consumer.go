@@ -135,9 +135,7 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	if cfg.StartFrom == StartFromFirstOffset {
 		from = rmq.ConsumeFromFirstOffset
 	}
-	push, err := o.push([]rmq.Option{
-		rmq.WithGroupName(cfg.Group),
-		rmq.WithNsResolver(primitive.NewPassthroughResolver(cfg.NameServers)),
+	push, err := o.push(append(clientOptions(cfg), []rmq.Option{
 		rmq.WithInstance(cfg.InstanceName),
 		rmq.WithConsumerModel(rmq.Clustering),
 		rmq.WithConsumeFromWhere(from),
@@ -145,7 +143,7 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 		rmq.WithConsumeGoroutineNums(cfg.ConsumeGoroutines),
 		rmq.WithConsumeMessageBatchMaxSize(cfg.BatchSize),
 		rmq.WithConsumeTimeout(cfg.ConsumeTimeout),
-	})
+	}...))
 	if err != nil {
 		return nil, fmt.Errorf("rmqguard consumer %s: create push consumer: %w", cfg.Group, err)
 	}
@@ -154,7 +152,7 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 		gate: newGate(runCtx, cfg.Group, push, o.probe, o.observer, o.logger), filters: filters, observer: o.observer,
 		letters: &letterProducer{newProducer: o.producer}, clientDown: make(chan struct{})}
 	if o.observed {
-		c.lag = newLagPoller(runCtx, cfg.Group, cfg.LagInterval, push, o.observer)
+		c.lag = newLagPoller(runCtx, cfg, push, o.observer)
 	}
 	for _, s := range cfg.Subscriptions {
 		sel := rmq.MessageSelector{Type: rmq.TAG, Expression: s.Expression}

@@ -44,16 +44,18 @@ func systemProperty(k string) bool {
 	return strings.HasPrefix(k, "TIMER_")
 }
 
-// DeadLetterMessage builds the dead letter of d: topic %DLQ%<group>, the original body, tag, KEYS and user
-// properties, RETRY_TOPIC set to the original topic, and the PropDeadLetter* metadata with reason and at.
+// DeadLetterMessage builds the dead letter of d: topic %DLQ%<group> (%DLQ%<namespace>%<group> when
+// d.Namespace is set, the broker's name: send it through a producer without a namespace option), the
+// original body, tag, KEYS and user properties, RETRY_TOPIC set to the original topic (in the namespace,
+// as the broker writes it), and the PropDeadLetter* metadata with reason and at.
 func DeadLetterMessage(d *Delivery, reason string, at time.Time) *primitive.Message {
-	msg := primitive.NewMessage(DLQTopic(d.Group), d.Msg.Body)
+	msg := primitive.NewMessage(NamespacedDLQTopic(d.Namespace, d.Group), d.Msg.Body)
 	for k, v := range d.Msg.GetProperties() {
 		if !systemProperty(k) {
 			msg.WithProperty(k, v)
 		}
 	}
-	msg.WithProperty(primitive.PropertyRetryTopic, d.Topic)
+	msg.WithProperty(primitive.PropertyRetryTopic, InNamespace(d.Namespace, d.Topic))
 	msg.WithProperty(PropDeadLetterReason, reason)
 	msg.WithProperty(PropDeadLetterOriginMsgID, d.Msg.MsgId)
 	msg.WithProperty(PropDeadLetterReconsumeTimes, strconv.Itoa(int(d.Msg.ReconsumeTimes)))

@@ -274,3 +274,21 @@ func TestConfigValidate_LagIntervalBelow100msIsRefused(t *testing.T) {
 	require.ErrorAs(t, cfg.Validate(), &ce)
 	assert.Equal(t, "LagInterval", ce.Field)
 }
+
+// In a namespace the client names topics "ns%T" and "%RETRY%ns%G"; the lag is labelled without it, like
+// Delivery.Topic.
+func TestLag_TopicsAreNamedWithoutTheNamespace(t *testing.T) {
+	obs := &fakeObserver{}
+	cfg := validConfig()
+	cfg.Namespace, cfg.LagInterval = "ns1", 100*time.Millisecond
+	c, fp := newConsumer(t, cfg, handlerReturning(consumer.Processed(), nil), consumer.WithObserver(obs))
+	fp.setLag(map[string]int64{"ns1%ORDER": 5, "%RETRY%ns1%cg": 2})
+	require.NoError(t, c.Start())
+	defer func() { require.NoError(t, c.Shutdown(context.Background())) }()
+
+	require.Eventually(t, func() bool {
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		return obs.lag["cg/ORDER"] == 5 && obs.lag["cg/%RETRY%cg"] == 2
+	}, 5*time.Second, 10*time.Millisecond, "the lag is labelled without the namespace")
+}

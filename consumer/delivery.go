@@ -24,10 +24,13 @@ func RetryTopic(group string) string { return RetryTopicPrefix + group }
 type Delivery struct {
 	// Msg is the message as the client delivered it. Never nil.
 	Msg *primitive.MessageExt
-	// Group is the consumer group.
+	// Group is the consumer group, without the namespace (Config.Group).
 	Group string
+	// Namespace is the RocketMQ namespace the group and topics live in (Config.Namespace); "" = none.
+	// Group and Topic are the names without it; InNamespace gives the broker's names.
+	Namespace string
 	// Topic is the business topic: the message's topic, or the RETRY_TOPIC property when the message
-	// arrived on %RETRY%<group> (a redelivery).
+	// arrived on %RETRY%<group> (a redelivery); without the namespace.
 	Topic string
 	// Attempt is the message's ReconsumeTimes: 0 on the first delivery, n on the n-th redelivery.
 	Attempt int

@@ -11,6 +11,7 @@ import (
 // ends it.
 type lagPoller struct {
 	group    string
+	ns       string // the consumer's namespace: stripped from the client's topic names
 	interval time.Duration
 	push     PushConsumer
 	observer Observer
@@ -23,9 +24,9 @@ type lagPoller struct {
 	seen map[string]bool
 }
 
-func newLagPoller(parent context.Context, group string, interval time.Duration, push PushConsumer, obs Observer) *lagPoller {
+func newLagPoller(parent context.Context, cfg Config, push PushConsumer, obs Observer) *lagPoller {
 	ctx, cancel := context.WithCancel(parent)
-	return &lagPoller{group: group, interval: interval, push: push, observer: obs, ctx: ctx, cancel: cancel,
+	return &lagPoller{group: cfg.Group, ns: cfg.Namespace, interval: cfg.LagInterval, push: push, observer: obs, ctx: ctx, cancel: cancel,
 		seen: map[string]bool{}}
 }
 
@@ -57,10 +58,14 @@ func (p *lagPoller) run() {
 	}
 }
 
-// poll reports the lag of every topic the client holds queues of, and 0 for a topic reported before
-// whose queues this process no longer holds (rebalanced to another consumer), so no gauge goes stale.
+// poll reports the lag of every topic the client holds queues of (named without the namespace, like
+// Delivery.Topic), and 0 for a topic reported before whose queues this process no longer holds (rebalanced
+// to another consumer), so no gauge goes stale.
 func (p *lagPoller) poll() {
-	diff := p.push.GetOffsetDiffMap()
+	diff := map[string]int64{}
+	for topic, n := range p.push.GetOffsetDiffMap() {
+		diff[WithoutNamespace(p.ns, topic)] += n
+	}
 	for topic, n := range diff {
 		p.observer.Lag(p.group, topic, n)
 		p.seen[topic] = true

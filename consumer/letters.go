@@ -20,13 +20,19 @@ type Producer interface {
 	Shutdown() error
 }
 
+// newClientProducer returns the consumer's own dead-letter producer: the group's credentials, no namespace
+// option (the client would prefix "%DLQ%ns%G" once more), since DeadLetterMessage names the topic in full.
 func newClientProducer(cfg Config) (Producer, error) {
-	return rocketmq.NewProducer(
+	opts := []producer.Option{
 		producer.WithNsResolver(primitive.NewPassthroughResolver(cfg.NameServers)),
-		producer.WithGroupName(cfg.Group+"-rmqguard-dlq"),
-		producer.WithInstanceName(cfg.InstanceName+"-dlq"),
+		producer.WithGroupName(InNamespace(cfg.Namespace, cfg.Group+"-rmqguard-dlq")),
+		producer.WithInstanceName(cfg.InstanceName + "-dlq"),
 		producer.WithRetry(2),
-	)
+	}
+	if !cfg.Credentials.IsZero() {
+		opts = append(opts, producer.WithCredentials(cfg.Credentials.Client()))
+	}
+	return rocketmq.NewProducer(opts...)
 }
 
 // letterProducer creates and starts the consumer's own producer on first use and shuts it down once.

@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/rmqguard/rmqguard/consumer"
@@ -19,7 +20,8 @@ type Cluster struct {
 	Credentials consumer.Credentials
 }
 
-// Validate returns an error naming the problem when no name server is given or one is blank.
+// Validate returns an error naming the problem when no name server is given or one is blank, only one
+// of the two keys is set, or the namespace is not a valid RocketMQ namespace (consumer.ValidateNamespace).
 func (c Cluster) Validate() error {
 	if len(c.NameServers) == 0 {
 		return errors.New("dlq: cluster: no name server address given")
@@ -31,6 +33,9 @@ func (c Cluster) Validate() error {
 	}
 	if (c.Credentials.AccessKey == "") != (c.Credentials.SecretKey == "") {
 		return errors.New("dlq: cluster: credentials need both an access key and a secret key")
+	}
+	if err := consumer.ValidateNamespace(c.Namespace); err != nil {
+		return fmt.Errorf("dlq: cluster: namespace: %w", err)
 	}
 	return nil
 }

@@ -12,8 +12,6 @@ import (
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 	rmqerrors "github.com/apache/rocketmq-client-go/v2/errors"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-
-	"github.com/rmqguard/rmqguard/consumer"
 )
 
 // ErrNoReadableRoute means %DLQ%<group> has no readable queue on the name server: the group never
@@ -25,17 +23,25 @@ var ErrNoReadableRoute = errors.New("dlq: no readable route for the DLQ topic (n
 const pullBatch = 32
 
 // Read returns the messages on %DLQ%<group>, queue by queue from the oldest, at most limit in all
-// (limit ≤ 0 means no limit). It reads with a pull consumer of its own group, so no consumer group's
-// offsets move. Reading an empty queue costs one broker long-poll (up to 20 s).
-// Errors: ErrNoReadableRoute (wrapped) when the topic cannot be read; client and pull errors wrapped.
+// (limit ≤ 0 means no limit). It is ReadCluster on a cluster without namespace or ACL.
 func Read(ctx context.Context, nameServers []string, group string, limit int) ([]*primitive.MessageExt, error) {
-	topic := consumer.DLQTopic(group)
+	return ReadCluster(ctx, Cluster{NameServers: nameServers}, group, limit)
+}
+
+// ReadCluster returns the messages on the DLQ topic of group (given without namespace) in cluster c
+// (c.DLQTopic: %DLQ%<group>, or %DLQ%<ns>%<group>), queue by queue from the oldest, at most limit in all
+// (limit ≤ 0 means no limit). It reads with a pull consumer of its own group (in c's namespace, with c's
+// credentials), so no consumer group's offsets move. Reading an empty queue costs one broker long-poll
+// (up to 20 s). Errors: c.Validate's; ErrNoReadableRoute (wrapped) when the topic cannot be read; client
+// and pull errors wrapped (an ACL refusal surfaces there, see the client's error).
+func ReadCluster(ctx context.Context, c Cluster, group string, limit int) ([]*primitive.MessageExt, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	topic := c.DLQTopic(group)
 	suffix := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	pc, err := rocketmq.NewPullConsumer(
-		rmq.WithGroupName("rmqguard-dlq-reader-"+suffix),
-		rmq.WithInstance("rmqguard-dlq-reader-"+suffix),
-		rmq.WithNsResolver(primitive.NewPassthroughResolver(nameServers)),
-	)
+	pc, err := rocketmq.NewPullConsumer(append(c.PullConsumerOptions("rmqguard-dlq-reader-"+suffix),
+		rmq.WithInstance("rmqguard-dlq-reader-"+suffix))...)
 	if err != nil {
 		return nil, fmt.Errorf("dlq: read %s: new pull consumer: %w", topic, err)
 	}
