@@ -47,9 +47,13 @@ func WithHealthProbe(p HealthProbe) Option { return func(o *options) { o.probe =
 
 // WithObserver reports final decisions, handlers in flight, consumer lag (polled every Config.LagInterval
 // while the consumer runs), pauses and unsubscribed messages to obs (e.g. *metrics.Metrics). Default:
-// none, and no lag polling.
+// none (nil too), and no lag polling.
 func WithObserver(obs Observer) Option {
-	return func(o *options) { o.observer, o.observed = obs, obs != nil }
+	return func(o *options) {
+		if obs != nil {
+			o.observer, o.observed = obs, true
+		}
+	}
 }
 
 // nopObserver is the Observer used without WithObserver.
