@@ -25,6 +25,8 @@ const (
 	DefaultConsumeTimeout = 15 * time.Minute
 	// DefaultDrainTimeout bounds how long Shutdown waits for in-flight handlers.
 	DefaultDrainTimeout = 30 * time.Second
+	// DefaultLagInterval is how often the lag poller reads the client's GetOffsetDiffMap.
+	DefaultLagInterval = 10 * time.Second
 	// DefaultOutageWait bounds how long one callback waits for an unavailable store: 5 minutes, or a third
 	// of ConsumeTimeout when that is less.
 	DefaultOutageWait = 5 * time.Minute
@@ -102,6 +104,9 @@ type Config struct {
 	// below ConsumeTimeout too: past ConsumeTimeout the client itself sends the message back (a second copy,
 	// which dedup then sees as a duplicate) while its callback still runs.
 	OutageWait time.Duration
+	// LagInterval is how often, with WithObserver, the consumer reads its lag from the client
+	// (GetOffsetDiffMap) and reports it (Observer.Lag, rmqguard_consumer_lag). Default 10 s; at least 100 ms.
+	LagInterval time.Duration
 }
 
 // ConfigError reports an invalid Config field.
@@ -182,6 +187,9 @@ func (c Config) Validate() error {
 		bad("OutageWait", "%s must be below ConsumeTimeout %s, or the client sends the waiting message back itself, spending an attempt",
 			d.OutageWait, d.ConsumeTimeout)
 	}
+	if d.LagInterval < 100*time.Millisecond {
+		bad("LagInterval", "%s is below 100ms; leave it 0 for the default %s", d.LagInterval, DefaultLagInterval)
+	}
 	if err := ValidateNamespace(d.Namespace); err != nil {
 		bad("Namespace", "%v", err)
 	} else if g := InNamespace(d.Namespace, d.Group); len(g) > MaxGroupLength {
@@ -221,6 +229,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.OutageWait == 0 {
 		c.OutageWait = min(DefaultOutageWait, c.ConsumeTimeout/3)
+	}
+	if c.LagInterval == 0 {
+		c.LagInterval = DefaultLagInterval
 	}
 	subs := make([]Subscription, len(c.Subscriptions))
 	for i, s := range c.Subscriptions {

@@ -37,7 +37,8 @@ func (c *Consumer) enter() bool {
 // consume is the client's callback: each message of the batch runs through the handler with its own
 // context (waiting at the store health gate while the store is down); dead letters are published only
 // when the batch as a whole will be acknowledged (a retried batch would publish them again on every
-// redelivery); the combined outcome is resolved into the client's result.
+// redelivery); the combined outcome is resolved into the client's result, and each message's final
+// decision is reported to the Observer (report).
 //
 // Some callbacks are not answered until the client has shut down, which then discards their result (its
 // process queues are dropped), so the messages are neither acknowledged nor sent back with ReconsumeTimes
@@ -70,7 +71,9 @@ func (c *Consumer) consumeEntered(msgs []*primitive.MessageExt) (res Resolution,
 	ds := make([]*Delivery, len(msgs))
 	outcomes := make([]Outcome, len(msgs))
 	errs := make([]error, len(msgs))
+	elapsed := make([]time.Duration, len(msgs))
 	for i, msg := range msgs {
+		start := time.Now()
 		ds[i] = newNamespacedDelivery(c.cfg, msg)
 		ds[i].MaxAttempts = c.cfg.MaxAttempts
 		if !c.subscribed(ds[i]) {
@@ -81,12 +84,16 @@ func (c *Consumer) consumeEntered(msgs []*primitive.MessageExt) (res Resolution,
 		if outcomes[i], errs[i], ok = c.decide(ds[i], w); !ok {
 			return Resolution{}, false
 		}
+		elapsed[i] = time.Since(start)
 	}
+	chain := append([]Outcome(nil), outcomes...)
 	if !c.publishDeadLetters(ds, outcomes, errs, w) {
 		return Resolution{}, false
 	}
 	o, err := combine(outcomes, errs)
-	return Resolve(o, err, Concurrent), true
+	res = Resolve(o, err, Concurrent)
+	c.report(ds, chain, outcomes, errs, elapsed, res)
+	return res, true
 }
 
 // decide runs the handler for d until it decides something other than KindUnavailable, waiting at the
@@ -141,6 +148,8 @@ func (c *Consumer) outageTooLong(d *Delivery, o Outcome, err error) (Outcome, er
 func (c *Consumer) handleOne(d *Delivery) (Outcome, error) {
 	ctx, cancel := context.WithTimeout(c.runCtx, c.cfg.HandlerTimeout)
 	defer cancel()
+	c.observer.InFlight(d.Group, 1)
+	defer c.observer.InFlight(d.Group, -1)
 	o, err := c.handler(ctx, d)
 	if o.Kind == KindUnset && err == nil {
 		c.log.Error("handler returned no outcome and no error; retrying (the zero Outcome is not a success)",

@@ -24,6 +24,9 @@ type PushConsumer interface {
 	Resume()
 	Subscribe(topic string, selector rmq.MessageSelector,
 		f func(context.Context, ...*primitive.MessageExt) (rmq.ConsumeResult, error)) error
+	// GetOffsetDiffMap returns, per topic, how many messages the queues this process holds are behind
+	// (max offset minus consumer offset, summed); the lag poller reads it.
+	GetOffsetDiffMap() map[string]int64
 }
 
 // DeadLetterSink publishes a message to %DLQ%<group> with the reason attached. DeadLetter returns nil
@@ -45,6 +48,7 @@ type options struct {
 	producer func() (Producer, error)
 	probe    HealthProbe
 	observer Observer
+	observed bool // WithObserver was given: poll the lag
 }
 
 // WithLogger sets the logger for the wrapper's own messages. Default: zap.NewNop().
@@ -97,6 +101,7 @@ type Consumer struct {
 	filters  map[string]tagFilter // topic → its subscription's tags
 	observer Observer
 	letters  *letterProducer
+	lag      *lagPoller // nil without WithObserver
 
 	mu       sync.Mutex
 	stopping bool
@@ -146,6 +151,9 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	c := &Consumer{cfg: cfg, handler: h, log: o.logger, sink: o.sink, push: push, runCtx: runCtx, cancelRun: cancel,
 		gate: newGate(runCtx, cfg.Group, push, o.probe, o.observer, o.logger), filters: filters, observer: o.observer,
 		letters: &letterProducer{newProducer: o.producer}, clientDown: make(chan struct{})}
+	if o.observed {
+		c.lag = newLagPoller(runCtx, cfg, push, o.observer)
+	}
 	for _, s := range cfg.Subscriptions {
 		sel := rmq.MessageSelector{Type: rmq.TAG, Expression: s.Expression}
 		if err := push.Subscribe(s.Topic, sel, c.consume); err != nil {
@@ -163,9 +171,10 @@ func newClientPushConsumer(opts []rmq.Option) (PushConsumer, error) {
 // Group returns the consumer group.
 func (c *Consumer) Group() string { return c.cfg.Group }
 
-// Start starts consuming. The client's Start fails when a subscribed topic has no route on the name
-// server (create topics first). With Credentials, a broker that refuses them fails Start with an
-// *ACLError (wrapped). It returns ErrStopped after Shutdown.
+// Start starts consuming, and with WithObserver the lag poller (every Config.LagInterval). The client's
+// Start fails when a subscribed topic has no route on the name server (create topics first). With
+// Credentials, a broker that refuses them fails Start with an *ACLError (wrapped). It returns ErrStopped
+// after Shutdown.
 func (c *Consumer) Start() error {
 	c.mu.Lock()
 	stopping := c.stopping
@@ -179,11 +188,14 @@ func (c *Consumer) Start() error {
 	if err := c.checkAccess(); err != nil {
 		return err
 	}
+	if c.lag != nil {
+		c.lag.start()
+	}
 	c.log.Info("consumer started", zap.String("group", c.cfg.Group), zap.String("instance", c.cfg.InstanceName))
 	return nil
 }
 
-// Shutdown stops taking new deliveries (the client is suspended; messages it had already fetched are not
+// Shutdown stops the lag poller, stops taking new deliveries (the client is suspended; messages it had already fetched are not
 // handled, and come back after a restart with ReconsumeTimes unchanged), waits for in-flight handlers up to
 // DrainTimeout or ctx's end, whichever comes first, then cancels what still runs (their transactions roll
 // back) and shuts the client down, which persists the committed offsets. A message whose handler was
@@ -201,6 +213,9 @@ func (c *Consumer) Shutdown(ctx context.Context) error {
 	c.stopping = true
 	c.mu.Unlock()
 	c.gate.stop() // before Suspend: the prober must not resume the client after it
+	if c.lag != nil {
+		c.lag.stop()
+	}
 	c.push.Suspend()
 
 	drained := make(chan struct{})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
@@ -33,6 +34,8 @@ type fakePush struct {
 	shutdownErr   error
 	shutdownPanic any
 	suspended     chan struct{} // closed by the first Suspend
+	lag           map[string]int64
+	lagReads      int
 }
 
 func newFakePush() *fakePush {
@@ -70,6 +73,25 @@ func (f *fakePush) Suspend() {
 
 func (f *fakePush) Resume() { f.record("resume") }
 
+// GetOffsetDiffMap returns a copy of the lag set by setLag.
+func (f *fakePush) GetOffsetDiffMap() map[string]int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lagReads++
+	out := make(map[string]int64, len(f.lag))
+	for k, v := range f.lag {
+		out[k] = v
+	}
+	return out
+}
+
+// setLag sets what GetOffsetDiffMap returns.
+func (f *fakePush) setLag(lag map[string]int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lag = lag
+}
+
 func (f *fakePush) Subscribe(topic string, sel rmq.MessageSelector, cb callback) error {
 	f.record("subscribe " + topic)
 	if f.subErr != nil {
@@ -94,6 +116,87 @@ func (f *fakePush) deliver(t *testing.T, topic string, msgs ...*primitive.Messag
 	res, err := cb(primitive.WithConcurrentlyCtx(context.Background(), cc), msgs...)
 	require.NoError(t, err, "the callback's error is only logged by the client; the result must carry the decision")
 	return res, cc.DelayLevelWhenNextConsume
+}
+
+// fakeObserver records what the consumer reports.
+type fakeObserver struct {
+	mu           sync.Mutex
+	paused       []string
+	unpaused     []time.Duration
+	unsubscribed []string
+	decided      map[string][]consumer.Decision // msg ID → decisions, in order
+	inFlight     int
+	maxInFlight  int
+	lag          map[string]int64 // group/topic → last reported lag
+	lagReports   int
+}
+
+func (o *fakeObserver) Paused(group, reason string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.paused = append(o.paused, group+": "+reason)
+}
+
+func (o *fakeObserver) Unpaused(group string, d time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.unpaused = append(o.unpaused, d)
+}
+
+func (o *fakeObserver) Unsubscribed(group, topic string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.unsubscribed = append(o.unsubscribed, group+"/"+topic)
+}
+
+func (o *fakeObserver) counts() (paused, unpaused int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.paused), len(o.unpaused)
+}
+
+func (o *fakeObserver) Decided(d *consumer.Delivery, dec consumer.Decision) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.decided == nil {
+		o.decided = map[string][]consumer.Decision{}
+	}
+	o.decided[d.Msg.MsgId] = append(o.decided[d.Msg.MsgId], dec)
+}
+
+func (o *fakeObserver) InFlight(_ string, delta int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.inFlight += delta
+	o.maxInFlight = max(o.maxInFlight, o.inFlight)
+}
+
+func (o *fakeObserver) Lag(group, topic string, n int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.lag == nil {
+		o.lag = map[string]int64{}
+	}
+	o.lag[group+"/"+topic] = n
+	o.lagReports++
+}
+
+// decisions returns the decisions reported for the message with msgID.
+func (o *fakeObserver) decisions(msgID string) []consumer.Decision {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]consumer.Decision(nil), o.decided[msgID]...)
+}
+
+// decidedCount returns how many decisions were reported in all.
+func (o *fakeObserver) decidedCount() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, ds := range o.decided {
+		n += len(ds)
+	}
+	return n
 }
 
 // fakeSink is a consumer.DeadLetterSink that records what it was given and returns err.

@@ -3,7 +3,6 @@ package consumer_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,38 +48,6 @@ func (s *store) handle(context.Context, *consumer.Delivery) (consumer.Outcome, e
 		return consumer.Unavailable("connection refused"), errors.New("dial tcp: connection refused")
 	}
 	return consumer.Processed(), nil
-}
-
-// fakeObserver records what the consumer reports.
-type fakeObserver struct {
-	mu           sync.Mutex
-	paused       []string
-	unpaused     []time.Duration
-	unsubscribed []string
-}
-
-func (o *fakeObserver) Paused(group, reason string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.paused = append(o.paused, group+": "+reason)
-}
-
-func (o *fakeObserver) Unpaused(group string, d time.Duration) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.unpaused = append(o.unpaused, d)
-}
-
-func (o *fakeObserver) Unsubscribed(group, topic string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.unsubscribed = append(o.unsubscribed, group+"/"+topic)
-}
-
-func (o *fakeObserver) counts() (paused, unpaused int) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return len(o.paused), len(o.unpaused)
 }
 
 func count(calls []string, call string) int {

@@ -11,9 +11,22 @@ type HealthProbe interface {
 	Probe(ctx context.Context) error
 }
 
-// Observer is told about the consumer's own state changes, for metrics; *metrics.Metrics implements it.
-// Its methods are called synchronously on the consumer's goroutines and must return quickly.
+// Observer is told about the consumer's decisions and state changes, for metrics; *metrics.Metrics
+// implements it. Its methods are called synchronously on the consumer's goroutines and must return quickly.
 type Observer interface {
+	// Decided reports the final decision about one message, once per answered delivery, after its
+	// callback's outcomes were combined and its dead letters published: what the broker was told (see
+	// Decision). A delivery the consumer does not answer (it is shutting down: the message comes back
+	// after a restart as it was) is not reported.
+	Decided(d *Delivery, dec Decision)
+	// InFlight: delta (+1 or -1) handler calls of group started or returned; the sum is the number of
+	// handlers running now.
+	InFlight(group string, delta int)
+	// Lag: the consumer's queues of topic (a business topic or %RETRY%<group>) are behind by messages
+	// (the broker's max offset minus the consumer's offset, summed over the queues this process holds),
+	// polled every Config.LagInterval from the client's GetOffsetDiffMap; 0 for a topic whose queues this
+	// process no longer holds.
+	Lag(group, topic string, messages int64)
 	// Paused: consumption of group stopped pulling because the store is unavailable (reason says why).
 	Paused(group, reason string)
 	// Unpaused: the pause of group ended after d, because consumption resumed or because the consumer
@@ -32,8 +45,16 @@ type Observer interface {
 // logged). Pass the dedup store: it checks that the server answers and accepts writes.
 func WithHealthProbe(p HealthProbe) Option { return func(o *options) { o.probe = p } }
 
-// WithObserver reports pauses and unsubscribed messages to obs (e.g. *metrics.Metrics). Default: none.
-func WithObserver(obs Observer) Option { return func(o *options) { o.observer = obs } }
+// WithObserver reports final decisions, handlers in flight, consumer lag (polled every Config.LagInterval
+// while the consumer runs), pauses and unsubscribed messages to obs (e.g. *metrics.Metrics). Default:
+// none (nil too), and no lag polling.
+func WithObserver(obs Observer) Option {
+	return func(o *options) {
+		if obs != nil {
+			o.observer, o.observed = obs, true
+		}
+	}
+}
 
 // nopObserver is the Observer used without WithObserver.
 type nopObserver struct{}
@@ -41,3 +62,6 @@ type nopObserver struct{}
 func (nopObserver) Paused(string, string)          {}
 func (nopObserver) Unpaused(string, time.Duration) {}
 func (nopObserver) Unsubscribed(string, string)    {}
+func (nopObserver) Decided(*Delivery, Decision)    {}
+func (nopObserver) InFlight(string, int)           {}
+func (nopObserver) Lag(string, string, int64)      {}

@@ -108,7 +108,7 @@ func (c *Consumer) publishDeadLetter(d *Delivery, o Outcome, err error) (Outcome
 			zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId), zap.Error(sendErr))
 		return o, err
 	}
-	return Outcome{Kind: KindDeadLettered, Reason: reason}, nil
+	return Outcome{Kind: KindDeadLettered, Reason: reason, Cause: o.Cause}, nil
 }
 
 // publishInBatch publishes the dead letter of a batch member, retrying with backoff (100 ms doubling to
@@ -123,13 +123,15 @@ func (c *Consumer) publishInBatch(d *Delivery, o Outcome, err error, w *outageWa
 		sendErr := c.sendLetter(sendCtx, d, reason)
 		cancelSend()
 		if sendErr == nil {
-			return Outcome{Kind: KindDeadLettered, Reason: reason}, nil, true
+			return Outcome{Kind: KindDeadLettered, Reason: reason, Cause: o.Cause}, nil, true
 		}
 		c.log.Warn("dead-letter publish failed in a batch; retrying", zap.String("group", d.Group),
 			zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId), zap.Duration("backoff", backoff), zap.Error(sendErr))
 		wait := min(backoff, time.Until(w.deadline()))
 		if wait <= 0 {
-			return Retry(0, "dead-letter publish failed: "+sendErr.Error()), err, true
+			retried := Retry(0, "dead-letter publish failed: "+sendErr.Error())
+			retried.Cause = o.Cause // the letter's class, should the broker dead-letter it on its last delivery
+			return retried, err, true
 		}
 		timer := time.NewTimer(wait)
 		select {

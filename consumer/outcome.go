@@ -79,6 +79,9 @@ type Outcome struct {
 	DelayLevel int
 	// Reason says why a message is retried or dead-lettered, for logs and DLQ metadata. Empty for successes.
 	Reason string
+	// Cause classifies the outcome for metrics: a duplicate's cause, a dead letter's reason class (see
+	// Cause). Empty when not known; the consumer then fills it in its final decision.
+	Cause Cause
 }
 
 // Processed is the outcome of a handler whose effect committed.

@@ -127,7 +127,7 @@ func TestS1_SameEventTwiceInARow(t *testing.T) {
 	assert.Equal(t, 1, orders)
 	assert.Equal(t, 1, reservations)
 	assert.Equal(t, 1, f.ledger.Count(t, ev), "applied once")
-	assert.Equal(t, 1.0, f.count(f.metrics.Duplicates, f.group, "ORDER"))
+	assert.Equal(t, consumer.CauseResend, o2.Cause, "a new message (its own MsgId) with the same event ID")
 }
 
 func TestS2_SameEventConcurrently16Goroutines(t *testing.T) {
@@ -193,7 +193,7 @@ func TestS4_F1_FailedAttemptLeavesNoDedupRowAndRetryAppliesOnce(t *testing.T) {
 	assert.Equal(t, rmq.ConsumeRetryLater, r.Result, "F1: an error is never acknowledged")
 	assert.Equal(t, 0, f.dedupRows(t, ev), "a failed attempt leaves no dedup row")
 	assert.Equal(t, 0, f.ledger.Count(t, ev), "and no effect")
-	assert.Equal(t, 1.0, f.count(f.metrics.Messages, f.group, "ORDER", "retry"))
+	assert.Equal(t, 1.0, f.count(f.metrics.Errors, f.group, "ORDER", "unknown"), "the chain's error is counted by class")
 
 	failing = false
 	retried := f.orderMsg(t, ev, order)

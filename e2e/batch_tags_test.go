@@ -47,7 +47,7 @@ func TestE2E_F21_BatchDeadLetterWithoutSinkLeavesItsNeighboursOutOfTheDLQ(t *tes
 		}
 		return shop.HandleOrderCreated(ctx, tx, d)
 	}), middleware.Metrics(m), middleware.Classify(), eventID, middleware.Dedup(store))
-	c := w.start(consumer.Config{BatchSize: 4, MaxAttempts: 3}, handler)
+	c := w.start(consumer.Config{BatchSize: 4, MaxAttempts: 3}, handler, consumer.WithObserver(m))
 
 	var letters []*primitive.MessageExt
 	require.Eventually(t, func() bool {
@@ -67,6 +67,9 @@ func TestE2E_F21_BatchDeadLetterWithoutSinkLeavesItsNeighboursOutOfTheDLQ(t *tes
 	assert.Equal(t, 3, orders, "b-1, b-2, b-4 took effect once")
 	assert.Equal(t, 3, reservations)
 	assert.Equal(t, 3.0, testutil.ToFloat64(m.Messages.WithLabelValues(w.group, w.topic, "processed")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.Messages.WithLabelValues(w.group, w.topic, "dead_lettered")),
+		"b-3 counted once, at its final decision: published by the consumer")
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.DeadLetters.WithLabelValues(w.group, w.topic, "permanent")))
 }
 
 // TestE2E_F26_RetriedMessageOfADroppedTagIsAcknowledgedNotHandled: the group subscribes ORDER with

@@ -88,7 +88,8 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 		eventID, middleware.Timeout(10*time.Second), middleware.Dedup(store))
 	publisher, err := dlq.NewPublisher(prod)
 	require.NoError(t, err)
-	c := w.start(consumer.Config{MaxAttempts: 3, DrainTimeout: 10 * time.Second}, handler, consumer.WithLogger(log), consumer.WithDeadLetterSink(publisher))
+	c := w.start(consumer.Config{MaxAttempts: 3, DrainTimeout: 10 * time.Second}, handler, consumer.WithLogger(log),
+		consumer.WithDeadLetterSink(publisher), consumer.WithObserver(m))
 
 	// Bad input: no event ID at all (no EVENT_ID, no KEYS), and an event ID longer than the column.
 	noID := primitive.NewMessage(topic, []byte(`{"orderNo":"x"}`))
@@ -104,7 +105,7 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 	require.Eventually(t, func() bool {
 		orders, _, err := shop.Effects(ctx, db, prefix)
 		return err == nil && orders >= plan.Events &&
-			testutil.ToFloat64(m.Messages.WithLabelValues(group, topic, "dead_letter")) >= 3
+			testutil.ToFloat64(m.Messages.WithLabelValues(group, topic, "dead_lettered")) >= 3
 	}, 3*time.Minute, 500*time.Millisecond, "all %d events take effect and the poison is dead-lettered", plan.Events)
 	require.NoError(t, c.Shutdown(ctx))
 
@@ -116,7 +117,10 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 	require.NoError(t, db.GetContext(ctx, &dedupRows, `SELECT COUNT(*) FROM processed_event WHERE consumer_group = ?`, group))
 	assert.Equal(t, plan.Events, dedupRows)
 	ledger.RequireOncePerEvent(t, plan.Events)
-	assert.GreaterOrEqual(t, testutil.ToFloat64(m.Duplicates.WithLabelValues(group, topic)), float64(plan.Duplicates))
+	assert.GreaterOrEqual(t, testutil.ToFloat64(m.Duplicates.WithLabelValues(group, topic, "resend")), float64(plan.Duplicates),
+		"the re-sends with new message IDs are counted as resends")
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.DeadLetters.WithLabelValues(group, topic, "permanent")), "the poison")
+	assert.Equal(t, 2.0, testutil.ToFloat64(m.DeadLetters.WithLabelValues(group, topic, "unidentifiable")), "no ID, ID too long")
 
 	redelivered := seen.snapshot()
 	assert.GreaterOrEqual(t, redelivered[topic], 10, "F4: the failOnce events came back with their original topic: %v", redelivered)
@@ -226,7 +230,7 @@ func TestE2E_S2_TwoConsumersSameEventConcurrently(t *testing.T) {
 		require.NoError(t, err)
 		handler := middleware.Chain(dedup.Handle(ledger.Handler(shop.HandleOrderCreated)),
 			middleware.Metrics(m), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Dedup(store))
-		c := w.start(consumer.Config{InstanceName: fmt.Sprintf("%s-%d", run, i), ConsumeGoroutines: 8}, handler)
+		c := w.start(consumer.Config{InstanceName: fmt.Sprintf("%s-%d", run, i), ConsumeGoroutines: 8}, handler, consumer.WithObserver(m))
 		defer func() { _ = c.Shutdown(context.Background()) }()
 		members = append(members, member{c: c, metrics: m})
 	}
@@ -332,7 +336,7 @@ func queueMovesOn(t *testing.T, followers int, timeout time.Duration, misbehave 
 			}
 			return o, err
 		})), mws...)
-		return w.start(consumer.Config{DrainTimeout: 10 * time.Second}, handler)
+		return w.start(consumer.Config{DrainTimeout: 10 * time.Second}, handler, consumer.WithObserver(m))
 	}
 	c := start()
 
@@ -502,7 +506,7 @@ func TestE2E_F10_BatchOfFourOneFailsEachMessageHasItsOwnTransaction(t *testing.T
 		}
 		return shop.HandleOrderCreated(ctx, tx, d)
 	})), middleware.Metrics(m), middleware.Classify(), eventID, middleware.Dedup(store))
-	w.start(consumer.Config{BatchSize: 4}, handler)
+	w.start(consumer.Config{BatchSize: 4}, handler, consumer.WithObserver(m))
 
 	require.Eventually(t, func() bool {
 		orders, _, err := shop.Effects(w.ctx, db, w.run)
@@ -517,5 +521,7 @@ func TestE2E_F10_BatchOfFourOneFailsEachMessageHasItsOwnTransaction(t *testing.T
 	assert.Equal(t, 4.0, testutil.ToFloat64(m.Messages.WithLabelValues(w.group, w.topic, "processed")),
 		"each message took effect once: three at the first attempt, b-3 at the second")
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.Messages.WithLabelValues(w.group, w.topic, "retry")), "only b-3 failed")
+	assert.Equal(t, 3.0, testutil.ToFloat64(m.Duplicates.WithLabelValues(w.group, w.topic, "redelivery")), "the same messages again")
+	assert.Equal(t, 3.0, testutil.ToFloat64(m.BatchRetried.WithLabelValues(w.group, w.topic)), "processed, then sent back with the batch")
 	ledger.RequireOncePerEvent(t, 4)
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rmqguard/rmqguard/consumer"
 )
 
 // Label names used by every rmqguard series.
@@ -16,17 +18,51 @@ const (
 	LabelTopic   = "topic"
 	LabelOutcome = "outcome"
 	LabelClass   = "class"
+	LabelCause   = "cause"
+	LabelReason  = "reason"
 )
+
+// AttemptBuckets are the upper bounds of rmqguard_attempts: deliveries 1 to 17, the most a message gets
+// with the client's default MaxReconsumeTimes of 16.
+var AttemptBuckets = []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}
 
 // Metrics is the set of rmqguard collectors. The duplicate rate of a group is
 // rate(rmqguard_duplicates_total[5m]) / rate(rmqguard_messages_total[5m]).
+//
+// Two sources feed it: the consumer's final decisions (consumer.WithObserver(m): messages, duplicates, dead
+// letters, attempts, batch retries, handlers in flight, lag, pauses, unsubscribed messages), and the
+// middleware chain (middleware.Metrics(m): handle duration, panics, unidentifiable messages, handler errors),
+// which alone sees the chain's errors. Each message is counted in rmqguard_messages_total once, by the
+// consumer, at its final decision.
 type Metrics struct {
-	// Messages counts handled messages: rmqguard_messages_total{group,topic,outcome}, outcome one of
-	// processed, duplicate, stale, retry, dead_letter, unset.
+	// Messages counts messages at their final decision (consumer.Decision), once per answered delivery:
+	// rmqguard_messages_total{group,topic,outcome}, outcome one of processed, duplicate, stale, retry,
+	// dead_lettered (published to %DLQ%<group> with its reason), dead_letter (moved to %DLQ%<group> by the
+	// broker: delay level -1, or a retry on the last delivery), unavailable (answered a retry after
+	// OutageWait), unsubscribed, unset. A processed member of a retried batch counts as processed (it comes
+	// back and then counts as a duplicate, cause redelivery) and in rmqguard_batch_retried_total.
 	Messages *prometheus.CounterVec
-	// Duplicates counts messages recognised as already processed: rmqguard_duplicates_total{group,topic}.
+	// Duplicates counts messages whose event the dedup scope had already processed, by cause:
+	// rmqguard_duplicates_total{group,topic,cause}, cause one of redelivery (the same message again),
+	// resend (a new message with the same event ID) and replay (a DLQ replay); see consumer.Cause.
 	Duplicates *prometheus.CounterVec
-	// HandleDuration observes the chain's time per message in seconds:
+	// DeadLetters counts messages that went to %DLQ%<group> (final outcome dead_lettered or dead_letter) by
+	// reason class: rmqguard_dead_letters_total{group,topic,reason}, reason one of permanent,
+	// unidentifiable, exhausted, panic, timeout, other (see consumer.Cause).
+	DeadLetters *prometheus.CounterVec
+	// Attempts observes, for each processed message, the deliveries it took (ReconsumeTimes + 1):
+	// rmqguard_attempts{group,topic}, buckets AttemptBuckets.
+	Attempts *prometheus.HistogramVec
+	// BatchRetried counts messages whose own outcome acknowledged them but whose batch was retried (they
+	// come back as duplicates): rmqguard_batch_retried_total{group,topic}. Always 0 with BatchSize 1.
+	BatchRetried *prometheus.CounterVec
+	// HandlersInFlight is the number of handler calls running now: rmqguard_handlers_in_flight{group}.
+	HandlersInFlight *prometheus.GaugeVec
+	// ConsumerLag is how many messages the consumer's queues are behind (max offset minus consumer offset,
+	// summed over the queues this process holds; from the client's GetOffsetDiffMap, polled every
+	// consumer.Config.LagInterval): rmqguard_consumer_lag{group,topic}; topic may be %RETRY%<group>.
+	ConsumerLag *prometheus.GaugeVec
+	// HandleDuration observes the chain's time per message run in seconds (recorded by middleware.Metrics):
 	// rmqguard_handle_duration_seconds{group,topic}.
 	HandleDuration *prometheus.HistogramVec
 	// Panics counts recovered handler panics: rmqguard_panics_total{group,topic}.
@@ -61,7 +97,23 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "rmqguard_messages_total", Help: "Messages handled, by outcome.",
 		}, []string{LabelGroup, LabelTopic, LabelOutcome}),
 		Duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "rmqguard_duplicates_total", Help: "Messages whose business event was already processed by the consumer group.",
+			Name: "rmqguard_duplicates_total", Help: "Messages whose business event was already processed by the consumer group, by cause.",
+		}, []string{LabelGroup, LabelTopic, LabelCause}),
+		DeadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rmqguard_dead_letters_total", Help: "Messages that went to the group's DLQ, by reason class.",
+		}, []string{LabelGroup, LabelTopic, LabelReason}),
+		Attempts: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "rmqguard_attempts", Help: "Deliveries a processed message took (ReconsumeTimes + 1).",
+			Buckets: AttemptBuckets,
+		}, gt),
+		BatchRetried: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rmqguard_batch_retried_total", Help: "Messages acknowledged by their own outcome but sent back with their retried batch.",
+		}, gt),
+		HandlersInFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "rmqguard_handlers_in_flight", Help: "Handler calls running now.",
+		}, []string{LabelGroup}),
+		ConsumerLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "rmqguard_consumer_lag", Help: "Messages the consumer's queues are behind (from the client's GetOffsetDiffMap).",
 		}, gt),
 		HandleDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "rmqguard_handle_duration_seconds", Help: "Time spent in the middleware chain per message.",
@@ -86,7 +138,8 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "rmqguard_unsubscribed_total", Help: "Retried messages acknowledged without handling because their tag is no longer subscribed.",
 		}, gt),
 	}
-	for _, c := range []prometheus.Collector{m.Messages, m.Duplicates, m.HandleDuration, m.Panics, m.Unidentifiable, m.Errors,
+	for _, c := range []prometheus.Collector{m.Messages, m.Duplicates, m.DeadLetters, m.Attempts, m.BatchRetried,
+		m.HandlersInFlight, m.ConsumerLag, m.HandleDuration, m.Panics, m.Unidentifiable, m.Errors,
 		m.ConsumptionPaused, m.ConsumptionPausedSeconds, m.UnsubscribedMessages} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: register: %w", err)
@@ -108,4 +161,34 @@ func (m *Metrics) Unpaused(group string, d time.Duration) {
 // Unsubscribed implements consumer.Observer: rmqguard_unsubscribed_total{group,topic} goes up by one.
 func (m *Metrics) Unsubscribed(group, topic string) {
 	m.UnsubscribedMessages.WithLabelValues(group, topic).Inc()
+}
+
+// Decided implements consumer.Observer: the final decision about one message. It counts
+// rmqguard_messages_total by final outcome; for a duplicate rmqguard_duplicates_total by cause; for a dead
+// letter (dead_lettered or dead_letter) rmqguard_dead_letters_total by reason class; for a processed message
+// its deliveries in rmqguard_attempts; and rmqguard_batch_retried_total when its batch was retried.
+func (m *Metrics) Decided(d *consumer.Delivery, dec consumer.Decision) {
+	o := dec.Outcome
+	m.Messages.WithLabelValues(d.Group, d.Topic, o.Kind.String()).Inc()
+	switch o.Kind {
+	case consumer.KindDuplicate:
+		m.Duplicates.WithLabelValues(d.Group, d.Topic, string(o.Cause)).Inc()
+	case consumer.KindDeadLetter, consumer.KindDeadLettered:
+		m.DeadLetters.WithLabelValues(d.Group, d.Topic, string(o.Cause)).Inc()
+	case consumer.KindProcessed:
+		m.Attempts.WithLabelValues(d.Group, d.Topic).Observe(float64(d.Attempt + 1))
+	}
+	if dec.BatchRetried {
+		m.BatchRetried.WithLabelValues(d.Group, d.Topic).Inc()
+	}
+}
+
+// InFlight implements consumer.Observer: rmqguard_handlers_in_flight{group} changes by delta.
+func (m *Metrics) InFlight(group string, delta int) {
+	m.HandlersInFlight.WithLabelValues(group).Add(float64(delta))
+}
+
+// Lag implements consumer.Observer: rmqguard_consumer_lag{group,topic} is set to messages.
+func (m *Metrics) Lag(group, topic string, messages int64) {
+	m.ConsumerLag.WithLabelValues(group, topic).Set(float64(messages))
 }

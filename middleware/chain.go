@@ -2,7 +2,9 @@
 //
 //	Metrics → Logging → Recover → Classify → EventID → Timeout → Dedup → business handler
 //
-// Metrics and Logging see the final outcome; Recover turns a panic anywhere inside into a retry;
+// Metrics and Logging see the chain's outcome (the consumer then reports each message's final decision,
+// after a batch is combined and dead letters are published, to its Observer and, where it differs, to its
+// log); Recover turns a panic anywhere inside into a retry;
 // Classify turns errors into retry or dead-letter outcomes; EventID finds the idempotency key;
 // Timeout bounds the transaction; Dedup runs the handler in one transaction with the dedup row.
 package middleware

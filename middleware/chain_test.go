@@ -220,8 +220,22 @@ func TestClassify_KeepsAnInnerDeadLetter(t *testing.T) {
 	in := consumer.DeadLetter("no event id")
 	o, err := middleware.Classify()(returning(in, context.DeadlineExceeded))(context.Background(), delivery("ORDER", "", nil))
 
-	assert.Equal(t, in, o)
+	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
+	assert.Equal(t, in.Reason, o.Reason)
+	assert.Equal(t, consumer.CausePermanent, o.Cause, "a dead letter decided inside is permanent; its class is filled in")
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+func TestClassify_InnerDeadLetterOfAnUnidentifiableMessageIsClassedSo(t *testing.T) {
+	eid, err := middleware.EventID(middleware.EventIDConfig{})
+	require.NoError(t, err)
+	h := middleware.Chain(returning(consumer.Processed(), nil), middleware.Classify(), eid)
+
+	o, err := h(context.Background(), delivery("ORDER", "", nil))
+
+	require.ErrorIs(t, err, middleware.ErrUnidentifiable)
+	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
+	assert.Equal(t, consumer.CauseUnidentifiable, o.Cause)
 }
 
 func TestClassify_NilErrorLeavesOutcomeUntouched(t *testing.T) {

@@ -17,6 +17,10 @@ import (
 //     is back, without spending an attempt (an attempt is spent only by the message's own failure);
 //   - transient or unknown → consumer.Retry, keeping a delay level the inner outcome asked for.
 //
+// Dead letters carry a reason class in Outcome.Cause (an inner dead letter without one gets it from its
+// error): unidentifiable (an error wrapping ErrUnidentifiable) or permanent; on the last delivery panic, timeout (the retry's cause, or an error wrapping ErrPanic or
+// context.DeadlineExceeded) or exhausted.
+//
 // On the last delivery (Delivery.LastAttempt) a retry — asked for, from an error, or the zero Outcome —
 // becomes consumer.DeadLetter with the reason "retries exhausted …", so that the dead letter is counted and
 // carries its reason instead of being moved to the DLQ silently by the broker; except when ctx was
@@ -27,13 +31,16 @@ func Classify() consumer.Middleware {
 	return func(next consumer.Handler) consumer.Handler {
 		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 			o, err := next(ctx, d)
+			if o.Kind == consumer.KindDeadLetter && o.Cause == "" && err != nil {
+				return withCause(o, permanentCause(err)), err
+			}
 			if o.Kind == consumer.KindDeadLetter || o.Kind == consumer.KindUnavailable || (err == nil && o.Kind.Acknowledges()) {
 				return o, err
 			}
 			if err != nil {
 				switch retry.Classify(err) {
 				case retry.ClassPermanent:
-					return consumer.DeadLetter(err.Error()), err
+					return withCause(consumer.DeadLetter(err.Error()), permanentCause(err)), err
 				case retry.ClassInfrastructure:
 					return consumer.Unavailable(err.Error()), err
 				}
@@ -41,16 +48,45 @@ func Classify() consumer.Middleware {
 				if o.Kind == consumer.KindRetry {
 					delay = o.DelayLevel
 				}
-				o = consumer.Retry(delay, err.Error())
+				o = withCause(consumer.Retry(delay, err.Error()), o.Cause)
 			}
 			if d.LastAttempt() && !errors.Is(ctx.Err(), context.Canceled) {
 				reason := o.Reason
 				if reason == "" {
 					reason = "no outcome"
 				}
-				return consumer.DeadLetter(fmt.Sprintf("retries exhausted after %d deliveries: %s", d.Attempt+1, reason)), err
+				letter := consumer.DeadLetter(fmt.Sprintf("retries exhausted after %d deliveries: %s", d.Attempt+1, reason))
+				return withCause(letter, exhaustedCause(o, err)), err
 			}
 			return o, err
 		}
 	}
+}
+
+// withCause returns o with its Cause set to c.
+func withCause(o consumer.Outcome, c consumer.Cause) consumer.Outcome {
+	o.Cause = c
+	return o
+}
+
+// permanentCause is the reason class of a permanent error: unidentifiable when it wraps ErrUnidentifiable.
+func permanentCause(err error) consumer.Cause {
+	if errors.Is(err, ErrUnidentifiable) {
+		return consumer.CauseUnidentifiable
+	}
+	return consumer.CausePermanent
+}
+
+// exhaustedCause is the reason class of a retry on the last delivery: the retry's own cause (Recover and
+// Timeout set panic and timeout), else panic or timeout from the error, else exhausted.
+func exhaustedCause(o consumer.Outcome, err error) consumer.Cause {
+	switch {
+	case o.Cause != "":
+		return o.Cause
+	case errors.Is(err, ErrPanic):
+		return consumer.CausePanic
+	case errors.Is(err, context.DeadlineExceeded):
+		return consumer.CauseTimeout
+	}
+	return consumer.CauseExhausted
 }

@@ -16,7 +16,8 @@ import (
 // a typed handler), and so is its after-commit list (dedup.AfterCommit: run once after the commit only). It commits only when the handler returns consumer.Processed (or
 // consumer.Duplicate, its own finding that the effect exists) without error; otherwise it rolls back,
 // releasing the key. An event ID the scope already processed is a consumer.Duplicate and the handler
-// does not run. A failed begin, claim or commit is returned as an error (a retry): a message is never
+// does not run; its Cause (redelivery, resend or replay) comes from the stored row (dedup.Store.DuplicateCause,
+// one SELECT on the duplicate path only). A failed begin, claim or commit is returned as an error (a retry): a message is never
 // acknowledged unless its row committed. Before committing it checks that the transaction still holds its
 // row (dedup.Store.Confirm): a deadlock inside the handler rolls the whole transaction back, and a handler
 // that retried its statement would otherwise commit the effect without the row. The Delivery must carry
@@ -36,7 +37,7 @@ func Dedup(store *dedup.Store) consumer.Middleware {
 			defer func() { _ = txn.RollbackAfter(err) }()
 			if err := store.Claim(ctx, txn, d); err != nil {
 				if errors.Is(err, dedup.ErrDuplicate) {
-					return consumer.Duplicate(), nil
+					return duplicate(ctx, store, txn, d), nil
 				}
 				return consumer.Outcome{}, err
 			}
@@ -53,4 +54,15 @@ func Dedup(store *dedup.Store) consumer.Middleware {
 			return o, nil
 		}
 	}
+}
+
+// duplicate is the outcome of a duplicate d with its cause; when the stored row cannot be read the cause
+// is left empty and the consumer guesses it from the message (consumer.Decision): a duplicate is a
+// duplicate whatever its cause, so this never fails the message.
+func duplicate(ctx context.Context, store *dedup.Store, txn *dedup.Txn, d *consumer.Delivery) consumer.Outcome {
+	o := consumer.Duplicate()
+	if cause, err := store.DuplicateCause(ctx, txn, d); err == nil {
+		o.Cause = cause
+	}
+	return o
 }

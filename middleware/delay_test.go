@@ -13,7 +13,8 @@ import (
 )
 
 // The retries Recover and Timeout decide: kind retry, delay level 0 (the broker's schedule by
-// ReconsumeTimes), and a reason that says what happened. The handlers ignore their context, so Timeout
+// ReconsumeTimes), a reason that says what happened, and the cause that becomes the dead letter's reason
+// class should the broker dead-letter the retry on the last delivery (panic, timeout). The handlers ignore their context, so Timeout
 // decides, not the handler's own return.
 func TestRecoverAndTimeout_F2_F7_RetriesAskForDelayLevelZero(t *testing.T) {
 	panics := func(context.Context, *consumer.Delivery) (consumer.Outcome, error) { panic("boom") }
@@ -36,8 +37,14 @@ func TestRecoverAndTimeout_F2_F7_RetriesAskForDelayLevelZero(t *testing.T) {
 	<-returned
 	<-returned
 
-	assert.Equal(t, consumer.Retry(0, "panic"), recovered)
-	assert.Equal(t, consumer.Retry(0, "panic"), timeoutPanic)
-	assert.Equal(t, consumer.Retry(0, "handler timeout"), timedOut)
-	assert.Equal(t, consumer.Retry(0, "handler cancelled"), stopped)
+	assert.Equal(t, withCause(consumer.Retry(0, "panic"), consumer.CausePanic), recovered)
+	assert.Equal(t, withCause(consumer.Retry(0, "panic"), consumer.CausePanic), timeoutPanic)
+	assert.Equal(t, withCause(consumer.Retry(0, "handler timeout"), consumer.CauseTimeout), timedOut)
+	assert.Equal(t, consumer.Retry(0, "handler cancelled"), stopped, "a cancellation by Shutdown is not a timeout")
+}
+
+// withCause returns o with its Cause set to c.
+func withCause(o consumer.Outcome, c consumer.Cause) consumer.Outcome {
+	o.Cause = c
+	return o
 }

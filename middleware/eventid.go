@@ -136,8 +136,8 @@ type EventIDConfig struct {
 
 // EventID finds each message's business event ID (the idempotency key), event type and aggregate ID and
 // stores them on the Delivery. A message whose ID is missing, empty, not valid UTF-8 or longer than
-// MaxLength is dead-lettered at once with a reason naming every source tried; the error is permanent
-// (retry.Permanent) and wraps ErrUnidentifiable. It returns an error naming the field when cfg is invalid.
+// MaxLength is dead-lettered at once (Cause consumer.CauseUnidentifiable) with a reason naming every source
+// tried; the error is permanent (retry.Permanent) and wraps ErrUnidentifiable. It returns an error naming the field when cfg is invalid.
 func EventID(cfg EventIDConfig) (consumer.Middleware, error) {
 	if len(cfg.Extractors) == 0 {
 		cfg.Extractors = []Extractor{FromProperty("EVENT_ID")}
@@ -165,7 +165,7 @@ func EventID(cfg EventIDConfig) (consumer.Middleware, error) {
 		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 			id, err := extractID(cfg, d)
 			if err != nil {
-				return consumer.DeadLetter(err.Error()), retry.Permanent(err)
+				return withCause(consumer.DeadLetter(err.Error()), consumer.CauseUnidentifiable), retry.Permanent(err)
 			}
 			d.EventID = id
 			d.EventType, _ = first(cfg.TypeExtractors, d)

@@ -13,7 +13,9 @@ import (
 // Logging logs one line per message after the rest of the chain: group, topic, msg_id, keys, event_id,
 // attempt (ReconsumeTimes), outcome, duration and the error if any; never the body. Successes and
 // unavailable (the store is down: the consumer warns once per pause) log at info, retries at warn, dead
-// letters and undecided outcomes at error.
+// letters and undecided outcomes at error. It logs the chain's outcome; when the consumer's final decision
+// differs (a dead letter published: dead_lettered; a dead letter whose batch is retried: retry), the
+// consumer logs one more line with both (consumer.Decision).
 func Logging(log *zap.Logger) consumer.Middleware {
 	return func(next consumer.Handler) consumer.Handler {
 		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {

@@ -40,7 +40,16 @@ func (e *PanicError) Unwrap() []error {
 	return []error{ErrPanic}
 }
 
-// Recover turns a panic inside the chain into a retry: the outcome is consumer.Retry and the error is a
+// panicRetry is the outcome of a recovered panic: a retry whose Cause, consumer.CausePanic, becomes the
+// dead letter's reason class if the broker dead-letters it on its last delivery.
+func panicRetry() consumer.Outcome {
+	o := consumer.Retry(0, "panic")
+	o.Cause = consumer.CausePanic
+	return o
+}
+
+// Recover turns a panic inside the chain into a retry: the outcome is consumer.Retry (Cause
+// consumer.CausePanic) and the error is a
 // *PanicError (wrapping ErrPanic) with the panic value. It logs one error-level line per panic with group,
 // topic, msg_id, the panic value and the panicking goroutine's stack: for a panic it recovers itself, and
 // for a *PanicError returned from inside (middleware.Timeout recovers the panics of its own goroutine and
@@ -51,7 +60,7 @@ func Recover(log *zap.Logger) consumer.Middleware {
 		return func(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {
 			defer func() {
 				if r := recover(); r != nil {
-					o, err = consumer.Retry(0, "panic"), newPanicError(r)
+					o, err = panicRetry(), newPanicError(r)
 				}
 				var pe *PanicError
 				if errors.As(err, &pe) {

@@ -10,8 +10,8 @@ import (
 )
 
 // Timeout gives the rest of the chain a context deadline d (or keeps an earlier one) and returns when it
-// passes, even if the handler ignores its context: the outcome is then a retry and the error wraps
-// context.DeadlineExceeded. A transaction begun with that context is rolled back by database/sql when
+// passes, even if the handler ignores its context: the outcome is then a retry (Cause consumer.CauseTimeout)
+// and the error wraps context.DeadlineExceeded. A transaction begun with that context is rolled back by database/sql when
 // the deadline passes, so nothing the late handler writes can commit. The late handler's goroutine ends
 // when the handler returns; handlers must honour ctx to end promptly and must not modify the Delivery.
 // A panic in the inner chain is recovered on the handler's goroutine and returned as a *PanicError (wrapping
@@ -36,7 +36,7 @@ func Timeout(d time.Duration) consumer.Middleware {
 				var r result
 				defer func() {
 					if p := recover(); p != nil {
-						r = result{consumer.Retry(0, "panic"), newPanicError(p)}
+						r = result{panicRetry(), newPanicError(p)}
 					}
 					done <- r
 				}()
@@ -49,7 +49,9 @@ func Timeout(d time.Duration) consumer.Middleware {
 				if errors.Is(ctx.Err(), context.Canceled) {
 					return consumer.Retry(0, "handler cancelled"), fmt.Errorf("handler cancelled (consumer stopping): %w", ctx.Err())
 				}
-				return consumer.Retry(0, "handler timeout"), fmt.Errorf("handler did not return before its deadline (timeout %s): %w", d, ctx.Err())
+				timedOut := consumer.Retry(0, "handler timeout")
+				timedOut.Cause = consumer.CauseTimeout
+				return timedOut, fmt.Errorf("handler did not return before its deadline (timeout %s): %w", d, ctx.Err())
 			}
 		}
 	}

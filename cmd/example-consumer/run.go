@@ -35,6 +35,8 @@ type runOptions struct {
 	goroutines     int
 	// dedupRetention is the janitor's dedup window; 0 runs no janitor.
 	dedupRetention time.Duration
+	// lagInterval is how often the consumer lag (rmqguard_consumer_lag) is read from the client.
+	lagInterval time.Duration
 }
 
 func newRunCmd(s *settings) *cobra.Command {
@@ -54,6 +56,8 @@ func newRunCmd(s *settings) *cobra.Command {
 	cmd.Flags().IntVar(&o.goroutines, "goroutines", 16, "consume goroutines")
 	cmd.Flags().DurationVar(&o.dedupRetention, "dedup-retention", 168*time.Hour,
 		"dedup window of the janitor that purges old processed_event rows (one leader per group); 0 runs none")
+	cmd.Flags().DurationVar(&o.lagInterval, "lag-interval", consumer.DefaultLagInterval,
+		"how often the consumer lag (rmqguard_consumer_lag) is read from the client")
 	return cmd
 }
 
@@ -102,6 +106,7 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 		HandlerTimeout:    o.handlerTimeout,
 		DrainTimeout:      o.drainTimeout,
 		StartFrom:         consumer.StartFromFirstOffset,
+		LagInterval:       o.lagInterval,
 	}
 	// Fail on a bad configuration before touching the database or the broker.
 	if err := cfg.Validate(); err != nil {
@@ -126,6 +131,7 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	log.Info("settings", zap.Strings("namesrv", nameServers), zap.String("group", s.group), zap.String("topic", s.topic),
 		zap.Int("max_attempts", o.maxAttempts), zap.Int("goroutines", o.goroutines),
 		zap.Duration("handler_timeout", o.handlerTimeout), zap.Duration("drain_timeout", o.drainTimeout),
+		zap.Duration("lag_interval", o.lagInterval),
 		zap.String("metrics", "http://"+s.metricsAddr+"/metrics"))
 
 	db, err := sqlx.Open("mysql", s.mysqlDSN)
@@ -188,7 +194,9 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 		eventID, middleware.Timeout(o.handlerTimeout), middleware.Dedup(store))
 
 	// The dedup store is the health probe: while MariaDB is down or read-only, consumption pauses instead of
-	// spending attempts; the metrics show the pause (rmqguard_consumption_paused).
+	// spending attempts; the metrics show the pause (rmqguard_consumption_paused). The metrics observe the
+	// consumer's final decisions (messages, duplicates by cause, dead letters by reason, attempts), the
+	// handlers in flight and the lag, polled every --lag-interval.
 	c, err := consumer.New(cfg, handler, consumer.WithLogger(log), consumer.WithDeadLetterSink(publisher),
 		consumer.WithHealthProbe(store), consumer.WithObserver(m))
 	if err != nil {

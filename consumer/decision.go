@@ -1,0 +1,126 @@
+package consumer
+
+import (
+	"time"
+
+	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// Decision is the consumer's final word on one message, reported once through Observer.Decided: what the
+// broker was told, after the callback's outcomes were combined (a batch is acknowledged or retried as a
+// whole) and its dead letters published. "The outcome is decided once, and everyone reports that
+// decision": metrics and the consumer's log line follow it, not the chain's intermediate opinion.
+//
+// Outcome.Kind, the final outcome, is:
+//   - the message's own outcome when it acknowledges the message (processed, duplicate, stale,
+//     dead_lettered: published to %DLQ%<group> with its reason and accepted, unsubscribed), even when
+//     its batch was retried (BatchRetried: it comes back, as a duplicate);
+//   - dead_letter when the broker moves the message to %DLQ%<group> itself: a single dead letter answered
+//     with DelayLevelDLQ (no DeadLetterSink, or its publish failed), or a message not acknowledged on its
+//     last delivery (Attempt == MaxAttempts: the broker dead-letters a retry then);
+//   - unavailable when it waited OutageWait for the store and was answered ConsumeRetryLater (an attempt
+//     spent because of the outage);
+//   - unset when the chain decided nothing and returned no error (retried);
+//   - retry otherwise: a retry, an error, or a dead letter whose batch was retried (because of a
+//     neighbour, or because its own publish failed within OutageWait; it is published when the batch is
+//     acknowledged).
+//
+// Outcome.Cause is always set for duplicates (redelivery, resend, replay: the chain's, else guessed from
+// the message, see CauseRedelivery) and dead letters (a reason class; the chain's, else CausePermanent
+// for a dead letter the chain decided and CauseExhausted for one the broker makes on the last delivery).
+type Decision struct {
+	// Outcome is the final outcome (see above); its Reason is the chain's or the consumer's.
+	Outcome Outcome
+	// Chain is the outcome the handler chain returned (its last run), before the consumer combined the
+	// batch and published dead letters; KindUnsubscribed when the chain did not run.
+	Chain Outcome
+	// Err is the chain's error, if any.
+	Err error
+	// BatchRetried is true when the message's own outcome acknowledged it but its batch was answered
+	// ConsumeRetryLater: the broker delivers it again (and, on its last delivery, dead-letters it).
+	BatchRetried bool
+	// Elapsed is the time from the start of the message's handling to its decision: the handler runs and
+	// any wait at the store health gate, without dead-letter publishing.
+	Elapsed time.Duration
+}
+
+// decideFinal computes the Decision of d from the chain's outcome, the outcome after dead-letter
+// publishing (o, err) and the callback's resolution.
+func decideFinal(d *Delivery, chain, o Outcome, err error, res Resolution) Decision {
+	dec := Decision{Chain: chain, Err: err}
+	switch {
+	case err == nil && o.Kind.Acknowledges():
+		dec.Outcome, dec.BatchRetried = o, res.Result != rmq.ConsumeSuccess
+	case res.DelayLevel == DelayLevelDLQ || d.LastAttempt():
+		dec.Outcome = Outcome{Kind: KindDeadLetter, Reason: o.Reason, Cause: o.Cause}
+		if dec.Outcome.Cause == "" && o.Kind != KindDeadLetter {
+			dec.Outcome.Cause = CauseExhausted
+		}
+	case o.Kind == KindUnavailable || (o.Kind == KindUnset && err == nil):
+		dec.Outcome = o
+	default:
+		dec.Outcome = Outcome{Kind: KindRetry, DelayLevel: o.DelayLevel, Reason: o.Reason, Cause: o.Cause}
+	}
+	switch dec.Outcome.Kind {
+	case KindDuplicate:
+		if c := dec.Outcome.Cause; c != CauseRedelivery && c != CauseResend && c != CauseReplay {
+			dec.Outcome.Cause = duplicateCause(d)
+		}
+	case KindDeadLetter, KindDeadLettered:
+		if dec.Outcome.Cause == "" {
+			dec.Outcome.Cause = CausePermanent
+		}
+		dec.Outcome.Cause = letterClass(dec.Outcome.Cause)
+	}
+	return dec
+}
+
+// report tells the observer the final decision about each message of an answered callback, and logs one
+// line for each decision that differs from the chain's outcome (the chain's Logging middleware, if any,
+// logged that one).
+func (c *Consumer) report(ds []*Delivery, chain, outcomes []Outcome, errs []error, elapsed []time.Duration, res Resolution) {
+	for i, d := range ds {
+		dec := decideFinal(d, chain[i], outcomes[i], errs[i], res)
+		dec.Elapsed = elapsed[i]
+		c.observer.Decided(d, dec)
+		if dec.Outcome.Kind != dec.Chain.Kind || dec.BatchRetried {
+			c.logDecision(d, dec)
+		}
+	}
+}
+
+// logDecision logs a final decision that differs from the chain's outcome: at error when the message went
+// to the DLQ, at warn when it is retried, at info when it was acknowledged by its own outcome but its
+// batch was retried.
+func (c *Consumer) logDecision(d *Delivery, dec Decision) {
+	level := zapcore.InfoLevel
+	msg := "message acknowledged by its handler but its batch is retried; it comes back as a duplicate"
+	switch dec.Outcome.Kind {
+	case KindDeadLetter, KindDeadLettered:
+		level, msg = zapcore.ErrorLevel, "message dead-lettered"
+	case KindRetry, KindUnset, KindUnavailable:
+		level, msg = zapcore.WarnLevel, "message retried"
+	}
+	ce := c.log.Check(level, msg)
+	if ce == nil {
+		return
+	}
+	fields := []zap.Field{
+		zap.String("group", d.Group), zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId),
+		zap.String("event_id", d.EventID), zap.Int("attempt", d.Attempt), zap.Stringer("outcome", dec.Outcome.Kind),
+		zap.Stringer("chain_outcome", dec.Chain.Kind), zap.Bool("batch_retried", dec.BatchRetried),
+		zap.Duration("duration", dec.Elapsed),
+	}
+	if dec.Outcome.Cause != "" {
+		fields = append(fields, zap.String("cause", string(dec.Outcome.Cause)))
+	}
+	if dec.Outcome.Reason != "" {
+		fields = append(fields, zap.String("reason", dec.Outcome.Reason))
+	}
+	if dec.Err != nil {
+		fields = append(fields, zap.Error(dec.Err))
+	}
+	ce.Write(fields...)
+}

@@ -1,0 +1,44 @@
+package dedup
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/rmqguard/rmqguard/consumer"
+)
+
+// DuplicateCause tells why d, whose Claim returned ErrDuplicate, came again, by reading the stored
+// processed_event row in txn (one SELECT, on the duplicate path only):
+//
+//   - consumer.CauseRedelivery when the row's msg_id is d's message ID: the same message again (a lost
+//     offset commit, a consume-timeout resend, a rebalance, a retried batch; the client's MsgId is the
+//     producer's UNIQ_KEY, kept across redeliveries);
+//   - consumer.CauseReplay when d carries replay provenance (consumer.PropReplayID): `rmqguard dlq replay`
+//     sent it, with a new message ID;
+//   - consumer.CauseResend otherwise: a new message carrying an event ID already processed (the producer
+//     sent the event again).
+//
+// It returns an error, wrapped, when the row cannot be read (the query fails, or the row is gone: purged
+// since); the caller then leaves the cause to the consumer's guess (consumer.Decision).
+func (s *Store) DuplicateCause(ctx context.Context, txn *Txn, d *consumer.Delivery) (consumer.Cause, error) {
+	scope := s.Scope(d)
+	var msgID string
+	err := txn.Tx.GetContext(ctx, &msgID,
+		`SELECT msg_id FROM processed_event WHERE consumer_group = ? AND event_id = ?`, scope, d.EventID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("dedup: duplicate cause scope %s event %s: the row is gone: %w", scope, d.EventID, err)
+	}
+	if err != nil {
+		return "", fmt.Errorf("dedup: duplicate cause scope %s event %s: %w", scope, d.EventID, err)
+	}
+	switch {
+	case msgID == d.Msg.MsgId:
+		return consumer.CauseRedelivery, nil
+	case d.Msg.GetProperty(consumer.PropReplayID) != "":
+		return consumer.CauseReplay, nil
+	default:
+		return consumer.CauseResend, nil
+	}
+}

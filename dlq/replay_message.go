@@ -1,0 +1,97 @@
+package dlq
+
+import (
+	"strings"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/rmqguard/rmqguard/consumer"
+)
+
+// Provenance is what a replay adds to every message it sends (the consumer.PropReplay* properties).
+type Provenance struct {
+	// ReplayID identifies the replay run (one per `rmqguard dlq replay` invocation).
+	ReplayID string
+	// Operator names who ran the replay.
+	Operator string
+	// At is when the message was sent.
+	At time.Time
+}
+
+// reservedProperties are the client's and broker's own properties. A replay does not copy them from the
+// letter: they describe the letter's position, its transaction or reply state, its retry bookkeeping or
+// a delivery delay, and the client or broker sets them anew (UNIQ_KEY: a replay is a new message).
+var reservedProperties = map[string]bool{
+	primitive.PropertyUniqueClientMessageIdKeyIndex: true, primitive.PropertyWaitStoreMsgOk: true,
+	primitive.PropertyDelayTimeLevel: true, primitive.PropertyRetryTopic: true,
+	primitive.PropertyRealTopic: true, primitive.PropertyRealQueueId: true,
+	primitive.PropertyTransactionPrepared: true, primitive.PropertyProducerGroup: true,
+	primitive.PropertyMinOffset: true, primitive.PropertyMaxOffset: true,
+	primitive.PropertyOriginMessageId: true, primitive.PropertyTransferFlag: true,
+	primitive.PropertyCorrectionFlag: true, primitive.PropertyMQ2Flag: true,
+	primitive.PropertyReconsumeTime: true, primitive.PropertyMsgRegion: true,
+	primitive.PropertyTraceSwitch: true, primitive.PropertyMaxReconsumeTimes: true,
+	primitive.PropertyConsumeStartTime: true, primitive.PropertyTranscationPreparedQueueOffset: true,
+	primitive.PropertyTranscationCheckTimes: true, primitive.PropertyCheckImmunityTimeInSeconds: true,
+	primitive.PropertyTransactionID: true, primitive.PropertyCorrelationID: true,
+	primitive.PropertyMessageReplyToClient: true, primitive.PropertyMessageTTL: true,
+	primitive.PropertyReplyMessageArriveTime: true, primitive.PropertyMsgType: true,
+	primitive.PropertyCluster: true,
+	// Broker-side properties the Go client has no constant for (RocketMQ 4.x/5.x MessageConst).
+	"__STARTDELIVERTIME": true, "INNER_MULTI_DISPATCH": true, "INNER_MULTI_QUEUE_OFFSET": true,
+	"INSTANCE_ID": true, "POP_CK": true, "1ST_POP_TIME": true, "INNER_NUM": true, "INNER_BASE": true,
+	// rmqguard's dead-letter metadata: it describes the letter, not the event; the audit row and
+	// consumer.PropReplayOf lead back to it. A replay that fails again gets fresh metadata.
+	PropReason: true, PropOriginMsgID: true, PropReconsumeTimes: true, PropDeadLetteredAt: true, PropGroup: true,
+	// Provenance of an earlier replay is replaced by this one's.
+	consumer.PropReplayID: true, consumer.PropReplayOf: true, consumer.PropReplayedAt: true, consumer.PropReplayedBy: true,
+}
+
+// ReservedProperty reports whether a replay drops property name from a letter: the client's and broker's
+// own properties (offsets, real topic and queue, delay and TIMER_* properties, transaction and reply
+// flags, UNIQ_KEY, retry bookkeeping), rmqguard's dead-letter metadata, and earlier replay provenance.
+func ReservedProperty(name string) bool {
+	// TIMER_DELIVER_MS, TIMER_DELAY_SEC, … would make the broker hold the replay back as a timer message.
+	return reservedProperties[name] || strings.HasPrefix(name, "TIMER_")
+}
+
+// ReplayMessage builds the message that replays l to consumer group of namespace ns ("" = none): topic
+// %RETRY%<group> (%RETRY%<ns>%<group>), so that only that group receives it (the broker delivers a
+// group's retry topic to that group alone), with RETRY_TOPIC set to topic (<ns>%<topic>), which the
+// client and consumer.NewDelivery restore as the visible topic. Send it through a producer without a
+// namespace option (dlq.Cluster.ProducerOptions): the names are already the broker's. The
+// body, TAGS, KEYS and every other non-reserved property of the letter are kept (ReservedProperty), and
+// prov is added as the consumer.PropReplay* properties (PropReplayOf = l.StoreID). The broker stores it
+// with ReconsumeTimes 0, so the group's full retry budget applies again.
+//
+// topic must be the letter's origin topic, or the --target-topic the operator chose; a group that does
+// not subscribe topic cannot hand the message to a handler (the client retries it until it is
+// dead-lettered again).
+func ReplayMessage(l Letter, ns, group, topic string, prov Provenance) *primitive.Message {
+	msg := primitive.NewMessage(consumer.NamespacedRetryTopic(ns, group), l.Body)
+	for k, v := range l.Properties {
+		if !ReservedProperty(k) {
+			msg.WithProperty(k, v)
+		}
+	}
+	if msg.GetTags() == "" && l.Tags != "" {
+		msg.WithTag(l.Tags)
+	}
+	if msg.GetKeys() == "" && l.Keys != "" {
+		msg.WithProperty(primitive.PropertyKeys, l.Keys)
+	}
+	msg.WithProperty(primitive.PropertyRetryTopic, consumer.InNamespace(ns, topic))
+	msg.WithProperty(consumer.PropReplayID, prov.ReplayID)
+	msg.WithProperty(consumer.PropReplayOf, l.StoreID)
+	msg.WithProperty(consumer.PropReplayedAt, prov.At.UTC().Format(time.RFC3339Nano))
+	msg.WithProperty(consumer.PropReplayedBy, prov.Operator)
+	return msg
+}
+
+// routableTopic reports whether topic may be the visible topic of a replay: not empty, and not a
+// %RETRY% or %DLQ% topic (a handler must never see those, F18).
+func routableTopic(topic string) bool {
+	return topic != "" && !strings.HasPrefix(topic, consumer.RetryTopicPrefix) &&
+		!strings.HasPrefix(topic, consumer.DLQTopicPrefix)
+}
