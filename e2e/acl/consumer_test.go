@@ -3,6 +3,7 @@ package acl_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,9 +59,10 @@ func (w *aclWorld) newConsumer(t *testing.T, cred consumer.Credentials, got chan
 
 // With the right keys in a namespace: a consumer consumes, a retry comes back through %RETRY%<ns>%<group>
 // with the topic restored, and a dead letter published by dlq.Publisher (its producer built from
-// dlq.Cluster.ProducerOptions) lands on %DLQ%<ns>%<group>, where dlq.ReadCluster finds it. Delivery shows
-// the group and topic without the namespace.
-func TestACL_RightKeysConsumeRetryAndDeadLetterInANamespace(t *testing.T) {
+// dlq.Cluster.ProducerOptions) lands on %DLQ%<ns>%<group>, where dlq.ReadCluster and `rmqguard dlq list`
+// find it, and `rmqguard dlq replay` sends it back to the group once. Delivery shows the group and topic
+// without the namespace.
+func TestACL_RightKeysConsumeRetryDeadLetterAndReplayInANamespace(t *testing.T) {
 	w := newACLWorld(t)
 	w.send(t, "ok-1", "poison-1")
 
@@ -73,9 +75,10 @@ func TestACL_RightKeysConsumeRetryAndDeadLetterInANamespace(t *testing.T) {
 	require.NoError(t, err)
 
 	got := make(chan seen, 16)
+	var fixed atomic.Bool // the "bug" switch: once fixed, poison-1 is processed
 	c := w.newConsumer(t, w.cluster.Credentials, got, func(d *consumer.Delivery) consumer.Outcome {
 		switch {
-		case string(d.Msg.Body) == "ok-1":
+		case string(d.Msg.Body) == "ok-1" || fixed.Load():
 			return consumer.Processed()
 		case d.Attempt == 0:
 			return consumer.Retry(0, "first try fails")
@@ -130,6 +133,28 @@ func TestACL_RightKeysConsumeRetryAndDeadLetterInANamespace(t *testing.T) {
 	assert.Contains(t, res.stderr, "ACL: access denied / signature mismatch for access key "+w.cluster.Credentials.AccessKey)
 	assert.NotContains(t, res.stdout, "poison after a retry")
 	assert.NotContains(t, res.stdout+res.stderr, "not-the-secret")
+
+	// `rmqguard dlq replay` with the same keys and namespace: the letter goes to %RETRY%<ns>%<group> and the
+	// group gets it back with the topic restored; a second run sends nothing; a wrong secret is refused.
+	fixed.Store(true)
+	dsn := testenv.Env("RMQGUARD_TEST_MYSQL_DSN", testenv.DefaultMySQLDSN)
+	replay := []string{"dlq", "replay", "--group", w.group, "--mysql-dsn", dsn, "--yes", "--operator", "acl-test", "--timeout", "30s"}
+	res = runCLI(t, bin, env, append(replay, "--secret-key", "not-the-secret")...)
+	assert.Equal(t, 1, res.exit)
+	assert.Contains(t, res.stderr, "ACL: access denied / signature mismatch for access key "+w.cluster.Credentials.AccessKey)
+	res = runCLI(t, bin, env, replay...)
+	require.Equal(t, 0, res.exit, "stdout: %s\nstderr: %s", res.stdout, res.stderr)
+	assert.Contains(t, res.stdout, "sent 1")
+	select {
+	case s := <-got:
+		assert.Equal(t, seen{body: "poison-1", topic: w.topic, group: w.group}, s, "the replay, in the namespace, topic restored")
+	case <-time.After(30 * time.Second):
+		t.Fatal("30 s: the replayed letter did not come back to the group")
+	}
+	res = runCLI(t, bin, env, replay...)
+	require.Equal(t, 0, res.exit, "stderr: %s", res.stderr)
+	assert.Contains(t, res.stdout, "sent 0")
+	assert.Contains(t, res.stdout, "already replayed 1")
 }
 
 // With a wrong secret the broker refuses, and says so with an error naming the access key that callers
