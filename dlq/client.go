@@ -18,12 +18,19 @@ import (
 // %DLQ%<ns>%<group> within the namespace ns.
 func dlqTopic(c Cluster, group string) string { return c.DLQTopic(group) }
 
-// newPullConsumer starts a pull consumer for reading topic (the broker's full name, namespace included) in a
-// consumer group of its own, so that no real group's offsets move (it never commits any). The caller shuts it down.
+// readerGroup is the consumer group every DLQ read pulls in. It is one fixed name: the broker
+// (autoCreateSubscriptionGroup) persists each new group it sees and creates its %RETRY% topic, so a name per
+// run would leave a group and a topic behind on the cluster with every command; a fixed name can also be
+// granted under ACL. Sharing it is safe: reads use Assign mode (no rebalance) and never commit an offset.
+const readerGroup = "rmqguard-dlq-reader"
+
+// newPullConsumer starts a pull consumer for reading topic (the broker's full name, namespace included) in
+// readerGroup, so that no real group's offsets move (it never commits any), with an instance name of its own
+// (clients are shared per instance). The caller shuts it down.
 func newPullConsumer(c Cluster, topic string) (rocketmq.PullConsumer, error) {
 	suffix := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	pc, err := rocketmq.NewPullConsumer(append(c.PullConsumerOptions("rmqguard-dlq-reader-"+suffix),
-		rmq.WithInstance("rmqguard-dlq-reader-"+suffix))...)
+	pc, err := rocketmq.NewPullConsumer(append(c.PullConsumerOptions(readerGroup),
+		rmq.WithInstance(readerGroup+"-"+suffix))...)
 	if err != nil {
 		return nil, fmt.Errorf("new pull consumer: %w", err)
 	}

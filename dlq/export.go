@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"time"
+	"unicode/utf8"
 )
 
 // ExportFormat and ExportVersion identify an export file; ReadExport refuses any other format or version.
@@ -44,8 +46,9 @@ type ExportHeader struct {
 
 // WriteExport writes an export file to w: the header h as the first line (Format, Version and Count set
 // here, ExportedAt set to now when zero), then one JSON Letter per line (the body base64-encoded).
-// Every letter must belong to h.Group (non-empty). Errors: an empty group, a letter of another group, or
-// the writer's error, wrapped. The caller makes the file's creation atomic (write a temp file, rename).
+// Every letter must belong to h.Group (non-empty). Errors: an empty group, a letter of another group, a
+// letter with a string that is not valid UTF-8 (JSON would replace its bytes by U+FFFD, so the file could
+// not give the letter back byte for byte), or the writer's error, wrapped. The caller makes the file's creation atomic (write a temp file, rename).
 func WriteExport(w io.Writer, h ExportHeader, letters []Letter) error {
 	if h.Group == "" {
 		return errors.New("dlq: write export: header has no group")
@@ -63,6 +66,9 @@ func WriteExport(w io.Writer, h ExportHeader, letters []Letter) error {
 	for i, l := range letters {
 		if l.Group != h.Group {
 			return fmt.Errorf("dlq: write export: letter %d (%s) is of group %q, not %q", i+1, l.StoreID, l.Group, h.Group)
+		}
+		if err := checkUTF8(l); err != nil {
+			return fmt.Errorf("dlq: write export letter %d (%s): %w", i+1, l.StoreID, err)
 		}
 		if err := enc.Encode(l); err != nil {
 			return fmt.Errorf("dlq: write export letter %d (%s): %w", i+1, l.StoreID, err)
@@ -161,6 +167,30 @@ func strictUnmarshal(b []byte, v any) error {
 	}
 	if dec.More() {
 		return errors.New("more than one JSON value on the line")
+	}
+	return nil
+}
+
+// checkUTF8 returns an error naming the first field or property of l that is not valid UTF-8. RocketMQ
+// properties are bytes on the wire; encoding/json would silently replace the invalid ones by U+FFFD.
+func checkUTF8(l Letter) error {
+	fields := []struct{ name, value string }{{"group", l.Group}, {"topic", l.Topic}, {"store_id", l.StoreID},
+		{"msg_id", l.MsgID}, {"origin_topic", l.OriginTopic}, {"origin_msg_id", l.OriginMsgID}, {"event_id", l.EventID},
+		{"event_type", l.EventType}, {"reason", l.Reason}, {"tags", l.Tags}, {"keys", l.Keys}}
+	for _, f := range fields {
+		if !utf8.ValidString(f.value) {
+			return fmt.Errorf("%s %q is not valid UTF-8: an export cannot keep it byte for byte", f.name, f.value)
+		}
+	}
+	names := make([]string, 0, len(l.Properties))
+	for k := range l.Properties {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if !utf8.ValidString(k) || !utf8.ValidString(l.Properties[k]) {
+			return fmt.Errorf("property %q = %q is not valid UTF-8: an export cannot keep it byte for byte", k, l.Properties[k])
+		}
 	}
 	return nil
 }

@@ -35,7 +35,9 @@ type Letter struct {
 	// Reason says why it was dead-lettered (RMQGUARD_DLQ_REASON); "" for the broker's own dead letters
 	// (retries exhausted, reason not recorded).
 	Reason string `json:"reason"`
-	// Attempts is the ReconsumeTimes of the original when it was dead-lettered.
+	// Attempts is the ReconsumeTimes of the original when it was dead-lettered (0: it failed on its first
+	// delivery): PropReconsumeTimes when rmqguard published it, else the letter's own ReconsumeTimes minus
+	// one, since the broker stores its dead-letter copy with ReconsumeTimes + 1 as it does for a retry.
 	Attempts int `json:"attempts"`
 	// FailedAt is when it was dead-lettered (RMQGUARD_DEAD_LETTERED_AT, else the broker's store time), UTC.
 	FailedAt time.Time `json:"failed_at"`
@@ -62,7 +64,7 @@ func NewLetter(group string, m *primitive.MessageExt) Letter {
 		MsgID:       m.MsgId,
 		OriginTopic: m.GetProperty(primitive.PropertyRetryTopic),
 		Reason:      m.GetProperty(PropReason),
-		Attempts:    int(m.ReconsumeTimes),
+		Attempts:    max(int(m.ReconsumeTimes)-1, 0),
 		FailedAt:    time.UnixMilli(m.StoreTimestamp).UTC(),
 		BornAt:      time.UnixMilli(m.BornTimestamp).UTC(),
 		Tags:        m.GetTags(),

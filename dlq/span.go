@@ -50,7 +50,7 @@ func planSpans(ctx context.Context, pc puller, queues []*primitive.MessageQueue,
 			s.from = max(s.from, searchOffset(pc, q, opts.Since.Add(-skew), minOff))
 		}
 		if !opts.Until.IsZero() {
-			s.to = min(s.to, searchOffset(pc, q, opts.Until.Add(skew), maxOff))
+			s.to = min(s.to, untilOffset(ctx, pc, q, opts.Until.Add(skew), maxOff))
 		}
 		spans = append(spans, s)
 	}
@@ -77,6 +77,28 @@ func searchOffset(pc puller, q *primitive.MessageQueue, t time.Time, fallback in
 	off, err := pc.OffsetForTimestamp(&qc, t.UnixMilli())
 	if err != nil || off < 0 {
 		return fallback
+	}
+	return off
+}
+
+// untilOffset returns the exclusive end offset of q for letters stored before t. Brokers 5.x answer the
+// search with the first offset stored at or after t; 4.x brokers answer the offset stored CLOSEST to t, which
+// may be the last letter before t. So the letter at the answered offset is looked at: stored before t, it is
+// included. On any error it returns maxOff (the scan then reads more and filters by time).
+func untilOffset(ctx context.Context, pc puller, q *primitive.MessageQueue, t time.Time, maxOff int64) int64 {
+	off := searchOffset(pc, q, t, maxOff)
+	if off >= maxOff {
+		return maxOff
+	}
+	qc := *q
+	pr, err := pc.PullFrom(ctx, &qc, off, 1)
+	if err != nil || pr.Status != primitive.PullFound {
+		return maxOff
+	}
+	for _, m := range pr.GetMessageExts() {
+		if m.QueueOffset == off && m.StoreTimestamp < t.UnixMilli() {
+			return off + 1
+		}
 	}
 	return off
 }
