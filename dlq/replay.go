@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	rmqerrors "github.com/apache/rocketmq-client-go/v2/errors"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/google/uuid"
 
@@ -18,7 +19,8 @@ type ReplayOutcome string
 
 // The outcomes of a letter. Only ReplaySent sent a message; ReplayWouldSend is the dry run's "would send".
 const (
-	// ReplaySent: the broker stored the replay (SEND_OK) and the audit row says "sent".
+	// ReplaySent: the broker stored the replay (SEND_OK, or a stored-but-late-flush status, named in Detail)
+	// and the audit row says "sent".
 	ReplaySent ReplayOutcome = "sent"
 	// ReplayWouldSend: a dry run found nothing against sending it.
 	ReplayWouldSend ReplayOutcome = "would-send"
@@ -32,7 +34,8 @@ const (
 	ReplaySkippedProcessed ReplayOutcome = "skipped-already-processed"
 	// ReplaySkippedNoOrigin: the letter names no usable origin topic (RETRY_TOPIC) and no TargetTopic was given.
 	ReplaySkippedNoOrigin ReplayOutcome = "skipped-no-origin"
-	// ReplayFailed: a check, the claim or the send failed (Err says which); a later run may retry it.
+	// ReplayFailed: a check, the claim or the send failed (Err says which). A later run retries it, except
+	// after a send that may have reached the broker (a timeout): its row stays "sending" (uncertain).
 	ReplayFailed ReplayOutcome = "failed"
 )
 
@@ -42,7 +45,7 @@ var (
 	ErrOtherGroup = errors.New("dlq: replay: letter of another consumer group")
 	// ErrNoStoreID: the letter has no StoreID, so the audit cannot key it.
 	ErrNoStoreID = errors.New("dlq: replay: letter has no store ID")
-	// ErrReplayNotStored: the broker answered the send with a status other than SEND_OK.
+	// ErrReplayNotStored: the send returned no result, or a status that does not mean the broker stored it.
 	ErrReplayNotStored = errors.New("dlq: replay: not stored by the broker")
 )
 
@@ -180,23 +183,56 @@ func (r *replayer) send(ctx context.Context, res LetterResult, prev *AuditRecord
 	}
 	msg := ReplayMessage(l, r.opts.Namespace, r.opts.Group, res.Topic, Provenance{ReplayID: r.opts.ReplayID, Operator: r.opts.Operator, At: at})
 	sent, sendErr := r.opts.Sender.SendSync(ctx, msg)
-	if sendErr == nil && (sent == nil || sent.Status != primitive.SendOK) {
+	if sendErr == nil && (sent == nil || !storedStatus(sent.Status)) {
 		sendErr = fmt.Errorf("%w: status %v", ErrReplayNotStored, sendStatus(sent))
 	}
+	// The audit is written even when ctx ended during the send: a row left "sending" for a letter whose
+	// outcome is known would make the next run skip it as uncertain.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
 	if sendErr != nil {
 		sendErr = fmt.Errorf("dlq: replay %s: send to %s: %w", l.StoreID, msg.Topic, sendErr)
 		claim.Status, claim.Error = AuditFailed, sendErr.Error()
-		if err := r.opts.Audit.Finish(ctx, claim); err != nil {
+		if mayHaveBeenStored(sendErr) {
+			// The request may have reached the broker: the row stays "sending" (uncertain), so that a later
+			// run does not send it again unless --force.
+			claim.Status = AuditSending
+		}
+		if err := r.opts.Audit.Finish(fctx, claim); err != nil {
 			sendErr = errors.Join(sendErr, fmt.Errorf("dlq: replay %s: record failure: %w", l.StoreID, err))
 		}
 		return failed(res, sendErr)
 	}
 	res.Outcome, res.SentMsgID = ReplaySent, sent.MsgID
+	if sent.Status != primitive.SendOK {
+		res.Detail = fmt.Sprintf("stored, but the broker answered status %v (flush or replication late)", sendStatus(sent))
+	}
 	claim.Status, claim.SentMsgID = AuditSent, sent.MsgID
-	if err := r.opts.Audit.Finish(ctx, claim); err != nil {
+	if err := r.opts.Audit.Finish(fctx, claim); err != nil {
 		res.Err = fmt.Errorf("dlq: replay %s: sent as %s, but the audit row stays %q: %w", l.StoreID, sent.MsgID, AuditSending, err)
 	}
 	return res
+}
+
+// finishTimeout bounds the audit update after a send, which runs even when the run's context has ended.
+const finishTimeout = 10 * time.Second
+
+// storedStatus reports whether a send status means the broker stored the message: SEND_OK, and the
+// statuses of a master that stored it but whose disk flush or replication to a slave is late.
+func storedStatus(st primitive.SendStatus) bool {
+	switch st {
+	case primitive.SendOK, primitive.SendFlushDiskTimeout, primitive.SendFlushSlaveTimeout, primitive.SendSlaveNotAvailable:
+		return true
+	}
+	return false
+}
+
+// mayHaveBeenStored reports whether a send error leaves open that the broker stored the message: the
+// request was written but no answer came (the client's send timeout, errors.ErrRequestTimeout, which is
+// also what a cancelled context gives), or the context ended.
+func mayHaveBeenStored(err error) bool {
+	return errors.Is(err, rmqerrors.ErrRequestTimeout) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, context.Canceled)
 }
 
 func failed(res LetterResult, err error) LetterResult {

@@ -41,6 +41,9 @@ var reservedProperties = map[string]bool{
 	// Broker-side properties the Go client has no constant for (RocketMQ 4.x/5.x MessageConst).
 	"__STARTDELIVERTIME": true, "INNER_MULTI_DISPATCH": true, "INNER_MULTI_QUEUE_OFFSET": true,
 	"INSTANCE_ID": true, "POP_CK": true, "1ST_POP_TIME": true, "INNER_NUM": true, "INNER_BASE": true,
+	primitive.PropertyBuyerId: true, "POP_CK_OFFSET": true, "DUP_INFO": true, "EXTEND_UNIQ_INFO": true,
+	"PUSH_REPLY_TIME": true, "__BORNHOST": true, "BORN_TIMESTAMP": true, "PROPERTY_FORWARD_QUEUE_ID": true,
+	"REDIRECT": true, "TRACE_CONTEXT": true, "DLQ_ORIGIN_TOPIC": true, "DLQ_ORIGIN_MESSAGE_ID": true,
 	// rmqguard's dead-letter metadata: it describes the letter, not the event; the audit row and
 	// consumer.PropReplayOf lead back to it. A replay that fails again gets fresh metadata.
 	PropReason: true, PropOriginMsgID: true, PropReconsumeTimes: true, PropDeadLetteredAt: true, PropGroup: true,
@@ -48,12 +51,16 @@ var reservedProperties = map[string]bool{
 	consumer.PropReplayID: true, consumer.PropReplayOf: true, consumer.PropReplayedAt: true, consumer.PropReplayedBy: true,
 }
 
+// transientPropertyPrefix starts the broker's transient properties (RocketMQ 5.x).
+const transientPropertyPrefix = "__RMQ.TRANSIENT."
+
 // ReservedProperty reports whether a replay drops property name from a letter: the client's and broker's
 // own properties (offsets, real topic and queue, delay and TIMER_* properties, transaction and reply
 // flags, UNIQ_KEY, retry bookkeeping), rmqguard's dead-letter metadata, and earlier replay provenance.
 func ReservedProperty(name string) bool {
 	// TIMER_DELIVER_MS, TIMER_DELAY_SEC, … would make the broker hold the replay back as a timer message.
-	return reservedProperties[name] || strings.HasPrefix(name, "TIMER_")
+	// __RMQ.TRANSIENT.* are the broker's per-read flags, never the event's.
+	return reservedProperties[name] || strings.HasPrefix(name, "TIMER_") || strings.HasPrefix(name, transientPropertyPrefix)
 }
 
 // ReplayMessage builds the message that replays l to consumer group of namespace ns ("" = none): topic
