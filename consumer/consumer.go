@@ -182,6 +182,7 @@ func (c *Consumer) Start() error {
 	if stopping {
 		return ErrStopped
 	}
+	c.announceSubscriptions() // before the client starts: its first callback may come at once
 	if err := c.push.Start(); err != nil {
 		return fmt.Errorf("rmqguard consumer %s: start: %w", c.cfg.Group, err)
 	}

@@ -65,3 +65,21 @@ func TestDecision_F21_MetricsCountTheFinalDecisionOnce(t *testing.T) {
 	assert.Equal(t, 8.0, count("processed")+count("retry")+count("duplicate")+count("dead_lettered"), "4 messages × 2 deliveries")
 	assert.Equal(t, 0.0, testutil.ToFloat64(m.HandlersInFlight.WithLabelValues("cg")))
 }
+
+// Start announces the group's topics to an observer that wants them, before the first message, so the
+// counters exist at zero when the first one is counted (rate() would miss an increment from "no series").
+func TestStart_SubscriptionObserverGetsTheGroupAndTopicsFirst(t *testing.T) {
+	m, err := metrics.New(prometheus.NewRegistry())
+	require.NoError(t, err)
+	c, _ := newConsumer(t, validConfig(), func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
+		return consumer.Processed(), nil
+	}, consumer.WithObserver(m))
+	require.Zero(t, testutil.CollectAndCount(m.Duplicates), "nothing before Start")
+
+	require.NoError(t, c.Start())
+	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
+
+	assert.Equal(t, 3, testutil.CollectAndCount(m.Duplicates), "cg/ORDER, one series per cause")
+	assert.Zero(t, testutil.ToFloat64(m.Duplicates.WithLabelValues("cg", "ORDER", "resend")))
+	assert.Zero(t, testutil.ToFloat64(m.Messages.WithLabelValues("cg", "ORDER", "processed")))
+}

@@ -65,3 +65,26 @@ func (nopObserver) Unsubscribed(string, string)    {}
 func (nopObserver) Decided(*Delivery, Decision)    {}
 func (nopObserver) InFlight(string, int)           {}
 func (nopObserver) Lag(string, string, int64)      {}
+
+// SubscriptionObserver is an Observer that also wants to know, once at Start, the consumer group and the
+// topics it consumes, e.g. to create its counters at zero: a counter series that first appears already at 1
+// loses that increment in Prometheus's rate() and increase(). *metrics.Metrics implements it. Start calls
+// Subscribed before it starts the client, so before the first message is decided.
+type SubscriptionObserver interface {
+	Observer
+	// Subscribed: group consumes topics (the business topics, without the namespace).
+	Subscribed(group string, topics []string)
+}
+
+// announceSubscriptions tells an observer that implements SubscriptionObserver what c consumes.
+func (c *Consumer) announceSubscriptions() {
+	so, ok := c.observer.(SubscriptionObserver)
+	if !ok {
+		return
+	}
+	topics := make([]string, len(c.cfg.Subscriptions))
+	for i, s := range c.cfg.Subscriptions {
+		topics[i] = s.Topic
+	}
+	so.Subscribed(c.cfg.Group, topics)
+}

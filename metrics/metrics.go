@@ -192,3 +192,25 @@ func (m *Metrics) InFlight(group string, delta int) {
 func (m *Metrics) Lag(group, topic string, messages int64) {
 	m.ConsumerLag.WithLabelValues(group, topic).Set(float64(messages))
 }
+
+// Subscribed implements consumer.SubscriptionObserver: for group and each topic it creates, at zero, the
+// series of rmqguard_messages_total for every outcome, rmqguard_duplicates_total for every cause,
+// rmqguard_dead_letters_total for every reason class, rmqguard_batch_retried_total and
+// rmqguard_unsubscribed_total, so that the first increment of each is seen by rate() and increase() (a series
+// that first appears at 1 loses it), and a group without duplicates has a duplicate ratio of 0, not none.
+func (m *Metrics) Subscribed(group string, topics []string) {
+	for _, topic := range topics {
+		for k := consumer.KindUnset; k <= consumer.KindUnsubscribed; k++ {
+			m.Messages.WithLabelValues(group, topic, k.String())
+		}
+		for _, c := range []consumer.Cause{consumer.CauseRedelivery, consumer.CauseResend, consumer.CauseReplay} {
+			m.Duplicates.WithLabelValues(group, topic, string(c))
+		}
+		for _, c := range []consumer.Cause{consumer.CausePermanent, consumer.CauseUnidentifiable, consumer.CauseExhausted,
+			consumer.CausePanic, consumer.CauseTimeout, consumer.CauseOther} {
+			m.DeadLetters.WithLabelValues(group, topic, string(c))
+		}
+		m.BatchRetried.WithLabelValues(group, topic)
+		m.UnsubscribedMessages.WithLabelValues(group, topic)
+	}
+}
