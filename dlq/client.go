@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2"
-	"github.com/apache/rocketmq-client-go/v2/admin"
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 )
 
@@ -44,13 +43,4 @@ func newPullConsumer(c Cluster, topic string) (rocketmq.PullConsumer, error) {
 		return nil, fmt.Errorf("start pull consumer: %w", err)
 	}
 	return pc, nil
-}
-
-// newAdmin returns an admin client for c; the caller closes it.
-func newAdmin(c Cluster) (admin.Admin, error) {
-	adm, err := admin.NewAdmin(c.AdminOptions()...)
-	if err != nil {
-		return nil, fmt.Errorf("new admin client: %w", err)
-	}
-	return adm, nil
 }

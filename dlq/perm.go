@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/rocketmq-client-go/v2/admin"
-
 	"github.com/rmqguard/rmqguard/internal/rmqadmin"
 )
 
@@ -80,7 +78,6 @@ func FixPerm(ctx context.Context, cluster Cluster, group string) (PermFix, error
 
 // makeReadable sends the perm update to each broker whose perm lacks the read bit, recording it in fix.
 func makeReadable(ctx context.Context, cluster Cluster, topic string, route []rmqadmin.QueueData, fix *PermFix) error {
-	var adm admin.Admin
 	for _, q := range route {
 		if q.Readable() {
 			continue
@@ -88,16 +85,9 @@ func makeReadable(ctx context.Context, cluster Cluster, topic string, route []rm
 		if q.BrokerAddr == "" {
 			return fmt.Errorf("dlq: fix perm of %s: broker %s has no master registered", topic, q.BrokerName)
 		}
-		if adm == nil {
-			var err error
-			if adm, err = newAdmin(cluster); err != nil {
-				return fmt.Errorf("dlq: fix perm of %s: %w", topic, err)
-			}
-			defer adm.Close()
-		}
 		perm := q.Perm | rmqadmin.PermRead
-		err := adm.CreateTopic(ctx, admin.WithTopicCreate(topic), admin.WithBrokerAddrCreate(q.BrokerAddr),
-			admin.WithReadQueueNums(q.ReadQueues), admin.WithWriteQueueNums(q.WriteQueues), admin.WithPerm(perm))
+		err := rmqadmin.UpdateTopic(ctx, q.BrokerAddr, rmqadmin.TopicConfig{Topic: topic,
+			ReadQueues: q.ReadQueues, WriteQueues: q.WriteQueues, Perm: perm}, cluster.Credentials)
 		if err != nil {
 			return fmt.Errorf("dlq: fix perm of %s on broker %s (%s): %w", topic, q.BrokerName, q.BrokerAddr, err)
 		}

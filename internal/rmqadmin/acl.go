@@ -47,13 +47,29 @@ func CheckClusterAccess(ctx context.Context, nameServers []string, c consumer.Cr
 	return remoting.CheckClusterAccess(ctx, nameServers, cred(c))
 }
 
-// createTopic sends UPDATE_AND_CREATE_TOPIC to brokerAddr, signed with c, and returns the broker's
-// refusal as an *ACLError or *BrokerError. (admin.CreateTopic of rocketmq-client-go neither signs this
-// request nor looks at the answer's code, so with ACL on it fails silently.)
+// createTopic creates topic on brokerAddr with queues read and write queues and perm 6 (UpdateTopic).
 func createTopic(ctx context.Context, brokerAddr, topic string, queues int, c consumer.Credentials) error {
+	return UpdateTopic(ctx, brokerAddr, TopicConfig{Topic: topic, ReadQueues: queues, WriteQueues: queues, Perm: PermReadWrite}, c)
+}
+
+// TopicConfig is what UpdateTopic sets for a topic on one broker.
+type TopicConfig struct {
+	// Topic is the full topic name as the broker knows it (namespace included).
+	Topic string
+	// ReadQueues and WriteQueues are the queue counts (≥ 1); pass an existing topic's counts to keep them.
+	ReadQueues, WriteQueues int
+	// Perm is the permission: 2 write, 4 read, 6 both.
+	Perm int
+}
+
+// UpdateTopic sends UPDATE_AND_CREATE_TOPIC for t to brokerAddr, signed with c (zero: unsigned), and
+// returns the broker's refusal as an *ACLError (no permission) or *BrokerError (any other non-zero code).
+// admin.CreateTopic of rocketmq-client-go neither signs this request nor looks at the answer's code, so a
+// refused update would only show as a route that never changes.
+func UpdateTopic(ctx context.Context, brokerAddr string, t TopicConfig, c consumer.Credentials) error {
 	ext := map[string]string{
-		"topic": topic, "defaultTopic": "TBW102", "readQueueNums": strconv.Itoa(queues),
-		"writeQueueNums": strconv.Itoa(queues), "perm": strconv.Itoa(PermReadWrite),
+		"topic": t.Topic, "defaultTopic": "TBW102", "readQueueNums": strconv.Itoa(t.ReadQueues),
+		"writeQueueNums": strconv.Itoa(t.WriteQueues), "perm": strconv.Itoa(t.Perm),
 		"topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false",
 	}
 	a, err := remoting.Call(ctx, brokerAddr, remoting.ReqUpdateAndCreateTopic, ext, nil, cred(c))
