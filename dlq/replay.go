@@ -178,7 +178,8 @@ func (r *replayer) send(ctx context.Context, res LetterResult, prev *AuditRecord
 		return failed(res, fmt.Errorf("dlq: replay %s: claim audit row: %w", l.StoreID, err))
 	}
 	if !won {
-		res.Outcome, res.Detail = ReplaySkippedReplayed, "claimed by a concurrent replay"
+		// Another run claimed it between this run's lookup and claim; its send may still fail.
+		res.Outcome, res.Detail = ReplaySkippedUncertain, "claimed by a concurrent replay, which may still fail to send it: check, then --force"
 		return res
 	}
 	msg := ReplayMessage(l, r.opts.Namespace, r.opts.Group, res.Topic, Provenance{ReplayID: r.opts.ReplayID, Operator: r.opts.Operator, At: at})
@@ -205,13 +206,21 @@ func (r *replayer) send(ctx context.Context, res LetterResult, prev *AuditRecord
 	}
 	res.Outcome, res.SentMsgID = ReplaySent, sent.MsgID
 	if sent.Status != primitive.SendOK {
-		res.Detail = fmt.Sprintf("stored, but the broker answered status %v (flush or replication late)", sendStatus(sent))
+		res.Detail = joinDetail(res.Detail, fmt.Sprintf("stored, but the broker answered status %v (flush or replication late)", sendStatus(sent)))
 	}
 	claim.Status, claim.SentMsgID = AuditSent, sent.MsgID
 	if err := r.opts.Audit.Finish(fctx, claim); err != nil {
 		res.Err = fmt.Errorf("dlq: replay %s: sent as %s, but the audit row stays %q: %w", l.StoreID, sent.MsgID, AuditSending, err)
 	}
 	return res
+}
+
+// joinDetail joins two Detail texts with "; ", either of which may be empty.
+func joinDetail(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + "; " + b
 }
 
 // finishTimeout bounds the audit update after a send, which runs even when the run's context has ended.

@@ -41,7 +41,9 @@ func (r *replayer) decide(ctx context.Context, l Letter) (LetterResult, *AuditRe
 			return skipped, nil
 		}
 	}
-	if l.EventID != "" {
+	if l.EventID == "" {
+		res.Detail = "no event ID, so the already-processed check was not done"
+	} else {
 		done, err := r.opts.Processed.Processed(ctx, r.opts.Scope, l.EventID)
 		if err != nil {
 			return failed(res, fmt.Errorf("dlq: replay %s: processed check: %w", l.StoreID, err)), nil

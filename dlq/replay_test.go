@@ -305,3 +305,35 @@ func TestReplay_NamespaceNamesAreTheBrokers(t *testing.T) {
 	_, err = dlq.Replay(context.Background(), nil, r.opts(func(o *dlq.ReplayOptions) { o.Namespace = "a%b" }))
 	assert.ErrorContains(t, err, "invalid Namespace")
 }
+
+// blindAudit hides every row from Lookup, as when another run claims a letter between this run's lookup
+// and its claim.
+type blindAudit struct{ *fakeAudit }
+
+func (blindAudit) Lookup(context.Context, string, string) (dlq.AuditRecord, bool, error) {
+	return dlq.AuditRecord{}, false, nil
+}
+
+// A claim lost to a concurrent run is uncertain (exit 1), not "already replayed": the other run's send
+// may still fail (review finding).
+func TestReplay_S5_AClaimLostToAConcurrentRunIsUncertain(t *testing.T) {
+	r := newRig()
+	r.audit.put(dlq.AuditRecord{Group: "cg", StoreID: "S-1", ReplayID: "R-other", Status: dlq.AuditSending})
+	rep, err := dlq.Replay(context.Background(), []dlq.Letter{replayLetter("S-1", "e-1", "ORDER")},
+		r.opts(func(o *dlq.ReplayOptions) { o.Audit = blindAudit{r.audit} }))
+	require.NoError(t, err)
+	assert.Equal(t, []dlq.ReplayOutcome{dlq.ReplaySkippedUncertain}, outcomes(rep))
+	assert.Contains(t, rep.Results[0].Detail, "concurrent replay")
+	assert.Equal(t, 1, rep.Summary.SkippedUncertain)
+	assert.Zero(t, r.sender.count(), "nothing sent")
+}
+
+// A letter without an event ID is sent, and its result says that the already-processed check could not be
+// done (review finding: it was skipped without a word).
+func TestReplay_S5_ALetterWithoutEventIDSaysTheProcessedCheckWasNotDone(t *testing.T) {
+	r := newRig()
+	rep, err := dlq.Replay(context.Background(), []dlq.Letter{replayLetter("S-1", "", "ORDER")}, r.opts())
+	require.NoError(t, err)
+	assert.Equal(t, []dlq.ReplayOutcome{dlq.ReplaySent}, outcomes(rep))
+	assert.Equal(t, "no event ID, so the already-processed check was not done", rep.Results[0].Detail)
+}

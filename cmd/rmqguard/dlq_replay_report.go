@@ -25,10 +25,11 @@ func newProgress(w io.Writer, total int, dryRun bool) *progressbar.ProgressBar {
 		progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
 }
 
-// printReport prints one line per letter not sent (every letter with -v), then the summary.
+// printReport prints one line per letter not sent or sent with a remark (every letter with -v), then the
+// summary.
 func printReport(w io.Writer, o *replayOptions, rep dlq.ReplayReport, complete bool) {
 	for _, r := range rep.Results {
-		if r.Outcome == dlq.ReplaySent && r.Err == nil && !o.verbose {
+		if r.Outcome == dlq.ReplaySent && r.Err == nil && r.Detail == "" && !o.verbose {
 			continue
 		}
 		line := fmt.Sprintf("%-25s dlq=%s event=%s", r.Outcome, r.Letter.StoreID, dash(r.Letter.EventID))
