@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	_ "github.com/go-sql-driver/mysql" // the MySQL driver for sqlx
@@ -47,13 +45,8 @@ func newDedupPurgeCmd(g *globalOptions) *cobra.Command {
 			"The global --timeout applies only when given; Ctrl-C stops between batches.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			if cmd.Flags().Changed("timeout") {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, g.timeout)
-				defer cancel()
-			}
+			ctx, cancel := commandContext(cmd, g)
+			defer cancel()
 			return o.run(ctx, cmd)
 		},
 	}

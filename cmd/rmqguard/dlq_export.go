@@ -31,13 +31,7 @@ func newDLQExportCmd(g *globalOptions) *cobra.Command {
 			if output == "" {
 				return usageError("-o FILE is required (-o - for stdout)")
 			}
-			opts, err := f.options(time.Now())
-			if err != nil {
-				return err
-			}
-			ctx, cancel := withTimeout(cmd, g)
-			defer cancel()
-			res, err := f.scanDLQ(ctx, cmd, g, opts)
+			res, err := f.scan(cmd, g, time.Now())
 			if err != nil {
 				return err
 			}

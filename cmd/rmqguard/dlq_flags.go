@@ -152,9 +152,15 @@ func reportIncomplete(w io.Writer, res dlq.ScanResult) error {
 	return failure(nil)
 }
 
-// withTimeout bounds a command by --timeout.
-func withTimeout(cmd *cobra.Command, g *globalOptions) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(cmd.Context(), g.timeout)
+// scan is the step list, show and export share: the flags' options at now, then scanDLQ bounded by --timeout.
+func (f *scanFlags) scan(cmd *cobra.Command, g *globalOptions, now time.Time) (dlq.ScanResult, error) {
+	opts, err := f.options(now)
+	if err != nil {
+		return dlq.ScanResult{}, err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), g.timeout)
+	defer cancel()
+	return f.scanDLQ(ctx, cmd, g, opts)
 }
 
 // exactArgs is cobra.ExactArgs returning a usage error (exit 2) naming what is expected.

@@ -41,13 +41,7 @@ func newDLQListCmd(g *globalOptions) *cobra.Command {
 			if output != "table" && output != "json" {
 				return usageError("-o %q: want table or json", output)
 			}
-			opts, err := f.options(time.Now())
-			if err != nil {
-				return err
-			}
-			ctx, cancel := withTimeout(cmd, g)
-			defer cancel()
-			res, err := f.scanDLQ(ctx, cmd, g, opts)
+			res, err := f.scan(cmd, g, time.Now())
 			if err != nil {
 				return err
 			}

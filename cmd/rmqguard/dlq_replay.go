@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"os/user"
 	"strings"
-	"syscall"
 	"time"
 
 	_ "github.com/go-sql-driver/mysql" // the MySQL driver for sqlx
@@ -53,13 +51,8 @@ func newDLQReplayCmd(g *globalOptions) *cobra.Command {
 			"failed, was skipped for no origin or as uncertain, or the scan was incomplete; 2 usage error.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			if cmd.Flags().Changed("timeout") {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, g.timeout)
-				defer cancel()
-			}
+			ctx, cancel := commandContext(cmd, g)
+			defer cancel()
 			return o.run(ctx, cmd, g)
 		},
 	}

@@ -32,13 +32,7 @@ func newDLQShowCmd(g *globalOptions) *cobra.Command {
 			if maxBody < 0 {
 				return usageError("--max-body %d: must be 0 or more", maxBody)
 			}
-			opts, err := f.options(time.Now())
-			if err != nil {
-				return err
-			}
-			ctx, cancel := withTimeout(cmd, g)
-			defer cancel()
-			res, err := f.scanDLQ(ctx, cmd, g, opts)
+			res, err := f.scan(cmd, g, time.Now())
 			if err != nil {
 				return err
 			}

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/rlog"
@@ -78,4 +81,15 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// commandContext is the context of a long-running command: cancelled by Ctrl-C or SIGTERM, and bounded by
+// --timeout only when the flag was given (purge and replay may run longer than the 30 s default).
+func commandContext(cmd *cobra.Command, g *globalOptions) (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	if !cmd.Flags().Changed("timeout") {
+		return ctx, stop
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	return ctx, func() { cancel(); stop() }
 }
