@@ -3,11 +3,13 @@ package shop
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 )
 
-// Workload describes a batch of OrderCreated messages for the demo and the end-to-end test.
+// Workload describes a batch of OrderCreated messages for the chaos runs and the end-to-end tests (the demo
+// sends a DomainWorkload).
 type Workload struct {
 	// RunID prefixes every event ID and order number, so runs never collide. Required.
 	RunID string
@@ -75,10 +77,7 @@ func (w Workload) Plan() (Plan, error) {
 	}
 	if w.Poison {
 		p.PoisonEventID = w.RunID + "-poison"
-		msg := primitive.NewMessage(w.Topic, []byte(`{"eventId": "`+p.PoisonEventID+`", "orderNo": `))
-		msg.WithTag(EventOrderCreated)
-		msg.WithKeys([]string{w.RunID + "-poison"})
-		msg.WithProperty("EVENT_ID", p.PoisonEventID)
+		msg := poisonMessage(w.Topic, p.PoisonEventID)
 		p.Messages = append(p.Messages, msg)
 	}
 	return p, nil
@@ -101,7 +100,17 @@ func (w Workload) message(e OrderCreated) (*primitive.Message, error) {
 	msg := primitive.NewMessage(w.Topic, body)
 	msg.WithTag(EventOrderCreated)
 	msg.WithKeys([]string{e.OrderNo})
-	msg.WithProperty("EVENT_ID", e.EventID)
-	msg.WithProperty("AGGREGATE_ID", e.OrderNo)
+	setProperties(msg, e.EventID, EventOrderCreated, e.OrderNo, VersionCreated)
 	return msg, nil
+}
+
+// setProperties sets the properties every event carries: EVENT_ID, EVENT_TYPE, AGGREGATE_ID and, when
+// version > 0, AGGREGATE_VERSION.
+func setProperties(msg *primitive.Message, eventID, eventType, aggregateID string, version int64) {
+	msg.WithProperty(PropEventID, eventID)
+	msg.WithProperty(PropEventType, eventType)
+	msg.WithProperty(PropAggregateID, aggregateID)
+	if version > 0 {
+		msg.WithProperty(PropAggregateVersion, strconv.FormatInt(version, 10))
+	}
 }

@@ -1,0 +1,148 @@
+package shop
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/retry"
+)
+
+// Order statuses. An order is created WAIT_PAY (version 1) and moves once, to PAID or CANCELLED (version 2).
+// StatusCreated is what orders written before migration 00002 carry (the OrderCreated-only example): they
+// are left as they were, and are treated like WAIT_PAY (they may be paid or cancelled).
+const (
+	StatusWaitPay   = "WAIT_PAY"
+	StatusPaid      = "PAID"
+	StatusCancelled = "CANCELLED"
+	StatusCreated   = "CREATED"
+)
+
+// Kinds of account_transaction rows.
+const (
+	// KindOpening is an opening deposit (amount > 0).
+	KindOpening = "OPENING"
+	// KindPayment is a captured payment (amount < 0: a debit of the customer's account).
+	KindPayment = "PAYMENT"
+)
+
+// RetryDelayLevel is the broker delay level (1 s on a default broker) of the retry asked for when an
+// order event arrives before the order is at the version it expects.
+const RetryDelayLevel = 1
+
+// Business unique keys (the chapter's change_id and transaction_id): one row per business action, whoever
+// records it first — a message, its re-send under another event ID, or the compensation job.
+
+// ReserveChangeID is the inventory_change key of an order's stock reservation.
+func ReserveChangeID(orderNo string) string { return "reserve:" + orderNo }
+
+// ReleaseChangeID is the inventory_change key of the release of a cancelled order's stock.
+func ReleaseChangeID(orderNo string) string { return "release:" + orderNo }
+
+// StockChangeID is the inventory_change key of the demo's stock delivery for sku in a run.
+func StockChangeID(run, sku string) string { return "stock:" + run + ":" + sku }
+
+// PayTransactionID is the account_transaction key of a captured payment.
+func PayTransactionID(paymentID string) string { return "pay:" + paymentID }
+
+// OpenTransactionID is the account_transaction key of the demo's opening deposit of account in a run.
+func OpenTransactionID(run, account string) string { return "open:" + run + ":" + account }
+
+// Shop holds the domain's tables: the order state machine and the two business action tables. It has no
+// mutable state; one value serves every goroutine.
+type Shop struct {
+	orders       *dedup.States
+	changes      *dedup.Actions
+	transactions *dedup.Actions
+}
+
+// New returns the domain's handlers. It fails only if the table names do not pass dedup's identifier
+// checks (or the helpers are missing).
+func New() (*Shop, error) {
+	orders, err := dedup.NewStates(dedup.StateTable{Table: "orders", KeyColumn: "order_no"})
+	if err != nil {
+		return nil, fmt.Errorf("shop: orders: %w", err)
+	}
+	changes, err := dedup.NewActions(dedup.ActionTable{Table: "inventory_change", KeyColumn: "change_id"})
+	if err != nil {
+		return nil, fmt.Errorf("shop: inventory_change: %w", err)
+	}
+	transactions, err := dedup.NewActions(dedup.ActionTable{Table: "account_transaction", KeyColumn: "transaction_id"})
+	if err != nil {
+		return nil, fmt.Errorf("shop: account_transaction: %w", err)
+	}
+	return &Shop{orders: orders, changes: changes, transactions: transactions}, nil
+}
+
+// Handle routes d by its event type (Delivery.EventType: the EVENT_TYPE property, else the tag) to the
+// event's handler. An unknown type is a permanent error: the message goes to the DLQ with the reason.
+func (s *Shop) Handle(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+	switch d.EventType {
+	case EventOrderCreated:
+		return s.OrderCreated(ctx, tx, d)
+	case EventOrderPaid:
+		return s.OrderPaid(ctx, tx, d)
+	case EventPaymentCaptured:
+		return s.PaymentCaptured(ctx, tx, d)
+	case EventOrderCancelled:
+		return s.OrderCancelled(ctx, tx, d)
+	}
+	return consumer.Outcome{}, retry.Permanentf("shop: unknown event type %q (want one of %v)", d.EventType, EventTypes())
+}
+
+// HandleOrderCreated is Shop.OrderCreated for callers without a Shop (the OrderCreated-only tests and
+// benchmarks); it builds the tables' helpers on every call.
+func HandleOrderCreated(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+	s, err := New()
+	if err != nil {
+		return consumer.Outcome{}, err
+	}
+	return s.OrderCreated(ctx, tx, d)
+}
+
+// LoadOrderVersion is the example's middleware.VersionLoader: the order's version column, 0 when the order
+// does not exist. It is a plain (non-locking) read: SELECT … FOR UPDATE of a missing order would take a
+// gap lock in REPEATABLE READ, and two new orders of one gap would then deadlock on their inserts. The
+// read is fresh (the transaction's first consistent read), and the handler's conditional UPDATE
+// (dedup.States.Transition) is the guard against a concurrent change: it finds the row moved (stale) instead.
+func LoadOrderVersion(ctx context.Context, tx *sqlx.Tx, orderNo string) (int64, error) {
+	var v int64
+	err := tx.GetContext(ctx, &v, `SELECT version FROM orders WHERE order_no = ?`, orderNo)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("shop: load version of order %s: %w", orderNo, err)
+	}
+	return v, nil
+}
+
+// eventVersion is the version the Version middleware found on d, or def when it did not run.
+func eventVersion(d *consumer.Delivery, def int64) int64 {
+	if d.Version > 0 {
+		return d.Version
+	}
+	return def
+}
+
+// adjustStock adds delta (≠ 0) to sku's stock on hand, creating the row (from 0) when the SKU has none yet.
+func adjustStock(ctx context.Context, tx *sqlx.Tx, sku string, delta int64, now time.Time) error {
+	res, err := tx.ExecContext(ctx, `UPDATE inventory SET on_hand = on_hand + ?, updated_at = ? WHERE sku_id = ?`, delta, now, sku)
+	if err != nil {
+		return fmt.Errorf("shop: stock of %s: %w", sku, err)
+	}
+	// on_hand always changes (delta ≠ 0), so rows affected is 1 exactly when the row exists.
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO inventory (sku_id, on_hand, updated_at) VALUES (?, ?, ?)`, sku, delta, now); err != nil {
+		return fmt.Errorf("shop: first stock row of %s: %w", sku, err)
+	}
+	return nil
+}

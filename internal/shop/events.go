@@ -1,0 +1,194 @@
+package shop
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/rmqguard/rmqguard/retry"
+)
+
+// Event types: each is also the message's tag on the demo topic and its EVENT_TYPE property.
+const (
+	// EventOrderCreated creates an order (version 1, WAIT_PAY) and reserves its stock.
+	EventOrderCreated = "OrderCreated"
+	// EventOrderPaid moves an order WAIT_PAY → PAID (version 2).
+	EventOrderPaid = "OrderPaid"
+	// EventPaymentCaptured debits the customer's account (account aggregate, no version).
+	EventPaymentCaptured = "PaymentCaptured"
+	// EventOrderCancelled moves an order WAIT_PAY → CANCELLED (version 2) and releases its stock.
+	EventOrderCancelled = "OrderCancelled"
+)
+
+// EventTypes lists every event type the example consumes, in the order of an order's life.
+func EventTypes() []string {
+	return []string{EventOrderCreated, EventOrderPaid, EventPaymentCaptured, EventOrderCancelled}
+}
+
+// OrderEventTypes lists the event types of the order aggregate, the ones whose version is checked.
+func OrderEventTypes() []string {
+	return []string{EventOrderCreated, EventOrderPaid, EventOrderCancelled}
+}
+
+// Message properties the producer sets (besides the tag): the event ID, the event type, the aggregate ID
+// (order number, or account ID for PaymentCaptured) and the aggregate version (order events only).
+const (
+	PropEventID          = "EVENT_ID"
+	PropEventType        = "EVENT_TYPE"
+	PropAggregateID      = "AGGREGATE_ID"
+	PropAggregateVersion = "AGGREGATE_VERSION"
+)
+
+// Order versions of this domain's flow: OrderCreated makes version 1; OrderPaid or OrderCancelled moves it
+// to version 2.
+const (
+	VersionCreated int64 = 1
+	VersionSettled int64 = 2
+)
+
+// OrderCreated is the JSON body of an OrderCreated event.
+type OrderCreated struct {
+	// EventID is the business event ID; producers also put it in the EVENT_ID property.
+	EventID string `json:"eventId"`
+	// OrderNo is the order number, the aggregate ID.
+	OrderNo string `json:"orderNo"`
+	// AccountID is the paying customer's account; optional ("" for the OrderCreated-only workloads).
+	AccountID string `json:"accountId,omitempty"`
+	// SkuID is the stock-keeping unit reserved.
+	SkuID string `json:"skuId"`
+	// Quantity is the number of units reserved, > 0.
+	Quantity int `json:"quantity"`
+	// AmountCents is the order total in cents, ≥ 0.
+	AmountCents int64 `json:"amountCents"`
+	// FailOnce makes the handler fail its first attempt with a transient error (a demo of retries).
+	FailOnce bool `json:"failOnce,omitempty"`
+}
+
+// OrderPaid is the JSON body of an OrderPaid event.
+type OrderPaid struct {
+	// EventID is the business event ID.
+	EventID string `json:"eventId"`
+	// OrderNo is the order number, the aggregate ID.
+	OrderNo string `json:"orderNo"`
+	// PaymentID names the payment that paid the order.
+	PaymentID string `json:"paymentId"`
+}
+
+// PaymentCaptured is the JSON body of a PaymentCaptured event: money taken from the customer's account.
+type PaymentCaptured struct {
+	// EventID is the business event ID.
+	EventID string `json:"eventId"`
+	// PaymentID names the payment; the account transaction's ID is PayTransactionID(PaymentID).
+	PaymentID string `json:"paymentId"`
+	// AccountID is the debited account, the aggregate ID.
+	AccountID string `json:"accountId"`
+	// OrderNo is the order paid.
+	OrderNo string `json:"orderNo"`
+	// AmountCents is the amount captured in cents, > 0; the account is debited by it (a negative
+	// account_transaction amount).
+	AmountCents int64 `json:"amountCents"`
+}
+
+// OrderCancelled is the JSON body of an OrderCancelled event.
+type OrderCancelled struct {
+	// EventID is the business event ID.
+	EventID string `json:"eventId"`
+	// OrderNo is the order number, the aggregate ID.
+	OrderNo string `json:"orderNo"`
+	// Reason says why the order was cancelled (e.g. "payment timeout").
+	Reason string `json:"reason,omitempty"`
+}
+
+// decodeJSON parses body into v, rejecting unknown fields; a leading UTF-8 byte-order mark is skipped
+// (RFC 8259 lets a parser ignore it; some producers write one). The error is permanent: a body that cannot
+// be read never will be, so it goes to the DLQ with the reason instead of looping.
+func decodeJSON(body []byte, v any, eventType string) error {
+	dec := json.NewDecoder(bytes.NewReader(bytes.TrimPrefix(body, []byte("\uFEFF"))))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return retry.Permanent(fmt.Errorf("shop: %s body is not valid JSON: %w", eventType, err))
+	}
+	return nil
+}
+
+// checks collects the problems of one decoded body.
+type checks []string
+
+// id records a problem when v is not 1..64 characters long.
+func (c *checks) id(name, v string) {
+	if v == "" || len(v) > 64 {
+		*c = append(*c, name+" must have 1..64 characters")
+	}
+}
+
+// err returns nil, or a permanent error listing the problems of an eventType body.
+func (c checks) err(eventType string) error {
+	if len(c) == 0 {
+		return nil
+	}
+	return retry.Permanent(fmt.Errorf("shop: invalid %s: %s", eventType, strings.Join(c, "; ")))
+}
+
+// Decode parses and validates an OrderCreated body. Errors are permanent (see DecodeOrderPaid).
+func Decode(body []byte) (OrderCreated, error) {
+	var e OrderCreated
+	if err := decodeJSON(body, &e, EventOrderCreated); err != nil {
+		return e, err
+	}
+	var c checks
+	c.id("orderNo", e.OrderNo)
+	c.id("skuId", e.SkuID)
+	if len(e.AccountID) > 64 {
+		c = append(c, "accountId must have at most 64 characters")
+	}
+	if e.Quantity <= 0 {
+		c = append(c, "quantity must be > 0")
+	}
+	if e.AmountCents < 0 {
+		c = append(c, "amountCents must be ≥ 0")
+	}
+	return e, c.err(EventOrderCreated)
+}
+
+// DecodeOrderPaid parses and validates an OrderPaid body. Errors are permanent (retry.Permanent): a body
+// that cannot be read never will be.
+func DecodeOrderPaid(body []byte) (OrderPaid, error) {
+	var e OrderPaid
+	if err := decodeJSON(body, &e, EventOrderPaid); err != nil {
+		return e, err
+	}
+	var c checks
+	c.id("orderNo", e.OrderNo)
+	c.id("paymentId", e.PaymentID)
+	return e, c.err(EventOrderPaid)
+}
+
+// DecodePaymentCaptured parses and validates a PaymentCaptured body. Errors are permanent.
+func DecodePaymentCaptured(body []byte) (PaymentCaptured, error) {
+	var e PaymentCaptured
+	if err := decodeJSON(body, &e, EventPaymentCaptured); err != nil {
+		return e, err
+	}
+	var c checks
+	c.id("paymentId", e.PaymentID)
+	c.id("accountId", e.AccountID)
+	if len(e.OrderNo) > 64 {
+		c = append(c, "orderNo must have at most 64 characters")
+	}
+	if e.AmountCents <= 0 {
+		c = append(c, "amountCents must be > 0")
+	}
+	return e, c.err(EventPaymentCaptured)
+}
+
+// DecodeOrderCancelled parses and validates an OrderCancelled body. Errors are permanent.
+func DecodeOrderCancelled(body []byte) (OrderCancelled, error) {
+	var e OrderCancelled
+	if err := decodeJSON(body, &e, EventOrderCancelled); err != nil {
+		return e, err
+	}
+	var c checks
+	c.id("orderNo", e.OrderNo)
+	return e, c.err(EventOrderCancelled)
+}

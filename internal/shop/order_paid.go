@@ -1,0 +1,55 @@
+package shop
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dedup"
+)
+
+// OrderPaid moves the order WAIT_PAY → PAID at the event's version (Delivery.Version, 2 when the Version
+// middleware did not run) with one conditional UPDATE, and maps the result:
+//
+//   - applied → consumer.Processed;
+//   - stale (the order is already at that version or past it: paid, or cancelled by the compensation job)
+//     → consumer.Stale, nothing written;
+//   - ahead or missing (the order has not been created yet: the event overtook OrderCreated) →
+//     consumer.Retry at RetryDelayLevel;
+//   - illegal (the order is at the version before but in a status that cannot be paid) → consumer.DeadLetter
+//     with the reason: no redelivery can make it legal, and an operator must look at it (a refund, say).
+//
+// Orders from before migration 00002 (status CREATED) can be paid like WAIT_PAY ones.
+func (s *Shop) OrderPaid(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+	e, err := DecodeOrderPaid(d.Msg.Body)
+	if err != nil {
+		return consumer.Outcome{}, err
+	}
+	v := eventVersion(d, VersionSettled)
+	res, err := s.orders.Transition(ctx, tx, dedup.Transition{
+		Key: e.OrderNo, From: []string{StatusWaitPay, StatusCreated}, To: StatusPaid, Version: v,
+		Set: map[string]any{"updated_at": time.Now().UTC()},
+	})
+	if err != nil {
+		return consumer.Outcome{}, fmt.Errorf("shop: pay order %s: %w", e.OrderNo, err)
+	}
+	return transitionOutcome(res, EventOrderPaid, e.OrderNo, v), nil
+}
+
+// transitionOutcome maps the result of an order event's transition to its outcome (see OrderPaid).
+func transitionOutcome(res dedup.TransitionResult, eventType, orderNo string, v int64) consumer.Outcome {
+	switch res {
+	case dedup.TransitionApplied:
+		return consumer.Processed()
+	case dedup.TransitionStale:
+		return consumer.Stale(fmt.Sprintf("%s: order %s is already at version %d or later", eventType, orderNo, v))
+	case dedup.TransitionAhead, dedup.TransitionMissing:
+		return consumer.Retry(RetryDelayLevel, fmt.Sprintf("%s: order %s is not at version %d yet", eventType, orderNo, v-1))
+	default:
+		return consumer.DeadLetter(fmt.Sprintf("%s: illegal transition: order %s at version %d is in a status this event cannot move",
+			eventType, orderNo, v-1))
+	}
+}
