@@ -4,43 +4,45 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/rlog"
 	"github.com/jmoiron/sqlx"
 	"github.com/spf13/cobra"
 
-	"github.com/rmqguard/rmqguard/dlq"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
-	"github.com/rmqguard/rmqguard/internal/scrape"
 	"github.com/rmqguard/rmqguard/internal/shop"
 )
 
 type demoOptions struct {
-	runID     string
-	messages  int
-	dupShare  float64
-	failOnce  int
-	timeout   time.Duration
-	metricURL string
-	promURL   string
-	promWait  time.Duration
+	runID                string
+	orders               int
+	paidShare, dupShare  float64
+	failOnce, early      int
+	late, accounts, skus int
+	ordered              bool
+	timeout              time.Duration
+	metricURL, promURL   string
+	promWait             time.Duration
 }
 
 func newDemoCmd(s *settings) *cobra.Command {
 	o := demoOptions{}
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "send OrderCreated events with duplicates, transient failures and a poison message to a running consumer, then verify exactly-once",
-		Long: `demo sends --messages OrderCreated messages, of which --dup-share re-send an earlier event as a new
-message (new message ID, same EVENT_ID), --fail-once fail their first attempt, plus one poison message
-whose body is not JSON. It then waits until the consumer (example-consumer run) has drained them and checks:
-effects in MariaDB = distinct events, duplicates counted on /metrics ≥ duplicates sent, and the poison message
-alone (of this run) in %DLQ%<group>. Before its verdict it prints the group's duplicate ratio as Prometheus
-computed it (recording rule rmqguard:duplicate_ratio:total, deploy/prometheus/rules.yml, evaluated on a scrape
-taken after the drain) next to duplicates / handled from /metrics; they must agree. The last line is "exactly-once: ok …" (exit 0) or "exactly-once: FAILED …" (exit 1).`,
+		Short: "send the order domain's events with duplicates, reordering, late events, a racing compensation job and a poison message to a running consumer, then verify exactly-once and reconcile",
+		Long: `demo seeds stock and accounts for a run, then sends per order an OrderCreated and either OrderPaid +
+PaymentCaptured or OrderCancelled: --dup-share of the events are re-sent as new messages (same EVENT_ID),
+--fail-once OrderCreated events fail their first attempt, --early OrderPaids go before their OrderCreated (a
+version gap the consumer retries), --late paid orders get a second OrderPaid of version 2 with a new event ID
+at the end (stale), plus one poison message whose body is not JSON. While the cancellations are sent, a
+compensation job (an order-timeout job, its own transactions) cancels the same orders: each is cancelled and
+its stock released once, whoever wins. With --ordered (default) every event goes to the queue its order
+number hashes to. It waits until the consumer (example-consumer run) has drained, then checks: every
+event's effect once (orders, PAID, CANCELLED with one release each, payments, stock and balances as planned),
+duplicates counted on /metrics ≥ re-sends, stale ≥ late OrderPaids, the poison message alone of this run in
+%DLQ%<group>, Prometheus's duplicate ratio (rule rmqguard:duplicate_ratio:total) = /metrics', and the
+reconciliation of the run ("reconcile: ok accounts=N skus=M"). The last line is "exactly-once: ok …" (exit 0)
+or "exactly-once: FAILED …" (exit 1).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.runID == "" {
 				o.runID = "demo" + time.Now().UTC().Format("20060102T150405")
@@ -52,10 +54,16 @@ taken after the drain) next to duplicates / handled from /metrics; they must agr
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.runID, "run-id", "", "prefix of this run's event IDs and order numbers (default: demo<UTC time>)")
-	f.IntVar(&o.messages, "messages", 2000, "messages to send, re-sends included, poison excluded")
-	f.Float64Var(&o.dupShare, "dup-share", 0.1, "share of messages that re-send an earlier event")
-	f.IntVar(&o.failOnce, "fail-once", 20, "events that fail their first attempt")
+	f.StringVar(&o.runID, "run-id", "", "prefix of this run's event IDs, orders, SKUs and accounts (default: demo<UTC time>)")
+	f.IntVar(&o.orders, "orders", 600, "orders to create")
+	f.Float64Var(&o.paidShare, "paid-share", 0.7, "share of orders paid; the others are cancelled")
+	f.Float64Var(&o.dupShare, "dup-share", 0.1, "share of events re-sent as new messages with the same EVENT_ID")
+	f.IntVar(&o.failOnce, "fail-once", 20, "OrderCreated events that fail their first attempt")
+	f.IntVar(&o.early, "early", 20, "OrderPaid events sent before their OrderCreated")
+	f.IntVar(&o.late, "late", 20, "paid orders that get a late OrderPaid (version 2, new event ID)")
+	f.IntVar(&o.accounts, "accounts", 20, "accounts paying")
+	f.IntVar(&o.skus, "skus", 17, "SKUs ordered")
+	f.BoolVar(&o.ordered, "ordered", true, "send each order's events to one queue (hash of the order number)")
 	f.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for the consumer to drain")
 	f.StringVar(&o.metricURL, "metrics-url", "", "the consumer's /metrics (default http://<metrics-addr>/metrics)")
 	f.StringVar(&o.promURL, "prometheus-url", "http://"+env("RMQGUARD_PROMETHEUS_ADDR", "127.0.0.1:9090"),
@@ -64,150 +72,89 @@ taken after the drain) next to duplicates / handled from /metrics; they must agr
 	return cmd
 }
 
+// demoRun is one demo run's state, shared by its steps.
+type demoRun struct {
+	s           *settings
+	o           demoOptions
+	nameServers []string
+	db          *sqlx.DB
+	shop        *shop.Shop
+	plan        shop.DomainPlan
+	// before holds the counters read before sending: duplicates and stale.
+	before counts
+	start  time.Time
+}
+
+// counts are the consumer's counters of this group and topic that the demo watches.
+type counts struct {
+	duplicates, stale float64
+}
+
 func demo(ctx context.Context, s *settings, o demoOptions) error {
 	rlog.SetLogLevel("fatal") // the client's own chatter would bury the report
-	nameServers := s.nameServerList()
-	if len(nameServers) == 0 || s.mysqlDSN == "" {
-		return errors.New("--namesrv (RMQGUARD_NAMESRV) and --mysql-dsn (RMQGUARD_MYSQL_DSN) are required")
-	}
-	plan, err := shop.Workload{RunID: o.runID, Topic: s.topic, Messages: o.messages, DuplicateShare: o.dupShare,
-		FailOnce: o.failOnce, Poison: true}.Plan()
+	r, err := prepareDemo(ctx, s, o)
 	if err != nil {
 		return err
 	}
-	db, err := sqlx.Open("mysql", s.mysqlDSN)
-	if err != nil {
-		return fmt.Errorf("open database: %w", err)
-	}
-	defer db.Close()
-	dupsBefore, err := scrapeCounter(ctx, o.metricURL, "rmqguard_duplicates_total", s.group, s.topic)
+	defer r.db.Close()
+	comp, err := r.send(ctx)
 	if err != nil {
 		return err
 	}
-
-	start := time.Now()
-	if err := send(ctx, nameServers, s.group, plan); err != nil {
+	st, err := r.waitForDrain(ctx)
+	if err != nil {
 		return err
 	}
-	fmt.Printf("sent %d messages to %s: %d distinct events, %d re-sent with new message IDs, %d failing once, 1 poison (%.1fs)\n",
-		len(plan.Messages), s.topic, plan.Events, plan.Duplicates, o.failOnce, time.Since(start).Seconds())
-
-	prefix := o.runID + "-o"
-	deadline := time.Now().Add(o.timeout)
-	var orders, reservations int
-	var dupCount float64
-	var letters []*primitive.MessageExt
-	for {
-		if orders, reservations, err = shop.Effects(ctx, db, prefix); err != nil {
-			return err
-		}
-		dupsNow, err := scrapeCounter(ctx, o.metricURL, "rmqguard_duplicates_total", s.group, s.topic)
-		if err != nil {
-			return err
-		}
-		dupCount = dupsNow - dupsBefore
-		if orders >= plan.Events && dupCount >= float64(plan.Duplicates) {
-			if letters, err = runLetters(ctx, nameServers, s.group, o.runID); err != nil {
-				return err
-			}
-			if len(letters) > 0 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			break
-		}
-		fmt.Printf("waiting: effects %d/%d, duplicates counted %.0f/%d\n", orders, plan.Events, dupCount, plan.Duplicates)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(2 * time.Second):
-		}
-	}
-	// Let stray redeliveries, if any, arrive before the final count.
-	time.Sleep(3 * time.Second)
-	if orders, reservations, err = shop.Effects(ctx, db, prefix); err != nil {
-		return err
-	}
-	if letters, err = runLetters(ctx, nameServers, s.group, o.runID); err != nil {
-		return err
-	}
-
-	ratio := checkPrometheusRatio(ctx, o.promURL, o.metricURL, s.group, o.promWait)
-
-	var problems []string
-	if ratio.problem != "" {
-		problems = append(problems, ratio.problem)
-	}
-	if orders != plan.Events || reservations != plan.Events {
-		problems = append(problems, fmt.Sprintf("effects: %d orders and %d reservations for %d events", orders, reservations, plan.Events))
-	}
-	if dupCount < float64(plan.Duplicates) {
-		problems = append(problems, fmt.Sprintf("duplicates counted %.0f < %d sent", dupCount, plan.Duplicates))
-	}
-	poisonOK := len(letters) == 1 && letters[0].GetProperty("EVENT_ID") == plan.PoisonEventID
-	if !poisonOK {
-		ids := make([]string, 0, len(letters))
-		for _, l := range letters {
-			ids = append(ids, l.GetProperty("EVENT_ID"))
-		}
-		problems = append(problems, fmt.Sprintf("DLQ of this run holds %v, want only %s", ids, plan.PoisonEventID))
-	} else {
-		fmt.Printf("dead letter: event %s, reason %q\n", plan.PoisonEventID, letters[0].GetProperty(dlq.PropReason))
-	}
-	fmt.Printf("MariaDB: %d orders, %d inventory reservations; /metrics: %.0f duplicates; %%DLQ%%%s: %d letters of this run (%.1fs)\n",
-		orders, reservations, dupCount, s.group, len(letters), time.Since(start).Seconds())
-	if ratio.line != "" {
-		fmt.Println(ratio.line)
-	}
-	summary := fmt.Sprintf("events=%d effects=%d duplicates=%.0f dead-lettered=%d", plan.Events, orders, dupCount, len(letters))
-	if len(problems) > 0 {
-		fmt.Println("problems: " + strings.Join(problems, "; "))
-		fmt.Println("exactly-once: FAILED " + summary)
-		return errors.New("exactly-once check failed")
-	}
-	fmt.Println("exactly-once: ok " + summary)
-	return nil
+	return r.verdict(ctx, st, comp)
 }
 
-func send(ctx context.Context, nameServers []string, group string, plan shop.Plan) error {
-	p, err := rmqadmin.StartProducer(nameServers, group+"-demo-producer")
-	if err != nil {
-		return err
+// prepareDemo plans the run, opens the database, seeds stock and accounts and reads the counters' baseline.
+func prepareDemo(ctx context.Context, s *settings, o demoOptions) (*demoRun, error) {
+	r := &demoRun{s: s, o: o, nameServers: s.nameServerList()}
+	if len(r.nameServers) == 0 || s.mysqlDSN == "" {
+		return nil, errors.New("--namesrv (RMQGUARD_NAMESRV) and --mysql-dsn (RMQGUARD_MYSQL_DSN) are required")
 	}
-	defer func() { _ = p.Shutdown() }()
-	for _, msg := range plan.Messages {
-		res, err := p.SendSync(ctx, msg)
-		if err != nil {
-			return fmt.Errorf("send %s: %w", msg.GetProperty("EVENT_ID"), err)
-		}
-		if res.Status != primitive.SendOK {
-			return fmt.Errorf("send %s: status %d", msg.GetProperty("EVENT_ID"), res.Status)
-		}
-	}
-	return nil
-}
-
-// runLetters returns the dead letters of this run (KEYS or EVENT_ID starting with the run ID).
-func runLetters(ctx context.Context, nameServers []string, group, runID string) ([]*primitive.MessageExt, error) {
-	all, err := dlq.Read(ctx, nameServers, group, 0)
-	if err != nil {
+	var err error
+	if r.plan, err = (shop.DomainWorkload{RunID: o.runID, Topic: s.topic, Orders: o.orders, PaidShare: o.paidShare,
+		DuplicateShare: o.dupShare, FailOnce: o.failOnce, EarlyPaid: o.early, LatePaid: o.late,
+		Accounts: o.accounts, Skus: o.skus, Poison: true}).Plan(); err != nil {
 		return nil, err
 	}
-	var mine []*primitive.MessageExt
-	for _, m := range all {
-		if strings.HasPrefix(m.GetProperty("EVENT_ID"), runID+"-") || strings.HasPrefix(m.GetKeys(), runID+"-") {
-			mine = append(mine, m)
-		}
+	if r.shop, err = shop.New(); err != nil {
+		return nil, err
 	}
-	return mine, nil
+	if r.db, err = sqlx.Open("mysql", s.mysqlDSN); err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if err := shop.Migrate(ctx, r.db.DB); err != nil {
+		r.db.Close()
+		return nil, err
+	}
+	if err := r.shop.Apply(ctx, r.db, r.plan.Seed); err != nil {
+		r.db.Close()
+		return nil, err
+	}
+	if r.before, err = r.counts(ctx); err != nil {
+		r.db.Close()
+		return nil, err
+	}
+	return r, nil
 }
 
-// scrapeCounter reads one counter with labels group and topic from the consumer's /metrics; 0 when absent.
-func scrapeCounter(ctx context.Context, url, name, group, topic string) (float64, error) {
-	v, err := scrape.Counter(ctx, url, name, map[string]string{"group": group, "topic": topic})
+// counts reads the watched counters from the consumer's /metrics.
+func (r *demoRun) counts(ctx context.Context) (counts, error) {
+	dups, err := scrapeCounter(ctx, r.o.metricURL, "rmqguard_duplicates_total", r.s.group, r.s.topic)
 	if err != nil {
-		return 0, fmt.Errorf("%w (is `example-consumer run` running?)", err)
+		return counts{}, err
 	}
-	return v, nil
+	stale, err := scrapeCounter(ctx, r.o.metricURL, "rmqguard_stale_total", r.s.group, r.s.topic)
+	if err != nil {
+		return counts{}, err
+	}
+	return counts{duplicates: dups, stale: stale}, nil
+}
+
+// since returns the counters' growth since the baseline.
+func (r *demoRun) since(c counts) counts {
+	return counts{duplicates: c.duplicates - r.before.duplicates, stale: c.stale - r.before.stale}
 }

@@ -1,8 +1,13 @@
-// Command example-consumer is rmqguard wired for the example order/inventory domain of chapter 13.
+// Command example-consumer is rmqguard wired for the idempotency chapter's example domain: orders
+// (WAIT_PAY → PAID | CANCELLED, versioned), inventory and accounts.
 //
-//	example-consumer run    consume OrderCreated events through the full middleware chain; serve /metrics
-//	example-consumer demo   send a workload with duplicates, failures and a poison message, then verify
-//	                        against MariaDB, /metrics and the DLQ that every event took effect once
+//	example-consumer run        consume OrderCreated, OrderPaid, PaymentCaptured and OrderCancelled through the
+//	                            full middleware chain (version check included); serve /metrics
+//	example-consumer demo       seed stock and accounts, send the domain's events with duplicates, reordering,
+//	                            late events, a racing compensation job and a poison message, then verify
+//	                            against MariaDB, /metrics and the DLQ that every event took effect once, and
+//	                            reconcile
+//	example-consumer reconcile  check balances, stock, orders and dedup rows against each other
 //
 // Settings come from flags, with defaults from the environment (see deploy/local/env.sh).
 package main

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os/signal"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -25,7 +26,6 @@ import (
 	"github.com/rmqguard/rmqguard/internal/rmqadmin"
 	"github.com/rmqguard/rmqguard/internal/shop"
 	"github.com/rmqguard/rmqguard/metrics"
-	"github.com/rmqguard/rmqguard/middleware"
 )
 
 type runOptions struct {
@@ -37,13 +37,16 @@ type runOptions struct {
 	dedupRetention time.Duration
 	// lagInterval is how often the consumer lag (rmqguard_consumer_lag) is read from the client.
 	lagInterval time.Duration
+	// gapRetries and gapDelayLevel configure middleware.Version's handling of an order event that arrives
+	// before the events it follows.
+	gapRetries, gapDelayLevel int
 }
 
 func newRunCmd(s *settings) *cobra.Command {
 	o := runOptions{}
 	cmd := &cobra.Command{
 		Use:   "run",
-		Short: "consume OrderCreated events until SIGINT/SIGTERM; serve /metrics and /healthz",
+		Short: "consume the order, payment and cancellation events until SIGINT/SIGTERM; serve /metrics and /healthz",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
@@ -58,6 +61,9 @@ func newRunCmd(s *settings) *cobra.Command {
 		"dedup window of the janitor that purges old processed_event rows (one leader per group); 0 runs none")
 	cmd.Flags().DurationVar(&o.lagInterval, "lag-interval", consumer.DefaultLagInterval,
 		"how often the consumer lag (rmqguard_consumer_lag) is read from the client")
+	cmd.Flags().IntVar(&o.gapRetries, "gap-retries", 3,
+		"deliveries an order event ahead of the stored version (a gap: an earlier event has not arrived) is retried before it is dead-lettered")
+	cmd.Flags().IntVar(&o.gapDelayLevel, "gap-delay-level", 1, "broker delay level (1..18) of a version gap's retry (level 1: 1 s on a default broker)")
 	return cmd
 }
 
@@ -78,6 +84,12 @@ func (o runOptions) validate() error {
 	}
 	if o.drainTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--drain-timeout %s: must be positive", o.drainTimeout))
+	}
+	if o.gapRetries < 0 {
+		errs = append(errs, fmt.Errorf("--gap-retries %d: must be ≥ 0", o.gapRetries))
+	}
+	if o.gapDelayLevel < 1 || o.gapDelayLevel > 18 {
+		errs = append(errs, fmt.Errorf("--gap-delay-level %d: must be a broker delay level, 1..18", o.gapDelayLevel))
 	}
 	return errors.Join(errs...)
 }
@@ -100,7 +112,7 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 		Group:             s.group,
 		Namespace:         namespace,
 		Credentials:       cred,
-		Subscriptions:     []consumer.Subscription{{Topic: s.topic, Expression: shop.EventOrderCreated}},
+		Subscriptions:     []consumer.Subscription{{Topic: s.topic, Expression: strings.Join(shop.EventTypes(), "||")}},
 		MaxAttempts:       o.maxAttempts,
 		ConsumeGoroutines: o.goroutines,
 		HandlerTimeout:    o.handlerTimeout,
@@ -183,15 +195,10 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	eventID, err := middleware.EventID(middleware.EventIDConfig{
-		Extractors: []middleware.Extractor{middleware.FromProperty("EVENT_ID"), middleware.FromJSONField("eventId")},
-	})
+	handler, err := chain(store, m, log, o)
 	if err != nil {
 		return err
 	}
-	handler := middleware.Chain(dedup.Handle(shop.HandleOrderCreated),
-		middleware.Metrics(m), middleware.Logging(log), middleware.Recover(log), middleware.Classify(),
-		eventID, middleware.Timeout(o.handlerTimeout), middleware.Dedup(store))
 
 	// The dedup store is the health probe: while MariaDB is down or read-only, consumption pauses instead of
 	// spending attempts; the metrics show the pause (rmqguard_consumption_paused). The metrics observe the

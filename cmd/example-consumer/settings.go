@@ -80,11 +80,11 @@ func newRootCmd() *cobra.Command {
 	s := &settings{}
 	root := &cobra.Command{
 		Use:           "example-consumer",
-		Short:         "rmqguard example: OrderCreated events → orders and inventory reservations, each effect once",
+		Short:         "rmqguard example: order, payment and cancellation events → orders, stock and account balances, each effect once",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	s.bind(root)
-	root.AddCommand(newRunCmd(s), newDemoCmd(s))
+	root.AddCommand(newRunCmd(s), newDemoCmd(s), newReconcileCmd(s))
 	return root
 }

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"go.uber.org/zap"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/shop"
+	"github.com/rmqguard/rmqguard/metrics"
+	"github.com/rmqguard/rmqguard/middleware"
+)
+
+// chain is the example's middleware chain around the shop's handlers, outermost first: metrics, logging,
+// panic recovery, classification, event identity (EVENT_ID, else the JSON field eventId; EVENT_TYPE, else
+// the tag; AGGREGATE_ID), the handler deadline, the dedup transaction, and inside it the version check of
+// the order events (AGGREGATE_VERSION required; the stored version is the order row's own version column,
+// read by shop.LoadOrderVersion). A version gap is retried o.gapRetries times at o.gapDelayLevel, then
+// dead-lettered with its reason.
+func chain(store *dedup.Store, m *metrics.Metrics, log *zap.Logger, o runOptions) (consumer.Handler, error) {
+	s, err := shop.New()
+	if err != nil {
+		return nil, err
+	}
+	eventID, err := middleware.EventID(middleware.EventIDConfig{
+		Extractors: []middleware.Extractor{middleware.FromProperty(shop.PropEventID), middleware.FromJSONField("eventId")},
+	})
+	if err != nil {
+		return nil, err
+	}
+	version, err := middleware.Version(store, middleware.VersionConfig{
+		AggregateType: "order",
+		EventTypes:    shop.OrderEventTypes(),
+		Load:          shop.LoadOrderVersion,
+		Require:       true,
+		GapRetries:    o.gapRetries,
+		GapDelayLevel: o.gapDelayLevel,
+		OnGap:         middleware.GapDeadLetter,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return middleware.Chain(dedup.Handle(s.Handle),
+		middleware.Metrics(m), middleware.Logging(log), middleware.Recover(log), middleware.Classify(),
+		eventID, middleware.Timeout(o.handlerTimeout), middleware.Dedup(store), version), nil
+}
