@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -161,7 +162,7 @@ func (r *demoRun) verdict(ctx context.Context, d drained, comp compensation) err
 	if err != nil {
 		return err
 	}
-	printReconcile(rec)
+	printReconcile(os.Stdout, rec)
 	if !rec.OK() {
 		problems = append(problems, rec.Verdict())
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/spf13/cobra"
@@ -35,7 +36,7 @@ differences" (exit 1). Run it with the writers drained: it reads without locking
 			if noDedup {
 				group = ""
 			}
-			return reconcile(cmd.Context(), s.mysqlDSN, shop.ReconcileScope{Group: group, Prefix: prefix})
+			return reconcile(cmd.Context(), cmd.OutOrStdout(), s.mysqlDSN, shop.ReconcileScope{Group: group, Prefix: prefix})
 		},
 	}
 	cmd.Flags().StringVar(&prefix, "prefix", "", "check only accounts, SKUs, orders and event IDs starting with this (a demo run's ID and '-'); default: everything")
@@ -43,8 +44,8 @@ differences" (exit 1). Run it with the writers drained: it reads without locking
 	return cmd
 }
 
-// reconcile runs shop.Reconcile on the database at dsn and prints its report.
-func reconcile(ctx context.Context, dsn string, scope shop.ReconcileScope) error {
+// reconcile runs shop.Reconcile on the database at dsn and prints its report to out.
+func reconcile(ctx context.Context, out io.Writer, dsn string, scope shop.ReconcileScope) error {
 	db, err := sqlx.Open("mysql", dsn)
 	if err != nil {
 		return fmt.Errorf("open database: %w", err)
@@ -54,17 +55,17 @@ func reconcile(ctx context.Context, dsn string, scope shop.ReconcileScope) error
 	if err != nil {
 		return err
 	}
-	printReconcile(rec)
+	printReconcile(out, rec)
 	if !rec.OK() {
 		return errReconcile
 	}
 	return nil
 }
 
-// printReconcile prints each difference on a line, then the verdict line.
-func printReconcile(rec shop.ReconcileReport) {
+// printReconcile prints each difference on a line, then the verdict line, to out.
+func printReconcile(out io.Writer, rec shop.ReconcileReport) {
 	for _, d := range rec.Differences {
-		fmt.Println(d.String())
+		fmt.Fprintln(out, d.String())
 	}
-	fmt.Println(rec.Verdict())
+	fmt.Fprintln(out, rec.Verdict())
 }
