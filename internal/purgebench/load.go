@@ -21,8 +21,8 @@ import (
 	"github.com/rmqguard/rmqguard/retry"
 )
 
-// load claims new events of one scope through EventID → Dedup → shop.HandleOrderCreated (one order row and
-// one inventory_change row per event) with a number of goroutines.
+// load claims new events of one scope through EventID → Dedup → shop.HandleOrderCreated (one order row,
+// one inventory_change row and the stock of one of workers SKUs per event) with a number of goroutines.
 type load struct {
 	scope   string
 	workers int
@@ -100,7 +100,10 @@ func (l *load) measure(ctx context.Context, phase func(context.Context) error) s
 // claimOne handles one new event; a failure is an error (a retry the consumer would get).
 func (l *load) claimOne() error {
 	id := fmt.Sprintf("%s-%d", l.scope, l.seq.Add(1))
-	body, err := json.Marshal(shop.OrderCreated{EventID: id, OrderNo: id, SkuID: "sku-bench", Quantity: 1, AmountCents: 100})
+	// As many SKUs as workers, taken in turn: the handler moves the SKU's stock on hand, and a single SKU would make every claim
+	// wait for that row's lock, measuring the hot row instead of the claim.
+	sku := fmt.Sprintf("%s-sku-%d", l.scope, l.seq.Load()%int64(l.workers))
+	body, err := json.Marshal(shop.OrderCreated{EventID: id, OrderNo: id, SkuID: sku, Quantity: 1, AmountCents: 100})
 	if err != nil {
 		return err
 	}
