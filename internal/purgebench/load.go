@@ -99,10 +99,11 @@ func (l *load) measure(ctx context.Context, phase func(context.Context) error) s
 
 // claimOne handles one new event; a failure is an error (a retry the consumer would get).
 func (l *load) claimOne() error {
-	id := fmt.Sprintf("%s-%d", l.scope, l.seq.Add(1))
-	// As many SKUs as workers, taken in turn: the handler moves the SKU's stock on hand, and a single SKU would make every claim
-	// wait for that row's lock, measuring the hot row instead of the claim.
-	sku := fmt.Sprintf("%s-sku-%d", l.scope, l.seq.Load()%int64(l.workers))
+	n := l.seq.Add(1)
+	id := fmt.Sprintf("%s-%d", l.scope, n)
+	// As many SKUs as workers, taken in turn: the handler moves the SKU's stock on hand, and one SKU for all
+	// would make every claim wait for that row's lock, measuring the hot row instead of the claim.
+	sku := fmt.Sprintf("%s-sku-%d", l.scope, n%int64(l.workers))
 	body, err := json.Marshal(shop.OrderCreated{EventID: id, OrderNo: id, SkuID: sku, Quantity: 1, AmountCents: 100})
 	if err != nil {
 		return err
