@@ -57,6 +57,7 @@ func TestS6_Domain_CompensationJobRacesOrderCancelled(t *testing.T) {
 		close(barrier)
 	}
 	wg.Wait()
+	t.Logf("cancelled by their message: %d, by the job: %d", byMessage, byJob)
 
 	assert.Equal(t, orders, byMessage+byJob, "each order cancelled by exactly one of them (message %d, job %d)", byMessage, byJob)
 	assert.Equal(t, int64(orders), w.int(`SELECT COUNT(*) FROM orders WHERE order_no LIKE ? AND status = ? AND version = 2`,

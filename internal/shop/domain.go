@@ -18,10 +18,14 @@ import (
 // StatusCreated is what orders written before migration 00002 carry (the OrderCreated-only example): they
 // are left as they were, and are treated like WAIT_PAY (they may be paid or cancelled).
 const (
-	StatusWaitPay   = "WAIT_PAY"
-	StatusPaid      = "PAID"
+	// StatusWaitPay: created, waiting for payment (version 1).
+	StatusWaitPay = "WAIT_PAY"
+	// StatusPaid: paid (version 2); final.
+	StatusPaid = "PAID"
+	// StatusCancelled: cancelled and its stock released (version 2); final.
 	StatusCancelled = "CANCELLED"
-	StatusCreated   = "CREATED"
+	// StatusCreated: an order from before migration 00002, treated like WAIT_PAY.
+	StatusCreated = "CREATED"
 )
 
 // Kinds of account_transaction rows.

@@ -9,7 +9,9 @@ import (
 // Seed sizes of a DomainWorkload: every SKU receives DemoStock units and every account DemoOpening cents
 // before the orders are sent, so stock and balances stay positive.
 const (
-	DemoStock   int64 = 100_000
+	// DemoStock is the units each SKU receives.
+	DemoStock int64 = 100_000
+	// DemoOpening is the opening deposit of each account in cents.
 	DemoOpening int64 = 100_000_000
 )
 
@@ -42,9 +44,10 @@ type DomainWorkload struct {
 
 // DomainPlan is what a DomainWorkload sends and what a correct consumer must make of it.
 type DomainPlan struct {
-	// Messages are the messages to send, in order; Messages[SettleFrom:] settle the orders (paid,
-	// captured, cancelled, late), the ones before create them.
-	Messages   []*primitive.Message
+	// Messages are the messages to send, in order.
+	Messages []*primitive.Message
+	// SettleFrom splits Messages: Messages[SettleFrom:] settle the orders (paid, captured, cancelled,
+	// late), the ones before create them (and carry the early OrderPaids).
 	SettleFrom int
 	// Seed is the stock and the accounts to apply before sending.
 	Seed Seed

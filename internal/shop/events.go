@@ -34,16 +34,22 @@ func OrderEventTypes() []string {
 // Message properties the producer sets (besides the tag): the event ID, the event type, the aggregate ID
 // (order number, or account ID for PaymentCaptured) and the aggregate version (order events only).
 const (
-	PropEventID          = "EVENT_ID"
-	PropEventType        = "EVENT_TYPE"
-	PropAggregateID      = "AGGREGATE_ID"
+	// PropEventID holds the business event ID, the idempotency key.
+	PropEventID = "EVENT_ID"
+	// PropEventType holds the event type (also the tag).
+	PropEventType = "EVENT_TYPE"
+	// PropAggregateID holds the order number, or the account ID of a PaymentCaptured.
+	PropAggregateID = "AGGREGATE_ID"
+	// PropAggregateVersion holds the order's version after the event, a decimal integer ≥ 1.
 	PropAggregateVersion = "AGGREGATE_VERSION"
 )
 
 // Order versions of this domain's flow: OrderCreated makes version 1; OrderPaid or OrderCancelled moves it
 // to version 2.
 const (
+	// VersionCreated is the version of a new order (WAIT_PAY).
 	VersionCreated int64 = 1
+	// VersionSettled is the version of a paid or cancelled order.
 	VersionSettled int64 = 2
 )
 
