@@ -21,7 +21,7 @@ func (w DomainWorkload) order(i int) order {
 	return order{
 		no: fmt.Sprintf("%s-o%d", w.RunID, i), sku: w.sku(i % w.Skus), account: w.account(i % w.Accounts),
 		payment: fmt.Sprintf("%s-pay%d", w.RunID, i), qty: int64(1 + i%5), amount: int64(100 + i),
-		failOnce: i < w.FailOnce, isPaid: float64(i%100) < w.PaidShare*100,
+		failOnce: i < w.FailOnce, isPaid: int(float64(i+1)*w.PaidShare) > int(float64(i)*w.PaidShare),
 	}
 }
 

@@ -93,8 +93,8 @@ func (w DomainWorkload) validate() error {
 }
 
 // Plan builds the seed and the messages. Order i is "<run>-o<i>" (SKU "<run>-sku-<i mod Skus>", account
-// "<run>-acct-<i mod Accounts>", quantity 1+i mod 5, amount 100+i cents); it is paid when i mod 100 <
-// PaidShare×100. Early OrderPaids are those of the first paid orders after the FailOnce ones; late ones go
+// "<run>-acct-<i mod Accounts>", quantity 1+i mod 5, amount 100+i cents); the paid orders are spread
+// evenly (order i is paid when ⌊(i+1)·PaidShare⌋ > ⌊i·PaidShare⌋: ⌊Orders·PaidShare⌋ of them). Early OrderPaids are those of the first paid orders after the FailOnce ones; late ones go
 // to the last paid orders that are not early. Re-sends follow their original three messages later.
 // It fails when the workload is invalid, or has fewer paid orders than EarlyPaid + LatePaid.
 func (w DomainWorkload) Plan() (DomainPlan, error) {
