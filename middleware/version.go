@@ -14,7 +14,7 @@ import (
 // it after Dedup (it takes the transaction from the context; without one every message fails with an error
 // wrapping dedup.ErrNoTx that says so, and is retried). The stored version comes from cfg.Load, or else from
 // store's aggregate_version table, keyed by the dedup scope (store.Scope), cfg.AggregateType and the aggregate
-// ID, read with SELECT … FOR UPDATE. It sets Delivery.AggregateID and Delivery.Version, then:
+// ID, whose row it locks until the transaction ends (dedup.Store.AggregateVersion). It sets Delivery.AggregateID and Delivery.Version, then:
 //
 //   - an event type not in cfg.EventTypes (when set): passes through, unchecked;
 //   - no aggregate ID or no version: with cfg.Require, consumer.DeadLetter with the reason (permanent, never
@@ -30,9 +30,8 @@ import (
 //     GapDeadLetter → consumer.DeadLetter("version gap: …", reason class consumer.CauseVersionGap),
 //     GapApply → applied as the next version would be (the stored version jumps).
 //
-// Two events of one aggregate handled at once are serialised by the row lock (table mode): they never both
-// apply on one stored version. Two first events of a new aggregate may meet a deadlock (MySQL 1213) or
-// dedup.ErrVersionMoved: transient, retried. Errors of the loader, the store and the handler are returned
+// Two events of one aggregate handled at once are serialised by the row lock (table mode), a new aggregate's
+// too: they never both apply on one stored version, and the second sees what the first left. Errors of the loader, the store and the handler are returned
 // as they are. It returns an error naming the field when cfg is invalid, or when store is nil without Load.
 func Version(store *dedup.Store, cfg VersionConfig) (consumer.Middleware, error) {
 	if err := cfg.validate(store); err != nil {
