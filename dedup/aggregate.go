@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/jmoiron/sqlx"
@@ -102,6 +104,35 @@ func (s *Store) AdvanceAggregate(ctx context.Context, tx *sqlx.Tx, a Aggregate, 
 	}
 	if n != 1 {
 		return fmt.Errorf("advance %s from version %d to %d: %d rows changed: %w", a, from, to, n, ErrVersionMoved)
+	}
+	return nil
+}
+
+// aggregateColumns are the columns of aggregate_version that AggregateVersion and AdvanceAggregate use.
+var aggregateColumns = []string{"consumer_group", "aggregate_type", "aggregate_id", "version", "event_id", "updated_at"}
+
+// CheckAggregateSchema verifies that aggregate_version, in the store's current database, exists with the
+// columns AggregateVersion and AdvanceAggregate use; middleware.Version calls it at construction unless it
+// is given a loader. It returns an error wrapping ErrSchema naming what is missing and the fix (run
+// Migrate), or the information_schema query's error, wrapped.
+func (s *Store) CheckAggregateSchema(ctx context.Context) error {
+	var cols []string
+	err := s.db.SelectContext(ctx, &cols, `SELECT LOWER(COLUMN_NAME) FROM information_schema.COLUMNS
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'aggregate_version'`)
+	if err != nil {
+		return fmt.Errorf("dedup: check schema: columns of aggregate_version: %w", err)
+	}
+	if len(cols) == 0 {
+		return fmt.Errorf("%w: aggregate_version is missing from the current database; fix: run dedup.Migrate", ErrSchema)
+	}
+	var missing []string
+	for _, c := range aggregateColumns {
+		if !slices.Contains(cols, c) {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: aggregate_version lacks column(s) %s; fix: run dedup.Migrate", ErrSchema, strings.Join(missing, ", "))
 	}
 	return nil
 }

@@ -434,3 +434,24 @@ func TestAggregateVersion_ReadAdvanceAndRecordStale(t *testing.T) {
 	require.NoError(t, w.store.RecordStale(ctx, d), "a second record (a concurrent delivery) is fine")
 	assert.Equal(t, dedup.ResultStale, w.status(t, "stale-1"))
 }
+
+// Without a loader, Version refuses a database without aggregate_version at construction (not on every
+// message, which would retry them into the DLQ), naming the fix.
+func TestVersion_MissingAggregateTableIsRefusedAtConstruction(t *testing.T) {
+	db := scratchDB(t)
+	_, err := dedup.Migrate(context.Background(), db.DB)
+	require.NoError(t, err)
+	store, err := dedup.NewStore(db)
+	require.NoError(t, err)
+	_, err = middleware.Version(store, middleware.VersionConfig{AggregateType: "order"})
+	require.NoError(t, err, "the migrated schema has it")
+
+	_, err = db.Exec(`DROP TABLE aggregate_version`)
+	require.NoError(t, err)
+	_, err = middleware.Version(store, middleware.VersionConfig{AggregateType: "order"})
+	require.ErrorIs(t, err, dedup.ErrSchema)
+	assert.Contains(t, err.Error(), "aggregate_version is missing from the current database; fix: run dedup.Migrate")
+	load := func(context.Context, *sqlx.Tx, string) (int64, error) { return 0, nil }
+	_, err = middleware.Version(store, middleware.VersionConfig{AggregateType: "order", Load: load})
+	assert.NoError(t, err, "with a loader the table is not needed")
+}

@@ -10,11 +10,13 @@ import (
 	"github.com/rmqguard/rmqguard/dedup"
 )
 
-// Version checks each event's aggregate version against the stored one, inside the dedup transaction: put
-// it after Dedup (it takes the transaction from the context; without one every message fails with an error
-// wrapping dedup.ErrNoTx that says so, and is retried). The stored version comes from cfg.Load, or else from
-// store's aggregate_version table, keyed by the dedup scope (store.Scope), cfg.AggregateType and the aggregate
-// ID, whose row it locks until the transaction ends (dedup.Store.AggregateVersion). It sets Delivery.AggregateID and Delivery.Version, then:
+// Version checks each event's aggregate version against the stored one, inside the dedup transaction, so
+// that a stale event never overwrites newer state (the idempotency chapter's version precondition). Put it
+// after Dedup: it takes the transaction from the context; without one every message fails with an error
+// wrapping dedup.ErrNoTx that says so, and is retried. The stored version comes from cfg.Load, or else from
+// store's aggregate_version table, keyed by the dedup scope (store.Scope), cfg.AggregateType and the
+// aggregate ID, whose row it locks until the transaction ends (dedup.Store.AggregateVersion). It sets
+// Delivery.AggregateID and Delivery.Version, then:
 //
 //   - an event type not in cfg.EventTypes (when set): passes through, unchecked;
 //   - no aggregate ID or no version: with cfg.Require, consumer.DeadLetter with the reason (permanent, never
@@ -31,10 +33,15 @@ import (
 //     GapApply → applied as the next version would be (the stored version jumps).
 //
 // Two events of one aggregate handled at once are serialised by the row lock (table mode), a new aggregate's
-// too: they never both apply on one stored version, and the second sees what the first left. Errors of the loader, the store and the handler are returned
-// as they are. It returns an error naming the field when cfg is invalid, or when store is nil without Load.
+// too: they never both apply on one stored version, and the second sees what the first left. Errors of the
+// loader, the store and the handler are returned as they are. It returns an error naming the field when cfg is invalid, or when store is nil without Load;
+// without Load, also one wrapping dedup.ErrSchema when aggregate_version is missing (run dedup.Migrate), or
+// the error of that check (bounded by 5 s).
 func Version(store *dedup.Store, cfg VersionConfig) (consumer.Middleware, error) {
 	if err := cfg.validate(store); err != nil {
+		return nil, err
+	}
+	if err := checkTable(store, cfg); err != nil {
 		return nil, err
 	}
 	v := &versionCheck{cfg: cfg, store: store, types: map[string]bool{}}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -114,6 +115,22 @@ func (cfg *VersionConfig) validate(store *dedup.Store) error {
 				return fmt.Errorf("version config: %s: extractor %d (%q) needs a Name and an Extract func", f.name, i, x.Name)
 			}
 		}
+	}
+	return nil
+}
+
+// schemaCheckTimeout bounds Version's check of the aggregate_version table.
+const schemaCheckTimeout = 5 * time.Second
+
+// checkTable checks, in table mode (no Load), that store's database has the aggregate_version table.
+func checkTable(store *dedup.Store, cfg VersionConfig) error {
+	if cfg.Load != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), schemaCheckTimeout)
+	defer cancel()
+	if err := store.CheckAggregateSchema(ctx); err != nil {
+		return fmt.Errorf("version: %w", err)
 	}
 	return nil
 }
