@@ -455,3 +455,42 @@ func TestVersion_MissingAggregateTableIsRefusedAtConstruction(t *testing.T) {
 	_, err = middleware.Version(store, middleware.VersionConfig{AggregateType: "order", Load: load})
 	assert.NoError(t, err, "with a loader the table is not needed")
 }
+
+// S7: when the stale decision cannot be recorded, the message is retried (never acknowledged without its
+// STALE row), and the stale event still wrote nothing; the redelivery records it. The insert is made to
+// fail by a trigger, on a database of the test's own.
+func TestS7_FailureToRecordStaleIsRetried(t *testing.T) {
+	db := scratchDB(t)
+	_, err := dedup.Migrate(context.Background(), db.DB)
+	require.NoError(t, err)
+	_, err = db.Exec(`CREATE TRIGGER refuse_stale BEFORE INSERT ON processed_event FOR EACH ROW
+		BEGIN IF NEW.result_status = 'STALE' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'stale refused'; END IF; END`)
+	require.NoError(t, err)
+	w := newVersionWorld(t, middleware.VersionConfig{}, nil)
+	w.db = db
+	w.store, err = dedup.NewStore(db)
+	require.NoError(t, err)
+	version, err := middleware.Version(w.store, middleware.VersionConfig{AggregateType: "order"})
+	require.NoError(t, err)
+	eventID, err := middleware.EventID(middleware.EventIDConfig{})
+	require.NoError(t, err)
+	w.h = middleware.Chain(dedup.Handle(func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
+		return consumer.Processed(), nil
+	}), middleware.Classify(), eventID, middleware.Dedup(w.store), version)
+	w.seed(t, "o-1", 3)
+
+	msg := w.message("late", "o-1", 2)
+	o, err := w.h(context.Background(), consumer.NewDelivery(w.group, msg))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "decided stale")
+	assert.Equal(t, consumer.KindRetry, o.Kind, "not acknowledged")
+	assert.Equal(t, "", w.status(t, "late"))
+
+	_, err = db.Exec(`DROP TRIGGER refuse_stale`)
+	require.NoError(t, err)
+	msg.ReconsumeTimes = 1
+	o, err = w.h(context.Background(), consumer.NewDelivery(w.group, msg))
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindStale, o.Kind)
+	assert.Equal(t, dedup.ResultStale, w.status(t, "late"))
+}
