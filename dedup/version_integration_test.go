@@ -378,11 +378,14 @@ func (w *versionWorld) concurrently(msgs []*primitive.MessageExt, kinds []consum
 	wg.Wait()
 }
 
-// The store's aggregate helpers on their own: a missing aggregate reads 0 (and its placeholder is gone with
-// the rollback), an advance from a version the row is not at changes nothing (ErrVersionMoved, transient),
+// The store's aggregate helpers on their own: a missing aggregate reads 0, also on a session that read a
+// stored version before (and its placeholder is gone with the rollback), an advance from a version the row is not at changes nothing (ErrVersionMoved, transient),
 // keys the table cannot hold are permanent, and RecordStale twice keeps one STALE row.
 func TestAggregateVersion_ReadAdvanceAndRecordStale(t *testing.T) {
 	w := newVersionWorld(t, middleware.VersionConfig{}, nil)
+	// One connection: the read of a new aggregate follows, on the same session, reads that set
+	// LAST_INSERT_ID to a stored version; it must still read 0.
+	w.db.SetMaxOpenConns(1)
 	ctx := context.Background()
 	a := dedup.Aggregate{Scope: w.group, Type: "order", ID: w.prefix + "-o-1"}
 	inTx := func(f func(tx *sqlx.Tx)) {
