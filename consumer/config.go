@@ -111,8 +111,9 @@ type Config struct {
 	// contexts (their transactions roll back). Default 30 s.
 	DrainTimeout time.Duration
 	// StartFrom applies to a consumer group with no stored offset. Default StartFromLastOffset. The same
-	// in orderly mode, where a queue is read only once this process holds its lock on the broker (the
-	// client locks its queues about 1 s after Start, then every 20 s).
+	// in orderly mode, where a queue is read only while this process holds its lock on the broker (the
+	// client locks a queue when the rebalance gives it one, and renews its locks every 20 s): a queue
+	// locked by another process, e.g. one just stopped by kill -9, waits for that lock to expire.
 	StartFrom StartFrom
 	// Orderly selects the client's orderly consumption (WithConsumerOrder): each queue is consumed by one
 	// goroutine, message after message, under a lock on the broker, so messages sent to one queue (e.g.

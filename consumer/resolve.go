@@ -41,7 +41,7 @@ type Resolution struct {
 // published too, → SuspendCurrentQueueAMoment: the client's orderly path does not handle
 // ConsumeRetryLater (it takes the next messages and later commits past the failed one: a loss) and has
 // no DelayLevelDLQ, so the consumer publishes every orderly dead letter itself before acknowledging it
-// (Config.Orderly), and sets the suspension time (Config.SuspendTime) on the orderly context.
+// (Config.Orderly); its callback sets the suspension (Config.SuspendTime) on the orderly context.
 func Resolve(o Outcome, err error, mode Mode) Resolution {
 	kind := o.Kind
 	if err != nil && kind.Acknowledges() {
