@@ -270,3 +270,31 @@ func TestE2E_F3_OrderlyPoisonGoesToDLQ(t *testing.T) {
 	assert.Equal(t, "acc-1", letter.Keys)
 	assert.JSONEq(t, `{"account":"acc-1","version":1}`, string(letter.Body))
 }
+
+// F3 with F9: a consumer stopped while acc-1's v1 keeps failing (its queue suspended between attempts, or
+// its handler running) loses nothing: the orderly path never commits past an unacknowledged message and the
+// client drops its process queues on shutdown, so the next consumer of the group gets v1 again (its
+// in-memory attempt count starts over) and then v2 and v3, in order.
+func TestE2E_F3_F9_OrderlyShutdownWhileSuspendedLosesNothing(t *testing.T) {
+	w := newWorld(t, orderlyQueues)
+	p := w.startHashProducer()
+	w.sendAccountEvents(p, "acc-1", 3)
+	first := newLedger()
+	failing := func(string, int, int) bool { return true }
+	c := w.start(orderlyConfig(16), orderlyHandler(first, failing, nil), consumer.WithObserver(first))
+	require.Eventually(t, func() bool { return len(first.of("acc-1")) >= 3 }, 60*time.Second, 50*time.Millisecond,
+		"v1 fails and is handled again")
+	require.NoError(t, c.Shutdown(context.Background()))
+	for _, s := range first.of("acc-1") {
+		require.Regexp(t, `^acc-1 v1 #\d+ failed$`, s, "nothing behind v1 was handled while it failed")
+	}
+
+	second := newLedger()
+	succeeding := func(string, int, int) bool { return false }
+	w.start(orderlyConfig(16), orderlyHandler(second, succeeding, nil), consumer.WithObserver(second))
+	second.waitApplied(t, "acc-1 v3")
+
+	assert.Equal(t, []string{"acc-1 v1 #0 applied", "acc-1 v2 #0 applied", "acc-1 v3 #0 applied"}, second.of("acc-1"),
+		"v1 comes back after the restart, then v2 and v3 in order")
+	w.requireNoDeadLetters()
+}
