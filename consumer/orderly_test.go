@@ -255,6 +255,32 @@ func TestOrderly_F3_OnlyTheMessagesOwnFailureSpendsAnAttempt(t *testing.T) {
 	assert.Empty(t, sink.reasons, "a letter of a suspended batch is published when the batch is acknowledged")
 }
 
+// A message on its last delivery whose letter waits for a failing neighbour stays on its last delivery:
+// its count never passes MaxAttempts, so the client never sends it to its DLQ without a reason.
+func TestOrderly_F3_AttemptsNeverPassMaxAttempts(t *testing.T) {
+	cfg := orderlyConfig()
+	cfg.BatchSize = 2
+	sink := &fakeSink{}
+	_, fp := newOrderlyConsumer(t, cfg, handlerReturning(consumer.Outcome{}, errors.New("db down")), consumer.WithDeadLetterSink(sink))
+	msgs := batch("b-1", "b-2")
+	msgs[0].ReconsumeTimes = 2 // the last delivery: exhausted, but its neighbour is retried
+
+	for range 3 {
+		a := deliverOrderly(fp, "ORDER", 2, msgs...)
+		require.Equal(t, rmq.SuspendCurrentQueueAMoment, a.res)
+		require.False(t, a.sentBack)
+		assert.EqualValues(t, 2, msgs[0].ReconsumeTimes)
+		if msgs[1].ReconsumeTimes == 2 {
+			break
+		}
+	}
+
+	assert.EqualValues(t, 2, msgs[1].ReconsumeTimes, "the neighbour's own failures spent its attempts")
+	a := deliverOrderly(fp, "ORDER", 2, msgs...)
+	assert.Equal(t, rmq.ConsumeSuccess, a.res, "both on their last delivery: both published, the batch acknowledged")
+	assert.Len(t, sink.reasons, 2)
+}
+
 // A store outage past OutageWait suspends the queue (it cannot be skipped) without spending the message's
 // attempt: the failure is the store's. "An attempt is spent only by the message's own failure."
 func TestOrderly_F3_F19_OutagePastOutageWaitSuspendsWithoutSpendingAnAttempt(t *testing.T) {
