@@ -70,6 +70,8 @@ type VersionConfig struct {
 	// a retry there would end in the DLQ as "retries exhausted", not as the policy says.
 	GapRetries int
 	// GapDelayLevel is the broker delay level (1..18) of a gap's retry. 0 means DefaultGapDelayLevel (2).
+	// Orderly consumption has no delay levels: there a gap's retry suspends the queue for
+	// consumer.Config.SuspendTime.
 	GapDelayLevel int
 	// OnGap is the policy once a gap has waited GapRetries deliveries. Default GapDeadLetter.
 	OnGap GapPolicy
