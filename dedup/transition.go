@@ -88,6 +88,7 @@ type States struct {
 	update string // UPDATE t SET status = ?, version = ?
 	where  string // WHERE key = ? AND version = ? AND status IN (
 	probe  string // SELECT status, version … FOR UPDATE
+	load   string // SELECT version … (no lock)
 }
 
 // NewStates applies the defaults of t (StatusColumn "status", VersionColumn "version"), validates it and
@@ -109,6 +110,7 @@ func NewStates(t StateTable) (*States, error) {
 		update: "UPDATE " + tbl + " SET " + st + " = ?, " + ver + " = ?",
 		where:  " WHERE " + key + " = ? AND " + ver + " = ? AND " + st + " IN (",
 		probe:  "SELECT " + st + ", " + ver + " FROM " + tbl + " WHERE " + key + " = ? FOR UPDATE",
+		load:   "SELECT " + ver + " FROM " + tbl + " WHERE " + key + " = ?",
 	}, nil
 }
 

@@ -10,26 +10,32 @@ import (
 	"github.com/rmqguard/rmqguard/middleware"
 )
 
-// versionChain is the wiring of the README's "Checking aggregate versions": Version after Dedup, the
-// stored version in aggregate_version (dedup.Migrate creates it), events carrying AGGREGATE_ID and
-// AGGREGATE_VERSION. A stale OrderPaid is acknowledged without running the handler.
-func versionChain(store *dedup.Store, eventID consumer.Middleware) (consumer.Handler, error) {
+// orderPaidChain is the README's "Aggregate versions and state transitions" wiring, line for line: Version
+// after Dedup, checking OrderPaid against orders.version (States.LoadVersion), and a handler whose effect is
+// one conditional transition WAIT_PAY → PAID. A stale OrderPaid is acknowledged without running the handler.
+func orderPaidChain(store *dedup.Store, eventID consumer.Middleware) (consumer.Handler, error) {
+	orders, err := dedup.NewStates(dedup.StateTable{Table: "orders", KeyColumn: "order_no"}) // status, version
+	if err != nil {
+		return nil, err // names the field whose identifier is invalid
+	}
 	version, err := middleware.Version(store, middleware.VersionConfig{
-		AggregateType: "order", EventTypes: []string{"OrderPaid"}, Require: true, // GapRetries 3, then the DLQ
+		AggregateType: "order", EventTypes: []string{"OrderPaid"}, Require: true, // AGGREGATE_ID, AGGREGATE_VERSION
+		Load: orders.LoadVersion, // the row's own version column; 0 when the order does not exist yet
 	})
 	if err != nil {
-		return nil, err // names the field, or says aggregate_version is missing
+		return nil, err
 	}
-	return middleware.Chain(
-		dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
-			// d.Version is the stored version + 1 here
-			_, err := tx.ExecContext(ctx, "UPDATE orders SET status = 'PAID' WHERE order_no = ?", d.AggregateID)
-			return consumer.Processed(), err
-		}),
-		middleware.Classify(), eventID, middleware.Dedup(store), version), nil
+	paid := dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		// UPDATE orders SET status = 'PAID', version = v WHERE order_no = ? AND status IN ('WAIT_PAY') AND version = v-1
+		return dedup.TransitionOutcome(orders.Transition(ctx, tx, dedup.Transition{
+			Key: d.AggregateID, From: []string{"WAIT_PAY"}, To: "PAID", Version: d.Version,
+		})) // applied → Processed, stale → Stale, illegal → DeadLetter, ahead/missing → Retry
+	})
+	return middleware.Chain(paid, middleware.Classify(), eventID, middleware.Dedup(store), version), nil
 }
 
-// ExampleVersion shows Version wired after Dedup. It is compiled, not run: it needs a database.
+// ExampleVersion shows Version wired after Dedup with a transition handler. It is compiled, not run: it
+// needs a database.
 func ExampleVersion() {
-	_ = versionChain
+	_ = orderPaidChain
 }
