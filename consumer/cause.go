@@ -6,7 +6,7 @@ package consumer
 //
 //   - KindDuplicate: why the event came again: CauseRedelivery, CauseResend or CauseReplay;
 //   - KindDeadLetter and KindDeadLettered: the dead letter's reason class: CausePermanent,
-//     CauseUnidentifiable, CauseExhausted, CausePanic, CauseTimeout or CauseOther;
+//     CauseUnidentifiable, CauseVersionGap, CauseExhausted, CausePanic, CauseTimeout or CauseOther;
 //   - KindRetry: what the retry is for, when known (CausePanic, CauseTimeout); if the retry happens on the
 //     message's last delivery the broker dead-letters it, and this becomes the letter's reason class.
 //
@@ -33,6 +33,9 @@ const (
 	CausePermanent Cause = "permanent"
 	// CauseUnidentifiable: no business event ID could be extracted.
 	CauseUnidentifiable Cause = "unidentifiable"
+	// CauseVersionGap: the event's aggregate version stayed ahead of the stored one (an earlier event never
+	// arrived) for as many deliveries as middleware.Version waits, and its gap policy dead-letters it.
+	CauseVersionGap Cause = "version_gap"
 	// CauseExhausted: the message was still failing on its last delivery (Attempt == MaxAttempts).
 	CauseExhausted Cause = "exhausted"
 	// CausePanic: the handler panicked on the message's last delivery.
@@ -61,7 +64,7 @@ func duplicateCause(d *Delivery) Cause {
 // letterClass returns c when it is one of the dead-letter reason classes, else CauseOther.
 func letterClass(c Cause) Cause {
 	switch c {
-	case CausePermanent, CauseUnidentifiable, CauseExhausted, CausePanic, CauseTimeout:
+	case CausePermanent, CauseUnidentifiable, CauseVersionGap, CauseExhausted, CausePanic, CauseTimeout:
 		return c
 	}
 	return CauseOther

@@ -34,6 +34,13 @@ const (
 	MaxGroupLength = 255
 	// MaxBatchSize is the largest ConsumeMessageBatchMaxSize the client accepts.
 	MaxBatchSize = 1024
+	// DefaultSuspendTime is how long an orderly queue pauses after a failure: 1 s, the Java client's
+	// default (the Go client's orderly context says -1 ms, which is no pause at all: a hot loop).
+	DefaultSuspendTime = time.Second
+	// MinSuspendTime and MaxSuspendTime bound Config.SuspendTime: the range both the Go and the Java client
+	// clamp a queue's suspension to (submitConsumeRequestLater).
+	MinSuspendTime = 10 * time.Millisecond
+	MaxSuspendTime = 30 * time.Second
 )
 
 // StartFrom says where a consumer group with no stored offset starts reading a queue.
@@ -71,23 +78,54 @@ type Config struct {
 	InstanceName string
 	// MaxAttempts is the client's MaxReconsumeTimes (WithMaxReconsumeTimes, not WithRetry): a message is
 	// delivered at most MaxAttempts+1 times (ReconsumeTimes 0..MaxAttempts), then the broker moves it to
-	// %DLQ%<group>. Default 16, the client's own default; 1..1000.
+	// %DLQ%<group>. Default 16, the client's own default for concurrent consumption; 1..1000.
+	//
+	// Orderly: the same MaxAttempts+1 deliveries, but the count is the client's, kept in memory: a failed
+	// message stays at the head of its queue and the client raises its ReconsumeTimes by one per failure
+	// (nothing goes through %RETRY%<group>). Only the message's own failure spends one (an unavailable
+	// store, a failed dead-letter publish, a neighbour in its batch do not). On the last delivery
+	// (Attempt == MaxAttempts) a message still failing is published to %DLQ%<group> by the consumer
+	// itself, with its reason, and then acknowledged, so the queue moves on. The count starts again at 0
+	// when the queue's messages are fetched anew: after a restart, or when a rebalance gives the queue to
+	// another consumer. (The client's own orderly default would be unlimited: a poison message would hold
+	// its queue forever.)
 	MaxAttempts int
 	// ConsumeGoroutines is the number of goroutines handling messages. Default 20; 1..1000.
+	// Orderly: not used; the client consumes each queue it holds in one goroutine of its own.
 	ConsumeGoroutines int
 	// BatchSize is ConsumeMessageBatchMaxSize: messages per callback. Default 1; 1..1024. A batch is
 	// acknowledged or retried as a whole by the client; each message still gets its own transaction.
+	// Orderly: a batch is up to BatchSize consecutive messages of one queue, acknowledged or suspended as a
+	// whole (a processed member comes back as a duplicate); its dead letters are published only when every
+	// other member is acknowledged, as in a concurrent batch.
 	BatchSize int
 	// HandlerTimeout is the deadline of the context each message is handled with. Default 30 s; it must
 	// be below ConsumeTimeout so that the framework, not the client, decides a slow message.
 	HandlerTimeout time.Duration
-	// ConsumeTimeout is the client's consume timeout. Default 15 min.
+	// ConsumeTimeout is the client's consume timeout. Default 15 min. Orderly: the client never sends a
+	// slow message back (its expired-message cleaner runs for concurrent consumption only); a slow handler
+	// holds its queue until HandlerTimeout ends it. The bounds against HandlerTimeout and OutageWait
+	// still apply.
 	ConsumeTimeout time.Duration
 	// DrainTimeout bounds how long Shutdown waits for in-flight handlers before cancelling their
 	// contexts (their transactions roll back). Default 30 s.
 	DrainTimeout time.Duration
-	// StartFrom applies to a consumer group with no stored offset. Default StartFromLastOffset.
+	// StartFrom applies to a consumer group with no stored offset. Default StartFromLastOffset. The same
+	// in orderly mode, where a queue is read only while this process holds its lock on the broker (the
+	// client locks a queue when the rebalance gives it one, and renews its locks every 20 s): a queue
+	// locked by another process, e.g. one just stopped by kill -9, waits for that lock to expire.
 	StartFrom StartFrom
+	// Orderly selects the client's orderly consumption (WithConsumerOrder): each queue is consumed by one
+	// goroutine, message after message, under a lock on the broker, so messages sent to one queue (e.g.
+	// chosen by aggregate ID: producer.NewHashQueueSelector and Message.WithShardingKey) are handled in
+	// send order. A failure suspends the queue for SuspendTime and the same message is handled again;
+	// messages behind it wait. Default false (concurrent consumption).
+	Orderly bool
+	// SuspendTime is, in orderly mode, how long a queue pauses after a message was not acknowledged
+	// (failed, store unavailable past OutageWait, dead-letter publish failed) before the message is
+	// handled again. Default 1 s; MinSuspendTime..MaxSuspendTime (10 ms..30 s). Setting it without Orderly
+	// is an error: it would have no effect.
+	SuspendTime time.Duration
 	// Namespace is the RocketMQ namespace of the group and its topics ("" = none; letters, digits, '-',
 	// '_'). Group and Subscriptions name them without it; on the broker they are "ns%G", "ns%T",
 	// "%RETRY%ns%G" and "%DLQ%ns%G" (see InNamespace). Delivery.Group and Delivery.Topic are without it.
@@ -99,7 +137,8 @@ type Config struct {
 	// it unavailable (KindUnavailable, e.g. MySQL down or read-only), and how long a batch retries a failed
 	// dead-letter publish. While it waits the message's attempt is not spent; past it the message is
 	// answered ConsumeRetryLater, which spends one (and on the message's last delivery the broker then
-	// moves it to %DLQ%<group>). Default 5 min, or ConsumeTimeout / 3 when that is less; it must be below
+	// moves it to %DLQ%<group>). Orderly: past it the queue is suspended for SuspendTime and the message
+	// handled again, without spending an attempt (it cannot be skipped, and its failure is the store's). Default 5 min, or ConsumeTimeout / 3 when that is less; it must be below
 	// ConsumeTimeout. Keep OutageWait + 2 × HandlerTimeout (a run before the outage is seen, one after it)
 	// below ConsumeTimeout too: past ConsumeTimeout the client itself sends the message back (a second copy,
 	// which dedup then sees as a duplicate) while its callback still runs.
@@ -198,6 +237,11 @@ func (c Config) Validate() error {
 	if (d.Credentials.AccessKey == "") != (d.Credentials.SecretKey == "") {
 		bad("Credentials", "give both AccessKey and SecretKey, or neither (%s)", d.Credentials)
 	}
+	if d.Orderly && (d.SuspendTime < MinSuspendTime || d.SuspendTime > MaxSuspendTime) {
+		bad("SuspendTime", "%s is outside %s..%s", d.SuspendTime, MinSuspendTime, MaxSuspendTime)
+	} else if !d.Orderly && d.SuspendTime != 0 {
+		bad("SuspendTime", "%s is set but Orderly is false: it applies to orderly consumption only", d.SuspendTime)
+	}
 	if d.StartFrom > StartFromFirstOffset {
 		bad("StartFrom", "unknown value %d", d.StartFrom)
 	}
@@ -232,6 +276,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.LagInterval == 0 {
 		c.LagInterval = DefaultLagInterval
+	}
+	if c.Orderly && c.SuspendTime == 0 {
+		c.SuspendTime = DefaultSuspendTime
 	}
 	subs := make([]Subscription, len(c.Subscriptions))
 	for i, s := range c.Subscriptions {

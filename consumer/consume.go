@@ -45,19 +45,26 @@ func (c *Consumer) enter() bool {
 // raised, and their offsets are not committed; they are redelivered after a restart as they were: a
 // callback that arrives after Shutdown began (a message the client had already fetched), one whose
 // handler Shutdown cancelled, and one waiting for the store when Shutdown began. None of them is a
-// failure of the message.
+// failure of the message. In orderly mode they are answered SuspendCurrentQueueAMoment, never
+// ConsumeRetryLater (see unanswered).
+//
+// In orderly mode a failure answer also sets the queue's suspension to Config.SuspendTime on the orderly
+// context, and the messages' attempt counts are kept (keepAttempts); see orderly.go.
 func (c *Consumer) consume(ctx context.Context, msgs ...*primitive.MessageExt) (rmq.ConsumeResult, error) {
 	if !c.enter() {
 		<-c.clientDown
-		return rmq.ConsumeRetryLater, ErrStopped
+		return c.unanswered(ctx, msgs)
 	}
 	res, answer := c.consumeEntered(msgs)
 	if !answer {
 		<-c.clientDown
-		return rmq.ConsumeRetryLater, ErrStopped
+		return c.unanswered(ctx, msgs)
 	}
 	if cc, ok := primitive.GetConcurrentlyCtx(ctx); ok && res.Result == rmq.ConsumeRetryLater {
 		cc.DelayLevelWhenNextConsume = res.DelayLevel
+	}
+	if res.Result == rmq.SuspendCurrentQueueAMoment {
+		c.suspendFor(ctx)
 	}
 	// The error is only logged by the client; the result is what counts.
 	return res.Result, nil
@@ -87,12 +94,20 @@ func (c *Consumer) consumeEntered(msgs []*primitive.MessageExt) (res Resolution,
 		elapsed[i] = time.Since(start)
 	}
 	chain := append([]Outcome(nil), outcomes...)
+	if c.cfg.Orderly {
+		for i, d := range ds {
+			outcomes[i] = exhaust(d, outcomes[i], errs[i])
+		}
+	}
 	if !c.publishDeadLetters(ds, outcomes, errs, w) {
 		return Resolution{}, false
 	}
 	o, err := combine(outcomes, errs)
-	res = Resolve(o, err, Concurrent)
+	res = Resolve(o, err, c.mode())
 	c.report(ds, chain, outcomes, errs, elapsed, res)
+	if res.Result == rmq.SuspendCurrentQueueAMoment {
+		c.keepAttempts(msgs, spentAttempts(chain, errs))
+	}
 	return res, true
 }
 
@@ -136,9 +151,14 @@ func (c *Consumer) decide(d *Delivery, w *outageWait) (o Outcome, err error, ok 
 	}
 }
 
-// outageTooLong logs that d waited OutageWait for the store and is answered as a retry.
+// outageTooLong logs that d waited OutageWait for the store and is answered as a retry (in orderly mode:
+// its queue is suspended, without spending an attempt).
 func (c *Consumer) outageTooLong(d *Delivery, o Outcome, err error) (Outcome, error, bool) {
-	c.log.Warn("store still unavailable after OutageWait; the message is retried and spends an attempt",
+	msg := "store still unavailable after OutageWait; the message is retried and spends an attempt"
+	if c.cfg.Orderly {
+		msg = "store still unavailable after OutageWait; the queue is suspended and the message handled again, without spending an attempt"
+	}
+	c.log.Warn(msg,
 		zap.String("group", d.Group), zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId),
 		zap.Int("attempt", d.Attempt), zap.Duration("outage_wait", c.cfg.OutageWait), zap.Error(err))
 	return o, err, true
@@ -179,9 +199,10 @@ func (c *Consumer) unsubscribed(d *Delivery) Outcome {
 }
 
 // publishDeadLetters publishes the dead letters of a callback whose other messages are all acknowledged:
-// alone, through the DeadLetterSink if any (else the broker dead-letters it with DelayLevelDLQ); in a
-// batch, always by the consumer (sink or own producer), because the broker would dead-letter the whole
-// batch. It returns false when the consumer is stopping and the callback must not be answered.
+// alone, through the DeadLetterSink if any (else the broker dead-letters it with DelayLevelDLQ), and in
+// orderly mode always by the consumer (publishOrderly: there is no DelayLevelDLQ there); in a batch,
+// always by the consumer (sink or own producer), because the broker would dead-letter the whole batch.
+// It returns false when the consumer is stopping and the callback must not be answered.
 func (c *Consumer) publishDeadLetters(ds []*Delivery, outcomes []Outcome, errs []error, w *outageWait) bool {
 	if needsRetry(outcomes, errs) {
 		return true
@@ -191,7 +212,10 @@ func (c *Consumer) publishDeadLetters(ds []*Delivery, outcomes []Outcome, errs [
 			continue
 		}
 		if len(ds) == 1 {
-			if c.sink != nil {
+			switch {
+			case c.cfg.Orderly:
+				outcomes[i], errs[i] = c.publishOrderly(ds[i], outcomes[i], errs[i])
+			case c.sink != nil:
 				outcomes[i], errs[i] = c.publishDeadLetter(ds[i], outcomes[i], errs[i])
 			}
 			continue

@@ -33,7 +33,9 @@ type PushConsumer interface {
 // only when the broker accepted the copy; then the original is acknowledged. On error, a single message
 // falls back to the broker's own dead-lettering (ConsumeRetryLater with DelayLevelDLQ); in a batch the
 // publish is retried with backoff within OutageWait, then the whole batch is retried (DelayLevelDLQ would
-// take the processed neighbours along). Either way the message is never acknowledged without a DLQ entry.
+// take the processed neighbours along); in orderly mode a single message's queue is suspended for
+// SuspendTime and the message handled again, without spending an attempt. Either way the message is
+// never acknowledged without a DLQ entry.
 type DeadLetterSink interface {
 	DeadLetter(ctx context.Context, d *Delivery, reason string) error
 }
@@ -56,8 +58,9 @@ func WithLogger(l *zap.Logger) Option { return func(o *options) { o.logger = l }
 
 // WithDeadLetterSink makes the consumer publish dead letters itself, with their reason, and acknowledge
 // them only after the publish succeeded. Without it, a dead letter delivered alone uses the broker's DLQ
-// (DelayLevelDLQ); a dead letter in a batch is published by the consumer's own producer (see
-// WithDeadLetterProducer), because DelayLevelDLQ would dead-letter the whole batch.
+// (DelayLevelDLQ); a dead letter in a batch, and every dead letter in orderly mode (which has no
+// DelayLevelDLQ), is published by the consumer's own producer (see WithDeadLetterProducer), because
+// DelayLevelDLQ would dead-letter the whole batch.
 func WithDeadLetterSink(s DeadLetterSink) Option { return func(o *options) { o.sink = s } }
 
 // WithPushConsumer replaces the client's push consumer constructor; for tests with a fake PushConsumer.
@@ -66,7 +69,7 @@ func WithPushConsumer(f func(opts []rmq.Option) (PushConsumer, error)) Option {
 }
 
 // WithDeadLetterProducer replaces the constructor of the producer the consumer uses, without a
-// DeadLetterSink, to publish the dead letters of a batch; for tests. The consumer starts it on first use
+// DeadLetterSink, to publish the dead letters of a batch and of orderly consumption; for tests. The consumer starts it on first use
 // and shuts it down in Shutdown. Default: a client producer on Config.NameServers, producer group
 // "<group>-rmqguard-dlq", instance "<InstanceName>-dlq", 2 send retries.
 func WithDeadLetterProducer(f func() (Producer, error)) Option {
@@ -113,7 +116,7 @@ type Consumer struct {
 
 // New validates cfg (a *ConfigError per bad field, joined) and builds the client's push consumer with
 // cfg's group, name servers, instance name, MaxReconsumeTimes, goroutines, batch size and consume
-// timeout. It subscribes every topic but does not start consuming: call Start.
+// timeout, and with Orderly the client's orderly consumption and SuspendTime. It subscribes every topic but does not start consuming: call Start.
 func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -135,7 +138,7 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	if cfg.StartFrom == StartFromFirstOffset {
 		from = rmq.ConsumeFromFirstOffset
 	}
-	push, err := o.push(append(clientOptions(cfg), []rmq.Option{
+	pushOpts := append(clientOptions(cfg), []rmq.Option{
 		rmq.WithInstance(cfg.InstanceName),
 		rmq.WithConsumerModel(rmq.Clustering),
 		rmq.WithConsumeFromWhere(from),
@@ -143,7 +146,13 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 		rmq.WithConsumeGoroutineNums(cfg.ConsumeGoroutines),
 		rmq.WithConsumeMessageBatchMaxSize(cfg.BatchSize),
 		rmq.WithConsumeTimeout(cfg.ConsumeTimeout),
-	}...))
+	}...)
+	if cfg.Orderly {
+		// The client's option is a time.Duration despite its name; the callback also sets the orderly
+		// context's own value on every failure answer, which is the one the orderly path sleeps on.
+		pushOpts = append(pushOpts, rmq.WithConsumerOrder(true), rmq.WithSuspendCurrentQueueTimeMillis(cfg.SuspendTime))
+	}
+	push, err := o.push(pushOpts)
 	if err != nil {
 		return nil, fmt.Errorf("rmqguard consumer %s: create push consumer: %w", cfg.Group, err)
 	}
@@ -170,6 +179,14 @@ func newClientPushConsumer(opts []rmq.Option) (PushConsumer, error) {
 
 // Group returns the consumer group.
 func (c *Consumer) Group() string { return c.cfg.Group }
+
+// mode returns the consumption mode Config.Orderly selects.
+func (c *Consumer) mode() Mode {
+	if c.cfg.Orderly {
+		return Orderly
+	}
+	return Concurrent
+}
 
 // Start starts consuming, and with WithObserver the lag poller (every Config.LagInterval). The client's
 // Start fails when a subscribed topic has no route on the name server (create topics first). With

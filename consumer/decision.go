@@ -19,7 +19,9 @@ import (
 //     its batch was retried (BatchRetried: it comes back, as a duplicate);
 //   - dead_letter when the broker moves the message to %DLQ%<group> itself: a single dead letter answered
 //     with DelayLevelDLQ (no DeadLetterSink, or its publish failed), or a message not acknowledged on its
-//     last delivery (Attempt == MaxAttempts: the broker dead-letters a retry then);
+//     last delivery (Attempt == MaxAttempts: the broker dead-letters a retry then); never in orderly
+//     mode, where the consumer publishes every letter itself (dead_lettered) and a message not
+//     acknowledged is suspended and handled again (retry, unavailable or unset);
 //   - unavailable when it waited OutageWait for the store and was answered ConsumeRetryLater (an attempt
 //     spent because of the outage);
 //   - unset when the chain decided nothing and returned no error (retried);
@@ -47,13 +49,16 @@ type Decision struct {
 }
 
 // decideFinal computes the Decision of d from the chain's outcome, the outcome after dead-letter
-// publishing (o, err) and the callback's resolution.
-func decideFinal(d *Delivery, chain, o Outcome, err error, res Resolution) Decision {
+// publishing (o, err), the callback's resolution and the consumption mode. In orderly mode the broker
+// never dead-letters a message itself (the consumer publishes every letter, and keeps the attempt count
+// from reaching the client's send-back), so a message not acknowledged there is retried: its queue is
+// suspended and it is handled again.
+func decideFinal(d *Delivery, chain, o Outcome, err error, res Resolution, mode Mode) Decision {
 	dec := Decision{Chain: chain, Err: err}
 	switch {
 	case err == nil && o.Kind.Acknowledges():
 		dec.Outcome, dec.BatchRetried = o, res.Result != rmq.ConsumeSuccess
-	case res.DelayLevel == DelayLevelDLQ || d.LastAttempt():
+	case mode == Concurrent && (res.DelayLevel == DelayLevelDLQ || d.LastAttempt()):
 		dec.Outcome = Outcome{Kind: KindDeadLetter, Reason: o.Reason, Cause: o.Cause}
 		if dec.Outcome.Cause == "" && o.Kind != KindDeadLetter {
 			dec.Outcome.Cause = CauseExhausted
@@ -82,7 +87,7 @@ func decideFinal(d *Delivery, chain, o Outcome, err error, res Resolution) Decis
 // logged that one).
 func (c *Consumer) report(ds []*Delivery, chain, outcomes []Outcome, errs []error, elapsed []time.Duration, res Resolution) {
 	for i, d := range ds {
-		dec := decideFinal(d, chain[i], outcomes[i], errs[i], res)
+		dec := decideFinal(d, chain[i], outcomes[i], errs[i], res, c.mode())
 		dec.Elapsed = elapsed[i]
 		c.observer.Decided(d, dec)
 		if dec.Outcome.Kind != dec.Chain.Kind || dec.BatchRetried {

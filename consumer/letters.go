@@ -12,8 +12,8 @@ import (
 	"go.uber.org/zap"
 )
 
-// Producer is the part of the client's producer the consumer uses to publish the dead letters of a batch
-// when no DeadLetterSink is given.
+// Producer is the part of the client's producer the consumer uses to publish the dead letters of a batch,
+// and of orderly consumption, when no DeadLetterSink is given.
 type Producer interface {
 	Sender
 	Start() error
@@ -88,6 +88,13 @@ func (c *Consumer) sendLetter(ctx context.Context, d *Delivery, reason string) e
 	return SendDeadLetter(ctx, p, d, reason, time.Now())
 }
 
+// sendOnce publishes the dead letter of d once (sendLetter), bounded by deadLetterSendTimeout.
+func (c *Consumer) sendOnce(d *Delivery, reason string) error {
+	sendCtx, cancelSend := context.WithTimeout(c.runCtx, deadLetterSendTimeout)
+	defer cancelSend()
+	return c.sendLetter(sendCtx, d, reason)
+}
+
 // letterReason is the reason a dead letter carries: the outcome's, else the error's text.
 func letterReason(o Outcome, err error) string {
 	if o.Reason == "" && err != nil {
@@ -101,9 +108,7 @@ func letterReason(o Outcome, err error) string {
 // so the broker's own DLQ takes the message (DelayLevelDLQ): nothing is lost, only the reason.
 func (c *Consumer) publishDeadLetter(d *Delivery, o Outcome, err error) (Outcome, error) {
 	reason := letterReason(o, err)
-	sendCtx, cancelSend := context.WithTimeout(c.runCtx, deadLetterSendTimeout)
-	defer cancelSend()
-	if sendErr := c.sendLetter(sendCtx, d, reason); sendErr != nil {
+	if sendErr := c.sendOnce(d, reason); sendErr != nil {
 		c.log.Error("dead-letter publish failed; falling back to the broker's DLQ", zap.String("group", d.Group),
 			zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId), zap.Error(sendErr))
 		return o, err

@@ -37,9 +37,11 @@ type Resolution struct {
 // message if that was its last delivery). An error with a
 // success kind is treated as a retry: an error never acknowledges.
 //
-// Orderly: successes → ConsumeSuccess; anything else → SuspendCurrentQueueAMoment, because the
-// client's orderly path does not handle ConsumeRetryLater and would stall the queue; the client moves
-// the message to the DLQ itself after MaxReconsumeTimes.
+// Orderly: successes (dead-lettered included) → ConsumeSuccess; anything else, a dead letter not yet
+// published too, → SuspendCurrentQueueAMoment: the client's orderly path does not handle
+// ConsumeRetryLater (it takes the next messages and later commits past the failed one: a loss) and has
+// no DelayLevelDLQ, so the consumer publishes every orderly dead letter itself before acknowledging it
+// (Config.Orderly); its callback sets the suspension (Config.SuspendTime) on the orderly context.
 func Resolve(o Outcome, err error, mode Mode) Resolution {
 	kind := o.Kind
 	if err != nil && kind.Acknowledges() {

@@ -2,11 +2,18 @@ package dedup
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/rmqguard/rmqguard/retry"
 )
 
-// ActionResult is what recording one business action found.
+// ActionResult is what recording one business action found. Its zero value is not a result: a record
+// that did not run reports an error instead.
 type ActionResult uint8
 
 const (
@@ -17,26 +24,118 @@ const (
 	ActionAlreadyApplied
 )
 
+// String returns "applied" or "already applied", or ActionResult(n) for any other value.
+func (r ActionResult) String() string {
+	switch r {
+	case ActionApplied:
+		return "applied"
+	case ActionAlreadyApplied:
+		return "already applied"
+	}
+	return fmt.Sprintf("ActionResult(%d)", uint8(r))
+}
+
 // ActionTable names a table of business actions keyed by an action ID (inventory_change.change_id,
-// account_transaction.transaction_id).
+// account_transaction.transaction_id). Every name must pass ValidIdentifier.
 type ActionTable struct {
 	// Table is the table's name. Required.
 	Table string
 	// KeyColumn is the action ID column. Required.
 	KeyColumn string
-	// KeyName is the name of the unique key on KeyColumn as MySQL reports it in error 1062. Default "PRIMARY".
+	// KeyName is the name of the unique key on KeyColumn as MySQL reports it in error 1062. Default
+	// "PRIMARY" (KeyColumn is the primary key); give the unique key's name when KeyColumn has one of its own.
 	KeyName string
 }
 
-// Actions records business actions in one ActionTable.
+// Actions records business actions in one ActionTable. It holds no connection and is safe for
+// concurrent use.
 type Actions struct {
-	t ActionTable
+	t      ActionTable
+	insert string // INSERT INTO table (key — Record appends the other columns
 }
 
-// NewActions validates t and returns its recorder.
-func NewActions(t ActionTable) (*Actions, error) { return nil, errTransitionTODO }
+// NewActions applies the default of t (KeyName "PRIMARY"), validates it and returns its recorder. An
+// invalid name returns an error naming the field, e.g. "dedup: action table: KeyColumn: …", wrapping
+// ErrInvalidIdentifier.
+func NewActions(t ActionTable) (*Actions, error) {
+	if t.KeyName == "" {
+		t.KeyName = "PRIMARY"
+	}
+	for _, f := range []struct{ field, name string }{
+		{"Table", t.Table}, {"KeyColumn", t.KeyColumn}, {"KeyName", t.KeyName},
+	} {
+		if err := ValidIdentifier(f.name); err != nil {
+			return nil, fmt.Errorf("dedup: action table: %s: %w", f.field, err)
+		}
+	}
+	return &Actions{t: t, insert: "INSERT INTO " + quote(t.Table) + " (" + quote(t.KeyColumn)}, nil
+}
 
-// Record inserts the action row (KeyColumn = id, plus columns) in tx.
+// Record inserts the action row (KeyColumn = id, plus columns, written in name order) in tx: the dedup
+// transaction of a message, or a compensation job's own transaction. Apply the action's effect in the
+// same transaction only when it returns ActionApplied.
+//
+// A 1062 on KeyName returns ActionAlreadyApplied and no error: the action's row exists, so its effect
+// does too. MySQL rolls back only the failed statement and keeps the transaction open, so the handler
+// carries on (and commits its dedup row) while applying nothing. The database's unique key settles a
+// race: with InnoDB, a second transaction inserting the same id waits for the first; if the first
+// commits, the second gets the 1062 (already applied); if it rolls back, the second's insert goes
+// through (applied). So a message and a compensation job handling one action give one effect.
+//
+// A 1062 on another unique key of the table (or one whose key MySQL does not name) is not this action's
+// row: it comes back as an error wrapping the driver's error, as any other database error does, with
+// the table and id. An empty id, or a column that is invalid or is KeyColumn, is a programming error
+// and returns a retry.Permanent error.
 func (a *Actions) Record(ctx context.Context, tx *sqlx.Tx, id string, columns map[string]any) (ActionResult, error) {
-	return 0, errTransitionTODO
+	if err := a.check(id, columns); err != nil {
+		return 0, retry.Permanent(fmt.Errorf("dedup: record action %q in %s: %w", id, a.t.Table, err))
+	}
+	query, args := a.statement(id, columns)
+	_, err := tx.ExecContext(ctx, query, args...)
+	if key, dup := retry.DuplicateKey(err); dup {
+		if key == a.t.KeyName {
+			return ActionAlreadyApplied, nil
+		}
+		return 0, fmt.Errorf("dedup: record action %q in %s: duplicate on key %q, not the action key %q: %w",
+			id, a.t.Table, key, a.t.KeyName, err)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("dedup: record action %q in %s: %w", id, a.t.Table, err)
+	}
+	return ActionApplied, nil
+}
+
+// check validates one Record call.
+func (a *Actions) check(id string, columns map[string]any) error {
+	if id == "" {
+		return errors.New("the action ID is empty")
+	}
+	for col := range columns {
+		if err := ValidIdentifier(col); err != nil {
+			return fmt.Errorf("columns: %w", err)
+		}
+		if strings.EqualFold(col, a.t.KeyColumn) {
+			return fmt.Errorf("columns: %q is the key column, which Record sets to the action ID", col)
+		}
+	}
+	return nil
+}
+
+// statement returns the INSERT of one action and its arguments.
+func (a *Actions) statement(id string, columns map[string]any) (string, []any) {
+	cols := make([]string, 0, len(columns))
+	for col := range columns {
+		cols = append(cols, col)
+	}
+	slices.Sort(cols)
+	var b strings.Builder
+	b.WriteString(a.insert)
+	args := make([]any, 0, 1+len(cols))
+	args = append(args, id)
+	for _, col := range cols {
+		b.WriteString(", " + quote(col))
+		args = append(args, columns[col])
+	}
+	b.WriteString(") VALUES (?" + strings.Repeat(", ?", len(cols)) + ")")
+	return b.String(), args
 }

@@ -27,7 +27,7 @@ func Migrations() fs.FS {
 	return sub
 }
 
-// Migrate applies the dedup schema (the processed_event table) to db, a MySQL or MariaDB database.
+// Migrate applies the dedup schema (the processed_event and aggregate_version tables) to db, a MySQL or MariaDB database.
 // It is safe to run from several processes at once: they serialise on a MySQL named lock (GET_LOCK).
 // It returns the migrations it applied; none when the schema is current.
 func Migrate(ctx context.Context, db *sql.DB) ([]string, error) {

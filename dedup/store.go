@@ -34,8 +34,15 @@ const (
 // dedupKey is the name MySQL and MariaDB give processed_event's primary key (consumer_group, event_id).
 const dedupKey = "PRIMARY"
 
-// ResultSuccess is the result_status of a processed event.
-const ResultSuccess = "SUCCESS"
+// result_status values of processed_event.
+const (
+	// ResultSuccess is the result_status of a processed event: its effect committed with the row.
+	ResultSuccess = "SUCCESS"
+	// ResultStale is the result_status of an event decided stale (consumer.KindStale: its aggregate version
+	// is not above the stored one): it wrote nothing, and the row, written after its transaction rolled back
+	// (RecordStale), makes a later delivery of the same event a duplicate instead of a second stale.
+	ResultStale = "STALE"
+)
 
 // ErrDuplicate means the event ID was already processed in the dedup scope: the insert of its
 // processed_event row hit the primary key (MySQL 1062 on the dedup table, told apart from a 1062 on a
@@ -91,6 +98,12 @@ func (s *Store) DB() *sqlx.DB { return s.db }
 // waits on its lock); MySQL 1205/1213 from that wait come back wrapped and classify as transient. Claim
 // rejects an empty event ID, or one longer than MaxEventIDLength, as permanent.
 func (s *Store) Claim(ctx context.Context, txn *Txn, d *consumer.Delivery) error {
+	return s.insertRow(ctx, txn.Tx, d, ResultSuccess, txn.token)
+}
+
+// insertRow inserts d's processed_event row with result_status status and claim token through ex (a
+// transaction, or the pool for a statement of its own); see Claim for what it checks and returns.
+func (s *Store) insertRow(ctx context.Context, ex sqlx.ExecerContext, d *consumer.Delivery, status, token string) error {
 	if d.EventID == "" || utf8.RuneCountInString(d.EventID) > MaxEventIDLength {
 		return retry.Permanentf("dedup: event ID %q is empty or longer than %d characters", d.EventID, MaxEventIDLength)
 	}
@@ -98,12 +111,12 @@ func (s *Store) Claim(ctx context.Context, txn *Txn, d *consumer.Delivery) error
 	if utf8.RuneCountInString(scope) > MaxGroupLength {
 		return retry.Permanentf("dedup: consumer group %q is longer than %d characters", scope, MaxGroupLength)
 	}
-	_, err := txn.Tx.ExecContext(ctx,
+	_, err := ex.ExecContext(ctx,
 		`INSERT INTO processed_event
 		   (consumer_group, event_id, event_type, aggregate_id, topic, msg_id, consumed_at, result_status, claim_token)
 		 VALUES (?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(6), ?, ?)`,
 		scope, d.EventID, cut(d.EventType, MaxEventTypeLength), cut(d.AggregateID, MaxAggregateIDLength),
-		d.Topic, d.Msg.MsgId, ResultSuccess, txn.token)
+		d.Topic, d.Msg.MsgId, status, token)
 	if key, dup := retry.DuplicateKey(err); dup {
 		// The insert touches processed_event only, whose one unique key is its primary key; a 1062 naming
 		// another key means the table is not the schema this store expects.

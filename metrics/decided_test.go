@@ -142,3 +142,19 @@ func TestNew_RegistersTheAgreedNames(t *testing.T) {
 		"rmqguard_handler_errors_total":             {"class", "group", "topic"},
 	}, labels)
 }
+
+// S7: a stale final decision counts in rmqguard_stale_total and rmqguard_messages_total{outcome="stale"};
+// other decisions do not; a version-gap dead letter counts under its own reason class.
+func TestDecided_S7_CountsStaleDecisions(t *testing.T) {
+	m, err := metrics.New(prometheus.NewRegistry())
+	require.NoError(t, err)
+
+	m.Decided(delivery(0), decision(consumer.KindStale, ""))
+	m.Decided(delivery(1), decision(consumer.KindStale, ""))
+	m.Decided(delivery(0), decision(consumer.KindRetry, ""))
+	m.Decided(delivery(0), decision(consumer.KindDeadLettered, consumer.CauseVersionGap))
+
+	assert.Equal(t, 2.0, testutil.ToFloat64(m.Stale.WithLabelValues("cg", "ORDER")))
+	assert.Equal(t, 2.0, testutil.ToFloat64(m.Messages.WithLabelValues("cg", "ORDER", "stale")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.DeadLetters.WithLabelValues("cg", "ORDER", "version_gap")))
+}

@@ -48,8 +48,12 @@ type Metrics struct {
 	Duplicates *prometheus.CounterVec
 	// DeadLetters counts messages that went to %DLQ%<group> (final outcome dead_lettered or dead_letter) by
 	// reason class: rmqguard_dead_letters_total{group,topic,reason}, reason one of permanent,
-	// unidentifiable, exhausted, panic, timeout, other (see consumer.Cause).
+	// unidentifiable, version_gap, exhausted, panic, timeout, other (see consumer.Cause).
 	DeadLetters *prometheus.CounterVec
+	// Stale counts messages acknowledged as stale at their final decision: their aggregate version was not
+	// above the stored one (middleware.Version, or a handler's consumer.Stale), so they wrote nothing:
+	// rmqguard_stale_total{group,topic}. The same messages count in rmqguard_messages_total{outcome="stale"}.
+	Stale *prometheus.CounterVec
 	// Attempts observes, for each processed message, the deliveries it took (ReconsumeTimes + 1):
 	// rmqguard_attempts{group,topic}, buckets AttemptBuckets.
 	Attempts *prometheus.HistogramVec
@@ -102,6 +106,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		DeadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rmqguard_dead_letters_total", Help: "Messages that went to the group's DLQ, by reason class.",
 		}, []string{LabelGroup, LabelTopic, LabelReason}),
+		Stale: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rmqguard_stale_total", Help: "Messages acknowledged as stale: their aggregate version was not above the stored one; nothing written.",
+		}, gt),
 		Attempts: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "rmqguard_attempts", Help: "Deliveries a processed message took (ReconsumeTimes + 1).",
 			Buckets: AttemptBuckets,
@@ -138,7 +145,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "rmqguard_unsubscribed_total", Help: "Retried messages acknowledged without handling because their tag is no longer subscribed.",
 		}, gt),
 	}
-	for _, c := range []prometheus.Collector{m.Messages, m.Duplicates, m.DeadLetters, m.Attempts, m.BatchRetried,
+	for _, c := range []prometheus.Collector{m.Messages, m.Duplicates, m.DeadLetters, m.Stale, m.Attempts, m.BatchRetried,
 		m.HandlersInFlight, m.ConsumerLag, m.HandleDuration, m.Panics, m.Unidentifiable, m.Errors,
 		m.ConsumptionPaused, m.ConsumptionPausedSeconds, m.UnsubscribedMessages} {
 		if err := reg.Register(c); err != nil {
@@ -165,7 +172,8 @@ func (m *Metrics) Unsubscribed(group, topic string) {
 
 // Decided implements consumer.Observer: the final decision about one message. It counts
 // rmqguard_messages_total by final outcome; for a duplicate rmqguard_duplicates_total by cause; for a dead
-// letter (dead_lettered or dead_letter) rmqguard_dead_letters_total by reason class; for a processed message
+// letter (dead_lettered or dead_letter) rmqguard_dead_letters_total by reason class; for a stale message
+// rmqguard_stale_total; for a processed message
 // its deliveries in rmqguard_attempts; and rmqguard_batch_retried_total when its batch was retried.
 func (m *Metrics) Decided(d *consumer.Delivery, dec consumer.Decision) {
 	o := dec.Outcome
@@ -175,6 +183,8 @@ func (m *Metrics) Decided(d *consumer.Delivery, dec consumer.Decision) {
 		m.Duplicates.WithLabelValues(d.Group, d.Topic, string(o.Cause)).Inc()
 	case consumer.KindDeadLetter, consumer.KindDeadLettered:
 		m.DeadLetters.WithLabelValues(d.Group, d.Topic, string(o.Cause)).Inc()
+	case consumer.KindStale:
+		m.Stale.WithLabelValues(d.Group, d.Topic).Inc()
 	case consumer.KindProcessed:
 		m.Attempts.WithLabelValues(d.Group, d.Topic).Observe(float64(d.Attempt + 1))
 	}
@@ -195,7 +205,7 @@ func (m *Metrics) Lag(group, topic string, messages int64) {
 
 // Subscribed implements consumer.SubscriptionObserver: for group and each topic it creates, at zero, the
 // series of rmqguard_messages_total for every outcome, rmqguard_duplicates_total for every cause,
-// rmqguard_dead_letters_total for every reason class, rmqguard_batch_retried_total and
+// rmqguard_dead_letters_total for every reason class, rmqguard_stale_total, rmqguard_batch_retried_total and
 // rmqguard_unsubscribed_total, so that the first increment of each is seen by rate() and increase() (a series
 // that first appears at 1 loses it), and a group without duplicates has a duplicate ratio of 0, not none.
 func (m *Metrics) Subscribed(group string, topics []string) {
@@ -206,10 +216,11 @@ func (m *Metrics) Subscribed(group string, topics []string) {
 		for _, c := range []consumer.Cause{consumer.CauseRedelivery, consumer.CauseResend, consumer.CauseReplay} {
 			m.Duplicates.WithLabelValues(group, topic, string(c))
 		}
-		for _, c := range []consumer.Cause{consumer.CausePermanent, consumer.CauseUnidentifiable, consumer.CauseExhausted,
-			consumer.CausePanic, consumer.CauseTimeout, consumer.CauseOther} {
+		for _, c := range []consumer.Cause{consumer.CausePermanent, consumer.CauseUnidentifiable, consumer.CauseVersionGap,
+			consumer.CauseExhausted, consumer.CausePanic, consumer.CauseTimeout, consumer.CauseOther} {
 			m.DeadLetters.WithLabelValues(group, topic, string(c))
 		}
+		m.Stale.WithLabelValues(group, topic)
 		m.BatchRetried.WithLabelValues(group, topic)
 		m.UnsubscribedMessages.WithLabelValues(group, topic)
 	}

@@ -15,7 +15,12 @@ import (
 // another) and the event ID. The transaction is in the context (dedup.TxFromContext; use dedup.Handle for
 // a typed handler), and so is its after-commit list (dedup.AfterCommit: run once after the commit only). It commits only when the handler returns consumer.Processed (or
 // consumer.Duplicate, its own finding that the effect exists) without error; otherwise it rolls back,
-// releasing the key. An event ID the scope already processed is a consumer.Duplicate and the handler
+// releasing the key. A consumer.Stale outcome without error (from Version, or the handler's own finding)
+// rolls the transaction back too — the event writes nothing, even what the handler wrote before deciding —
+// and then records the decision: a processed_event row with result_status dedup.ResultStale in a statement
+// of its own (dedup.Store.RecordStale), so that a later delivery of the event is a duplicate, not a second
+// stale; if that insert fails, the error is returned (a retry). The processed path costs no extra
+// statement. An event ID the scope already processed is a consumer.Duplicate and the handler
 // does not run; its Cause (redelivery, resend or replay) comes from the stored row (dedup.Store.DuplicateCause,
 // one SELECT on the duplicate path only). A failed begin, claim or commit is returned as an error (a retry): a message is never
 // acknowledged unless its row committed. Before committing it checks that the transaction still holds its
@@ -42,6 +47,9 @@ func Dedup(store *dedup.Store) consumer.Middleware {
 				return consumer.Outcome{}, err
 			}
 			o, err = next(dedup.WithTxn(ctx, txn), d)
+			if err == nil && o.Kind == consumer.KindStale {
+				return stale(ctx, store, txn, d, o)
+			}
 			if err != nil || (o.Kind != consumer.KindProcessed && o.Kind != consumer.KindDuplicate) {
 				return o, err
 			}
@@ -65,4 +73,15 @@ func duplicate(ctx context.Context, store *dedup.Store, txn *dedup.Txn, d *consu
 		o.Cause = cause
 	}
 	return o
+}
+
+// stale rolls back txn (dropping whatever the handler wrote) and then records d as stale in a statement of
+// its own; the outcome is o, or the recording's error (a retry). A failed rollback is not an error here:
+// the transaction is not committed whatever happens to its connection (see dedup.Txn.RollbackAfter).
+func stale(ctx context.Context, store *dedup.Store, txn *dedup.Txn, d *consumer.Delivery, o consumer.Outcome) (consumer.Outcome, error) {
+	_ = txn.Rollback()
+	if err := store.RecordStale(ctx, d); err != nil {
+		return consumer.Outcome{}, fmt.Errorf("dedup: group %s event %s decided stale (%s): %w", d.Group, d.EventID, o.Reason, err)
+	}
+	return o, nil
 }

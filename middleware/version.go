@@ -2,52 +2,152 @@ package middleware
 
 import (
 	"context"
-	"errors"
-
-	"github.com/jmoiron/sqlx"
+	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 )
 
-// GapPolicy says what Version does with an event whose version skips ahead of the stored one once it has
-// waited GapRetries deliveries for the missing events.
-type GapPolicy uint8
-
-const (
-	// GapDeadLetter (default) sends the event to the DLQ with the reason "version gap …".
-	GapDeadLetter GapPolicy = iota
-	// GapApply applies the event anyway; the stored version jumps to the event's.
-	GapApply
-)
-
-// VersionLoader reads an aggregate's current version inside the dedup transaction, for aggregates that keep
-// their own version column; it returns 0 when the aggregate does not exist yet.
-type VersionLoader func(ctx context.Context, tx *sqlx.Tx, aggregateID string) (int64, error)
-
-// VersionConfig configures Version.
-type VersionConfig struct {
-	// AggregateType names the aggregate (e.g. "order"). Required.
-	AggregateType string
-	// EventTypes are the event types checked; others pass through. Empty: all.
-	EventTypes []string
-	// AggregateExtractors find the aggregate ID. Default: Delivery.AggregateID (set by EventID).
-	AggregateExtractors []Extractor
-	// VersionExtractors find the version. Default: FromProperty("AGGREGATE_VERSION").
-	VersionExtractors []Extractor
-	// Load reads the stored version; nil keeps it in the aggregate_version table.
-	Load VersionLoader
-	// Require dead-letters a checked event without a version.
-	Require bool
-	// GapRetries is how many deliveries a gap is retried before OnGap applies.
-	GapRetries int
-	// GapDelayLevel is the broker delay level of a gap's retry.
-	GapDelayLevel int
-	// OnGap is the policy after GapRetries.
-	OnGap GapPolicy
+// Version checks each event's aggregate version against the stored one, inside the dedup transaction, so
+// that a stale event never overwrites newer state (the idempotency chapter's version precondition). Put it
+// after Dedup: it takes the transaction from the context; without one every message fails with an error
+// wrapping dedup.ErrNoTx that says so, and is retried. The stored version comes from cfg.Load, or else from
+// store's aggregate_version table, keyed by the dedup scope (store.Scope), cfg.AggregateType and the
+// aggregate ID, whose row it locks until the transaction ends (dedup.Store.AggregateVersion). It sets
+// Delivery.AggregateID and Delivery.Version, then:
+//
+//   - an event type not in cfg.EventTypes (when set): passes through, unchecked;
+//   - no aggregate ID or no version: with cfg.Require, consumer.DeadLetter with the reason (permanent, never
+//     retried); otherwise passes through unchecked. A version that is not a decimal integer ≥ 1 is a dead
+//     letter in both cases (and, in table mode, an aggregate ID longer than dedup.MaxAggregateIDLength);
+//   - version ≤ stored: consumer.Stale("aggregate order o-1: event version 5 ≤ stored 7"); the handler does
+//     not run, and Dedup rolls back and records the event as stale (a replay is then a duplicate);
+//   - version = stored + 1: the handler runs; when it returns consumer.Processed without error, the stored
+//     version moves to the event's in the same transaction (table mode; with Load the handler's own
+//     conditional update moves it);
+//   - version > stored + 1, a gap (an earlier event has not arrived): consumer.Retry(cfg.GapDelayLevel,
+//     "version gap: …") while Attempt < GapRetries and the delivery is not the last; then cfg.OnGap:
+//     GapDeadLetter → consumer.DeadLetter("version gap: …", reason class consumer.CauseVersionGap),
+//     GapApply → applied as the next version would be (the stored version jumps).
+//
+// Two events of one aggregate handled at once are serialised by the row lock (table mode), a new aggregate's
+// too: they never both apply on one stored version, and the second sees what the first left. Errors of the
+// loader, the store and the handler are returned as they are. It returns an error naming the field when cfg is invalid, or when store is nil without Load;
+// without Load, also one wrapping dedup.ErrSchema when aggregate_version is missing (run dedup.Migrate), or
+// the error of that check (bounded by 5 s).
+func Version(store *dedup.Store, cfg VersionConfig) (consumer.Middleware, error) {
+	if err := cfg.validate(store); err != nil {
+		return nil, err
+	}
+	if err := checkTable(store, cfg); err != nil {
+		return nil, err
+	}
+	v := &versionCheck{cfg: cfg, store: store, types: map[string]bool{}}
+	for _, t := range cfg.EventTypes {
+		v.types[t] = true
+	}
+	return func(next consumer.Handler) consumer.Handler {
+		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+			return v.handle(ctx, d, next)
+		}
+	}, nil
 }
 
-// Version checks aggregate versions inside the dedup transaction (skeleton, not built yet).
-func Version(store *dedup.Store, cfg VersionConfig) (consumer.Middleware, error) {
-	return nil, errors.New("middleware: Version not built yet")
+// versionCheck is one Version middleware's configuration.
+type versionCheck struct {
+	cfg   VersionConfig
+	store *dedup.Store
+	types map[string]bool // cfg.EventTypes
+}
+
+// handle applies the version rules (see Version) to d.
+func (v *versionCheck) handle(ctx context.Context, d *consumer.Delivery, next consumer.Handler) (consumer.Outcome, error) {
+	tx, ok := dedup.TxFromContext(ctx)
+	if !ok {
+		return consumer.Outcome{}, fmt.Errorf("version: %w (put middleware.Version after middleware.Dedup)", dedup.ErrNoTx)
+	}
+	if len(v.types) > 0 && !v.types[d.EventType] {
+		return next(ctx, d)
+	}
+	version, unchecked := v.identify(d)
+	if unchecked != "" {
+		if v.cfg.Require || version < 0 {
+			return withCause(consumer.DeadLetter(unchecked), consumer.CausePermanent), nil
+		}
+		return next(ctx, d)
+	}
+	stored, err := v.stored(ctx, d)
+	if err != nil {
+		return consumer.Outcome{}, err
+	}
+	name := fmt.Sprintf("aggregate %s %s", v.cfg.AggregateType, d.AggregateID)
+	switch {
+	case version <= stored:
+		return consumer.Stale(fmt.Sprintf("%s: event version %d ≤ stored %d", name, version, stored)), nil
+	case version > stored+1 && v.waitForGap(d):
+		return consumer.Retry(v.cfg.GapDelayLevel, gapReason(name, version, stored, d)), nil
+	case version > stored+1 && v.cfg.OnGap == GapDeadLetter:
+		return withCause(consumer.DeadLetter(gapReason(name, version, stored, d)), consumer.CauseVersionGap), nil
+	}
+	o, err := next(ctx, d)
+	if err != nil || o.Kind != consumer.KindProcessed || v.cfg.Load != nil {
+		return o, err
+	}
+	if err := v.store.AdvanceAggregate(ctx, tx, v.aggregate(d), stored, version, d.EventID); err != nil {
+		return consumer.Outcome{}, err
+	}
+	return o, nil
+}
+
+// identify finds d's aggregate ID and version and sets them on d. When they cannot be checked it returns
+// why (a dead letter's reason): the version is -1 when it is present but not an integer ≥ 1, else 0.
+func (v *versionCheck) identify(d *consumer.Delivery) (int64, string) {
+	id, triedID := first(v.cfg.AggregateExtractors, d)
+	raw, triedVersion := first(v.cfg.VersionExtractors, d)
+	name := fmt.Sprintf("aggregate %s %s", v.cfg.AggregateType, id)
+	if raw != "" {
+		n, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || n < 1 {
+			return -1, fmt.Sprintf("%s: event version %q is not an integer ≥ 1", name, raw)
+		}
+		d.Version = n
+	}
+	if id != "" {
+		d.AggregateID = id
+	}
+	switch {
+	case id == "":
+		return 0, fmt.Sprintf("aggregate %s: no aggregate ID (%s)", v.cfg.AggregateType, strings.Join(triedID, "; "))
+	case raw == "":
+		return 0, fmt.Sprintf("%s: no version (%s)", name, strings.Join(triedVersion, "; "))
+	}
+	return d.Version, ""
+}
+
+// stored is the aggregate's stored version: the loader's, or the aggregate_version row's (0: none).
+func (v *versionCheck) stored(ctx context.Context, d *consumer.Delivery) (int64, error) {
+	tx, _ := dedup.TxFromContext(ctx)
+	if v.cfg.Load != nil {
+		return v.cfg.Load(ctx, tx, d.AggregateID)
+	}
+	return v.store.AggregateVersion(ctx, tx, v.aggregate(d))
+}
+
+// aggregate is d's key in the aggregate_version table.
+func (v *versionCheck) aggregate(d *consumer.Delivery) dedup.Aggregate {
+	return dedup.Aggregate{Scope: v.store.Scope(d), Type: v.cfg.AggregateType, ID: d.AggregateID}
+}
+
+// waitForGap reports whether a gap on d is retried: GapRetries deliveries are not used up, and d is not the
+// last delivery (a retry there would be dead-lettered as exhausted instead of following OnGap).
+func (v *versionCheck) waitForGap(d *consumer.Delivery) bool {
+	return d.Attempt < v.cfg.GapRetries && !d.LastAttempt()
+}
+
+// gapReason explains a version gap: which versions are missing, after how many deliveries.
+func gapReason(name string, version, stored int64, d *consumer.Delivery) string {
+	return fmt.Sprintf("version gap: %s: event version %d, stored %d (versions %d..%d missing) on delivery %d",
+		name, version, stored, stored+1, version-1, d.Attempt+1)
 }
