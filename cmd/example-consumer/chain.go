@@ -14,7 +14,7 @@ import (
 // panic recovery, classification, event identity (EVENT_ID, else the JSON field eventId; EVENT_TYPE, else
 // the tag; AGGREGATE_ID), the handler deadline, the dedup transaction, and inside it the version check of
 // the order events (AGGREGATE_VERSION required; the stored version is the order row's own version column,
-// read by shop.LoadOrderVersion). A version gap is retried o.gapRetries times at o.gapDelayLevel, then
+// read by Shop.LoadOrderVersion). A version gap is retried o.gapRetries times at o.gapDelayLevel, then
 // dead-lettered with its reason.
 func chain(store *dedup.Store, m *metrics.Metrics, log *zap.Logger, o runOptions) (consumer.Handler, error) {
 	s, err := shop.New()
@@ -30,7 +30,7 @@ func chain(store *dedup.Store, m *metrics.Metrics, log *zap.Logger, o runOptions
 	version, err := middleware.Version(store, middleware.VersionConfig{
 		AggregateType: "order",
 		EventTypes:    shop.OrderEventTypes(),
-		Load:          shop.LoadOrderVersion,
+		Load:          s.LoadOrderVersion,
 		Require:       true,
 		GapRetries:    o.gapRetries,
 		GapDelayLevel: o.gapDelayLevel,

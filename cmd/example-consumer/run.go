@@ -40,6 +40,9 @@ type runOptions struct {
 	// gapRetries and gapDelayLevel configure middleware.Version's handling of an order event that arrives
 	// before the events it follows.
 	gapRetries, gapDelayLevel int
+	// orderly selects orderly consumption (consumer.Config.Orderly); suspendTime is its pause after a failure.
+	orderly     bool
+	suspendTime time.Duration
 }
 
 func newRunCmd(s *settings) *cobra.Command {
@@ -64,6 +67,9 @@ func newRunCmd(s *settings) *cobra.Command {
 	cmd.Flags().IntVar(&o.gapRetries, "gap-retries", 3,
 		"deliveries an order event ahead of the stored version (a gap: an earlier event has not arrived) is retried before it is dead-lettered")
 	cmd.Flags().IntVar(&o.gapDelayLevel, "gap-delay-level", 1, "broker delay level (1..18) of a version gap's retry (level 1: 1 s on a default broker)")
+	cmd.Flags().BoolVar(&o.orderly, "orderly", false,
+		"orderly consumption: each queue in send order, a failure suspends the queue (a version gap then waits in place instead of a delay level)")
+	cmd.Flags().DurationVar(&o.suspendTime, "suspend-time", 0, "with --orderly: how long a queue pauses after a failure (default 1s)")
 	return cmd
 }
 
@@ -119,6 +125,8 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 		DrainTimeout:      o.drainTimeout,
 		StartFrom:         consumer.StartFromFirstOffset,
 		LagInterval:       o.lagInterval,
+		Orderly:           o.orderly,
+		SuspendTime:       o.suspendTime,
 	}
 	// Fail on a bad configuration before touching the database or the broker.
 	if err := cfg.Validate(); err != nil {
@@ -143,7 +151,7 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	log.Info("settings", zap.Strings("namesrv", nameServers), zap.String("group", s.group), zap.String("topic", s.topic),
 		zap.Int("max_attempts", o.maxAttempts), zap.Int("goroutines", o.goroutines),
 		zap.Duration("handler_timeout", o.handlerTimeout), zap.Duration("drain_timeout", o.drainTimeout),
-		zap.Duration("lag_interval", o.lagInterval),
+		zap.Duration("lag_interval", o.lagInterval), zap.Bool("orderly", o.orderly),
 		zap.String("metrics", "http://"+s.metricsAddr+"/metrics"))
 
 	db, err := sqlx.Open("mysql", s.mysqlDSN)

@@ -2,8 +2,6 @@ package shop
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -35,10 +33,6 @@ const (
 	// KindPayment is a captured payment (amount < 0: a debit of the customer's account).
 	KindPayment = "PAYMENT"
 )
-
-// RetryDelayLevel is the broker delay level (1 s on a default broker) of the retry asked for when an
-// order event arrives before the order is at the version it expects.
-const RetryDelayLevel = 1
 
 // Business unique keys (the chapter's change_id and transaction_id): one row per business action, whoever
 // records it first — a message, its re-send under another event ID, or the compensation job.
@@ -111,20 +105,10 @@ func HandleOrderCreated(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) 
 }
 
 // LoadOrderVersion is the example's middleware.VersionLoader: the order's version column, 0 when the order
-// does not exist. It is a plain (non-locking) read: SELECT … FOR UPDATE of a missing order would take a
-// gap lock in REPEATABLE READ, and two new orders of one gap would then deadlock on their inserts. The
-// read is fresh (the transaction's first consistent read), and the handler's conditional UPDATE
-// (dedup.States.Transition) is the guard against a concurrent change: it finds the row moved (stale) instead.
-func LoadOrderVersion(ctx context.Context, tx *sqlx.Tx, orderNo string) (int64, error) {
-	var v int64
-	err := tx.GetContext(ctx, &v, `SELECT version FROM orders WHERE order_no = ?`, orderNo)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("shop: load version of order %s: %w", orderNo, err)
-	}
-	return v, nil
+// does not exist (dedup.States.LoadVersion: a plain read; the handler's conditional UPDATE settles a
+// concurrent change).
+func (s *Shop) LoadOrderVersion(ctx context.Context, tx *sqlx.Tx, orderNo string) (int64, error) {
+	return s.orders.LoadVersion(ctx, tx, orderNo)
 }
 
 // eventVersion is the version the Version middleware found on d, or def when it did not run.

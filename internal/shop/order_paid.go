@@ -18,7 +18,7 @@ import (
 //   - stale (the order is already at that version or past it: paid, or cancelled by the compensation job)
 //     → consumer.Stale, nothing written;
 //   - ahead or missing (the order has not been created yet: the event overtook OrderCreated) →
-//     consumer.Retry at RetryDelayLevel;
+//     consumer.Retry on the broker's schedule;
 //   - illegal (the order is at the version before but in a status that cannot be paid) → consumer.DeadLetter
 //     with the reason: no redelivery can make it legal, and an operator must look at it (a refund, say).
 //
@@ -39,17 +39,12 @@ func (s *Shop) OrderPaid(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery)
 	return transitionOutcome(res, EventOrderPaid, e.OrderNo, v), nil
 }
 
-// transitionOutcome maps the result of an order event's transition to its outcome (see OrderPaid).
+// transitionOutcome maps the result of an order event's transition to its outcome (dedup.TransitionOutcome,
+// see OrderPaid), the reason naming the event, the order and the version.
 func transitionOutcome(res dedup.TransitionResult, eventType, orderNo string, v int64) consumer.Outcome {
-	switch res {
-	case dedup.TransitionApplied:
-		return consumer.Processed()
-	case dedup.TransitionStale:
-		return consumer.Stale(fmt.Sprintf("%s: order %s is already at version %d or later", eventType, orderNo, v))
-	case dedup.TransitionAhead, dedup.TransitionMissing:
-		return consumer.Retry(RetryDelayLevel, fmt.Sprintf("%s: order %s is not at version %d yet", eventType, orderNo, v-1))
-	default:
-		return consumer.DeadLetter(fmt.Sprintf("%s: illegal transition: order %s at version %d is in a status this event cannot move",
-			eventType, orderNo, v-1))
+	o, _ := dedup.TransitionOutcome(res, nil)
+	if o.Reason != "" {
+		o.Reason = fmt.Sprintf("%s of order %s, version %d: %s", eventType, orderNo, v, o.Reason)
 	}
+	return o
 }

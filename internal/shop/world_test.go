@@ -143,7 +143,7 @@ func (w *world) chain(gapRetries int) consumer.Handler {
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(w.t, err)
 	version, err := middleware.Version(store, middleware.VersionConfig{AggregateType: "order", EventTypes: shop.OrderEventTypes(),
-		Load: shop.LoadOrderVersion, Require: true, GapRetries: gapRetries, GapDelayLevel: 1})
+		Load: w.shop.LoadOrderVersion, Require: true, GapRetries: gapRetries, GapDelayLevel: 1})
 	require.NoError(w.t, err)
 	return middleware.Chain(dedup.Handle(w.shop.Handle), middleware.Classify(), eventID, middleware.Dedup(store), version)
 }
