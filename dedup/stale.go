@@ -2,7 +2,6 @@ package dedup
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/rmqguard/rmqguard/consumer"
@@ -13,15 +12,12 @@ import (
 // it after the event's transaction rolled back, so that nothing the handler wrote survives and only the
 // decision is kept. A later delivery of the same event ID in the scope then claims a 1062 and is a
 // duplicate (S7, F12). A 1062 here means the scope already has a row for the event (a concurrent delivery
-// recorded or processed it first): the event is decided either way, so RecordStale returns nil. It
-// returns the other errors of the insert, wrapped (a retry: the decision must be kept before the message
-// is acknowledged), and rejects an empty or too long event ID as permanent, like Claim.
+// recorded or processed it first, while this one decided): RecordStale then returns an error wrapping
+// ErrDuplicate, and middleware.Dedup reports this delivery as a duplicate, so that one event counts as
+// stale once. It returns the other errors of the insert, wrapped (a retry: the decision must be kept
+// before the message is acknowledged), and rejects an empty or too long event ID as permanent, like Claim.
 func (s *Store) RecordStale(ctx context.Context, d *consumer.Delivery) error {
-	err := s.insertRow(ctx, s.db, d, ResultStale, "")
-	if errors.Is(err, ErrDuplicate) {
-		return nil
-	}
-	if err != nil {
+	if err := s.insertRow(ctx, s.db, d, ResultStale, ""); err != nil {
 		return fmt.Errorf("dedup: record stale: %w", err)
 	}
 	return nil

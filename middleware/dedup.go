@@ -76,11 +76,17 @@ func duplicate(ctx context.Context, store *dedup.Store, txn *dedup.Txn, d *consu
 }
 
 // stale rolls back txn (dropping whatever the handler wrote) and then records d as stale in a statement of
-// its own; the outcome is o, or the recording's error (a retry). A failed rollback is not an error here:
-// the transaction is not committed whatever happens to its connection (see dedup.Txn.RollbackAfter).
+// its own; the outcome is o, a duplicate when a concurrent delivery of the event recorded or processed it
+// first (dedup.ErrDuplicate: the event counts as stale once), or the recording's error (a retry). A failed
+// rollback is not an error here: the transaction is not committed whatever happens to its connection (see
+// dedup.Txn.RollbackAfter).
 func stale(ctx context.Context, store *dedup.Store, txn *dedup.Txn, d *consumer.Delivery, o consumer.Outcome) (consumer.Outcome, error) {
 	_ = txn.Rollback()
-	if err := store.RecordStale(ctx, d); err != nil {
+	err := store.RecordStale(ctx, d)
+	if errors.Is(err, dedup.ErrDuplicate) {
+		return consumer.Duplicate(), nil // its cause is guessed by the consumer (the transaction is over)
+	}
+	if err != nil {
 		return consumer.Outcome{}, fmt.Errorf("dedup: group %s event %s decided stale (%s): %w", d.Group, d.EventID, o.Reason, err)
 	}
 	return o, nil
