@@ -19,7 +19,8 @@ import (
 // rolls the transaction back too — the event writes nothing, even what the handler wrote before deciding —
 // and then records the decision: a processed_event row with result_status dedup.ResultStale in a statement
 // of its own (dedup.Store.RecordStale), so that a later delivery of the event is a duplicate, not a second
-// stale; if that insert fails, the error is returned (a retry). The processed path costs no extra
+// stale; if that insert fails, the error is returned (a retry, or Unavailable through Classify when the store
+// failed: dedup.Store.RecordStale marks that). The processed path costs no extra
 // statement. An event ID the scope already processed is a consumer.Duplicate and the handler
 // does not run; its Cause (redelivery, resend or replay) comes from the stored row (dedup.Store.DuplicateCause,
 // one SELECT on the duplicate path only). A failed begin, claim or commit is returned as an error (a retry): a message is never
