@@ -42,8 +42,9 @@ type ActionTable struct {
 	Table string
 	// KeyColumn is the action ID column. Required.
 	KeyColumn string
-	// KeyName is the name of the unique key on KeyColumn as MySQL reports it in error 1062. Default
-	// "PRIMARY" (KeyColumn is the primary key); give the unique key's name when KeyColumn has one of its own.
+	// KeyName is the name of the unique key on KeyColumn as MySQL reports it in error 1062, compared
+	// without case (index names are case-insensitive in MySQL). Default "PRIMARY" (KeyColumn is the
+	// primary key); give the unique key's name when KeyColumn has one of its own.
 	KeyName string
 }
 
@@ -93,7 +94,7 @@ func (a *Actions) Record(ctx context.Context, tx *sqlx.Tx, id string, columns ma
 	query, args := a.statement(id, columns)
 	_, err := tx.ExecContext(ctx, query, args...)
 	if key, dup := retry.DuplicateKey(err); dup {
-		if key == a.t.KeyName {
+		if strings.EqualFold(key, a.t.KeyName) { // MySQL index names are case-insensitive
 			return ActionAlreadyApplied, nil
 		}
 		return 0, fmt.Errorf("dedup: record action %q in %s: duplicate on key %q, not the action key %q: %w",
