@@ -96,8 +96,9 @@ type Config struct {
 	// BatchSize is ConsumeMessageBatchMaxSize: messages per callback. Default 1; 1..1024. A batch is
 	// acknowledged or retried as a whole by the client; each message still gets its own transaction.
 	// Orderly: a batch is up to BatchSize consecutive messages of one queue, acknowledged or suspended as a
-	// whole (a processed member comes back as a duplicate); its dead letters are published only when every
-	// other member is acknowledged, as in a concurrent batch.
+	// whole; the members behind one that is not acknowledged (and not a dead letter) are not handled in
+	// that callback, and spend no attempt, so that none takes effect before it. Its dead letters are
+	// published only when every other member is acknowledged, as in a concurrent batch.
 	BatchSize int
 	// HandlerTimeout is the deadline of the context each message is handled with. Default 30 s; it must
 	// be below ConsumeTimeout so that the framework, not the client, decides a slow message.

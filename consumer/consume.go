@@ -49,7 +49,8 @@ func (c *Consumer) enter() bool {
 // ConsumeRetryLater (see unanswered).
 //
 // In orderly mode a failure answer also sets the queue's suspension to Config.SuspendTime on the orderly
-// context, and the messages' attempt counts are kept (keepAttempts); see orderly.go.
+// context, and the messages' attempt counts are kept (keepAttempts); the members of a batch behind one
+// that is not acknowledged are not handled (holdsBack); see orderly.go.
 func (c *Consumer) consume(ctx context.Context, msgs ...*primitive.MessageExt) (rmq.ConsumeResult, error) {
 	if !c.enter() {
 		<-c.clientDown
@@ -79,10 +80,16 @@ func (c *Consumer) consumeEntered(msgs []*primitive.MessageExt) (res Resolution,
 	outcomes := make([]Outcome, len(msgs))
 	errs := make([]error, len(msgs))
 	elapsed := make([]time.Duration, len(msgs))
+	waiting := make([]bool, len(msgs)) // orderly: not handled, behind a member that was not acknowledged
+	held := false
 	for i, msg := range msgs {
 		start := time.Now()
 		ds[i] = newNamespacedDelivery(c.cfg, msg)
 		ds[i].MaxAttempts = c.cfg.MaxAttempts
+		if held {
+			outcomes[i], waiting[i] = heldBack(), true
+			continue
+		}
 		if !c.subscribed(ds[i]) {
 			outcomes[i] = c.unsubscribed(ds[i])
 			continue
@@ -92,11 +99,14 @@ func (c *Consumer) consumeEntered(msgs []*primitive.MessageExt) (res Resolution,
 			return Resolution{}, false
 		}
 		elapsed[i] = time.Since(start)
+		held = c.cfg.Orderly && holdsBack(exhaust(ds[i], outcomes[i], errs[i]), errs[i])
 	}
 	chain := append([]Outcome(nil), outcomes...)
 	if c.cfg.Orderly {
 		for i, d := range ds {
-			outcomes[i] = exhaust(d, outcomes[i], errs[i])
+			if !waiting[i] {
+				outcomes[i] = exhaust(d, outcomes[i], errs[i])
+			}
 		}
 	}
 	if !c.publishDeadLetters(ds, outcomes, errs, w) {
@@ -106,7 +116,7 @@ func (c *Consumer) consumeEntered(msgs []*primitive.MessageExt) (res Resolution,
 	res = Resolve(o, err, c.mode())
 	c.report(ds, chain, outcomes, errs, elapsed, res)
 	if res.Result == rmq.SuspendCurrentQueueAMoment {
-		c.keepAttempts(msgs, spentAttempts(chain, errs))
+		c.keepAttempts(msgs, spentAttempts(chain, errs, waiting))
 	}
 	return res, true
 }

@@ -25,9 +25,10 @@ import (
 //   - unavailable when it waited OutageWait for the store and was answered ConsumeRetryLater (an attempt
 //     spent because of the outage);
 //   - unset when the chain decided nothing and returned no error (retried);
-//   - retry otherwise: a retry, an error, or a dead letter whose batch was retried (because of a
+//   - retry otherwise: a retry, an error, a dead letter whose batch was retried (because of a
 //     neighbour, or because its own publish failed within OutageWait; it is published when the batch is
-//     acknowledged).
+//     acknowledged), or in orderly mode a batch member not handled because one before it was not
+//     acknowledged (Chain is then that retry too: the chain did not run).
 //
 // Outcome.Cause is always set for duplicates (redelivery, resend, replay: the chain's, else guessed from
 // the message, see CauseRedelivery) and dead letters (a reason class; the chain's, else CausePermanent

@@ -118,11 +118,25 @@ func (c *Consumer) keepAttempts(msgs []*primitive.MessageExt, spent []bool) {
 }
 
 // spentAttempts reports, for each message of a suspended callback, whether its own failure spent an
-// attempt, from the chain's outcomes.
-func spentAttempts(chain []Outcome, errs []error) []bool {
+// attempt, from the chain's outcomes; a member that waited (not handled, see holdsBack) spent none.
+func spentAttempts(chain []Outcome, errs []error, waited []bool) []bool {
 	spent := make([]bool, len(chain))
 	for i, o := range chain {
-		spent[i] = ownFailure(o, errs[i])
+		spent[i] = !waited[i] && ownFailure(o, errs[i])
 	}
 	return spent
+}
+
+// holdsBack reports whether the outcome of an orderly batch member (after exhaust) holds back the members
+// behind it: it is neither acknowledged nor a dead letter, so the batch is suspended and the member
+// handled again; a member behind it handled now would take effect before it, out of order. A dead letter
+// does not: its fate is decided, and its letter is published when the batch is acknowledged.
+func holdsBack(o Outcome, err error) bool {
+	return o.Kind != KindDeadLetter && (err != nil || !o.Kind.Acknowledges())
+}
+
+// heldBack is the outcome of an orderly batch member that was not handled because a member before it was
+// not acknowledged (holdsBack): a retry, reported as such, that spends no attempt.
+func heldBack() Outcome {
+	return Retry(0, "not handled: a message before it in its orderly batch was not acknowledged")
 }

@@ -42,8 +42,9 @@ type ActionTable struct {
 	Table string
 	// KeyColumn is the action ID column. Required.
 	KeyColumn string
-	// KeyName is the name of the unique key on KeyColumn as MySQL reports it in error 1062. Default
-	// "PRIMARY" (KeyColumn is the primary key); give the unique key's name when KeyColumn has one of its own.
+	// KeyName is the name of the unique key on KeyColumn as MySQL reports it in error 1062, compared
+	// without case (index names are case-insensitive in MySQL). Default "PRIMARY" (KeyColumn is the
+	// primary key); give the unique key's name when KeyColumn has one of its own.
 	KeyName string
 }
 
@@ -84,8 +85,8 @@ func NewActions(t ActionTable) (*Actions, error) {
 //
 // A 1062 on another unique key of the table (or one whose key MySQL does not name) is not this action's
 // row: it comes back as an error wrapping the driver's error, as any other database error does, with
-// the table and id. An empty id, or a column that is invalid or is KeyColumn, is a programming error
-// and returns a retry.Permanent error.
+// the table and id. An empty id, or a column that is invalid, is KeyColumn or is named twice (in two
+// cases), is a programming error and returns a retry.Permanent error.
 func (a *Actions) Record(ctx context.Context, tx *sqlx.Tx, id string, columns map[string]any) (ActionResult, error) {
 	if err := a.check(id, columns); err != nil {
 		return 0, retry.Permanent(fmt.Errorf("dedup: record action %q in %s: %w", id, a.t.Table, err))
@@ -93,7 +94,7 @@ func (a *Actions) Record(ctx context.Context, tx *sqlx.Tx, id string, columns ma
 	query, args := a.statement(id, columns)
 	_, err := tx.ExecContext(ctx, query, args...)
 	if key, dup := retry.DuplicateKey(err); dup {
-		if key == a.t.KeyName {
+		if strings.EqualFold(key, a.t.KeyName) { // MySQL index names are case-insensitive
 			return ActionAlreadyApplied, nil
 		}
 		return 0, fmt.Errorf("dedup: record action %q in %s: duplicate on key %q, not the action key %q: %w",
@@ -109,6 +110,9 @@ func (a *Actions) Record(ctx context.Context, tx *sqlx.Tx, id string, columns ma
 func (a *Actions) check(id string, columns map[string]any) error {
 	if id == "" {
 		return errors.New("the action ID is empty")
+	}
+	if col := namedTwice(columns); col != "" {
+		return fmt.Errorf("columns: %q is named twice (column names are case-insensitive)", col)
 	}
 	for col := range columns {
 		if err := ValidIdentifier(col); err != nil {

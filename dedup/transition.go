@@ -144,9 +144,9 @@ func (t StateTable) validate() error {
 // (its version < Version-1), TransitionIllegal (its version is Version-1, its status not in From) or
 // TransitionMissing (no row). Only TransitionApplied wrote anything.
 //
-// An invalid tr (nil Key, no From or an empty one, empty To, Version < 1, a bad or reserved Set column) is
-// a programming error in the handler and returns a retry.Permanent error, so that the message goes to the
-// dead-letter queue instead of looping. Database errors come back wrapped with the table and key, and
+// An invalid tr (nil Key, no From or an empty one, empty To, Version < 1, a bad, reserved or twice named
+// Set column) is a programming error in the handler and returns a retry.Permanent error, so that the
+// message goes to the dead-letter queue instead of looping. Database errors come back wrapped with the table and key, and
 // classify as the retry package says (1213, 1205: transient). A row that changed between the UPDATE and
 // the SELECT (possible under READ COMMITTED) returns a retry.Transient error: retry the event.
 func (s *States) Transition(ctx context.Context, tx *sqlx.Tx, tr Transition) (TransitionResult, error) {
@@ -187,6 +187,9 @@ func (s *States) check(tr Transition) error {
 		return errors.New("To is empty")
 	case tr.Version < 1:
 		return fmt.Errorf("Version %d is below 1", tr.Version)
+	}
+	if col := namedTwice(tr.Set); col != "" {
+		return fmt.Errorf("Set: %q is named twice (column names are case-insensitive)", col)
 	}
 	for col := range tr.Set {
 		if err := ValidIdentifier(col); err != nil {

@@ -380,7 +380,7 @@ func (w *versionWorld) concurrently(msgs []*primitive.MessageExt, kinds []consum
 
 // The store's aggregate helpers on their own: a missing aggregate reads 0, also on a session that read a
 // stored version before (and its placeholder is gone with the rollback), an advance from a version the row is not at changes nothing (ErrVersionMoved, transient),
-// keys the table cannot hold are permanent, and RecordStale twice keeps one STALE row.
+// keys the table cannot hold are permanent, and RecordStale twice keeps one STALE row (the second says ErrDuplicate).
 func TestAggregateVersion_ReadAdvanceAndRecordStale(t *testing.T) {
 	w := newVersionWorld(t, middleware.VersionConfig{}, nil)
 	// One connection: the read of a new aggregate follows, on the same session, reads that set
@@ -434,7 +434,7 @@ func TestAggregateVersion_ReadAdvanceAndRecordStale(t *testing.T) {
 	d := consumer.NewDelivery(w.group, w.message("stale-1", "o-1", 1))
 	d.EventID = w.prefix + "-stale-1"
 	require.NoError(t, w.store.RecordStale(ctx, d))
-	require.NoError(t, w.store.RecordStale(ctx, d), "a second record (a concurrent delivery) is fine")
+	require.ErrorIs(t, w.store.RecordStale(ctx, d), dedup.ErrDuplicate, "a second record (a concurrent delivery) finds the first")
 	assert.Equal(t, dedup.ResultStale, w.status(t, "stale-1"))
 }
 

@@ -19,7 +19,8 @@ import (
 // rolls the transaction back too — the event writes nothing, even what the handler wrote before deciding —
 // and then records the decision: a processed_event row with result_status dedup.ResultStale in a statement
 // of its own (dedup.Store.RecordStale), so that a later delivery of the event is a duplicate, not a second
-// stale; if that insert fails, the error is returned (a retry). The processed path costs no extra
+// stale; if that insert fails, the error is returned (a retry, or Unavailable through Classify when the store
+// failed: dedup.Store.RecordStale marks that). The processed path costs no extra
 // statement. An event ID the scope already processed is a consumer.Duplicate and the handler
 // does not run; its Cause (redelivery, resend or replay) comes from the stored row (dedup.Store.DuplicateCause,
 // one SELECT on the duplicate path only). A failed begin, claim or commit is returned as an error (a retry): a message is never
@@ -76,11 +77,17 @@ func duplicate(ctx context.Context, store *dedup.Store, txn *dedup.Txn, d *consu
 }
 
 // stale rolls back txn (dropping whatever the handler wrote) and then records d as stale in a statement of
-// its own; the outcome is o, or the recording's error (a retry). A failed rollback is not an error here:
-// the transaction is not committed whatever happens to its connection (see dedup.Txn.RollbackAfter).
+// its own; the outcome is o, a duplicate when a concurrent delivery of the event recorded or processed it
+// first (dedup.ErrDuplicate: the event counts as stale once), or the recording's error (a retry). A failed
+// rollback is not an error here: the transaction is not committed whatever happens to its connection (see
+// dedup.Txn.RollbackAfter).
 func stale(ctx context.Context, store *dedup.Store, txn *dedup.Txn, d *consumer.Delivery, o consumer.Outcome) (consumer.Outcome, error) {
 	_ = txn.Rollback()
-	if err := store.RecordStale(ctx, d); err != nil {
+	err := store.RecordStale(ctx, d)
+	if errors.Is(err, dedup.ErrDuplicate) {
+		return consumer.Duplicate(), nil // its cause is guessed by the consumer (the transaction is over)
+	}
+	if err != nil {
 		return consumer.Outcome{}, fmt.Errorf("dedup: group %s event %s decided stale (%s): %w", d.Group, d.EventID, o.Reason, err)
 	}
 	return o, nil

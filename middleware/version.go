@@ -24,7 +24,8 @@ import (
 //     letter in both cases (and, in table mode, an aggregate ID longer than dedup.MaxAggregateIDLength);
 //   - version ≤ stored: consumer.Stale("aggregate order o-1: event version 5 ≤ stored 7"); the handler does
 //     not run, and Dedup rolls back and records the event as stale (a replay is then a duplicate);
-//   - version = stored + 1: the handler runs; when it returns consumer.Processed without error, the stored
+//   - version = stored + 1: the handler runs; when it returns consumer.Processed, or consumer.Duplicate (its
+//     own finding that the event's effect exists: Dedup commits that too), without error, the stored
 //     version moves to the event's in the same transaction (table mode; with Load the handler's own
 //     conditional update moves it);
 //   - version > stored + 1, a gap (an earlier event has not arrived): consumer.Retry(cfg.GapDelayLevel,
@@ -92,8 +93,8 @@ func (v *versionCheck) handle(ctx context.Context, d *consumer.Delivery, next co
 		return withCause(consumer.DeadLetter(gapReason(name, version, stored, d)), consumer.CauseVersionGap), nil
 	}
 	o, err := next(ctx, d)
-	if err != nil || o.Kind != consumer.KindProcessed || v.cfg.Load != nil {
-		return o, err
+	if err != nil || (o.Kind != consumer.KindProcessed && o.Kind != consumer.KindDuplicate) || v.cfg.Load != nil {
+		return o, err // only an outcome Dedup commits moves the version
 	}
 	if err := v.store.AdvanceAggregate(ctx, tx, v.aggregate(d), stored, version, d.EventID); err != nil {
 		return consumer.Outcome{}, err

@@ -1,0 +1,34 @@
+package dedup_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/retry"
+)
+
+// MySQL column names are case-insensitive: "quantity" and "QUANTITY" are one column. Two spellings of one
+// column in Record's columns (an INSERT then fails with 1110, retried until the DLQ) or in a transition's
+// Set (an UPDATE silently keeps one of the two values) are programming errors: permanent, before any SQL.
+func TestActions_ColumnNamedTwiceInAnotherCaseIsPermanent(t *testing.T) {
+	a, err := dedup.NewActions(dedup.ActionTable{Table: "inventory_change", KeyColumn: "change_id"})
+	require.NoError(t, err)
+	_, err = a.Record(context.Background(), nil, "c-1", map[string]any{"quantity": -1, "QUANTITY": -2})
+	require.Error(t, err)
+	assert.True(t, retry.IsPermanent(err), "%v", err)
+	assert.Contains(t, err.Error(), "twice")
+}
+
+func TestStates_SetColumnNamedTwiceInAnotherCaseIsPermanent(t *testing.T) {
+	s, err := dedup.NewStates(dedup.StateTable{Table: "orders", KeyColumn: "order_no"})
+	require.NoError(t, err)
+	_, err = s.Transition(context.Background(), nil, dedup.Transition{Key: "o-1", From: []string{"WAIT_PAY"}, To: "PAID",
+		Version: 2, Set: map[string]any{"paid_at": 1, "Paid_At": 2}})
+	require.Error(t, err)
+	assert.True(t, retry.IsPermanent(err), "%v", err)
+	assert.Contains(t, err.Error(), "twice")
+}
