@@ -49,6 +49,8 @@ type VersionConfig struct {
 	// Required: a plain identifier (ASCII letters, digits, '_', not starting with a digit), 1..64 characters.
 	AggregateType string
 	// EventTypes are the event types (Delivery.EventType) checked; others pass through untouched. Empty: all.
+	// In table mode (no Load) an unchecked event never moves the stored version: list every event type that
+	// advances the aggregate (the one creating it too), or its successor waits as a gap.
 	EventTypes []string
 	// AggregateExtractors find the aggregate ID, tried in order. Default: Delivery.AggregateID (set by
 	// EventID from the AGGREGATE_ID property). Each needs a Name and an Extract func.
@@ -73,7 +75,9 @@ type VersionConfig struct {
 	// Orderly consumption has no delay levels: there a gap's retry suspends the queue for
 	// consumer.Config.SuspendTime.
 	GapDelayLevel int
-	// OnGap is the policy once a gap has waited GapRetries deliveries. Default GapDeadLetter.
+	// OnGap is the policy once a gap has waited GapRetries deliveries. Default GapDeadLetter. With Load,
+	// GapApply only lets the handler run: the row moves only if the handler's update accepts the jump
+	// (dedup.States.Transition does not: it needs the row at Version-1 and answers TransitionAhead).
 	OnGap GapPolicy
 }
 
