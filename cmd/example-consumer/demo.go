@@ -39,8 +39,8 @@ compensation job (an order-timeout job, its own transactions) cancels the same o
 its stock released once, whoever wins. With --ordered (default) every event goes to the queue its order
 number hashes to. It waits until the consumer (example-consumer run) has drained, then checks: every
 event's effect once (orders, PAID, CANCELLED with one release each, payments, stock and balances as planned),
-stale counted on /metrics ≥ late OrderPaids, duplicates + stale ≥ re-sends + late OrderPaids + OrderCancelled
-messages of orders the job cancelled first (a re-send racing its stale original is counted stale), the poison message alone of this run in
+duplicates counted on /metrics ≥ re-sends, stale ≥ late OrderPaids + OrderCancelled messages of orders the job
+cancelled first, the poison message alone of this run in
 %DLQ%<group>, Prometheus's duplicate ratio (rule rmqguard:duplicate_ratio:total) = /metrics', and the
 reconciliation of the run ("reconcile: ok accounts=N skus=M"). The last line is "exactly-once: ok …" (exit 0)
 or "exactly-once: FAILED …" (exit 1).`,
