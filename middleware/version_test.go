@@ -289,4 +289,6 @@ func TestVersion_ConfigErrorsNameTheField(t *testing.T) {
 	}
 	_, err := middleware.Version(nil, middleware.VersionConfig{AggregateType: "order_v2", Load: load, GapRetries: middleware.NoGapRetries, GapDelayLevel: 18})
 	assert.NoError(t, err, "the limits themselves are valid")
+	_, err = middleware.Version(nil, middleware.VersionConfig{AggregateType: "order", Load: load, GapDelayLevel: 1})
+	assert.NoError(t, err, "delay level 1 is the lowest valid one")
 }
