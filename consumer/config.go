@@ -47,7 +47,11 @@ const (
 type StartFrom uint8
 
 const (
-	// StartFromLastOffset (default) starts at the end of each queue: only new messages.
+	// StartFromLastOffset (default) starts at the end of each queue: only new messages, with one broker
+	// exception: a queue whose first message (offset 0) is still there and not yet swapped out of memory (a
+	// young topic) is read from offset 0, so a new group on it sees the topic's whole history. Dedup makes
+	// that harmless for events this group's dedup scope processed; give a new group its own topic, or reset
+	// its offsets (mqadmin resetOffsetByTime), when history must not be handled.
 	StartFromLastOffset StartFrom = iota
 	// StartFromFirstOffset starts at the first message still on the broker.
 	StartFromFirstOffset
