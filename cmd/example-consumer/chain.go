@@ -15,7 +15,7 @@ import (
 // the tag; AGGREGATE_ID), the handler deadline, the dedup transaction, and inside it the version check of
 // the order events (AGGREGATE_VERSION required; the stored version is the order row's own version column,
 // read by Shop.LoadOrderVersion). A version gap is retried o.gapRetries times at o.gapDelayLevel, then
-// dead-lettered with its reason.
+// dead-lettered with its reason (--gap-retries 0: at once; the library would read 0 as its default, 3).
 func chain(store *dedup.Store, m *metrics.Metrics, log *zap.Logger, o runOptions) (consumer.Handler, error) {
 	s, err := shop.New()
 	if err != nil {
@@ -27,12 +27,16 @@ func chain(store *dedup.Store, m *metrics.Metrics, log *zap.Logger, o runOptions
 	if err != nil {
 		return nil, err
 	}
+	gapRetries := o.gapRetries
+	if gapRetries == 0 {
+		gapRetries = middleware.NoGapRetries
+	}
 	version, err := middleware.Version(store, middleware.VersionConfig{
 		AggregateType: "order",
 		EventTypes:    shop.OrderEventTypes(),
 		Load:          s.LoadOrderVersion,
 		Require:       true,
-		GapRetries:    o.gapRetries,
+		GapRetries:    gapRetries,
 		GapDelayLevel: o.gapDelayLevel,
 		OnGap:         middleware.GapDeadLetter,
 	})
