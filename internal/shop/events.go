@@ -123,10 +123,14 @@ func decodeJSON(body []byte, v any, eventType string) error {
 type checks []string
 
 // id records a problem when v is not 1..64 characters long (characters, as the VARCHAR(64) columns
-// count them: 64 non-ASCII characters fit).
+// count them: 64 non-ASCII characters fit) or begins or ends with white space.
 func (c *checks) id(name, v string) {
 	if v == "" || utf8.RuneCountInString(v) > 64 {
 		*c = append(*c, name+" must have 1..64 characters")
+	}
+	if strings.TrimSpace(v) != v {
+		// utf8mb4_bin is PAD SPACE in MariaDB: "o1 " would be the same key as "o1".
+		*c = append(*c, name+" must not begin or end with white space")
 	}
 }
 
