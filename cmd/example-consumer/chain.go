@@ -12,10 +12,11 @@ import (
 
 // chain is the example's middleware chain around the shop's handlers, outermost first: metrics, logging,
 // panic recovery, classification, event identity (EVENT_ID, else the JSON field eventId; EVENT_TYPE, else
-// the tag; AGGREGATE_ID), the handler deadline, the dedup transaction, and inside it the version check of
-// the order events (AGGREGATE_VERSION required; the stored version is the order row's own version column,
+// the tag; AGGREGATE_ID), the check that an order event's body names the order of its AGGREGATE_ID
+// (shop.CheckOrderAggregate: otherwise the version of one order would decide for another), the handler
+// deadline, the dedup transaction, and inside it the version check of the order events (AGGREGATE_VERSION required; the stored version is the order row's own version column,
 // read by Shop.LoadOrderVersion). A version gap is retried o.gapRetries times at o.gapDelayLevel, then
-// dead-lettered with its reason.
+// dead-lettered with its reason (--gap-retries 0: at once; the library would read 0 as its default, 3).
 func chain(store *dedup.Store, m *metrics.Metrics, log *zap.Logger, o runOptions) (consumer.Handler, error) {
 	s, err := shop.New()
 	if err != nil {
@@ -27,12 +28,16 @@ func chain(store *dedup.Store, m *metrics.Metrics, log *zap.Logger, o runOptions
 	if err != nil {
 		return nil, err
 	}
+	gapRetries := o.gapRetries
+	if gapRetries == 0 {
+		gapRetries = middleware.NoGapRetries
+	}
 	version, err := middleware.Version(store, middleware.VersionConfig{
 		AggregateType: "order",
 		EventTypes:    shop.OrderEventTypes(),
 		Load:          s.LoadOrderVersion,
 		Require:       true,
-		GapRetries:    o.gapRetries,
+		GapRetries:    gapRetries,
 		GapDelayLevel: o.gapDelayLevel,
 		OnGap:         middleware.GapDeadLetter,
 	})
@@ -41,5 +46,5 @@ func chain(store *dedup.Store, m *metrics.Metrics, log *zap.Logger, o runOptions
 	}
 	return middleware.Chain(dedup.Handle(s.Handle),
 		middleware.Metrics(m), middleware.Logging(log), middleware.Recover(log), middleware.Classify(),
-		eventID, middleware.Timeout(o.handlerTimeout), middleware.Dedup(store), version), nil
+		eventID, shop.CheckOrderAggregate(), middleware.Timeout(o.handlerTimeout), middleware.Dedup(store), version), nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
+	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/internal/scrape"
 	"github.com/rmqguard/rmqguard/internal/shop"
@@ -20,7 +21,9 @@ import (
 type drained struct {
 	effects shop.DomainEffects
 	counts  counts
-	letters []*primitive.MessageExt
+	// decisions counts this run's processed_event rows per result_status (SUCCESS, STALE).
+	decisions map[string]int
+	letters   []*primitive.MessageExt
 }
 
 // complete reports whether every planned effect is there and every message without effect was counted.
@@ -30,7 +33,18 @@ func (r *demoRun) complete(d drained, comp compensation) bool {
 			return false
 		}
 	}
-	return d.counts.duplicates >= float64(r.plan.Duplicates) && d.counts.stale >= float64(r.staleExpected(comp))
+	success, stale := r.decisionsExpected(comp)
+	return d.counts.duplicates >= float64(r.plan.Duplicates) && d.counts.stale >= float64(r.staleExpected(comp)) &&
+		d.decisions[dedup.ResultSuccess] >= success && d.decisions[dedup.ResultStale] >= stale
+}
+
+// decisionsExpected is how many processed_event rows of this run a correct consumer leaves: SUCCESS for
+// every event with an effect except the OrderCancelled messages the job beat, which are STALE like the
+// late OrderPaids. Unlike the consumer's counters (the whole group: other runs' redeliveries count too),
+// these rows are this run's alone, so they are compared exactly: an order cancelled by both its message
+// and the job would show one SUCCESS too many and one STALE too few.
+func (r *demoRun) decisionsExpected(comp compensation) (success, stale int) {
+	return r.plan.TotalEvents() - comp.cancelled, r.plan.Late + comp.cancelled
 }
 
 // observe reads the run's effects and counters (and, when withLetters, its dead letters).
@@ -45,6 +59,9 @@ func (r *demoRun) observe(ctx context.Context, withLetters bool) (drained, error
 		return d, err
 	}
 	d.counts = r.since(c)
+	if d.decisions, err = shop.RunDecisions(ctx, r.db, r.s.group, r.o.runID+"-"); err != nil {
+		return d, err
+	}
 	if withLetters {
 		d.letters, err = runLetters(ctx, r.nameServers, r.s.group, r.o.runID)
 	}
@@ -92,7 +109,7 @@ func (r *demoRun) staleExpected(comp compensation) int {
 }
 
 // problems compares what the run left with the plan: each event's effect once, stock and balances as
-// planned, one release per cancelled order, the counters, the poison letter alone.
+// planned, one release per cancelled order, the counters, the run's dedup decisions, the poison letter alone.
 func (r *demoRun) problems(d drained, comp compensation) []string {
 	var p []string
 	effects := d.effects.Effects()
@@ -113,6 +130,10 @@ func (r *demoRun) problems(d drained, comp compensation) []string {
 	if want := r.staleExpected(comp); d.counts.stale < float64(want) {
 		p = append(p, fmt.Sprintf("stale counted %.0f < %d (%d late OrderPaid, %d OrderCancelled after the job cancelled first)",
 			d.counts.stale, want, r.plan.Late, comp.cancelled))
+	}
+	if success, stale := r.decisionsExpected(comp); d.decisions[dedup.ResultSuccess] != success || d.decisions[dedup.ResultStale] != stale {
+		p = append(p, fmt.Sprintf("processed_event rows of this run: %d SUCCESS and %d STALE, want %d and %d",
+			d.decisions[dedup.ResultSuccess], d.decisions[dedup.ResultStale], success, stale))
 	}
 	if len(d.letters) != 1 || d.letters[0].GetProperty(shop.PropEventID) != r.plan.PoisonEventID {
 		ids := make([]string, 0, len(d.letters))

@@ -25,7 +25,8 @@ func newReconcileCmd(s *settings) *cobra.Command {
 SKU inventory.on_hand = SUM(inventory_change.quantity); per order exactly one reservation of its quantity,
 exactly one release when CANCELLED and none otherwise, and exactly one payment of its amount when PAID; and
 that every SUCCESS processed_event row of --group has its effect (OrderCreated: the order; OrderPaid: a PAID
-order; OrderCancelled: a CANCELLED order; PaymentCaptured: an account transaction with its event ID).
+order; OrderCancelled: a CANCELLED order; PaymentCaptured: an account transaction with its event ID, or
+linked to it in account_transaction_event when the payment was re-sent under a new event ID).
 It prints each difference on a line, then "reconcile: ok accounts=N skus=M" or "reconcile: FAILED n
 differences" (exit 1). Run it with the writers drained: it reads without locking.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -78,3 +78,22 @@ func amounts(ctx context.Context, db *sqlx.DB, into map[string]int64, query stri
 	}
 	return rows.Err()
 }
+
+// RunDecisions counts group's processed_event rows of the events whose ID starts with prefix, per
+// result_status (dedup.ResultSuccess, dedup.ResultStale): one row per decided event, whatever the
+// counters of the consumer saw from other runs. Errors name the failed query.
+func RunDecisions(ctx context.Context, db *sqlx.DB, group, prefix string) (map[string]int, error) {
+	var rows []struct {
+		Status string `db:"result_status"`
+		N      int    `db:"n"`
+	}
+	if err := db.SelectContext(ctx, &rows, `SELECT result_status, COUNT(*) AS n FROM processed_event
+		WHERE consumer_group = ? AND event_id LIKE ? GROUP BY result_status`, group, escapeLike(prefix)+"%"); err != nil {
+		return nil, fmt.Errorf("shop: run decisions of group %s: %w", group, err)
+	}
+	out := make(map[string]int, len(rows))
+	for _, r := range rows {
+		out[r.Status] = r.N
+	}
+	return out, nil
+}

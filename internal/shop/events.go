@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/rmqguard/rmqguard/retry"
 )
@@ -121,10 +122,15 @@ func decodeJSON(body []byte, v any, eventType string) error {
 // checks collects the problems of one decoded body.
 type checks []string
 
-// id records a problem when v is not 1..64 characters long.
+// id records a problem when v is not 1..64 characters long (characters, as the VARCHAR(64) columns
+// count them: 64 non-ASCII characters fit) or begins or ends with white space.
 func (c *checks) id(name, v string) {
-	if v == "" || len(v) > 64 {
+	if v == "" || utf8.RuneCountInString(v) > 64 {
 		*c = append(*c, name+" must have 1..64 characters")
+	}
+	if strings.TrimSpace(v) != v {
+		// utf8mb4_bin is PAD SPACE in MariaDB: "o1 " would be the same key as "o1".
+		*c = append(*c, name+" must not begin or end with white space")
 	}
 }
 
@@ -145,7 +151,7 @@ func Decode(body []byte) (OrderCreated, error) {
 	var c checks
 	c.id("orderNo", e.OrderNo)
 	c.id("skuId", e.SkuID)
-	if len(e.AccountID) > 64 {
+	if utf8.RuneCountInString(e.AccountID) > 64 {
 		c = append(c, "accountId must have at most 64 characters")
 	}
 	if e.Quantity <= 0 {
@@ -179,7 +185,7 @@ func DecodePaymentCaptured(body []byte) (PaymentCaptured, error) {
 	var c checks
 	c.id("paymentId", e.PaymentID)
 	c.id("accountId", e.AccountID)
-	if len(e.OrderNo) > 64 {
+	if utf8.RuneCountInString(e.OrderNo) > 64 {
 		c = append(c, "orderNo must have at most 64 characters")
 	}
 	if e.AmountCents <= 0 {

@@ -16,7 +16,8 @@ import (
 // with amount −amountCents (kind PAYMENT, the event ID recorded) is a business action, and the account's
 // balance moves by the same amount only when that action was new. The account aggregate has no version.
 // When the payment was already recorded under another event ID (a business re-send with a new ID) the
-// outcome is consumer.Duplicate: nothing more is written and the event's dedup row commits. An account that
+// outcome is consumer.Duplicate: the balance does not move, the event is linked to the payment in
+// account_transaction_event (for Reconcile) and its dedup row commits. An account that
 // does not exist (yet) is a transient error: retried, then dead-lettered as exhausted.
 func (s *Shop) PaymentCaptured(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 	e, err := DecodePaymentCaptured(d.Msg.Body)
@@ -31,7 +32,7 @@ func (s *Shop) PaymentCaptured(ctx context.Context, tx *sqlx.Tx, d *consumer.Del
 		return consumer.Outcome{}, fmt.Errorf("shop: record payment %s: %w", e.PaymentID, err)
 	}
 	if res == dedup.ActionAlreadyApplied {
-		return consumer.Duplicate(), nil
+		return s.linkPayment(ctx, tx, d.EventID, e.PaymentID, now)
 	}
 	r, err := tx.ExecContext(ctx, `UPDATE account SET balance = balance + ?, updated_at = ? WHERE account_id = ?`,
 		-e.AmountCents, now, e.AccountID)
@@ -44,4 +45,14 @@ func (s *Shop) PaymentCaptured(ctx context.Context, tx *sqlx.Tx, d *consumer.Del
 			e.AccountID, e.PaymentID, n, err))
 	}
 	return consumer.Processed(), nil
+}
+
+// linkPayment records that eventID names the payment already recorded as PayTransactionID(paymentID), and
+// returns consumer.Duplicate. A link that exists (the same event in another dedup scope) is kept.
+func (s *Shop) linkPayment(ctx context.Context, tx *sqlx.Tx, eventID, paymentID string, now time.Time) (consumer.Outcome, error) {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO account_transaction_event (event_id, transaction_id, created_at) VALUES (?, ?, ?)
+		ON DUPLICATE KEY UPDATE transaction_id = transaction_id`, eventID, PayTransactionID(paymentID), now); err != nil {
+		return consumer.Outcome{}, fmt.Errorf("shop: link event %s to payment %s: %w", eventID, paymentID, err)
+	}
+	return consumer.Duplicate(), nil
 }

@@ -57,7 +57,7 @@ func (r ReconcileReport) Verdict() string {
 //     transaction, of −amount_cents;
 //   - per SUCCESS processed_event row of scope.Group: OrderCreated → its order exists; OrderPaid → the order
 //     is PAID; OrderCancelled → the order is CANCELLED; PaymentCaptured → an account_transaction carries its
-//     event ID.
+//     event ID or, for a payment re-sent under a new event ID, is linked to it (account_transaction_event).
 //
 // It reads only, in plain statements (a consistent picture needs the writers stopped or drained). The
 // error is a failed query; differences are in the report.

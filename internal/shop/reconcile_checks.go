@@ -158,7 +158,9 @@ func paidOrders(ctx context.Context, db *sqlx.DB, like string) ([]Difference, er
 	return diffs, nil
 }
 
-// dedupRows: a SUCCESS processed_event row of group whose event's effect is missing.
+// dedupRows: a SUCCESS processed_event row of group whose event's effect is missing. A PaymentCaptured's
+// payment carries its event ID, or (a re-send under a new event ID) is linked to it in
+// account_transaction_event.
 func dedupRows(ctx context.Context, db *sqlx.DB, group, like string) ([]Difference, error) {
 	var rows []struct {
 		EventID   string `db:"event_id"`
@@ -173,7 +175,9 @@ func dedupRows(ctx context.Context, db *sqlx.DB, group, like string) ([]Differen
 		  AND ((p.event_type = ? AND o.order_no IS NULL)
 		    OR (p.event_type = ? AND NOT (o.status <=> ?))
 		    OR (p.event_type = ? AND NOT (o.status <=> ?))
-		    OR (p.event_type = ? AND NOT EXISTS (SELECT 1 FROM account_transaction t WHERE t.event_id = p.event_id)))
+		    OR (p.event_type = ? AND NOT EXISTS (SELECT 1 FROM account_transaction t WHERE t.event_id = p.event_id)
+		        AND NOT EXISTS (SELECT 1 FROM account_transaction_event l JOIN account_transaction t ON t.transaction_id = l.transaction_id
+		                        WHERE l.event_id = p.event_id)))
 		ORDER BY p.event_id`,
 		group, like, dedup.ResultSuccess, EventOrderCreated, EventOrderPaid, StatusPaid, EventOrderCancelled, StatusCancelled,
 		EventPaymentCaptured)
@@ -191,7 +195,7 @@ func dedupRows(ctx context.Context, db *sqlx.DB, group, like string) ([]Differen
 func dedupProblem(eventType, aggregate string, status *string) string {
 	switch eventType {
 	case EventPaymentCaptured:
-		return "PaymentCaptured processed, but no account transaction carries its event ID"
+		return "PaymentCaptured processed, but no account transaction carries its event ID or is linked to it"
 	case EventOrderCreated:
 		return fmt.Sprintf("OrderCreated processed, but order %q does not exist", aggregate)
 	}

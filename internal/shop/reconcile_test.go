@@ -108,7 +108,7 @@ func TestReconcile_DedupRowsWithoutEffects(t *testing.T) {
 
 	assert.ElementsMatch(t, []string{
 		"event " + w.name("paid") + `: OrderPaid processed, but order "` + w.name("o1") + `" has status WAIT_PAY`,
-		"event " + w.name("captured") + ": PaymentCaptured processed, but no account transaction carries its event ID",
+		"event " + w.name("captured") + ": PaymentCaptured processed, but no account transaction carries its event ID or is linked to it",
 	}, lines(r))
 }
 

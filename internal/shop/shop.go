@@ -25,7 +25,7 @@ var migrationFiles embed.FS
 const VersionTable = "shop_db_version"
 
 // Migrate applies the dedup schema and the shop schema (orders, inventory_change, inventory, account,
-// account_transaction) to db. Errors name the failed migration.
+// account_transaction, account_transaction_event) to db. Errors name the failed migration.
 func Migrate(ctx context.Context, db *sql.DB) error {
 	if _, err := dedup.Migrate(ctx, db); err != nil {
 		return err

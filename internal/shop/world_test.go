@@ -134,7 +134,7 @@ func (w *world) balance() int64 {
 	return w.int(`SELECT balance FROM account WHERE account_id = ?`, w.name("acct"))
 }
 
-// chain is the example's chain without logging and metrics: Classify, EventID, Dedup, Version (order
+// chain is the example's chain without logging and metrics: Classify, EventID, CheckOrderAggregate, Dedup, Version (order
 // events, orders.version, required, gap retried gapRetries times) and the shop's handlers.
 func (w *world) chain(gapRetries int) consumer.Handler {
 	w.t.Helper()
@@ -145,7 +145,8 @@ func (w *world) chain(gapRetries int) consumer.Handler {
 	version, err := middleware.Version(store, middleware.VersionConfig{AggregateType: "order", EventTypes: shop.OrderEventTypes(),
 		Load: w.shop.LoadOrderVersion, Require: true, GapRetries: gapRetries, GapDelayLevel: 1})
 	require.NoError(w.t, err)
-	return middleware.Chain(dedup.Handle(w.shop.Handle), middleware.Classify(), eventID, middleware.Dedup(store), version)
+	return middleware.Chain(dedup.Handle(w.shop.Handle), middleware.Classify(), eventID, shop.CheckOrderAggregate(),
+		middleware.Dedup(store), version)
 }
 
 // through runs d through h as a fresh delivery (the chain fills in the event's identity again).
