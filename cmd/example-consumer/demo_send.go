@@ -57,9 +57,9 @@ func (r *demoRun) send(ctx context.Context) (compensation, error) {
 		return res.c, fmt.Errorf("compensation job: %w", res.err)
 	}
 	ev := r.plan.Events
-	fmt.Printf("sent %d messages to %s in %.1fs: %d distinct events (%d OrderCreated, %d OrderPaid, %d PaymentCaptured, %d OrderCancelled), "+
+	fmt.Printf("run %s: sent %d messages to %s in %.1fs: %d distinct events (%d OrderCreated, %d OrderPaid, %d PaymentCaptured, %d OrderCancelled), "+
 		"%d re-sent with new message IDs, %d failing once, %d OrderPaid before their OrderCreated, %d late OrderPaid, 1 poison; per-order queues: %v\n",
-		len(r.plan.Messages), r.s.topic, time.Since(r.start).Seconds(), r.plan.TotalEvents(),
+		r.o.runID, len(r.plan.Messages), r.s.topic, time.Since(r.start).Seconds(), r.plan.TotalEvents(),
 		ev[shop.EventOrderCreated], ev[shop.EventOrderPaid], ev[shop.EventPaymentCaptured], ev[shop.EventOrderCancelled],
 		r.plan.Duplicates, r.o.failOnce, r.plan.Early, r.plan.Late, r.o.ordered)
 	fmt.Printf("compensation job: cancelled %d of %d unpaid orders itself, %d were cancelled by their OrderCancelled message first (%d passes retried)\n",

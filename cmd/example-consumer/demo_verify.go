@@ -177,7 +177,7 @@ func (r *demoRun) verdict(ctx context.Context, d drained, comp compensation) err
 		effects += n
 	}
 	fmt.Printf("MariaDB: %d orders (%d PAID, %d CANCELLED: %d by the job), %d reservations, %d releases, %d payments, %d SKUs, %d accounts as planned; "+
-		"/metrics: %.0f duplicates, %.0f stale; %%DLQ%%%s: %d letters of this run (%.1fs)\n",
+		"/metrics: %.0f duplicates, %.0f stale; %%DLQ%%%s: %d letter(s) of this run (%.1fs)\n",
 		d.effects.Orders, d.effects.ByStatus[shop.StatusPaid], d.effects.ByStatus[shop.StatusCancelled], comp.cancelled,
 		d.effects.Reservations, d.effects.Releases, d.effects.Payments, len(r.plan.OnHand), len(r.plan.Balances),
 		d.counts.duplicates, d.counts.stale, r.s.group, len(d.letters), time.Since(r.start).Seconds())

@@ -54,13 +54,14 @@ func (r ReconcileReport) Verdict() string {
 //   - per SKU, inventory.on_hand = SUM(inventory_change.quantity) (and no changes without inventory row);
 //   - per order, exactly one reservation (an inventory_change of the order with quantity < 0) of −quantity;
 //     exactly one release (> 0) when CANCELLED, none otherwise; a PAID order has exactly one PAYMENT
-//     transaction, of −amount_cents;
+//     transaction, of −amount_cents, and a PAYMENT transaction belongs to a PAID order;
 //   - per SUCCESS processed_event row of scope.Group: OrderCreated → its order exists; OrderPaid → the order
 //     is PAID; OrderCancelled → the order is CANCELLED; PaymentCaptured → an account_transaction carries its
 //     event ID or, for a payment re-sent under a new event ID, is linked to it (account_transaction_event).
 //
-// It reads only, in plain statements (a consistent picture needs the writers stopped or drained). The
-// error is a failed query; differences are in the report.
+// A non-empty scope.Prefix that matches no account, SKU and order is itself a difference (a mistyped run ID
+// must not pass as "ok accounts=0 skus=0"). It reads only, in plain statements (a consistent picture needs
+// the writers stopped or drained). The error is a failed query; differences are in the report.
 func Reconcile(ctx context.Context, db *sqlx.DB, scope ReconcileScope) (ReconcileReport, error) {
 	like := escapeLike(scope.Prefix) + "%"
 	var r ReconcileReport
@@ -70,8 +71,18 @@ func Reconcile(ctx context.Context, db *sqlx.DB, scope ReconcileScope) (Reconcil
 	if err := db.GetContext(ctx, &r.Skus, `SELECT COUNT(*) FROM inventory WHERE sku_id LIKE ?`, like); err != nil {
 		return r, fmt.Errorf("shop: reconcile: count skus: %w", err)
 	}
+	if scope.Prefix != "" && r.Accounts == 0 && r.Skus == 0 {
+		var orders int
+		if err := db.GetContext(ctx, &orders, `SELECT COUNT(*) FROM orders WHERE order_no LIKE ?`, like); err != nil {
+			return r, fmt.Errorf("shop: reconcile: count orders: %w", err)
+		}
+		if orders == 0 {
+			r.Differences = append(r.Differences, Difference{"prefix " + scope.Prefix, "matches no account, SKU or order: nothing to reconcile"})
+			return r, nil
+		}
+	}
 	checks := []func(context.Context, *sqlx.DB, string) ([]Difference, error){
-		accountBalances, orphanTransactions, stockOnHand, orphanChanges, orderChanges, paidOrders,
+		accountBalances, orphanTransactions, stockOnHand, orphanChanges, orderChanges, paidOrders, paymentsOfUnpaidOrders,
 	}
 	if scope.Group != "" {
 		checks = append(checks, func(ctx context.Context, db *sqlx.DB, like string) ([]Difference, error) {

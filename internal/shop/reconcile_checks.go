@@ -158,6 +158,33 @@ func paidOrders(ctx context.Context, db *sqlx.DB, like string) ([]Difference, er
 	return diffs, nil
 }
 
+// paymentsOfUnpaidOrders: a PAYMENT transaction whose order is not PAID (or does not exist): money taken
+// for an order whose OrderPaid never applied, e.g. dead-lettered as a version gap.
+func paymentsOfUnpaidOrders(ctx context.Context, db *sqlx.DB, like string) ([]Difference, error) {
+	var rows []struct {
+		ID     string  `db:"transaction_id"`
+		No     string  `db:"order_no"`
+		Status *string `db:"status"`
+	}
+	err := db.SelectContext(ctx, &rows, `
+		SELECT t.transaction_id, t.order_no, o.status
+		FROM account_transaction t LEFT JOIN orders o ON o.order_no = t.order_no
+		WHERE t.kind = ? AND t.order_no LIKE ? AND (o.status IS NULL OR o.status <> ?) ORDER BY t.transaction_id`,
+		KindPayment, like, StatusPaid)
+	if err != nil {
+		return nil, fmt.Errorf("payments of unpaid orders: %w", err)
+	}
+	diffs := make([]Difference, 0, len(rows))
+	for _, r := range rows {
+		status := "does not exist"
+		if r.Status != nil {
+			status = "is " + *r.Status
+		}
+		diffs = append(diffs, Difference{"order " + r.No, fmt.Sprintf("payment %s recorded, but the order %s", r.ID, status)})
+	}
+	return diffs, nil
+}
+
 // dedupRows: a SUCCESS processed_event row of group whose event's effect is missing. A PaymentCaptured's
 // payment carries its event ID, or (a re-send under a new event ID) is linked to it in
 // account_transaction_event.

@@ -108,3 +108,27 @@ func TestDomain_OrderCancelledBeforeOrderCreatedThenOrderPaid(t *testing.T) {
 	r := w.reconcile()
 	assert.True(t, r.OK(), "%v", lines(r))
 }
+
+// A payment whose order is not PAID (its OrderPaid never applied) is a difference.
+func TestReconcile_PaymentOfAnUnpaidOrder(t *testing.T) {
+	w := cleanDomain(t)
+	w.exec(`UPDATE orders SET status = ?, version = 1 WHERE order_no = ?`, shop.StatusWaitPay, w.name("o1"))
+
+	r := w.reconcile()
+
+	assert.Contains(t, lines(r), "order "+w.name("o1")+": payment "+shop.PayTransactionID(w.name("pay1"))+
+		" recorded, but the order is WAIT_PAY")
+	assert.False(t, r.OK())
+}
+
+// A prefix that matches nothing fails instead of reporting "ok accounts=0 skus=0".
+func TestReconcile_PrefixMatchingNothingFails(t *testing.T) {
+	w := newWorld(t)
+	prefix := testenv.Unique("nothing") + "-"
+
+	r, err := shop.Reconcile(w.ctx, w.db, shop.ReconcileScope{Prefix: prefix})
+	require.NoError(t, err)
+
+	assert.Equal(t, []string{"prefix " + prefix + ": matches no account, SKU or order: nothing to reconcile"}, lines(r))
+	assert.Equal(t, "reconcile: FAILED 1 differences", r.Verdict())
+}
