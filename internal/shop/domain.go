@@ -121,16 +121,14 @@ func eventVersion(d *consumer.Delivery, def int64) int64 {
 
 // adjustStock adds delta (≠ 0) to sku's stock on hand, creating the row (from 0) when the SKU has none yet.
 func adjustStock(ctx context.Context, tx *sqlx.Tx, sku string, delta int64, now time.Time) error {
-	res, err := tx.ExecContext(ctx, `UPDATE inventory SET on_hand = on_hand + ?, updated_at = ? WHERE sku_id = ?`, delta, now, sku)
-	if err != nil {
+	// One statement for both cases: an UPDATE that finds no row and then an INSERT took gap locks, and two
+	// orders creating the first row of one new SKU at once deadlocked (1213); here the second waits for the
+	// first's row and then adds to it.
+	if _, err := tx.ExecContext(ctx,
+		`INSERT INTO inventory (sku_id, on_hand, updated_at) VALUES (?, ?, ?)
+		 ON DUPLICATE KEY UPDATE on_hand = on_hand + VALUES(on_hand), updated_at = VALUES(updated_at)`,
+		sku, delta, now); err != nil {
 		return fmt.Errorf("shop: stock of %s: %w", sku, err)
-	}
-	// on_hand always changes (delta ≠ 0), so rows affected is 1 exactly when the row exists.
-	if n, err := res.RowsAffected(); err != nil || n == 1 {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO inventory (sku_id, on_hand, updated_at) VALUES (?, ?, ?)`, sku, delta, now); err != nil {
-		return fmt.Errorf("shop: first stock row of %s: %w", sku, err)
 	}
 	return nil
 }

@@ -83,11 +83,13 @@ func (w Workload) Plan() (Plan, error) {
 	return p, nil
 }
 
-// event is event i of the run; the first FailOnce events fail their first attempt.
+// event is event i of the run; the first FailOnce events fail their first attempt. The run's 17 SKUs are its
+// own (RunID-sku-N): a SKU's stock row is locked by every reservation until its transaction ends, so SKUs
+// shared between runs would make one run's slow or hung handler hold up another's.
 func (w Workload) event(i int) OrderCreated {
 	return OrderCreated{
 		EventID: fmt.Sprintf("%s-e%d", w.RunID, i), OrderNo: fmt.Sprintf("%s-o%d", w.RunID, i),
-		SkuID: fmt.Sprintf("sku-%d", i%17), Quantity: 1 + i%5, AmountCents: int64(100 + i),
+		SkuID: fmt.Sprintf("%s-sku-%d", w.RunID, i%17), Quantity: 1 + i%5, AmountCents: int64(100 + i),
 		FailOnce: i < w.FailOnce,
 	}
 }
