@@ -19,7 +19,7 @@ SERVICES_MODE ?= $(shell timeout 20 docker info >/dev/null 2>&1 && echo docker |
 # Topics the demo and the tests use; created explicitly because the broker runs with autoCreateTopicEnable=false.
 TOPICS = RMQGUARD_PROBE RMQGUARD_DEMO_ORDER RMQGUARD_TEST_ORDER
 
-.PHONY: up down demo test test-unit test-rules bench bench-purge lint mutate chaos
+.PHONY: up down demo test test-unit test-rules bench bench-e2e bench-purge lint mutate chaos
 
 # ------------------------------------------------------------------------------------------------ services
 
@@ -88,6 +88,13 @@ bench: up ## benchmarks: the chain without I/O, and transactional dedup on Maria
 PURGE_ARGS ?=
 bench-purge: up ## F22 figures: purge 1,000,000 old dedup rows while 8 goroutines claim; claim latency with/without, rows/s, 1205/1213
 	@source deploy/local/env.sh && $(GO) run ./internal/purgebench $(PURGE_ARGS)
+
+# BENCH_E2E_ARGS: -messages (20000), -rounds (3), -variants (raw,baseline,rmqguard,rmqguard-batch,duplicates,
+# duplicates-redis), -goroutines (20), -handler-timeout (10s; 0: no Timeout middleware), -rss-backlog (100000;
+# 0 skips it), -stall (1m); see internal/benche2e. Topics, tables and dedup rows of the run are removed at the end.
+BENCH_E2E_ARGS ?=
+bench-e2e: up ## drain a backlog on the real broker with raw/baseline/rmqguard/batch/duplicates, interleaved: msgs/s, ratio to the baseline, RSS
+	@source deploy/local/env.sh && $(GO) run ./internal/benche2e $(BENCH_E2E_ARGS)
 
 lint: ## gofmt and go vet
 	@test -z "$$(gofmt -l . | grep -v '^.local/')" || { gofmt -l . | grep -v '^.local/'; exit 1; }

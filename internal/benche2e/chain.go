@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/metrics"
+	"github.com/rmqguard/rmqguard/middleware"
+)
+
+// shutdownTimeout bounds a consumer's shutdown after its drain.
+const shutdownTimeout = 30 * time.Second
+
+// startRmqguard drains b through consumer.New and the standard chain (Metrics, Logging with a no-op
+// logger, Recover, Classify, EventID, Timeout unless -handler-timeout 0, Dedup) around a handler that
+// inserts the same business row as the baseline, with consumer.Config.BatchSize batch.
+func startRmqguard(ctx context.Context, env *environment, o options, b backlog, group string, tr *tracker, batch int) (func(), error) {
+	bizTable := tableName(group, "orders")
+	if err := createBusinessTable(ctx, env, bizTable); err != nil {
+		return nil, err
+	}
+	env.cleanup.scope(group)
+	return startChain(env, o, b, group, tr, batch, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if err := insertBusinessRow(ctx, tx, bizTable, d.EventID); err != nil {
+			return consumer.Outcome{}, err
+		}
+		return consumer.Processed(), nil
+	})
+}
+
+// startDuplicates drains b through the rmqguard variant after marking all its events processed in the
+// group's dedup scope: every message is a duplicate.
+func startDuplicates(ctx context.Context, env *environment, o options, b backlog, group string, tr *tracker) (func(), error) {
+	if err := markProcessed(ctx, env, group, b); err != nil {
+		return nil, err
+	}
+	return startRmqguard(ctx, env, o, b, group, tr, 1)
+}
+
+// startChain builds the chain around h, wraps it so that each acknowledged message is reported to tr, and
+// starts the consumer.
+func startChain(env *environment, o options, b backlog, group string, tr *tracker, batch int, h dedup.TxHandler) (func(), error) {
+	store, err := dedup.NewStore(env.db)
+	if err != nil {
+		return nil, err
+	}
+	m, err := metrics.New(prometheus.NewRegistry())
+	if err != nil {
+		return nil, err
+	}
+	handler, err := chain(store, m, o, h)
+	if err != nil {
+		return nil, err
+	}
+	counted := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		out, err := handler(ctx, d)
+		if err == nil && out.Kind.Acknowledges() {
+			tr.handled(d.Msg.GetProperty("EVENT_ID"))
+		}
+		return out, err
+	}
+	cfg := consumer.Config{
+		NameServers:       env.nameServers,
+		Group:             group,
+		Subscriptions:     []consumer.Subscription{{Topic: b.topic}},
+		ConsumeGoroutines: o.goroutines,
+		BatchSize:         batch,
+		HandlerTimeout:    o.handlerTimeout,
+		StartFrom:         consumer.StartFromFirstOffset,
+	}
+	c, err := consumer.New(cfg, counted, consumer.WithHealthProbe(store), consumer.WithObserver(m))
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Start(); err != nil {
+		return nil, fmt.Errorf("rmqguard consumer %s: %w", group, err)
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		_ = c.Shutdown(ctx)
+	}, nil
+}
+
+// chain is the standard chain of the README and the example consumer, outermost first, without the
+// example's domain steps (order aggregate check, version).
+func chain(store *dedup.Store, m *metrics.Metrics, o options, h dedup.TxHandler) (consumer.Handler, error) {
+	eventID, err := middleware.EventID(middleware.EventIDConfig{
+		Extractors: []middleware.Extractor{middleware.FromProperty("EVENT_ID"), middleware.FromJSONField("eventId")},
+	})
+	if err != nil {
+		return nil, err
+	}
+	log := zap.NewNop()
+	mws := []consumer.Middleware{middleware.Metrics(m), middleware.Logging(log), middleware.Recover(log),
+		middleware.Classify(), eventID}
+	if o.handlerTimeout > 0 {
+		mws = append(mws, middleware.Timeout(o.handlerTimeout))
+	}
+	mws = append(mws, middleware.Dedup(store))
+	return middleware.Chain(dedup.Handle(h), mws...), nil
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+)
+
+// environment is what every variant of one run shares: the broker, the database pool, the producer, and
+// the list of what to remove at the end.
+type environment struct {
+	nameServers []string
+	broker      string
+	db          *sqlx.DB
+	producer    rocketmq.Producer
+	run         string // unique name of the run: prefix of its topics, groups and tables
+	cleanup     *cleanup
+	log         io.Writer
+}
+
+// cleanup remembers the topics, tables and dedup scopes a run created, to remove them when it ends.
+type cleanup struct {
+	mu     sync.Mutex
+	topics []string
+	tables []string
+	scopes []string
+}
+
+func (c *cleanup) topic(name string) { c.mu.Lock(); c.topics = append(c.topics, name); c.mu.Unlock() }
+func (c *cleanup) table(name string) { c.mu.Lock(); c.tables = append(c.tables, name); c.mu.Unlock() }
+func (c *cleanup) scope(name string) { c.mu.Lock(); c.scopes = append(c.scopes, name); c.mu.Unlock() }
+
+// run removes everything recorded, on a context of its own (the run's may have ended with Ctrl-C), and
+// reports failures to w without stopping.
+func (c *cleanup) run(env *environment, w io.Writer) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, t := range c.tables {
+		if _, err := env.db.ExecContext(ctx, "DROP TABLE IF EXISTS "+t); err != nil {
+			fmt.Fprintf(w, "cleanup: drop %s: %v\n", t, err)
+		}
+	}
+	for _, s := range c.scopes {
+		if err := deleteScope(ctx, env.db, s); err != nil {
+			fmt.Fprintf(w, "cleanup: %v\n", err)
+		}
+	}
+	for _, t := range c.topics {
+		if err := rmqadmin.DeleteTopic(ctx, env.nameServers, env.broker, t); err != nil {
+			fmt.Fprintf(w, "cleanup: %v\n", err)
+		}
+	}
+}
+
+// deleteScope deletes the processed_event rows of a dedup scope, 10,000 at a time.
+func deleteScope(ctx context.Context, db *sqlx.DB, scope string) error {
+	for {
+		r, err := db.ExecContext(ctx, `DELETE FROM processed_event WHERE consumer_group = ? LIMIT 10000`, scope)
+		if err != nil {
+			return fmt.Errorf("delete processed_event rows of %s: %w", scope, err)
+		}
+		if n, _ := r.RowsAffected(); n == 0 {
+			return nil
+		}
+	}
+}

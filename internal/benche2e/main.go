@@ -1,0 +1,244 @@
+// Command benche2e is the project's end-to-end throughput benchmark (issue 8): it produces a backlog of
+// OrderCreated-like messages on the real broker (a topic of its own with 4 queues) and drains it with each
+// variant, interleaved over -rounds so that machine noise hits all of them: raw (the client's push consumer
+// with a no-op handler, the ceiling), baseline (a hand-written consumer: one sqlx transaction per message
+// with a dedup row and a business row), rmqguard (consumer.New and the standard chain), rmqguard-batch
+// (BatchSize 16), duplicates (a backlog whose events were all processed already, drained by rmqguard) and
+// duplicates-redis (the Redis fast path: n/a until it exists). Every variant drains with a fresh consumer
+// group from the first offset, the same consume goroutines and the same MySQL pool, into tables of its own.
+// The rate is the distinct messages handled divided by the time from the first to the last. It prints one
+// row per variant and round, the medians and the ratios to the baseline, then the resident memory of the
+// process while the rmqguard variant drains a -rss-backlog backlog. Topics, tables and dedup rows it
+// created are removed at the end, also after Ctrl-C. Run by `make bench-e2e`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/rlog"
+	_ "github.com/go-sql-driver/mysql" // the MySQL driver for sqlx
+	"github.com/jmoiron/sqlx"
+
+	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/testenv"
+)
+
+// options are the command's flags.
+type options struct {
+	nameServers    string
+	broker         string
+	dsn            string
+	messages       int
+	rounds         int
+	variants       []string
+	goroutines     int
+	handlerTimeout time.Duration
+	rssBacklog     int
+	stall          time.Duration
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benche2e:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if _, err := run(ctx, o, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "benche2e:", err)
+		os.Exit(1)
+	}
+}
+
+// parseFlags reads and validates the flags.
+func parseFlags(args []string) (options, error) {
+	var o options
+	var list string
+	fs := flag.NewFlagSet("benche2e", flag.ContinueOnError)
+	fs.StringVar(&o.nameServers, "namesrv", testenv.Env("RMQGUARD_NAMESRV", "127.0.0.1:9876"), "name servers, comma separated")
+	fs.StringVar(&o.broker, "broker", testenv.Env("RMQGUARD_BROKER_ADDR", "127.0.0.1:10911"), "broker address (topics are created and deleted there)")
+	fs.StringVar(&o.dsn, "dsn", testenv.Env("RMQGUARD_MYSQL_DSN", "rmqguard:rmqguard@tcp(127.0.0.1:3306)/rmqguard?parseTime=true"), "MySQL DSN")
+	fs.IntVar(&o.messages, "messages", 20_000, "messages in the backlog each variant drains")
+	fs.IntVar(&o.rounds, "rounds", 3, "rounds; each drains every variant once, in -variants order")
+	fs.StringVar(&list, "variants", defaultVariants, "variants to run, comma separated")
+	fs.IntVar(&o.goroutines, "goroutines", 20, "consume goroutines of every variant (the MySQL pool has 4 more connections)")
+	fs.DurationVar(&o.handlerTimeout, "handler-timeout", 10*time.Second, "rmqguard's handler deadline (middleware.Timeout); 0: no Timeout middleware, the consumer's default deadline")
+	fs.IntVar(&o.rssBacklog, "rss-backlog", 100_000, "backlog the rmqguard variant drains while its resident memory is sampled; 0 skips it")
+	fs.DurationVar(&o.stall, "stall", time.Minute, "give up a drain after this long without a new message")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	var err error
+	if o.variants, err = parseVariants(list); err != nil {
+		return o, err
+	}
+	return o, o.validate()
+}
+
+// validate rejects flag values that cannot work, naming the flag.
+func (o options) validate() error {
+	var errs []error
+	if o.messages < 1 {
+		errs = append(errs, fmt.Errorf("-messages %d: must be ≥ 1", o.messages))
+	}
+	if o.rounds < 1 {
+		errs = append(errs, fmt.Errorf("-rounds %d: must be ≥ 1", o.rounds))
+	}
+	if o.goroutines < 1 || o.goroutines > 1000 {
+		errs = append(errs, fmt.Errorf("-goroutines %d: must be 1..1000 (the consumer's range)", o.goroutines))
+	}
+	if o.rssBacklog < 0 {
+		errs = append(errs, fmt.Errorf("-rss-backlog %d: must be ≥ 0 (0 skips the measurement)", o.rssBacklog))
+	}
+	if o.handlerTimeout < 0 {
+		errs = append(errs, fmt.Errorf("-handler-timeout %s: must be ≥ 0", o.handlerTimeout))
+	}
+	if o.stall <= 0 {
+		errs = append(errs, fmt.Errorf("-stall %s: must be positive", o.stall))
+	}
+	return errors.Join(errs...)
+}
+
+// run sets the environment up, drains the rounds, prints the table and the memory figure to w, and cleans
+// up. It returns the results for tests.
+func run(ctx context.Context, o options, w io.Writer) ([]result, error) {
+	rlog.SetLogLevel("error")
+	env, closeEnv, err := open(ctx, o, w)
+	if err != nil {
+		return nil, err
+	}
+	defer closeEnv()
+	b := backlog{topic: "BENCHE2E_" + strings.ReplaceAll(env.run, "-", "_"), prefix: env.run + "-e-", n: o.messages}
+	start := time.Now()
+	if err := b.produce(ctx, env); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(w, "run %s: %d messages on %s (%d queues) in %s; %d consume goroutines, pool %d\n",
+		env.run, b.n, b.topic, backlogQueues, time.Since(start).Round(time.Millisecond), o.goroutines, o.goroutines+4)
+	results, err := rounds(ctx, env, o, b)
+	if err != nil {
+		return results, err
+	}
+	if err := writeTable(w, results, variantBaseline); err != nil {
+		return results, err
+	}
+	if o.rssBacklog > 0 {
+		if err := measureRSS(ctx, env, o, w); err != nil {
+			return results, err
+		}
+	}
+	return results, nil
+}
+
+// open connects to the database and the broker and starts the producer; the returned function cleans up
+// what the run created and closes them.
+func open(ctx context.Context, o options, w io.Writer) (*environment, func(), error) {
+	db, err := sqlx.Open("mysql", o.dsn)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open database: %w", err)
+	}
+	db.SetMaxOpenConns(o.goroutines + 4)
+	db.SetMaxIdleConns(o.goroutines + 4)
+	if _, err := dedup.Migrate(ctx, db.DB); err != nil {
+		_ = db.Close()
+		return nil, nil, err
+	}
+	env := &environment{nameServers: strings.Split(o.nameServers, ","), broker: o.broker, db: db,
+		run: testenv.Unique("be2e"), cleanup: &cleanup{}, log: w}
+	env.producer, err = rmqadmin.StartProducer(env.nameServers, env.run+"-producer")
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, err
+	}
+	return env, func() {
+		_ = env.producer.Shutdown()
+		env.cleanup.run(env, w)
+		_ = db.Close()
+	}, nil
+}
+
+// rounds drains b with every variant, round after round.
+func rounds(ctx context.Context, env *environment, o options, b backlog) ([]result, error) {
+	all := variants()
+	var results []result
+	for round := 1; round <= o.rounds; round++ {
+		for _, name := range o.variants {
+			group := fmt.Sprintf("%s-%s-r%d", env.run, name, round)
+			r, err := drain(ctx, env, o, b, all[name], group)
+			r.variant, r.round = name, round
+			var na errNotAvailable
+			if errors.As(err, &na) {
+				r.na = na.why
+				err = nil
+			}
+			if err != nil {
+				return results, fmt.Errorf("%s round %d: %w", name, round, err)
+			}
+			results = append(results, r)
+			fmt.Fprintf(env.log, "  round %d %-16s %s\n", round, name, describe(r))
+		}
+	}
+	return results, nil
+}
+
+// describe is a progress line of one result.
+func describe(r result) string {
+	if r.na != "" {
+		return "n/a: " + r.na
+	}
+	return fmt.Sprintf("%d msgs in %.2fs = %.0f msgs/s", r.messages, r.elapsed.Seconds(), r.rate())
+}
+
+// drain runs one variant on b with group and waits until every message was handled.
+func drain(ctx context.Context, env *environment, o options, b backlog, start drainFunc, group string) (result, error) {
+	tr := newTracker(b.n)
+	stop, err := start(ctx, env, o, b, group, tr)
+	if err != nil {
+		return result{}, err
+	}
+	n, elapsed, err := tr.wait(ctx, o.stall)
+	stop()
+	return result{messages: n, elapsed: elapsed}, err
+}
+
+// measureRSS produces a backlog of o.rssBacklog messages, then drains it with the rmqguard variant while
+// it samples the process's VmRSS every 100 ms, and prints the highest sample and VmHWM (reset before the
+// drain when the kernel allows) in MB. The process also holds the benchmark's producer and pool.
+func measureRSS(ctx context.Context, env *environment, o options, w io.Writer) error {
+	b := backlog{topic: "BENCHE2E_RSS_" + strings.ReplaceAll(env.run, "-", "_"), prefix: env.run + "-m-", n: o.rssBacklog}
+	if err := b.produce(ctx, env); err != nil {
+		return err
+	}
+	debug.FreeOSMemory()
+	reset := resetPeak()
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	peak := sampleRSS(sctx, 100*time.Millisecond)
+	r, err := drain(ctx, env, o, b, variants()[variantRmqguard], env.run+"-rss")
+	if err != nil {
+		return fmt.Errorf("rss drain: %w", err)
+	}
+	hwm, err := statusKB("VmHWM")
+	if err != nil {
+		return err
+	}
+	note := "since the drain began"
+	if !reset {
+		note = "since the process started: clear_refs refused"
+	}
+	fmt.Fprintf(w, "rmqguard RSS draining a %d-message backlog (%s): peak sampled VmRSS %.1f MB, VmHWM %.1f MB (%s)\n",
+		b.n, describe(r), float64(peak())/1024, float64(hwm)/1024, note)
+	return nil
+}

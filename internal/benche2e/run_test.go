@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/testenv"
+)
+
+// TestBenchE2E_ShortRunDrainsEveryMessageAndCleansUp runs the benchmark for real on a small backlog: each
+// variant that runs reports every message drained, the hook variant reports n/a, the table is printed, and
+// afterwards the run's tables, dedup rows and topic are gone.
+func TestBenchE2E_ShortRunDrainsEveryMessageAndCleansUp(t *testing.T) {
+	o, err := parseFlags([]string{"-messages", "500", "-rounds", "1", "-rss-backlog", "0", "-stall", "20s",
+		"-variants", "baseline,rmqguard,duplicates,duplicates-redis",
+		"-namesrv", testenv.NameServer(t), "-broker", testenv.Broker(t)})
+	require.NoError(t, err)
+	db, err := sqlx.Open("mysql", o.dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		testenv.Unavailable(t, "MariaDB at RMQGUARD_MYSQL_DSN: %v", err)
+	}
+
+	var out strings.Builder
+	results, err := run(ctx, o, &out)
+	require.NoError(t, err, out.String())
+	t.Log("\n" + out.String())
+
+	require.Len(t, results, 4)
+	for _, r := range results[:3] {
+		require.Equal(t, 500, r.messages, r.variant)
+		require.Positive(t, r.elapsed, r.variant)
+		require.Empty(t, r.na, r.variant)
+	}
+	require.Equal(t, variantDuplicatesRedis, results[3].variant)
+	require.NotEmpty(t, results[3].na)
+	require.Contains(t, out.String(), "x baseline median")
+
+	runName := strings.TrimSuffix(strings.Fields(out.String())[1], ":")
+	require.True(t, strings.HasPrefix(runName, "be2e-"), out.String())
+	var tables, rows int
+	require.NoError(t, db.GetContext(ctx, &tables, `SELECT COUNT(*) FROM information_schema.tables
+		WHERE table_schema = DATABASE() AND table_name LIKE ?`, tableName(runName)+"%"))
+	require.Zero(t, tables, "tables of the run left behind")
+	require.NoError(t, db.GetContext(ctx, &rows, `SELECT COUNT(*) FROM processed_event WHERE consumer_group LIKE ?`,
+		runName+"-%"))
+	require.Zero(t, rows, "processed_event rows of the run left behind")
+	route, err := rmqadmin.TopicRoute(ctx, []string{testenv.NameServer(t)}, "BENCHE2E_"+strings.ReplaceAll(runName, "-", "_"))
+	require.True(t, err != nil || len(route) == 0, "the run's topic still has a route: %v", route)
+}

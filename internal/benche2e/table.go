@@ -1,0 +1,137 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// result is one variant's drain in one round. na is set for a variant that cannot run yet (a hook for
+// later work, such as the Redis fast path); it then has no figures.
+type result struct {
+	variant  string
+	round    int // 1-based
+	messages int
+	elapsed  time.Duration // first handled message to the last
+	na       string        // why the variant has no figures; "" when it ran
+}
+
+// rate returns the result's messages per second; 0 when it has no figures.
+func (r result) rate() float64 {
+	if r.na != "" || r.elapsed <= 0 {
+		return 0
+	}
+	return float64(r.messages) / r.elapsed.Seconds()
+}
+
+// median returns the median of xs (the mean of the two middle values for an even count); 0 for none.
+// xs is not modified.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	mid := len(s) / 2
+	if len(s)%2 == 1 {
+		return s[mid]
+	}
+	return (s[mid-1] + s[mid]) / 2
+}
+
+// ratio formats a/base to two decimals, or "n/a" when either is missing (≤ 0).
+func ratio(a, base float64) string {
+	if a <= 0 || base <= 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", a/base)
+}
+
+// summary is one variant's median over the rounds.
+type summary struct {
+	variant string
+	rates   []float64 // per round that ran
+	median  float64
+	na      string
+}
+
+// summarize groups results by variant, in the order variants first appear, with each variant's median rate.
+func summarize(results []result) []summary {
+	var out []summary
+	index := map[string]int{}
+	for _, r := range results {
+		i, ok := index[r.variant]
+		if !ok {
+			i = len(out)
+			index[r.variant] = i
+			out = append(out, summary{variant: r.variant})
+		}
+		if r.na != "" {
+			out[i].na = r.na
+			continue
+		}
+		out[i].rates = append(out[i].rates, r.rate())
+	}
+	for i := range out {
+		out[i].median = median(out[i].rates)
+	}
+	return out
+}
+
+// baselineRates returns the baseline variant's rate per round and its median, or zeros when the baseline
+// did not run.
+func baselineRates(results []result, baseline string) (map[int]float64, float64) {
+	perRound := map[int]float64{}
+	var rates []float64
+	for _, r := range results {
+		if r.variant == baseline && r.na == "" {
+			perRound[r.round] = r.rate()
+			rates = append(rates, r.rate())
+		}
+	}
+	return perRound, median(rates)
+}
+
+// writeTable prints the per-round rows (variant, round, messages, seconds, msgs/s, ratio to the baseline
+// of the same round), then one row per variant with its median and the ratio of medians. Ratios are "n/a"
+// when the baseline did not run; a variant that could not run shows n/a and why.
+func writeTable(w io.Writer, results []result, baseline string) error {
+	perRound, baseMedian := baselineRates(results, baseline)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "variant\tround\tmessages\tseconds\tmsgs/s\tx baseline (same round)")
+	for _, r := range results {
+		if r.na != "" {
+			fmt.Fprintf(tw, "%s\t%d\t-\t-\tn/a\tn/a (%s)\n", r.variant, r.round, r.na)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.2f\t%.0f\t%s\n", r.variant, r.round, r.messages, r.elapsed.Seconds(),
+			r.rate(), ratio(r.rate(), perRound[r.round]))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "variant\trounds\tmedian msgs/s\tx baseline median\tmsgs/s per round")
+	for _, s := range summarize(results) {
+		if len(s.rates) == 0 {
+			fmt.Fprintf(tw, "%s\t0\tn/a\tn/a\t(%s)\n", s.variant, s.na)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\n", s.variant, len(s.rates), s.median, ratio(s.median, baseMedian),
+			joinRates(s.rates))
+	}
+	return tw.Flush()
+}
+
+// joinRates formats rates as "a / b / c" with no decimals.
+func joinRates(rates []float64) string {
+	parts := make([]string, len(rates))
+	for i, r := range rates {
+		parts[i] = fmt.Sprintf("%.0f", r)
+	}
+	return strings.Join(parts, " / ")
+}

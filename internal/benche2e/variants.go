@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Variant names, in the order the default run drains them.
+const (
+	variantRaw        = "raw"
+	variantBaseline   = "baseline"
+	variantRmqguard   = "rmqguard"
+	variantBatch      = "rmqguard-batch"
+	variantDuplicates = "duplicates"
+	// variantDuplicatesRedis is the hook of the Redis fast path (issue 8, item 4): it reports n/a until a
+	// dedup store with a Redis layer exists; then it drains the duplicates backlog through it.
+	variantDuplicatesRedis = "duplicates-redis"
+)
+
+// batchSize is the rmqguard-batch variant's consumer.Config.BatchSize.
+const batchSize = 16
+
+// errNotAvailable is returned by a variant that cannot run yet; its row shows n/a.
+type errNotAvailable struct{ why string }
+
+func (e errNotAvailable) Error() string { return e.why }
+
+// drainFunc drains backlog b with one fresh consumer group: it sets up the variant's tables, starts its
+// consumer, which reports each handled message to tr, and returns a function that shuts the consumer down.
+type drainFunc func(ctx context.Context, env *environment, o options, b backlog, group string, tr *tracker) (stop func(), err error)
+
+// variants returns every variant by name.
+func variants() map[string]drainFunc {
+	return map[string]drainFunc{
+		variantRaw:      startRaw,
+		variantBaseline: startBaseline,
+		variantRmqguard: func(ctx context.Context, env *environment, o options, b backlog, group string, tr *tracker) (func(), error) {
+			return startRmqguard(ctx, env, o, b, group, tr, 1)
+		},
+		variantBatch: func(ctx context.Context, env *environment, o options, b backlog, group string, tr *tracker) (func(), error) {
+			return startRmqguard(ctx, env, o, b, group, tr, batchSize)
+		},
+		variantDuplicates: startDuplicates,
+		variantDuplicatesRedis: func(context.Context, *environment, options, backlog, string, *tracker) (func(), error) {
+			return nil, errNotAvailable{"no Redis fast path yet (issue 8, item 4)"}
+		},
+	}
+}
+
+// defaultVariants is the -variants default: all of them, in drain order.
+var defaultVariants = strings.Join([]string{variantRaw, variantBaseline, variantRmqguard, variantBatch,
+	variantDuplicates, variantDuplicatesRedis}, ",")
+
+// parseVariants splits a comma list of variant names, rejecting unknown and repeated names.
+func parseVariants(list string) ([]string, error) {
+	known := variants()
+	var out []string
+	seen := map[string]bool{}
+	for _, v := range strings.Split(list, ",") {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			continue
+		}
+		if _, ok := known[v]; !ok {
+			names := make([]string, 0, len(known))
+			for k := range known {
+				names = append(names, k)
+			}
+			sort.Strings(names)
+			return nil, fmt.Errorf("-variants: unknown variant %q (known: %s)", v, strings.Join(names, ", "))
+		}
+		if seen[v] {
+			return nil, fmt.Errorf("-variants: %q given twice", v)
+		}
+		seen[v] = true
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("-variants: no variant named")
+	}
+	return out, nil
+}
