@@ -131,10 +131,12 @@ func run(ctx context.Context, o options, w io.Writer) ([]result, error) {
 	if err != nil {
 		return results, err
 	}
+	fmt.Fprintln(w)
 	if err := writeTable(w, results, variantBaseline); err != nil {
 		return results, err
 	}
 	if o.rssBacklog > 0 {
+		fmt.Fprintln(w)
 		if err := measureRSS(ctx, env, o, w); err != nil {
 			return results, err
 		}
