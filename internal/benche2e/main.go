@@ -128,11 +128,14 @@ func run(ctx context.Context, o options, w io.Writer) ([]result, error) {
 	fmt.Fprintf(w, "run %s: %d messages on %s (%d queues) in %s; %d consume goroutines, pool %d\n",
 		env.run, b.n, b.topic, backlogQueues, time.Since(start).Round(time.Millisecond), o.goroutines, o.goroutines+4)
 	results, err := rounds(ctx, env, o, b)
-	if err != nil {
-		return results, err
+	if len(results) > 0 {
+		// Also after an interrupted run: the rounds that finished are worth seeing.
+		fmt.Fprintln(w)
+		if werr := writeTable(w, results, variantBaseline); werr != nil {
+			return results, errors.Join(err, werr)
+		}
 	}
-	fmt.Fprintln(w)
-	if err := writeTable(w, results, variantBaseline); err != nil {
+	if err != nil {
 		return results, err
 	}
 	if o.rssBacklog > 0 {
