@@ -539,6 +539,7 @@ func TestF15_S2_ClaimLostToAConcurrentDuplicateIsNotCommitted(t *testing.T) {
 func TestF7_AbandonedHandlerGivesItsConnectionBackAtTheDeadline(t *testing.T) {
 	f := newFixture(t)
 	f.db.SetMaxOpenConns(2)
+	f.store = newStore(t, f.db) // its transaction pool (WithTxDSN) is bounded like db's
 	release := make(chan struct{})
 	var abandoned sync.WaitGroup // the hung deliveries' Dedup calls, which run on Timeout's goroutines
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
@@ -568,8 +569,8 @@ func TestF7_AbandonedHandlerGivesItsConnectionBackAtTheDeadline(t *testing.T) {
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		require.Equal(t, consumer.KindRetry, o.Kind)
 	}
-	require.Eventually(t, func() bool { return f.db.Stats().InUse == 0 }, 5*time.Second, 20*time.Millisecond,
-		"the abandoned handlers' connections are back in the pool: %+v", f.db.Stats())
+	require.Eventually(t, func() bool { return f.store.TxStats().InUse == 0 }, 5*time.Second, 20*time.Millisecond,
+		"the abandoned handlers' connections are back in the pool: %+v", f.store.TxStats())
 
 	o, _, err := f.handle(h, f.orderMsg(t, f.prefix+"-good", f.prefix+"-good"))
 	require.NoError(t, err)

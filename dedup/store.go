@@ -6,6 +6,7 @@ package dedup
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -99,6 +100,15 @@ func (s *Store) Scope(d *consumer.Delivery) string {
 		return s.scope
 	}
 	return d.Group
+}
+
+// TxStats returns the statistics of the pool Begin takes its connections from: the store's own (WithTxDSN),
+// else db's.
+func (s *Store) TxStats() sql.DBStats {
+	if s.txdb != nil {
+		return s.txdb.Stats()
+	}
+	return s.db.Stats()
 }
 
 // DB returns the database the store writes to.
