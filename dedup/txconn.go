@@ -229,8 +229,9 @@ type fullRows interface {
 	driver.RowsColumnTypeScanType
 }
 
-// trackedRows is a result set whose failures while reading rows count as the connection's: InnoDB sends
-// rows as it locks them, so a deadlock can end a SELECT … FOR UPDATE after its first rows.
+// trackedRows is a result set whose failures while reading or closing it (which reads the rest) count as the
+// connection's: InnoDB sends rows as it locks them, so a deadlock can end a SELECT … FOR UPDATE after its
+// first rows.
 type trackedRows struct {
 	fullRows
 	conn *trackedConn
@@ -245,6 +246,7 @@ func wrapRows(r driver.Rows, c *trackedConn) driver.Rows {
 }
 
 func (r *trackedRows) Next(dest []driver.Value) error { return noteRows(r.conn, r.fullRows.Next(dest)) }
+func (r *trackedRows) Close() error                   { return r.conn.note(r.fullRows.Close()) }
 func (r *trackedRows) NextResultSet() error           { return noteRows(r.conn, r.fullRows.NextResultSet()) }
 
 // plainRows is trackedRows for a result set with only the required methods.
@@ -254,6 +256,7 @@ type plainRows struct {
 }
 
 func (r *plainRows) Next(dest []driver.Value) error { return noteRows(r.conn, r.Rows.Next(dest)) }
+func (r *plainRows) Close() error                   { return r.conn.note(r.Rows.Close()) }
 
 // noteRows records err on c unless it is io.EOF (the end of the rows).
 func noteRows(c *trackedConn, err error) error {
