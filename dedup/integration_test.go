@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -44,13 +45,26 @@ type fixture struct {
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	db := testenv.MySQL(t)
-	store, err := dedup.NewStore(db)
-	require.NoError(t, err)
+	store := newStore(t, db)
 	m, err := metrics.New(prometheus.NewRegistry())
 	require.NoError(t, err)
 	prefix := testenv.Unique("o")
 	return &fixture{db: db, store: store, metrics: m, group: testenv.Unique("cg"), prefix: prefix,
 		ledger: testenv.NewLedger(t, db, prefix)}
+}
+
+// newStore is the store of the fixture: on its own transaction pool (dedup.WithTxDSN, the fast path), or on
+// db's pool with autocommit toggled per message when RMQGUARD_TEST_DEDUP_TXPOOL=0 (run the tests both ways).
+func newStore(t testing.TB, db *sqlx.DB) *dedup.Store {
+	t.Helper()
+	var opts []dedup.Option
+	if os.Getenv("RMQGUARD_TEST_DEDUP_TXPOOL") != "0" {
+		opts = append(opts, dedup.WithTxDSN(testenv.MySQLDSN()))
+	}
+	store, err := dedup.NewStore(db, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+	return store
 }
 
 func (f *fixture) chain(t testing.TB, h dedup.TxHandler) consumer.Handler {
@@ -525,6 +539,7 @@ func TestF15_S2_ClaimLostToAConcurrentDuplicateIsNotCommitted(t *testing.T) {
 func TestF7_AbandonedHandlerGivesItsConnectionBackAtTheDeadline(t *testing.T) {
 	f := newFixture(t)
 	f.db.SetMaxOpenConns(2)
+	f.store = newStore(t, f.db) // its transaction pool (WithTxDSN) is bounded like db's
 	release := make(chan struct{})
 	var abandoned sync.WaitGroup // the hung deliveries' Dedup calls, which run on Timeout's goroutines
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
@@ -554,8 +569,8 @@ func TestF7_AbandonedHandlerGivesItsConnectionBackAtTheDeadline(t *testing.T) {
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		require.Equal(t, consumer.KindRetry, o.Kind)
 	}
-	require.Eventually(t, func() bool { return f.db.Stats().InUse == 0 }, 5*time.Second, 20*time.Millisecond,
-		"the abandoned handlers' connections are back in the pool: %+v", f.db.Stats())
+	require.Eventually(t, func() bool { return f.store.TxStats().InUse == 0 }, 5*time.Second, 20*time.Millisecond,
+		"the abandoned handlers' connections are back in the pool: %+v", f.store.TxStats())
 
 	o, _, err := f.handle(h, f.orderMsg(t, f.prefix+"-good", f.prefix+"-good"))
 	require.NoError(t, err)

@@ -1,9 +1,11 @@
 package dedup
 
 import (
+	"database/sql"
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/jmoiron/sqlx"
 	"go.uber.org/zap"
 )
 
@@ -33,6 +35,41 @@ func WithLogger(log *zap.Logger) Option {
 			return fmt.Errorf("dedup: WithLogger: logger is nil")
 		}
 		s.log = log
+		return nil
+	}
+}
+
+// defaultTxPoolIdle is the idle connections kept by the pool of WithTxDSN when db's pool is unbounded.
+const defaultTxPoolIdle = 64
+
+// WithTxDSN makes the store run the transactions of Begin on a connection pool of its own, opened on dsn
+// (go-sql-driver's format; the same database as db), instead of on db's pool. Its connections start with
+// autocommit off, set once per connection rather than toggled twice per message, which db's pool cannot
+// allow because the application's own statements on it must commit by themselves; and each remembers
+// whether a statement failed since its last BEGIN, so that Confirm reads the dedup row back only on a
+// transaction that met a failure (the only way MySQL rolls a transaction back underneath the handler),
+// not on the happy path. Together they save three round trips per message. The pool is bounded like db's
+// (db.Stats().MaxOpenConnections) and keeps as many idle connections (64 when db's pool is unbounded);
+// Store.Close closes it. Everything else the store does (RecordStale, Purge, Probe, …) stays on db. An
+// empty or unparsable dsn fails here.
+func WithTxDSN(dsn string) Option {
+	return func(s *Store) error {
+		if dsn == "" {
+			return fmt.Errorf("dedup: WithTxDSN: dsn is empty")
+		}
+		c, err := newTxConnector(dsn)
+		if err != nil {
+			return err
+		}
+		pool := sql.OpenDB(c)
+		n := s.db.Stats().MaxOpenConnections
+		idle := n
+		if n == 0 {
+			idle = defaultTxPoolIdle
+		}
+		pool.SetMaxOpenConns(n)
+		pool.SetMaxIdleConns(idle)
+		s.txdb = sqlx.NewDb(pool, "mysql")
 		return nil
 	}
 }

@@ -27,6 +27,7 @@ func connectionID(t *testing.T, ctx context.Context, q interface {
 // F20 on the store alone: a read-only server fails the probe and the claim; the connection that saw it is
 // closed, while one that rolled back for another reason goes back to the pool. F19: a BEGIN against a
 // stopped server is an infrastructure error.
+// It runs on db's pool and on the store's own (dedup.WithTxDSN).
 func TestF20_ReadOnlyServerFailsTheProbeAndItsConnectionIsDropped(t *testing.T) {
 	ctx := context.Background()
 	in := testenv.MariaDBInstance(t, "gate-dedup", 13310)
@@ -34,9 +35,29 @@ func TestF20_ReadOnlyServerFailsTheProbeAndItsConnectionIsDropped(t *testing.T) 
 	db.SetMaxOpenConns(1) // the connection a transaction returns is the one the next statement gets
 	_, err := dedup.Migrate(ctx, db.DB)
 	require.NoError(t, err)
-	store, err := dedup.NewStore(db)
-	require.NoError(t, err)
+	for _, c := range []struct {
+		name string
+		opts []dedup.Option
+	}{{"shared pool", nil}, {"own pool", []dedup.Option{dedup.WithTxDSN(in.DSN)}}} {
+		t.Run(c.name, func(t *testing.T) {
+			store, err := dedup.NewStore(db, c.opts...)
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, store.Close()) })
+			readOnlyDropsTheConnection(t, ctx, in, store)
+		})
+	}
+}
+
+// readOnlyDropsTheConnection is TestF20_ReadOnlyServerFailsTheProbeAndItsConnectionIsDropped on store,
+// whose transaction pool holds one connection.
+func readOnlyDropsTheConnection(t *testing.T, ctx context.Context, in *testenv.Instance, store *dedup.Store) {
 	require.NoError(t, store.Probe(ctx), "a writable server is healthy")
+	next := func() int64 { // the connection the store's next transaction gets
+		txn, err := store.Begin(ctx)
+		require.NoError(t, err)
+		defer func() { _ = txn.Rollback() }()
+		return connectionID(t, ctx, txn.Tx)
+	}
 
 	claimOn := func(eventID string) (int64, error) {
 		txn, err := store.Begin(ctx)
@@ -50,7 +71,7 @@ func TestF20_ReadOnlyServerFailsTheProbeAndItsConnectionIsDropped(t *testing.T) 
 	}
 	kept, err := claimOn(testenv.Unique("e"))
 	require.NoError(t, err)
-	assert.Equal(t, kept, connectionID(t, ctx, db), "a rolled-back transaction's connection goes back to the pool")
+	assert.Equal(t, kept, next(), "a rolled-back transaction's connection goes back to the pool")
 
 	in.SQL("SET GLOBAL read_only = 1")
 	probeErr := store.Probe(ctx)
@@ -61,7 +82,7 @@ func TestF20_ReadOnlyServerFailsTheProbeAndItsConnectionIsDropped(t *testing.T) 
 	require.Error(t, err)
 	assert.True(t, retry.ReadOnly(err), "the claim met the read-only server: %v", err)
 	assert.Equal(t, retry.ClassInfrastructure, retry.Classify(err))
-	assert.NotEqual(t, seen, connectionID(t, ctx, db), "the connection that saw the read-only server was dropped")
+	assert.NotEqual(t, seen, next(), "the connection that saw the read-only server was dropped")
 
 	in.SQL("SET GLOBAL read_only = 0")
 	require.NoError(t, store.Probe(ctx), "writable again")

@@ -23,8 +23,7 @@ import (
 func TestS7_ReadmeWiringUnderConcurrentEventsOfOneOrder(t *testing.T) {
 	db := testenv.MySQL(t)
 	orders, table := orderStates(t, db) // o-1 WAIT_PAY v1, status column "state"
-	store, err := dedup.NewStore(db)
-	require.NoError(t, err)
+	store := newStore(t, db)
 	version, err := middleware.Version(store, middleware.VersionConfig{
 		AggregateType: "order", EventTypes: []string{"OrderPaid"}, Require: true, Load: orders.LoadVersion})
 	require.NoError(t, err)

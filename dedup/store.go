@@ -6,6 +6,7 @@ package dedup
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -52,7 +53,8 @@ var ErrDuplicate = errors.New("dedup: event already processed by this consumer g
 // Store is the MySQL (or MariaDB) dedup store in transactional mode. It is safe for concurrent use.
 type Store struct {
 	db    *sqlx.DB
-	scope string // "" = the delivery's consumer group
+	txdb  *sqlx.DB // the pool of WithTxDSN (autocommit off, tracked connections); nil: Begin uses db
+	scope string   // "" = the delivery's consumer group
 	log   *zap.Logger
 }
 
@@ -74,9 +76,22 @@ func NewStore(db *sqlx.DB, opts ...Option) (*Store, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), schemaCheckTimeout)
 	defer cancel()
 	if err := CheckSchema(ctx, db); err != nil {
+		_ = s.Close()
 		return nil, fmt.Errorf("dedup: NewStore: %w", err)
 	}
 	return s, nil
+}
+
+// Close closes the store's own transaction pool (WithTxDSN), if any, after its connections are returned;
+// db is the caller's and stays open. It returns the pool's Close error.
+func (s *Store) Close() error {
+	if s.txdb == nil {
+		return nil
+	}
+	if err := s.txdb.Close(); err != nil {
+		return fmt.Errorf("dedup: close the transaction pool: %w", err)
+	}
+	return nil
 }
 
 // Scope returns the dedup scope of d: the store's scope (WithScope), or else d's consumer group.
@@ -85,6 +100,15 @@ func (s *Store) Scope(d *consumer.Delivery) string {
 		return s.scope
 	}
 	return d.Group
+}
+
+// TxStats returns the statistics of the pool Begin takes its connections from: the store's own (WithTxDSN),
+// else db's.
+func (s *Store) TxStats() sql.DBStats {
+	if s.txdb != nil {
+		return s.txdb.Stats()
+	}
+	return s.db.Stats()
 }
 
 // DB returns the database the store writes to.
@@ -141,8 +165,13 @@ var ErrClaimLost = retry.Transient(errors.New("dedup: the transaction lost its p
 // Confirm checks, inside txn, that txn still holds the processed_event row its Claim wrote: the row must be
 // there with txn's claim token (a row a concurrent duplicate committed after this transaction was rolled
 // back carries another token). Call it right before Commit. It returns an error wrapping ErrClaimLost when
-// the row is gone or not this transaction's, or the query's error.
+// the row is gone or not this transaction's, or the query's error. On the pool of WithTxDSN it reads the
+// row back only when, since BEGIN, a statement of txn failed or one that is not plain DML ran (nothing else
+// ends a transaction underneath the handler), so the happy path costs no round trip.
 func (s *Store) Confirm(ctx context.Context, txn *Txn, d *consumer.Delivery) error {
+	if txn.tracked && !txn.doubtSinceBegin() {
+		return nil
+	}
 	var n int
 	scope := s.Scope(d)
 	err := txn.Tx.GetContext(ctx, &n,

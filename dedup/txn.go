@@ -37,14 +37,18 @@ type Txn struct {
 	Tx    *sqlx.Tx
 	conn  *sqlx.Conn
 	token string // written by Claim, checked by Confirm
-	once  sync.Once
-	stop  func() bool // stops the context watcher
-	ctx   context.Context
-	log   *zap.Logger
-	hooks afterCommit
+	// tracked: conn comes from the pool of WithTxDSN (autocommit off for good, failures since BEGIN
+	// recorded); it goes back to that pool without SET autocommit = 1.
+	tracked bool
+	once    sync.Once
+	stop    func() bool // stops the context watcher
+	ctx     context.Context
+	log     *zap.Logger
+	hooks   afterCommit
 }
 
-// Begin starts the local transaction of one message. Errors (no connection, SET or BEGIN failed) are
+// Begin starts the local transaction of one message, on the pool of WithTxDSN if the store has one (BEGIN
+// only), else on db's pool (SET autocommit = 0, then BEGIN). Errors (no connection, SET or BEGIN failed) are
 // wrapped; unless ctx ended (then they classify as transient: the message's own deadline) they are marked
 // retry.Infrastructure: the store could not start a transaction, which is not the message's failure.
 func (s *Store) Begin(ctx context.Context) (*Txn, error) {
@@ -52,20 +56,26 @@ func (s *Store) Begin(ctx context.Context) (*Txn, error) {
 	if _, err := rand.Read(raw[:]); err != nil {
 		return nil, fmt.Errorf("dedup: begin: claim token: %w", err)
 	}
-	conn, err := s.db.Connx(ctx)
+	pool, tracked := s.db, s.txdb != nil
+	if tracked {
+		pool = s.txdb
+	}
+	conn, err := pool.Connx(ctx)
 	if err != nil {
 		return nil, beginFailed(ctx, fmt.Errorf("dedup: begin: connection: %w", err))
 	}
-	if _, err := conn.ExecContext(ctx, "SET autocommit = 0"); err != nil {
-		_ = conn.Close()
-		return nil, beginFailed(ctx, fmt.Errorf("dedup: begin: autocommit off: %w", err))
+	if !tracked {
+		if _, err := conn.ExecContext(ctx, "SET autocommit = 0"); err != nil {
+			_ = conn.Close()
+			return nil, beginFailed(ctx, fmt.Errorf("dedup: begin: autocommit off: %w", err))
+		}
 	}
 	tx, err := conn.BeginTxx(ctx, nil)
 	if err != nil {
-		release(conn, false)
+		release(conn, false, tracked)
 		return nil, beginFailed(ctx, fmt.Errorf("dedup: begin: %w", err))
 	}
-	t := &Txn{Tx: tx, conn: conn, token: hex.EncodeToString(raw[:]), ctx: ctx, log: s.log}
+	t := &Txn{Tx: tx, conn: conn, tracked: tracked, token: hex.EncodeToString(raw[:]), ctx: ctx, log: s.log}
 	t.stop = context.AfterFunc(ctx, func() { _ = t.rollback(false) })
 	return t, nil
 }
@@ -108,7 +118,7 @@ func (t *Txn) Commit() error {
 		if retry.ReadOnly(err) {
 			discard(t.conn)
 		} else {
-			release(t.conn, err == nil)
+			release(t.conn, err == nil, t.tracked)
 		}
 		err = commitFailed(t.ctx, err)
 	})
@@ -144,7 +154,7 @@ func (t *Txn) rollback(drop bool) error {
 			discard(t.conn)
 			return
 		}
-		release(t.conn, err == nil)
+		release(t.conn, err == nil, t.tracked)
 	})
 	return err
 }
@@ -155,18 +165,19 @@ func discard(conn *sqlx.Conn) {
 	_ = conn.Close()
 }
 
-// release turns autocommit back on and returns conn to the pool. Unless the transaction was finished cleanly
-// (its COMMIT or ROLLBACK succeeded), it first rolls back whatever may still be open, since turning
-// autocommit on commits an open transaction. A connection on which that fails is discarded rather than
-// handed to other users with autocommit off.
-func release(conn *sqlx.Conn, finished bool) {
+// release returns conn to its pool: on db's pool (tracked false) it turns autocommit back on first; the
+// pool of WithTxDSN keeps it off. Unless the transaction was finished cleanly (its COMMIT or ROLLBACK
+// succeeded), it first rolls back whatever may still be open, since turning autocommit on, or the next
+// BEGIN, commits an open transaction. A connection on which that fails is discarded rather than handed to
+// other users with autocommit off or a transaction open.
+func release(conn *sqlx.Conn, finished, tracked bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	var err error
 	if !finished {
 		_, err = conn.ExecContext(ctx, "ROLLBACK")
 	}
-	if err == nil {
+	if err == nil && !tracked {
 		_, err = conn.ExecContext(ctx, "SET autocommit = 1")
 	}
 	if err != nil {
@@ -174,4 +185,18 @@ func release(conn *sqlx.Conn, finished bool) {
 		return
 	}
 	_ = conn.Close()
+}
+
+// doubtSinceBegin reports whether the transaction may have ended underneath the handler (see trackedConn);
+// true also when the connection cannot be asked (the transaction already ended), so that Confirm then
+// reads the row back.
+func (t *Txn) doubtSinceBegin() bool {
+	doubt := true
+	_ = t.conn.Raw(func(dc any) error {
+		if c, ok := dc.(*trackedConn); ok {
+			doubt = c.doubtSinceBegin()
+		}
+		return nil
+	})
+	return doubt
 }

@@ -41,8 +41,7 @@ type versionWorld struct {
 func newVersionWorld(t *testing.T, cfg middleware.VersionConfig, handler dedup.TxHandler) *versionWorld {
 	t.Helper()
 	db := testenv.MySQL(t)
-	store, err := dedup.NewStore(db)
-	require.NoError(t, err)
+	store := newStore(t, db)
 	m, err := metrics.New(prometheus.NewRegistry())
 	require.NoError(t, err)
 	w := &versionWorld{db: db, store: store, metrics: m, group: testenv.Unique("cg"), prefix: testenv.Unique("v")}

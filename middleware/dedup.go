@@ -26,7 +26,10 @@ import (
 // one SELECT on the duplicate path only). A failed begin, claim or commit is returned as an error (a retry): a message is never
 // acknowledged unless its row committed. Before committing it checks that the transaction still holds its
 // row (dedup.Store.Confirm): a deadlock inside the handler rolls the whole transaction back, and a handler
-// that retried its statement would otherwise commit the effect without the row. The Delivery must carry
+// that retried its statement would otherwise commit the effect without the row. On a store with its own
+// transaction pool (dedup.WithTxDSN) that check reads the row back only when a statement of the
+// transaction failed or was not plain DML, so a processed message costs BEGIN, the claim, the handler's
+// writes and COMMIT. The Delivery must carry
 // an EventID (put EventID before Dedup).
 func Dedup(store *dedup.Store) consumer.Middleware {
 	return func(next consumer.Handler) consumer.Handler {

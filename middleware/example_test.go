@@ -20,7 +20,8 @@ func wire(ctx context.Context, dsn string, log *zap.Logger) error {
 	if _, err := dedup.Migrate(ctx, db.DB); err != nil {
 		return err
 	}
-	store, _ := dedup.NewStore(db)
+	store, _ := dedup.NewStore(db, dedup.WithTxDSN(dsn)) // transactions on a pool of its own: BEGIN, claim, writes, COMMIT
+	defer store.Close()
 	m, _ := metrics.New(prometheus.DefaultRegisterer)
 	eventID, _ := middleware.EventID(middleware.EventIDConfig{})
 	handler := middleware.Chain(

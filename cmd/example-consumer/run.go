@@ -163,10 +163,12 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	if err := shop.Migrate(ctx, db.DB); err != nil {
 		return err
 	}
-	store, err := dedup.NewStore(db)
+	// The store's transactions run on a pool of its own with autocommit off (BEGIN, claim, writes, COMMIT).
+	store, err := dedup.NewStore(db, dedup.WithTxDSN(s.mysqlDSN))
 	if err != nil {
 		return err
 	}
+	defer func() { _ = store.Close() }()
 	stopJanitor, err := startJanitor(ctx, db, s.group, o.dedupRetention, log)
 	if err != nil {
 		return err

@@ -47,7 +47,11 @@ func startDuplicates(ctx context.Context, env *environment, o options, b backlog
 // startChain builds the chain around h, wraps it so that each acknowledged message is reported to tr, and
 // starts the consumer.
 func startChain(env *environment, o options, b backlog, group string, tr *tracker, batch int, h dedup.TxHandler) (func(), error) {
-	store, err := dedup.NewStore(env.db)
+	var opts []dedup.Option
+	if !o.sharedTxPool {
+		opts = append(opts, dedup.WithTxDSN(o.dsn))
+	}
+	store, err := dedup.NewStore(env.db, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -77,15 +81,18 @@ func startChain(env *environment, o options, b backlog, group string, tr *tracke
 	}
 	c, err := consumer.New(cfg, counted, consumer.WithHealthProbe(store), consumer.WithObserver(m))
 	if err != nil {
+		_ = store.Close()
 		return nil, err
 	}
 	if err := c.Start(); err != nil {
+		_ = store.Close()
 		return nil, fmt.Errorf("rmqguard consumer %s: %w", group, err)
 	}
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		defer cancel()
 		_ = c.Shutdown(ctx)
+		_ = store.Close()
 	}, nil
 }
 

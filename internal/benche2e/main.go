@@ -46,6 +46,7 @@ type options struct {
 	handlerTimeout time.Duration
 	rssBacklog     int
 	stall          time.Duration
+	sharedTxPool   bool
 }
 
 func main() {
@@ -76,6 +77,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.goroutines, "goroutines", 20, "consume goroutines of every variant (the MySQL pool has 4 more connections)")
 	fs.DurationVar(&o.handlerTimeout, "handler-timeout", 10*time.Second, "rmqguard's handler deadline (middleware.Timeout); 0: no Timeout middleware, the consumer's default deadline")
 	fs.IntVar(&o.rssBacklog, "rss-backlog", 100_000, "backlog the rmqguard variant drains while its resident memory is sampled; 0 skips it")
+	fs.BoolVar(&o.sharedTxPool, "shared-tx-pool", false, "rmqguard's transactions on the application's pool (autocommit toggled and the claim read back per message) instead of the store's own (dedup.WithTxDSN)")
 	fs.DurationVar(&o.stall, "stall", time.Minute, "give up a drain after this long without a new message")
 	if err := fs.Parse(args); err != nil {
 		return o, err

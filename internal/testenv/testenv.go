@@ -41,12 +41,14 @@ func Unavailable(t testing.TB, format string, args ...any) {
 	t.Skipf("service unavailable (run `make up`): "+format, args...)
 }
 
+// MySQLDSN returns the test database's DSN: RMQGUARD_TEST_MYSQL_DSN, or DefaultMySQLDSN.
+func MySQLDSN() string { return Env("RMQGUARD_TEST_MYSQL_DSN", DefaultMySQLDSN) }
+
 // MySQL opens the test database (RMQGUARD_TEST_MYSQL_DSN), applies the dedup and shop schemas, and
 // closes it when the test ends.
 func MySQL(t testing.TB) *sqlx.DB {
 	t.Helper()
-	dsn := Env("RMQGUARD_TEST_MYSQL_DSN", DefaultMySQLDSN)
-	db, err := sqlx.Open("mysql", dsn)
+	db, err := sqlx.Open("mysql", MySQLDSN())
 	if err != nil {
 		t.Fatalf("open mysql: %v", err)
 	}

@@ -1,0 +1,267 @@
+package dedup
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync/atomic"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// baseConn is what the go-sql-driver connection implements and a trackedConn forwards.
+type baseConn interface {
+	driver.Conn
+	driver.ConnBeginTx
+	driver.ConnPrepareContext
+	driver.ExecerContext
+	driver.QueryerContext
+	driver.Pinger
+	driver.SessionResetter
+	driver.Validator
+	driver.NamedValueChecker
+}
+
+// txConnector opens the connections of a store's own transaction pool (WithTxDSN). Each connection starts
+// with autocommit off, set once when it is opened (the DSN parameter autocommit=0, which go-sql-driver
+// sends as one SET at connect) instead of twice per message, and is a trackedConn.
+type txConnector struct{ base driver.Connector }
+
+// newTxConnector parses dsn (go-sql-driver's format) and returns its connector with autocommit off.
+func newTxConnector(dsn string) (*txConnector, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("dedup: WithTxDSN: dsn: %w", err)
+	}
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params["autocommit"] = "0"
+	base, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dedup: WithTxDSN: connector: %w", err)
+	}
+	return &txConnector{base: base}, nil
+}
+
+// Connect opens a connection; it fails when the driver's connection lacks an interface trackedConn forwards.
+func (c *txConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.base.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b, ok := conn.(baseConn)
+	if !ok {
+		_ = conn.Close()
+		return nil, fmt.Errorf("dedup: driver connection %T lacks an interface the transaction pool needs", conn)
+	}
+	return &trackedConn{base: b}, nil
+}
+
+// Driver returns the underlying driver.
+func (c *txConnector) Driver() driver.Driver { return c.base.Driver() }
+
+// trackedConn is a connection that remembers whether, since its last BEGIN, anything happened that may
+// have ended the transaction without the store knowing (a doubt). Two things can: a failed statement (MySQL
+// rolls the whole transaction back on a deadlock, 1213; on a lock-wait timeout, 1205, with
+// innodb_rollback_on_timeout; a lost connection ends it), and a statement that ends or commits it without
+// failing (ROLLBACK, COMMIT, DDL, SET autocommit, …). After either, statements run in a new implicit
+// transaction without the dedup row. Store.Confirm reads the row back only after a doubt and skips the
+// SELECT otherwise. Every failure counts, whatever its number, so that no error that rolls back is missed
+// (driver.ErrSkip, "use a prepared statement instead", is not a failure); every statement that is not
+// plain DML (see plainDML) counts.
+type trackedConn struct {
+	base  baseConn
+	doubt atomic.Bool
+}
+
+// note records err (nil and driver.ErrSkip excepted) as a doubt and returns it unchanged.
+func (c *trackedConn) note(err error) error {
+	if err != nil && !errors.Is(err, driver.ErrSkip) {
+		c.doubt.Store(true)
+	}
+	return err
+}
+
+// statement records query as a doubt unless it is plain DML.
+func (c *trackedConn) statement(query string) {
+	if !plainDML(query) {
+		c.doubt.Store(true)
+	}
+}
+
+// doubtSinceBegin reports whether a statement failed, or one that is not plain DML ran, since the last BEGIN.
+func (c *trackedConn) doubtSinceBegin() bool { return c.doubt.Load() }
+
+// plainDML reports whether query starts (after blanks and opening parentheses) with a keyword of a
+// statement that can neither end nor commit the transaction without failing: SELECT, INSERT, UPDATE,
+// DELETE, REPLACE, WITH, VALUES, TABLE, DO, SAVEPOINT. Triggers and stored functions such statements run
+// cannot commit or roll back either (MySQL refuses it with an error). Anything else (a leading comment
+// included) is not known to be plain: the store then pays one SELECT rather than guess.
+func plainDML(query string) bool {
+	i := 0
+	for i < len(query) && (query[i] == ' ' || query[i] == '\t' || query[i] == '\n' || query[i] == '\r' || query[i] == '(') {
+		i++
+	}
+	j := i
+	for j < len(query) && (query[j]|0x20 >= 'a' && query[j]|0x20 <= 'z') {
+		j++
+	}
+	switch strings.ToUpper(query[i:j]) {
+	case "SELECT", "INSERT", "UPDATE", "DELETE", "REPLACE", "WITH", "VALUES", "TABLE", "DO", "SAVEPOINT":
+		return true
+	}
+	return false
+}
+
+func (c *trackedConn) Prepare(query string) (driver.Stmt, error) {
+	return c.PrepareContext(context.Background(), query)
+}
+
+func (c *trackedConn) Close() error { return c.base.Close() }
+
+func (c *trackedConn) Begin() (driver.Tx, error) {
+	return c.BeginTx(context.Background(), driver.TxOptions{})
+}
+
+func (c *trackedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	c.doubt.Store(false)
+	tx, err := c.base.BeginTx(ctx, opts)
+	return tx, c.note(err)
+}
+
+func (c *trackedConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	st, err := c.base.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, c.note(err)
+	}
+	return &trackedStmt{base: st, conn: c, query: query}, nil
+}
+
+func (c *trackedConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	c.statement(query)
+	r, err := c.base.ExecContext(ctx, query, args)
+	return r, c.note(err)
+}
+
+func (c *trackedConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	c.statement(query)
+	r, err := c.base.QueryContext(ctx, query, args)
+	if err != nil {
+		return nil, c.note(err)
+	}
+	return wrapRows(r, c), nil
+}
+
+func (c *trackedConn) Ping(ctx context.Context) error              { return c.base.Ping(ctx) }
+func (c *trackedConn) ResetSession(ctx context.Context) error      { return c.base.ResetSession(ctx) }
+func (c *trackedConn) IsValid() bool                               { return c.base.IsValid() }
+func (c *trackedConn) CheckNamedValue(nv *driver.NamedValue) error { return c.base.CheckNamedValue(nv) }
+
+// trackedStmt is a prepared statement of a trackedConn; its runs and failures count as the connection's.
+type trackedStmt struct {
+	base  driver.Stmt
+	conn  *trackedConn
+	query string
+}
+
+func (s *trackedStmt) Close() error  { return s.base.Close() }
+func (s *trackedStmt) NumInput() int { return s.base.NumInput() }
+
+// Exec is driver.Stmt's context-free form; database/sql calls ExecContext.
+func (s *trackedStmt) Exec(args []driver.Value) (driver.Result, error) {
+	s.conn.statement(s.query)
+	r, err := s.base.Exec(args)
+	return r, s.conn.note(err)
+}
+
+// Query is driver.Stmt's context-free form; database/sql calls QueryContext.
+func (s *trackedStmt) Query(args []driver.Value) (driver.Rows, error) {
+	s.conn.statement(s.query)
+	r, err := s.base.Query(args)
+	if err != nil {
+		return nil, s.conn.note(err)
+	}
+	return wrapRows(r, s.conn), nil
+}
+
+func (s *trackedStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	s.conn.statement(s.query)
+	ex, ok := s.base.(driver.StmtExecContext)
+	if !ok {
+		return nil, s.conn.note(fmt.Errorf("dedup: statement %T lacks ExecContext", s.base))
+	}
+	r, err := ex.ExecContext(ctx, args)
+	return r, s.conn.note(err)
+}
+
+func (s *trackedStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	s.conn.statement(s.query)
+	q, ok := s.base.(driver.StmtQueryContext)
+	if !ok {
+		return nil, s.conn.note(fmt.Errorf("dedup: statement %T lacks QueryContext", s.base))
+	}
+	r, err := q.QueryContext(ctx, args)
+	if err != nil {
+		return nil, s.conn.note(err)
+	}
+	return wrapRows(r, s.conn), nil
+}
+
+// CheckNamedValue forwards to the statement's checker, else the connection's (as database/sql would).
+func (s *trackedStmt) CheckNamedValue(nv *driver.NamedValue) error {
+	if ch, ok := s.base.(driver.NamedValueChecker); ok {
+		return ch.CheckNamedValue(nv)
+	}
+	return s.conn.CheckNamedValue(nv)
+}
+
+// fullRows is what go-sql-driver's result sets implement and trackedRows forwards.
+type fullRows interface {
+	driver.Rows
+	driver.RowsNextResultSet
+	driver.RowsColumnTypeDatabaseTypeName
+	driver.RowsColumnTypeNullable
+	driver.RowsColumnTypePrecisionScale
+	driver.RowsColumnTypeScanType
+}
+
+// trackedRows is a result set whose failures while reading or closing it (which reads the rest) count as the
+// connection's: InnoDB sends rows as it locks them, so a deadlock can end a SELECT … FOR UPDATE after its
+// first rows.
+type trackedRows struct {
+	fullRows
+	conn *trackedConn
+}
+
+// wrapRows wraps r in a trackedRows, or a plainRows when r lacks the optional interfaces.
+func wrapRows(r driver.Rows, c *trackedConn) driver.Rows {
+	if f, ok := r.(fullRows); ok {
+		return &trackedRows{fullRows: f, conn: c}
+	}
+	return &plainRows{Rows: r, conn: c}
+}
+
+func (r *trackedRows) Next(dest []driver.Value) error { return noteRows(r.conn, r.fullRows.Next(dest)) }
+func (r *trackedRows) Close() error                   { return r.conn.note(r.fullRows.Close()) }
+func (r *trackedRows) NextResultSet() error           { return noteRows(r.conn, r.fullRows.NextResultSet()) }
+
+// plainRows is trackedRows for a result set with only the required methods.
+type plainRows struct {
+	driver.Rows
+	conn *trackedConn
+}
+
+func (r *plainRows) Next(dest []driver.Value) error { return noteRows(r.conn, r.Rows.Next(dest)) }
+func (r *plainRows) Close() error                   { return r.conn.note(r.Rows.Close()) }
+
+// noteRows records err on c unless it is io.EOF (the end of the rows).
+func noteRows(c *trackedConn, err error) error {
+	if errors.Is(err, io.EOF) {
+		return err
+	}
+	return c.note(err)
+}
