@@ -57,7 +57,9 @@ type Config struct {
 	// longer than the dedup window (the processed_event retention) would answer for rows already purged.
 	TTL time.Duration
 	// Timeout bounds each Redis command (0 = DefaultTimeout, at most MaxTimeout). The client must honour
-	// the context's deadline (go-redis: redis.Options.ContextTimeoutEnabled).
+	// the context's deadline (go-redis: redis.Options.ContextTimeoutEnabled); with MaxRetries -1 and
+	// DialerRetries 1 a Redis that is down costs a refused dial (ReasonError) instead of the whole timeout
+	// (go-redis's defaults retry the dial 5 times, 100 ms apart: ReasonTimeout on every command).
 	Timeout time.Duration
 	// Observer counts fall-throughs (optional).
 	Observer Observer

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dedup/redisfast"
 	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/metrics"
 )
 
 // A done key answers a duplicate with zero database round trips: the store's own pool is closed before
@@ -158,3 +161,29 @@ func TestS8_RedisStoppedForTheWholeRun(t *testing.T) {
 	assert.Equal(t, events*copies, f.obs.get(redisfast.ReasonError)+f.obs.get(redisfast.ReasonTimeout), "every lookup")
 	assert.Equal(t, events*copies, f.obs.get(redisfast.ReasonMarkFailed), "every commit's and duplicate's key write")
 }
+
+// The fall-throughs reach Prometheus: metrics.RedisFallbacks as the layer's Observer counts a Redis that
+// is down as rmqguard_redis_fallbacks_total{reason="error"} and the failed key write as mark_failed.
+func TestS8_FallbacksExportedAsPrometheusCounter(t *testing.T) {
+	srv := testenv.StartRedis(t, ownRedisPort)
+	rdb := srv.Client()
+	srv.Stop()
+	db := testenv.MySQL(t)
+	store, err := dedup.NewStore(db)
+	require.NoError(t, err)
+	fallbacks, err := metrics.NewRedisFallbacks(prometheus.NewRegistry())
+	require.NoError(t, err)
+	f := newFixtureOn(t, db, store, rdb, time.Minute)
+	f.layer, err = redisfast.New(store, rdb, redisfast.Config{Prefix: f.prefix + ":", TTL: time.Minute, Observer: fallbacks})
+	require.NoError(t, err)
+	h := f.chain(t, nil)
+
+	o, err := f.handle(h, f.msg(f.prefix+"-e"))
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindProcessed, o.Kind)
+	assert.Equal(t, 1.0, testutil.ToFloat64(fallbacks.Total.WithLabelValues(redisfast.ReasonError)))
+	assert.Equal(t, 1.0, testutil.ToFloat64(fallbacks.Total.WithLabelValues(redisfast.ReasonMarkFailed)))
+	assert.Equal(t, 1, f.ledger.Count(t, f.prefix+"-e"))
+}
+
+var _ redisfast.Observer = (*metrics.RedisFallbacks)(nil)
