@@ -55,7 +55,7 @@ type fixture struct {
 	ledger *testenv.Ledger
 }
 
-func newFixture(t *testing.T, rdb *redis.Client, ttl time.Duration) *fixture {
+func newFixture(t testing.TB, rdb *redis.Client, ttl time.Duration) *fixture {
 	t.Helper()
 	db := testenv.MySQL(t)
 	store, err := dedup.NewStore(db)
@@ -63,7 +63,7 @@ func newFixture(t *testing.T, rdb *redis.Client, ttl time.Duration) *fixture {
 	return newFixtureOn(t, db, store, rdb, ttl)
 }
 
-func newFixtureOn(t *testing.T, db *sqlx.DB, store *dedup.Store, rdb *redis.Client, ttl time.Duration) *fixture {
+func newFixtureOn(t testing.TB, db *sqlx.DB, store *dedup.Store, rdb *redis.Client, ttl time.Duration) *fixture {
 	t.Helper()
 	prefix := testenv.Unique("rf")
 	obs := &counts{}
@@ -74,7 +74,13 @@ func newFixtureOn(t *testing.T, db *sqlx.DB, store *dedup.Store, rdb *redis.Clie
 }
 
 // chain runs h (after the ledger append) behind Dedup on the layer; h may be nil (the effect is the ledger row).
-func (f *fixture) chain(t *testing.T, h dedup.TxHandler) consumer.Handler {
+func (f *fixture) chain(t testing.TB, h dedup.TxHandler) consumer.Handler {
+	t.Helper()
+	return f.chainOn(t, f.layer, h)
+}
+
+// chainOn is chain with Dedup on store (the layer, or the database store alone).
+func (f *fixture) chainOn(t testing.TB, store dedup.TxStore, h dedup.TxHandler) consumer.Handler {
 	t.Helper()
 	if h == nil {
 		h = func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
@@ -83,7 +89,7 @@ func (f *fixture) chain(t *testing.T, h dedup.TxHandler) consumer.Handler {
 	}
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	return middleware.Chain(dedup.Handle(f.ledger.Handler(h)), middleware.Classify(), eventID, middleware.Dedup(f.layer))
+	return middleware.Chain(dedup.Handle(f.ledger.Handler(h)), middleware.Classify(), eventID, middleware.Dedup(store))
 }
 
 // msg is a new physical message (its own MsgId) carrying eventID.
