@@ -33,12 +33,20 @@ func (s *Store) DuplicateCause(ctx context.Context, txn *Txn, d *consumer.Delive
 	if err != nil {
 		return "", fmt.Errorf("dedup: duplicate cause scope %s event %s: %w", scope, d.EventID, err)
 	}
+	return CauseOf(msgID, d), nil
+}
+
+// CauseOf is the cause of duplicate d whose event was processed from the message storedMsgID (the
+// processed_event row's msg_id, or what a fast path kept of it): consumer.CauseRedelivery when it is d's
+// message ID, consumer.CauseReplay when d carries replay provenance, consumer.CauseResend otherwise (see
+// Store.DuplicateCause).
+func CauseOf(storedMsgID string, d *consumer.Delivery) consumer.Cause {
 	switch {
-	case msgID == d.Msg.MsgId:
-		return consumer.CauseRedelivery, nil
+	case storedMsgID == d.Msg.MsgId:
+		return consumer.CauseRedelivery
 	case d.Msg.GetProperty(consumer.PropReplayID) != "":
-		return consumer.CauseReplay, nil
+		return consumer.CauseReplay
 	default:
-		return consumer.CauseResend, nil
+		return consumer.CauseResend
 	}
 }

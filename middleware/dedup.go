@@ -31,11 +31,20 @@ import (
 // transaction failed or was not plain DML, so a processed message costs BEGIN, the claim, the handler's
 // writes and COMMIT. The Delivery must carry
 // an EventID (put EventID before Dedup).
-func Dedup(store *dedup.Store) consumer.Middleware {
+//
+// store is any dedup.TxStore: a *dedup.Store, or a fast-path layer wrapping one. Before Begin, Dedup asks
+// store.Done; an event the store knows is done is a consumer.Duplicate without a transaction (with the
+// cause the store knows, or none: the consumer then guesses it). *dedup.Store never knows (no round trip).
+func Dedup(store dedup.TxStore) consumer.Middleware {
 	return func(next consumer.Handler) consumer.Handler {
 		return func(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {
 			if d.EventID == "" {
 				return consumer.Outcome{}, retry.Permanent(fmt.Errorf("dedup: %w (put middleware.EventID before middleware.Dedup)", ErrUnidentifiable))
+			}
+			if cause, done := store.Done(ctx, d); done {
+				o := consumer.Duplicate()
+				o.Cause = cause
+				return o, nil
 			}
 			txn, err := store.Begin(ctx)
 			if err != nil {
@@ -71,7 +80,7 @@ func Dedup(store *dedup.Store) consumer.Middleware {
 // duplicate is the outcome of a duplicate d with its cause; when the stored row cannot be read the cause
 // is left empty and the consumer guesses it from the message (consumer.Decision): a duplicate is a
 // duplicate whatever its cause, so this never fails the message.
-func duplicate(ctx context.Context, store *dedup.Store, txn *dedup.Txn, d *consumer.Delivery) consumer.Outcome {
+func duplicate(ctx context.Context, store dedup.TxStore, txn *dedup.Txn, d *consumer.Delivery) consumer.Outcome {
 	o := consumer.Duplicate()
 	if cause, err := store.DuplicateCause(ctx, txn, d); err == nil {
 		o.Cause = cause
@@ -84,7 +93,7 @@ func duplicate(ctx context.Context, store *dedup.Store, txn *dedup.Txn, d *consu
 // first (dedup.ErrDuplicate: the event counts as stale once), or the recording's error (a retry). A failed
 // rollback is not an error here: the transaction is not committed whatever happens to its connection (see
 // dedup.Txn.RollbackAfter).
-func stale(ctx context.Context, store *dedup.Store, txn *dedup.Txn, d *consumer.Delivery, o consumer.Outcome) (consumer.Outcome, error) {
+func stale(ctx context.Context, store dedup.TxStore, txn *dedup.Txn, d *consumer.Delivery, o consumer.Outcome) (consumer.Outcome, error) {
 	_ = txn.Rollback()
 	err := store.RecordStale(ctx, d)
 	if errors.Is(err, dedup.ErrDuplicate) {

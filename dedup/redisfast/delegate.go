@@ -1,0 +1,71 @@
+package redisfast
+
+import (
+	"context"
+	"errors"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dedup"
+)
+
+// Scope returns d's dedup scope, from the wrapped store.
+func (l *Layer) Scope(d *consumer.Delivery) string { return l.store.Scope(d) }
+
+// Begin starts the message's transaction in the wrapped store.
+func (l *Layer) Begin(ctx context.Context) (*dedup.Txn, error) { return l.store.Begin(ctx) }
+
+// Claim claims d's row in the wrapped store. When the claim succeeds it registers, as an after-commit step
+// of txn (dedup.Txn.AfterCommit), the write of d's "done" key holding d's message ID: the key appears only
+// once the row committed, never before, and never when the transaction rolls back. When the scope already
+// has the row (dedup.ErrDuplicate, raised only by a committed row), it writes the key with no message ID
+// unless one exists (SET NX), so that the next delivery skips the database. Redis failures are counted,
+// never returned; the store's errors are returned as they are.
+func (l *Layer) Claim(ctx context.Context, txn *dedup.Txn, d *consumer.Delivery) error {
+	err := l.store.Claim(ctx, txn, d)
+	switch {
+	case err == nil:
+		key, msgID := l.Key(d), d.Msg.MsgId
+		if hookErr := txn.AfterCommit(func(ctx context.Context) { l.mark(ctx, key, msgID, false) }); hookErr != nil {
+			l.fallback(ReasonMarkFailed) // the transaction is already over: it will not commit either
+		}
+	case errors.Is(err, dedup.ErrDuplicate):
+		l.mark(ctx, l.Key(d), "", true)
+	}
+	return err
+}
+
+// Confirm checks the claim in the wrapped store.
+func (l *Layer) Confirm(ctx context.Context, txn *dedup.Txn, d *consumer.Delivery) error {
+	return l.store.Confirm(ctx, txn, d)
+}
+
+// DuplicateCause reads the duplicate's cause from the wrapped store.
+func (l *Layer) DuplicateCause(ctx context.Context, txn *dedup.Txn, d *consumer.Delivery) (consumer.Cause, error) {
+	return l.store.DuplicateCause(ctx, txn, d)
+}
+
+// RecordStale records d as stale in the wrapped store and, once that row is written (it commits on its
+// own), writes d's "done" key, so a later delivery is a duplicate without the database.
+func (l *Layer) RecordStale(ctx context.Context, d *consumer.Delivery) error {
+	if err := l.store.RecordStale(ctx, d); err != nil {
+		return err
+	}
+	l.mark(ctx, l.Key(d), d.Msg.MsgId, false)
+	return nil
+}
+
+// mark writes key = msgID with the TTL (only when absent if nx), bounded by Config.Timeout even when ctx
+// has ended (a commit that happened must still be recorded); a failure is counted as ReasonMarkFailed.
+func (l *Layer) mark(ctx context.Context, key, msgID string, nx bool) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.Timeout)
+	defer cancel()
+	var err error
+	if nx {
+		err = l.rdb.SetNX(ctx, key, msgID, l.cfg.TTL).Err()
+	} else {
+		err = l.rdb.Set(ctx, key, msgID, l.cfg.TTL).Err()
+	}
+	if err != nil {
+		l.fallback(ReasonMarkFailed)
+	}
+}

@@ -1,0 +1,64 @@
+package redisfast_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dedup/redisfast"
+	"github.com/rmqguard/rmqguard/internal/testenv"
+)
+
+// F16: TTL 1 s, a handler that takes 3 s, a duplicate at 2 s. No key exists while the first delivery runs
+// (done is written only after the commit, and no in-progress marker exists that could acknowledge the
+// duplicate); the duplicate goes to MySQL, waits on the row's lock and is a duplicate once the first
+// commits: one effect. After the commit the key is there, with the 1 s TTL, and once it expired MySQL
+// decides again.
+func TestF16_TTL1sHandler3sDuplicateAt2sMySQLDecides(t *testing.T) {
+	f := newFixture(t, testenv.Redis(t), time.Second)
+	slow := func(ctx context.Context, _ *sqlx.Tx, _ *consumer.Delivery) (consumer.Outcome, error) {
+		select {
+		case <-time.After(3 * time.Second):
+			return consumer.Processed(), nil
+		case <-ctx.Done():
+			return consumer.Outcome{}, ctx.Err()
+		}
+	}
+	h := f.chain(t, slow)
+	ev := f.prefix + "-e"
+
+	type result struct {
+		o   consumer.Outcome
+		err error
+	}
+	first := make(chan result, 1)
+	go func() {
+		o, err := f.handle(h, f.msg(ev))
+		first <- result{o, err}
+	}()
+	time.Sleep(2 * time.Second)
+	assert.Empty(t, f.keysOfTest(t), "at 2 s nothing is in Redis: no done key before the commit, no marker")
+
+	dup, err := f.handle(h, f.msg(ev)) // waits on the first's row lock until it commits at ~3 s
+	require.NoError(t, err)
+	r := <-first
+	require.NoError(t, r.err)
+	assert.Equal(t, consumer.KindProcessed, r.o.Kind)
+	assert.Equal(t, consumer.KindDuplicate, dup.Kind, "MySQL decided")
+	assert.Equal(t, 2, f.obs.get(redisfast.ReasonMiss), "both deliveries fell through")
+	ttl, err := f.rdb.PTTL(context.Background(), f.key(ev)).Result()
+	require.NoError(t, err)
+	assert.True(t, ttl > 0 && ttl <= time.Second, "done key written after the commit with the 1 s TTL, got %v", ttl)
+
+	f.waitExpired(t, f.key(ev))
+	again, err := f.handle(h, f.msg(ev))
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindDuplicate, again.Kind, "expired key: MySQL decided")
+	assert.Equal(t, 3, f.obs.get(redisfast.ReasonMiss))
+	assert.Equal(t, 1, f.ledger.Count(t, ev), "one effect")
+}

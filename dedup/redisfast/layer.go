@@ -1,0 +1,140 @@
+// Package redisfast is the Redis fast path of the dedup store: a layer around a dedup.TxStore that keeps,
+// for each event whose processed_event row committed, a "done" key with a TTL, and answers a later delivery
+// of that event as a duplicate with no database round trip. As the idempotency chapter says of Redis, it is
+// a speed-up and never the judge: Redis may lose keys, keys expire, a failover opens a window, so a key
+// that is missing, a Redis error or a timeout falls through to the database, whose unique key decides. A
+// key is written only after the row committed, never before, so a "done" answer is never wrong; Redis
+// being down for a whole run changes nothing but speed. Unlike the chapter's example, it keeps no
+// "processing" marker that acknowledges a message: an event in progress elsewhere is left to the database.
+package redisfast
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dedup"
+)
+
+// Reasons a Layer falls through to the database (or fails to write a key), given to Observer.RedisFallback.
+const (
+	// ReasonMiss: no "done" key (never written, expired, evicted, or lost by Redis).
+	ReasonMiss = "miss"
+	// ReasonTimeout: the lookup took longer than Config.Timeout.
+	ReasonTimeout = "timeout"
+	// ReasonError: Redis answered with an error or could not be reached.
+	ReasonError = "error"
+	// ReasonMarkFailed: writing a "done" key after a commit failed or timed out; the event stays processed,
+	// and its next delivery asks the database.
+	ReasonMarkFailed = "mark_failed"
+)
+
+// DefaultTimeout bounds each Redis command when Config.Timeout is zero: a slow Redis must cost a message
+// little more than the database round trips it would have saved.
+const DefaultTimeout = 50 * time.Millisecond
+
+// MaxTimeout is the largest Config.Timeout accepted.
+const MaxTimeout = time.Second
+
+// Observer counts the layer's fall-throughs by reason (ReasonMiss, ReasonTimeout, ReasonError,
+// ReasonMarkFailed). It must be safe for concurrent use; *metrics.Metrics implements it.
+type Observer interface {
+	RedisFallback(reason string)
+}
+
+// Config configures a Layer.
+type Config struct {
+	// Prefix starts every key of the layer (required, e.g. "rmqguard:"), so that several applications or
+	// tests share one Redis. A key is Prefix + "done:" + len(scope) + ":" + scope + ":" + event ID.
+	Prefix string
+	// TTL is how long a "done" key lives (required, > 0). Past it the database decides again; a TTL
+	// longer than the dedup window (the processed_event retention) would answer for rows already purged.
+	TTL time.Duration
+	// Timeout bounds each Redis command (0 = DefaultTimeout, at most MaxTimeout). The client must honour
+	// the context's deadline (go-redis: redis.Options.ContextTimeoutEnabled); with MaxRetries -1 and
+	// DialerRetries 1 a Redis that is down costs a refused dial (ReasonError) instead of the whole timeout
+	// (go-redis's defaults retry the dial 5 times, 100 ms apart: ReasonTimeout on every command).
+	Timeout time.Duration
+	// Observer counts fall-throughs (optional).
+	Observer Observer
+}
+
+// Layer is a dedup.TxStore that answers Done from Redis and otherwise delegates to the store it wraps.
+// It is safe for concurrent use.
+type Layer struct {
+	store dedup.TxStore
+	rdb   redis.UniversalClient
+	cfg   Config
+}
+
+var _ dedup.TxStore = (*Layer)(nil)
+
+// New returns the layer of store on rdb. It returns an error naming the field when store or rdb is nil,
+// Prefix is empty, TTL is not positive, or Timeout is negative or above MaxTimeout.
+func New(store dedup.TxStore, rdb redis.UniversalClient, cfg Config) (*Layer, error) {
+	switch {
+	case store == nil:
+		return nil, errors.New("redisfast: New: store is nil")
+	case rdb == nil:
+		return nil, errors.New("redisfast: New: rdb is nil")
+	case cfg.Prefix == "":
+		return nil, errors.New("redisfast: Config.Prefix is empty: keys of several applications would collide")
+	case cfg.TTL <= 0:
+		return nil, fmt.Errorf("redisfast: Config.TTL is %v: a done key needs a positive time to live", cfg.TTL)
+	case cfg.Timeout < 0 || cfg.Timeout > MaxTimeout:
+		return nil, fmt.Errorf("redisfast: Config.Timeout is %v: must be between 0 (default %v) and %v", cfg.Timeout, DefaultTimeout, MaxTimeout)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	return &Layer{store: store, rdb: rdb, cfg: cfg}, nil
+}
+
+// Key returns the "done" key of d's event in its scope.
+func (l *Layer) Key(d *consumer.Delivery) string {
+	scope := l.store.Scope(d)
+	return l.cfg.Prefix + "done:" + strconv.Itoa(len(scope)) + ":" + scope + ":" + d.EventID
+}
+
+// Done looks d's "done" key up (one GET, bounded by Config.Timeout). A key means the event's row committed:
+// it returns the duplicate's cause from the message ID the key holds (dedup.CauseOf), or "" when the key
+// holds none (written for a duplicate whose original message is unknown). A missing key, an error or a
+// timeout is counted and returns false: the database decides.
+func (l *Layer) Done(ctx context.Context, d *consumer.Delivery) (consumer.Cause, bool) {
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
+	defer cancel()
+	msgID, err := l.rdb.Get(ctx, l.Key(d)).Result()
+	if err != nil {
+		l.fallback(lookupReason(err))
+		return "", false
+	}
+	if msgID == "" {
+		return "", true
+	}
+	return dedup.CauseOf(msgID, d), true
+}
+
+// lookupReason names why a GET did not answer.
+func lookupReason(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, redis.Nil):
+		return ReasonMiss
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return ReasonTimeout
+	default:
+		return ReasonError
+	}
+}
+
+func (l *Layer) fallback(reason string) {
+	if l.cfg.Observer != nil {
+		l.cfg.Observer.RedisFallback(reason)
+	}
+}

@@ -1,0 +1,38 @@
+package dedup
+
+import (
+	"context"
+
+	"github.com/rmqguard/rmqguard/consumer"
+)
+
+// TxStore is what middleware.Dedup needs from a dedup store in transactional mode. *Store (MySQL or
+// MariaDB) implements it; a fast path (a cache of "done" event IDs, such as the Redis layer of package
+// dedup/redisfast) wraps a *Store and implements it too, so that it is a layer around the store, not a fork
+// of the middleware. Whatever a layer adds, the database's processed_event row stays the only thing that
+// decides whether an event is new: a layer may only answer "done" for an event whose row committed.
+type TxStore interface {
+	// Done reports, before any transaction, whether d's event is known to be processed in its scope
+	// without asking the database; ok false means "not known", never "new". *Store always answers
+	// ("", false) at no cost. cause is the duplicate's cause when known, "" to leave it to the consumer's
+	// guess (consumer.Decision).
+	Done(ctx context.Context, d *consumer.Delivery) (cause consumer.Cause, ok bool)
+	// Scope returns d's dedup scope (see Store.Scope).
+	Scope(d *consumer.Delivery) string
+	// Begin starts the local transaction of one message (see Store.Begin).
+	Begin(ctx context.Context) (*Txn, error)
+	// Claim inserts d's processed_event row in txn; ErrDuplicate when the scope has it (see Store.Claim).
+	Claim(ctx context.Context, txn *Txn, d *consumer.Delivery) error
+	// Confirm checks that txn still holds its row, right before Commit (see Store.Confirm).
+	Confirm(ctx context.Context, txn *Txn, d *consumer.Delivery) error
+	// DuplicateCause reads why a duplicate came again (see Store.DuplicateCause).
+	DuplicateCause(ctx context.Context, txn *Txn, d *consumer.Delivery) (consumer.Cause, error)
+	// RecordStale records d as stale in a statement of its own (see Store.RecordStale).
+	RecordStale(ctx context.Context, d *consumer.Delivery) error
+}
+
+// Done is the TxStore fast path of the database store: the database has no answer without a round trip,
+// so it always returns ("", false) and middleware.Dedup goes on to Begin and Claim.
+func (s *Store) Done(context.Context, *consumer.Delivery) (consumer.Cause, bool) { return "", false }
+
+var _ TxStore = (*Store)(nil)
