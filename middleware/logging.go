@@ -19,7 +19,10 @@ import (
 func Logging(log *zap.Logger) consumer.Middleware {
 	return func(next consumer.Handler) consumer.Handler {
 		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-			start := time.Now()
+			var start time.Time
+			if log.Core().Enabled(zapcore.ErrorLevel) { // else no line is written: no need to time the run
+				start = time.Now()
+			}
 			o, err := next(ctx, d)
 			level := zapcore.InfoLevel
 			switch {
