@@ -69,3 +69,36 @@ func BenchmarkChain_NoIO_WithTimeout(b *testing.B) { benchmarkChain(b, middlewar
 // BenchmarkChain_NoIO_WithDeadline adds the Deadline middleware, which runs the rest inline under a
 // context deadline.
 func BenchmarkChain_NoIO_WithDeadline(b *testing.B) { benchmarkChain(b, middleware.Deadline) }
+
+// BenchmarkChain_NoIO_UnderHandlerTimeout runs each message under a parent context with a 30 s deadline of
+// its own, as the consumer's HandlerTimeout gives it (that context's allocations are counted in every case):
+// without a deadline middleware, with Deadline(0) (the parent's deadline alone), with Deadline shorter than
+// the parent's (a context of its own), with Deadline longer (the parent's applies: nothing derived) and with
+// Timeout.
+func BenchmarkChain_NoIO_UnderHandlerTimeout(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		mw   consumer.Middleware
+	}{
+		{"none", nil}, {"Deadline_0", middleware.Deadline(0)}, {"Deadline_10s", middleware.Deadline(10 * time.Second)},
+		{"Deadline_1m", middleware.Deadline(time.Minute)}, {"Timeout_10s", middleware.Timeout(10 * time.Second)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var deadline func(time.Duration) consumer.Middleware
+			if bc.mw != nil {
+				deadline = func(time.Duration) consumer.Middleware { return bc.mw }
+			}
+			h := benchChain(b, deadline)
+			msg := benchMsg()
+			b.ReportAllocs()
+			for b.Loop() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				o, err := h(ctx, consumer.NewDelivery("cg", msg))
+				cancel()
+				if err != nil || o.Kind != consumer.KindProcessed {
+					b.Fatalf("outcome %v, err %v", o, err)
+				}
+			}
+		})
+	}
+}

@@ -15,7 +15,8 @@ import (
 // parent's deadline is the earlier one: the parent's context is passed on as it is). It is the
 // deadline for handlers that honour their context — Dedup's transaction and every database/sql call made
 // with ctx end when it passes (database/sql rolls the transaction back), so the handler returns at once.
-// With d ≤ 0 it sets no deadline of its own and watches the parent's.
+// With d ≤ 0 it sets no deadline of its own and watches the parent's: Deadline(0) is the recommended form,
+// the consumer's Config.HandlerTimeout then being the one deadline.
 //
 // When the chain returns after a deadline fired, whatever it returned, the outcome is a retry with Cause
 // consumer.CauseTimeout and the reason "handler timeout"; the error wraps context.DeadlineExceeded and names

@@ -46,5 +46,5 @@ func chain(store *dedup.Store, m *metrics.Metrics, log *zap.Logger, o runOptions
 	}
 	return middleware.Chain(dedup.Handle(s.Handle),
 		middleware.Metrics(m), middleware.Logging(log), middleware.Recover(log), middleware.Classify(),
-		eventID, shop.CheckOrderAggregate(), middleware.Timeout(o.handlerTimeout), middleware.Dedup(store), version), nil
+		eventID, shop.CheckOrderAggregate(), middleware.Deadline(0), middleware.Dedup(store), version), nil
 }

@@ -108,9 +108,6 @@ func chain(store *dedup.Store, m *metrics.Metrics, o options, h dedup.TxHandler)
 	log := zap.NewNop()
 	mws := []consumer.Middleware{middleware.Metrics(m), middleware.Logging(log), middleware.Recover(log),
 		middleware.Classify(), eventID}
-	if o.handlerTimeout > 0 {
-		mws = append(mws, middleware.Timeout(o.handlerTimeout))
-	}
-	mws = append(mws, middleware.Dedup(store))
+	mws = append(mws, middleware.Deadline(0), middleware.Dedup(store)) // the consumer's HandlerTimeout, inline
 	return middleware.Chain(dedup.Handle(h), mws...), nil
 }
