@@ -3,6 +3,7 @@ package middleware_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +23,21 @@ import (
 func honoursCtx(ctx context.Context, _ *consumer.Delivery) (consumer.Outcome, error) {
 	<-ctx.Done()
 	return consumer.Outcome{}, ctx.Err()
+}
+
+// slowHandler is a handler that outlives its context, for the middleware named: for Deadline one that
+// honours it (the inline form waits for the handler); for Timeout one that returns only after the test
+// ends, so that Timeout's answer cannot be the handler's own (its select would pick either at random).
+func slowHandler(t *testing.T, middlewareName string) consumer.Handler {
+	if !strings.HasPrefix(middlewareName, "Timeout") {
+		return honoursCtx
+	}
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		<-release
+		return consumer.Outcome{}, ctx.Err()
+	}
 }
 
 // requireTimedOut checks the outcome of a run that missed its deadline and returns the error's text.
@@ -104,7 +120,7 @@ func TestDeadline_F7_ErrorNamesTheParentsDeadlineWhenThatFired(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 			defer cancel()
 
-			o, err := mw(honoursCtx)(ctx, delivery("ORDER", "", nil))
+			o, err := mw(slowHandler(t, name))(ctx, delivery("ORDER", "", nil))
 
 			msg := requireTimedOut(t, o, err)
 			assert.Contains(t, msg, "the parent context's (the consumer's HandlerTimeout: ")
@@ -117,9 +133,10 @@ func TestDeadline_ParentCancelledIsHandlerCancelledNotATimeout(t *testing.T) {
 	for name, mw := range map[string]consumer.Middleware{"Deadline": middleware.Deadline(time.Hour), "Timeout": middleware.Timeout(time.Hour)} {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
+			slow := slowHandler(t, name)
 			h := mw(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 				cancel() // the consumer is stopping
-				return honoursCtx(ctx, d)
+				return slow(ctx, d)
 			})
 
 			o, err := h(ctx, delivery("ORDER", "", nil))
