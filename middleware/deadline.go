@@ -52,15 +52,16 @@ func Deadline(d time.Duration) consumer.Middleware {
 // and the cause it gives the context (wrapping context.DeadlineExceeded), by which context.Cause tells it
 // apart from the parent's. Made once per middleware, it costs nothing per message.
 type ownDeadline struct {
-	d     time.Duration // ≤ 0: none
-	name  string
-	cause error
+	d          time.Duration // ≤ 0: none
+	middleware string        // e.g. "middleware.Deadline"
+	name       string        // e.g. "middleware.Deadline(10s)"
+	cause      error
 }
 
-// newOwnDeadline describes the deadline d of the middleware called name.
-func newOwnDeadline(name string, d time.Duration) *ownDeadline {
-	name = fmt.Sprintf("%s(%s)", name, d)
-	return &ownDeadline{d: d, name: name, cause: fmt.Errorf("%s fired: %w", name, context.DeadlineExceeded)}
+// newOwnDeadline describes the deadline d of the middleware named, e.g., "middleware.Deadline".
+func newOwnDeadline(middleware string, d time.Duration) *ownDeadline {
+	name := fmt.Sprintf("%s(%s)", middleware, d)
+	return &ownDeadline{d: d, middleware: middleware, name: name, cause: fmt.Errorf("%s fired: %w", name, context.DeadlineExceeded)}
 }
 
 // deadlineRun is what Deadline and Timeout know about the deadlines of one message's run.
@@ -115,5 +116,5 @@ func (r deadlineRun) fired(ctx context.Context) string {
 		return "the parent context's"
 	}
 	return fmt.Sprintf("the parent context's (the consumer's HandlerTimeout: %s left when the message reached %s)",
-		r.parent.Sub(r.start).Round(time.Millisecond), r.own.name)
+		r.parent.Sub(r.start).Round(time.Millisecond), r.own.middleware)
 }
