@@ -100,7 +100,7 @@ func (r deadlineRun) expired(ctx context.Context, what string, late error) (cons
 	}
 	timedOut := consumer.Retry(0, "handler timeout")
 	timedOut.Cause = consumer.CauseTimeout
-	if late != nil {
+	if late != nil && late != ctx.Err() { // the context's own error would only repeat what the error says
 		return timedOut, fmt.Errorf("%s, %s: %w (the handler returned: %v)", what, r.fired(ctx), context.DeadlineExceeded, late)
 	}
 	return timedOut, fmt.Errorf("%s, %s: %w", what, r.fired(ctx), context.DeadlineExceeded)

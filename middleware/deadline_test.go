@@ -3,6 +3,7 @@ package middleware_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -56,14 +57,14 @@ func TestDeadline_F7_HandlerHonouringItsContextEndsAtTheDeadline(t *testing.T) {
 	h := middleware.Deadline(20 * time.Millisecond)(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		o, err := honoursCtx(ctx, d)
 		cause = context.Cause(ctx)
-		return o, err
+		return o, fmt.Errorf("claim: %w", err)
 	})
 
 	o, err := h(context.Background(), delivery("ORDER", "", nil))
 
 	msg := requireTimedOut(t, o, err)
 	assert.Contains(t, msg, "handler returned after its deadline, middleware.Deadline(20ms)")
-	assert.Contains(t, msg, "the handler returned: context deadline exceeded", "the handler's own error is kept as text")
+	assert.Contains(t, msg, "(the handler returned: claim: context deadline exceeded)", "the handler's own error is kept as text")
 	require.ErrorIs(t, cause, context.DeadlineExceeded, "the handler's context carries the deadline")
 	assert.Contains(t, cause.Error(), "middleware.Deadline(20ms) fired", "context.Cause names the deadline too")
 }
@@ -202,4 +203,12 @@ func TestRecover_F28_PanicUnderDeadlineKeepsTheHandlersStackInTheLog(t *testing.
 	stack, _ := logs.All()[0].ContextMap()["stack"].(string)
 	assert.Contains(t, stack, "middleware_test.panickingOrderHandler", "the handler's frame is in the logged stack")
 	assert.Contains(t, stack, "panic(", "the stack was taken while panicking")
+}
+
+// The handler's error is left out when it is the context's own error, which the message already says.
+func TestDeadline_HandlerReturningTheContextsErrorIsNotRepeated(t *testing.T) {
+	o, err := middleware.Deadline(10 * time.Millisecond)(honoursCtx)(context.Background(), delivery("ORDER", "", nil))
+
+	msg := requireTimedOut(t, o, err)
+	assert.Equal(t, "handler returned after its deadline, middleware.Deadline(10ms): context deadline exceeded", msg)
 }
