@@ -207,7 +207,7 @@ func TestRecover_F28_PanicUnderDeadlineKeepsTheHandlersStackInTheLog(t *testing.
 
 // The handler's error is left out when it is the context's own error, which the message already says.
 func TestDeadline_HandlerReturningTheContextsErrorIsNotRepeated(t *testing.T) {
-	o, err := middleware.Deadline(10 * time.Millisecond)(honoursCtx)(context.Background(), delivery("ORDER", "", nil))
+	o, err := middleware.Deadline(10*time.Millisecond)(honoursCtx)(context.Background(), delivery("ORDER", "", nil))
 
 	msg := requireTimedOut(t, o, err)
 	assert.Equal(t, "handler returned after its deadline, middleware.Deadline(10ms): context deadline exceeded", msg)
