@@ -97,7 +97,8 @@ bench-purge: up ## F22 figures: purge 1,000,000 old dedup rows while 8 goroutine
 
 # BENCH_E2E_ARGS: -messages (20000), -rounds (3), -variants (raw,baseline,rmqguard,rmqguard-batch,duplicates,
 # duplicates-redis), -goroutines (20), -handler-timeout (10s; 0: no Timeout middleware), -rss-backlog (100000;
-# 0 skips it), -stall (1m); see internal/benche2e. Topics, tables and dedup rows of the run are removed at the end.
+# 0 skips it), -stall (1m), -redis (RMQGUARD_REDIS_ADDR: duplicates-redis); see internal/benche2e. Topics, tables,
+# dedup rows and Redis keys of the run are removed at the end.
 BENCH_E2E_ARGS ?=
 bench-e2e: up ## drain a backlog on the real broker with raw/baseline/rmqguard/batch/duplicates, interleaved: msgs/s, ratio to the baseline, RSS
 	@source deploy/local/env.sh && $(GO) run ./internal/benche2e $(BENCH_E2E_ARGS)
