@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -42,7 +43,7 @@ func (o redisOptions) validate(retention time.Duration) error {
 	}
 	switch {
 	case o.prefix == "":
-		return fmt.Errorf("--redis-prefix is empty: keys of several applications would collide")
+		return errors.New("--redis-prefix is empty: keys of several applications would collide")
 	case o.ttl <= 0:
 		return fmt.Errorf("--redis-ttl %s: must be positive", o.ttl)
 	case retention > 0 && o.ttl > retention:
