@@ -62,11 +62,12 @@ chaos: up ## faults under load on a stack of its own (MariaDB restart/read-only/
 # RMQGUARD_REQUIRE_SERVICES=1 is set here, not left to the caller. `make test-unit` is the no-service run.
 # dedup/redisfast's Redis-down tests start a redis-server of their own on 16399 (testenv.StartRedis): the binary
 # comes with `make up` in local mode (deploy/local/up.sh installs redis-server); in docker mode install it.
-test: up test-rules ## unit, integration (MariaDB, Redis) and end-to-end (broker) tests, Prometheus rules; a missing service fails the run
+test: up test-rules ## unit, integration (MariaDB, Redis) and end-to-end (broker) tests, Prometheus rules, dedup's tests again on the caller's pool (no WithTxDSN); a missing service fails the run
 	@command -v redis-server >/dev/null || { echo "make test: redis-server not found; dedup/redisfast's tests start their own (apt-get install redis-server)" >&2; exit 1; }
 	@source deploy/local/env.sh && export RMQGUARD_REQUIRE_SERVICES=1 && \
 		$(GO) test -race $(GOTEST_FLAGS) $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/internal/chaos$$') && \
-		$(GO) test $(GOTEST_FLAGS) ./e2e/ ./internal/chaos/
+		$(GO) test $(GOTEST_FLAGS) ./e2e/ ./internal/chaos/ && \
+		RMQGUARD_TEST_DEDUP_TXPOOL=0 $(GO) test -race $(GOTEST_FLAGS) ./dedup/
 
 # promtool comes with the Debian package prometheus, which `make up` installs in local mode; installed here
 # when missing (e.g. in docker mode; the demo-ratio test in cmd/example-consumer runs the prometheus binary too).
