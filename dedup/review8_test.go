@@ -1,0 +1,130 @@
+package dedup_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/shop"
+	"github.com/rmqguard/rmqguard/internal/testenv"
+)
+
+// oneConnStore replaces f's store by one on its own transaction pool (dedup.WithTxDSN(dsn)) bounded to a
+// single connection, so that every message of the test runs on the same connection.
+func oneConnStore(t *testing.T, f *fixture, dsn string) {
+	t.Helper()
+	one, err := sqlx.Open("mysql", testenv.MySQLDSN())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = one.Close() })
+	one.SetMaxOpenConns(1)
+	f.store, err = dedup.NewStore(one, dedup.WithTxDSN(dsn))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, f.store.Close()) })
+}
+
+// orderRows is the number of committed orders rows with order number no.
+func (f *fixture) orderRows(t *testing.T, no string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, f.db.Get(&n, `SELECT COUNT(*) FROM orders WHERE order_no = ?`, no))
+	return n
+}
+
+// F15 on the store's own pool: a handler (or a procedure it CALLs) that turns autocommit on must not leave
+// the pooled connection with autocommit on. Otherwise the next message on that connection, after MySQL
+// rolled its transaction back underneath the handler (a ROLLBACK stands in for a deadlock), commits each of
+// the handler's later statements by itself: Confirm then finds the row gone (ErrClaimLost) but the effect
+// is already durable without its dedup row.
+func TestReview8_F15_HandlerThatTurnsAutocommitOnDoesNotPoisonTheOwnPool(t *testing.T) {
+	f := newFixture(t)
+	oneConnStore(t, f, testenv.MySQLDSN())
+	ev1, ev2 := f.prefix+"-e1", f.prefix+"-e2"
+	h := f.chain(t, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		switch d.EventID {
+		case ev1:
+			if _, err := tx.ExecContext(ctx, "SET autocommit = 1"); err != nil {
+				return consumer.Outcome{}, err
+			}
+		case ev2:
+			if _, err := tx.ExecContext(ctx, "ROLLBACK"); err != nil {
+				return consumer.Outcome{}, err
+			}
+		}
+		return shop.HandleOrderCreated(ctx, tx, d)
+	})
+	o, _, err := f.handle(h, f.orderMsg(t, ev1, f.prefix+"-1"))
+	require.NoError(t, err)
+	require.Equal(t, consumer.KindProcessed, o.Kind)
+
+	_, _, err = f.handle(h, f.orderMsg(t, ev2, f.prefix+"-2"))
+	require.ErrorIs(t, err, dedup.ErrClaimLost)
+	assert.Equal(t, 0, f.dedupRows(t, ev2))
+	assert.Equal(t, 0, f.orderRows(t, f.prefix+"-2"),
+		"the order written after the rollback committed without its dedup row: the pooled connection kept autocommit on")
+}
+
+// F15 on the store's own pool with a DSN that allows several statements per query (multiStatements=true):
+// the query "DO 0; ROLLBACK" starts like plain DML, so it raises no doubt, yet it ends the transaction and
+// drops the dedup row; the handler's writes after it would commit without the row and Confirm would not
+// look. Whatever the store does with such a DSN (refuse it, or not let it through), an effect never commits
+// without its dedup row.
+func TestReview8_F15_MultiStatementQueryCannotHideARollback(t *testing.T) {
+	f := newFixture(t)
+	cfg, err := mysql.ParseDSN(testenv.MySQLDSN())
+	require.NoError(t, err)
+	cfg.MultiStatements = true
+	oneConnStore(t, f, cfg.FormatDSN())
+	ev, order := f.prefix+"-e", f.prefix+"-1"
+	h := f.chain(t, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if _, err := tx.ExecContext(ctx, "DO 0; ROLLBACK"); err != nil {
+			return consumer.Outcome{}, err
+		}
+		return shop.HandleOrderCreated(ctx, tx, d)
+	})
+	o, _, err := f.handle(h, f.orderMsg(t, ev, order))
+	assert.Equal(t, f.dedupRows(t, ev), f.orderRows(t, order),
+		"the effect committed without its dedup row (outcome %s, err %v)", o.Kind, err)
+	assert.NotEqual(t, consumer.KindProcessed, o.Kind, "a transaction that lost its row is not processed")
+}
+
+// The store's own pool must run on the database db holds: a dsn naming another database (the demo
+// database rmqguard instead of rmqguard_test, a copy-paste slip) would put the claims and the handler's
+// writes in one database while Processed, RecordStale, DuplicateCause and Purge read and write the other,
+// so a stale event could also be processed and a purge would never reach the claims. NewStore refuses it.
+func TestReview8_WithTxDSNOnAnotherDatabaseIsRefused(t *testing.T) {
+	db := testenv.MySQL(t)
+	cfg, err := mysql.ParseDSN(testenv.MySQLDSN())
+	require.NoError(t, err)
+	other := "rmqguard"
+	if cfg.DBName == other {
+		other = "rmqguard_test"
+	}
+	cfg.DBName = other
+	store, err := dedup.NewStore(db, dedup.WithTxDSN(cfg.FormatDSN()))
+	if err == nil {
+		_ = store.Close()
+	}
+	require.Error(t, err, "a transaction pool on database %s accepted for a store on another one", other)
+	assert.Contains(t, err.Error(), "WithTxDSN")
+}
+
+// NewStore that fails (here an invalid option after WithTxDSN) must close the transaction pool it opened:
+// sql.OpenDB starts a goroutine per pool that only Close stops.
+func TestReview8_NewStoreThatFailsClosesItsOwnPool(t *testing.T) {
+	db := testenv.MySQL(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	_, err := dedup.NewStore(db, dedup.WithTxDSN(testenv.MySQLDSN()), dedup.WithScope(""))
+	require.ErrorContains(t, err, "WithScope")
+	// WithTxDSN given twice: whether refused or the second one wins, the first pool must not outlive Close.
+	store, err := dedup.NewStore(db, dedup.WithTxDSN(testenv.MySQLDSN()), dedup.WithTxDSN(testenv.MySQLDSN()))
+	if err == nil {
+		require.NoError(t, store.Close())
+	}
+}
