@@ -39,7 +39,15 @@ func newTxConnector(dsn string) (*txConnector, error) {
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
 	}
+	for k := range cfg.Params { // MySQL's variable names ignore case: AUTOCOMMIT=1 would race with ours
+		if strings.EqualFold(k, "autocommit") {
+			delete(cfg.Params, k)
+		}
+	}
 	cfg.Params["autocommit"] = "0"
+	// Several statements in one query would let "DO 0; ROLLBACK" pass as plain DML (see plainDML): such
+	// a query fails on this pool (MySQL 1064) instead.
+	cfg.MultiStatements = false
 	base, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("dedup: WithTxDSN: connector: %w", err)
@@ -76,6 +84,9 @@ func (c *txConnector) Driver() driver.Driver { return c.base.Driver() }
 type trackedConn struct {
 	base  baseConn
 	doubt atomic.Bool
+	// session: a statement that is not plain DML ran since the last BEGIN; it may have changed the
+	// session (SET autocommit = 1 above all), so release turns autocommit off again before pooling.
+	session atomic.Bool
 }
 
 // note records err (nil and driver.ErrSkip excepted) as a doubt and returns it unchanged.
@@ -90,8 +101,12 @@ func (c *trackedConn) note(err error) error {
 func (c *trackedConn) statement(query string) {
 	if !plainDML(query) {
 		c.doubt.Store(true)
+		c.session.Store(true)
 	}
 }
+
+// sessionTouchedSinceBegin reports whether a statement that is not plain DML ran since the last BEGIN.
+func (c *trackedConn) sessionTouchedSinceBegin() bool { return c.session.Load() }
 
 // doubtSinceBegin reports whether a statement failed, or one that is not plain DML ran, since the last BEGIN.
 func (c *trackedConn) doubtSinceBegin() bool { return c.doubt.Load() }
@@ -129,6 +144,7 @@ func (c *trackedConn) Begin() (driver.Tx, error) {
 
 func (c *trackedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	c.doubt.Store(false)
+	c.session.Store(false)
 	tx, err := c.base.BeginTx(ctx, opts)
 	return tx, c.note(err)
 }

@@ -17,8 +17,9 @@ func (l *Layer) Begin(ctx context.Context) (*dedup.Txn, error) { return l.store.
 // Claim claims d's row in the wrapped store. When the claim succeeds it registers, as an after-commit step
 // of txn (dedup.Txn.AfterCommit), the write of d's "done" key holding d's message ID: the key appears only
 // once the row committed, never before, and never when the transaction rolls back. When the scope already
-// has the row (dedup.ErrDuplicate, raised only by a committed row), it writes the key with no message ID
-// unless one exists (SET NX), so that the next delivery skips the database. Redis failures are counted,
+// has the row (dedup.ErrDuplicate) and the row is not txn's own (see ownClaim: a batch's transaction meets
+// its own uncommitted row when two members carry one event), it writes the key with no message ID unless
+// one exists (SET NX), so that the next delivery skips the database. Redis failures are counted,
 // never returned; the store's errors are returned as they are.
 func (l *Layer) Claim(ctx context.Context, txn *dedup.Txn, d *consumer.Delivery) error {
 	err := l.store.Claim(ctx, txn, d)
@@ -28,10 +29,19 @@ func (l *Layer) Claim(ctx context.Context, txn *dedup.Txn, d *consumer.Delivery)
 		if hookErr := txn.AfterCommit(func(ctx context.Context) { l.mark(ctx, key, msgID, false) }); hookErr != nil {
 			l.fallback(ReasonMarkFailed) // the transaction is already over: it will not commit either
 		}
-	case errors.Is(err, dedup.ErrDuplicate):
+	case errors.Is(err, dedup.ErrDuplicate) && !l.ownClaim(ctx, txn, d):
 		l.mark(ctx, l.Key(d), "", true)
 	}
 	return err
+}
+
+// ownClaim reports whether the row d's claim ran into may be txn's own, not committed: a transaction that
+// claims several deliveries (a batch) meets its own row when two of them carry the same event, and that
+// row goes away if the transaction rolls back. It asks the store's Confirm (the row with txn's claim token;
+// one SELECT, on the duplicate path only) and answers true unless Confirm says the row is not txn's
+// (dedup.ErrClaimLost); a failed query also answers true: no key is better than a wrong one.
+func (l *Layer) ownClaim(ctx context.Context, txn *dedup.Txn, d *consumer.Delivery) bool {
+	return !errors.Is(l.store.Confirm(ctx, txn, d), dedup.ErrClaimLost)
 }
 
 // Confirm checks the claim in the wrapped store.

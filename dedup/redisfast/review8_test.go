@@ -1,0 +1,71 @@
+package redisfast_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/testenv"
+)
+
+// F16 with several claims in one transaction (batch mode: one transaction per batch, a SAVEPOINT per
+// member): the second member repeats the first one's event, so its claim hits the first member's row,
+// which is not committed. That 1062 is dedup.ErrDuplicate, but it does not come from a committed row: when
+// the batch then rolls back, Redis must not answer "done" for the event, or its redelivery is acknowledged
+// as a duplicate and the event is lost.
+func TestReview8_F16_DuplicateOfAnUncommittedClaimInTheSameTransactionWritesNoDoneKey(t *testing.T) {
+	f := newFixture(t, testenv.Redis(t), time.Minute)
+	ctx := context.Background()
+	ev := f.prefix + "-e"
+	first, second := consumer.NewDelivery(f.group, f.msg(ev)), consumer.NewDelivery(f.group, f.msg(ev))
+	first.EventID, second.EventID = ev, ev
+
+	txn, err := f.layer.Begin(ctx)
+	require.NoError(t, err)
+	_, err = txn.Tx.ExecContext(ctx, "SAVEPOINT m1")
+	require.NoError(t, err)
+	require.NoError(t, f.layer.Claim(ctx, txn, first))
+	_, err = txn.Tx.ExecContext(ctx, "SAVEPOINT m2")
+	require.NoError(t, err)
+	require.ErrorIs(t, f.layer.Claim(ctx, txn, second), dedup.ErrDuplicate, "the batch's own uncommitted row")
+	require.NoError(t, txn.Rollback(), "the batch fails as a whole")
+
+	processed, err := f.store.Processed(ctx, f.group, ev)
+	require.NoError(t, err)
+	require.False(t, processed, "nothing committed")
+	again := consumer.NewDelivery(f.group, f.msg(ev))
+	again.EventID = ev
+	_, done := f.layer.Done(ctx, again)
+	assert.False(t, done, "Redis answers done for an event whose row never committed: its redelivery would be lost")
+}
+
+// BenchmarkReview8_NewMessageRedisBlackholed measures what a Redis that accepts connections but never
+// answers (CLIENT PAUSE ALL on a server of the benchmark's own) costs each new message through Dedup:
+// "mysql" is the database store alone, "redis-paused" the layer with its default 50 ms timeout (the GET
+// before Begin and the SET after the commit each wait for it).
+func BenchmarkReview8_NewMessageRedisBlackholed(b *testing.B) {
+	srv := testenv.StartRedis(b, ownRedisPort)
+	rdb := srv.Client()
+	f := newFixture(b, rdb, time.Minute)
+	require.NoError(b, rdb.Do(context.Background(), "CLIENT", "PAUSE", "600000", "ALL").Err())
+	for _, v := range []struct {
+		name  string
+		store dedup.TxStore
+	}{{"mysql", f.store}, {"redis-paused", f.layer}} {
+		b.Run(v.name, func(b *testing.B) {
+			h := f.chainOn(b, v.store, nil)
+			for i := 0; b.Loop(); i++ {
+				o, err := f.handle(h, f.msg(fmt.Sprintf("%s-%s-%d", f.prefix, v.name, i)))
+				if err != nil || o.Kind != consumer.KindProcessed {
+					b.Fatalf("outcome %v, err %v", o, err)
+				}
+			}
+		})
+	}
+}
