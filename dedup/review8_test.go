@@ -2,7 +2,9 @@ package dedup_test
 
 import (
 	"context"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
@@ -14,6 +16,7 @@ import (
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/shop"
 	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/middleware"
 )
 
 // oneConnStore replaces f's store by one on its own transaction pool (dedup.WithTxDSN(dsn)) bounded to a
@@ -127,4 +130,50 @@ func TestReview8_NewStoreThatFailsClosesItsOwnPool(t *testing.T) {
 	if err == nil {
 		require.NoError(t, store.Close())
 	}
+}
+
+// F7 on the store's own pool, with a handler that is blocked inside a statement run without its context
+// (tx.Exec, not tx.ExecContext(ctx, …)) waiting for a row lock another transaction holds: at the deadline
+// the transaction must still be rolled back and its connection returned to the pool, not when the lock wait
+// ends (innodb_lock_wait_timeout, 50 s by default; 20 s on this test's pool).
+func TestReview8_F7_HandlerBlockedInAStatementWithoutItsContextGivesItsConnectionBack(t *testing.T) {
+	f := newFixture(t)
+	cfg, err := mysql.ParseDSN(testenv.MySQLDSN())
+	require.NoError(t, err)
+	cfg.Params = map[string]string{"innodb_lock_wait_timeout": "20"}
+	oneConnStore(t, f, cfg.FormatDSN())
+	locked := f.prefix + "-locked"
+	_, err = f.db.Exec(`INSERT INTO orders (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
+		VALUES (?, 'sku', 1, 1, 'CREATED', 1, NOW(6), NOW(6))`, locked)
+	require.NoError(t, err)
+	holder, err := f.db.Beginx()
+	require.NoError(t, err)
+	defer func() { _ = holder.Rollback() }()
+	_, err = holder.Exec(`UPDATE orders SET version = version + 1 WHERE order_no = ?`, locked)
+	require.NoError(t, err)
+
+	eventID, err := middleware.EventID(middleware.EventIDConfig{})
+	require.NoError(t, err)
+	var abandoned sync.WaitGroup
+	abandoned.Add(1)
+	h := middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		defer abandoned.Done()
+		if _, err := tx.Exec(`UPDATE orders SET version = version + 1 WHERE order_no = ?`, locked); err != nil {
+			return consumer.Outcome{}, err
+		}
+		return consumer.Processed(), nil
+	}), middleware.Classify(), eventID, middleware.Timeout(300*time.Millisecond), middleware.Dedup(f.store))
+
+	ev := f.prefix + "-e"
+	o, _, err := f.handle(h, f.orderMsg(t, ev, ev))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Equal(t, consumer.KindRetry, o.Kind)
+	assert.Eventually(t, func() bool { return f.store.TxStats().InUse == 0 }, 5*time.Second, 20*time.Millisecond,
+		"the connection of the transaction whose context ended is still in use: %+v", f.store.TxStats())
+	require.NoError(t, holder.Rollback())
+	abandoned.Wait()
+	assert.Equal(t, 0, f.dedupRows(t, ev))
+	var version int
+	require.NoError(t, f.db.Get(&version, `SELECT version FROM orders WHERE order_no = ?`, locked))
+	assert.Equal(t, 1, version, "the abandoned handler's update did not commit")
 }
