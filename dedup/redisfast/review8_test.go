@@ -11,6 +11,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/dedup/redisfast"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -68,4 +69,26 @@ func BenchmarkReview8_NewMessageRedisBlackholed(b *testing.B) {
 			}
 		})
 	}
+}
+
+// S8 with a Redis that accepts connections but never answers (a network partition or a stopped process;
+// CLIENT PAUSE here): each lookup and each key write waits for the whole timeout (50 ms by default), so five
+// new messages would cost ten timeouts, half a second, and 20 consume goroutines would drain at most about
+// 200 messages/s (see BenchmarkReview8_NewMessageRedisBlackholed: about 100 ms per message against about
+// 1 ms without the layer). After the first timeout the layer leaves Redis alone for a while: the messages
+// behind it fall through at once, counted as skipped; MySQL decides every one of them.
+func TestReview8_S8_BlackholedRedisCostsOneTimeoutNotOnePerCommand(t *testing.T) {
+	srv := testenv.StartRedis(t, ownRedisPort)
+	f := newFixture(t, srv.Client(), time.Minute)
+	h := f.chain(t, nil)
+	require.NoError(t, srv.Client().Do(context.Background(), "CLIENT", "PAUSE", "10000", "ALL").Err())
+	for i := range 5 {
+		o, err := f.handle(h, f.msg(fmt.Sprintf("%s-%d", f.prefix, i)))
+		require.NoError(t, err)
+		require.Equal(t, consumer.KindProcessed, o.Kind)
+	}
+	f.ledger.RequireOncePerEvent(t, 5)
+	assert.Equal(t, 1, f.obs.get(redisfast.ReasonTimeout)+f.obs.get(redisfast.ReasonMarkFailed),
+		"only the first command waited for the timeout")
+	assert.Equal(t, 9, f.obs.get("skipped"), "the other lookups and key writes were not sent")
 }
