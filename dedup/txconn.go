@@ -87,6 +87,37 @@ type trackedConn struct {
 	// session: a statement that is not plain DML ran since the last BEGIN; it may have changed the
 	// session (SET autocommit = 1 above all), so release turns autocommit off again before pooling.
 	session atomic.Bool
+	// txCtx is the context given to BeginTx until that transaction's Commit or Rollback (database/sql
+	// serialises the calls on a connection); see stmtContext.
+	txCtx context.Context
+}
+
+// stmtContext is the context a statement runs under: ctx, or, when ctx can never end (a handler's tx.Exec
+// without its context passes context.Background()) inside a transaction, the context given to BeginTx. The
+// driver cancels a statement (it closes the connection) when its context ends, so a handler blocked in a
+// lock wait no longer holds the connection past the message's deadline (F7): the transaction is rolled back
+// and the connection handed back then, not when innodb_lock_wait_timeout ends the wait.
+func (c *trackedConn) stmtContext(ctx context.Context) context.Context {
+	if ctx.Done() == nil && c.txCtx != nil {
+		return c.txCtx
+	}
+	return ctx
+}
+
+// trackedTx is a transaction of a trackedConn; finishing it ends its statements' fallback context.
+type trackedTx struct {
+	base driver.Tx
+	conn *trackedConn
+}
+
+func (t *trackedTx) Commit() error {
+	t.conn.txCtx = nil
+	return t.base.Commit()
+}
+
+func (t *trackedTx) Rollback() error {
+	t.conn.txCtx = nil
+	return t.base.Rollback()
 }
 
 // note records err (nil and driver.ErrSkip excepted) as a doubt and returns it unchanged.
@@ -146,11 +177,15 @@ func (c *trackedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (drive
 	c.doubt.Store(false)
 	c.session.Store(false)
 	tx, err := c.base.BeginTx(ctx, opts)
-	return tx, c.note(err)
+	if err != nil {
+		return nil, c.note(err)
+	}
+	c.txCtx = ctx
+	return &trackedTx{base: tx, conn: c}, nil
 }
 
 func (c *trackedConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	st, err := c.base.PrepareContext(ctx, query)
+	st, err := c.base.PrepareContext(c.stmtContext(ctx), query)
 	if err != nil {
 		return nil, c.note(err)
 	}
@@ -159,13 +194,13 @@ func (c *trackedConn) PrepareContext(ctx context.Context, query string) (driver.
 
 func (c *trackedConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	c.statement(query)
-	r, err := c.base.ExecContext(ctx, query, args)
+	r, err := c.base.ExecContext(c.stmtContext(ctx), query, args)
 	return r, c.note(err)
 }
 
 func (c *trackedConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	c.statement(query)
-	r, err := c.base.QueryContext(ctx, query, args)
+	r, err := c.base.QueryContext(c.stmtContext(ctx), query, args)
 	if err != nil {
 		return nil, c.note(err)
 	}
@@ -210,7 +245,7 @@ func (s *trackedStmt) ExecContext(ctx context.Context, args []driver.NamedValue)
 	if !ok {
 		return nil, s.conn.note(fmt.Errorf("dedup: statement %T lacks ExecContext", s.base))
 	}
-	r, err := ex.ExecContext(ctx, args)
+	r, err := ex.ExecContext(s.conn.stmtContext(ctx), args)
 	return r, s.conn.note(err)
 }
 
@@ -220,7 +255,7 @@ func (s *trackedStmt) QueryContext(ctx context.Context, args []driver.NamedValue
 	if !ok {
 		return nil, s.conn.note(fmt.Errorf("dedup: statement %T lacks QueryContext", s.base))
 	}
-	r, err := q.QueryContext(ctx, args)
+	r, err := q.QueryContext(s.conn.stmtContext(ctx), args)
 	if err != nil {
 		return nil, s.conn.note(err)
 	}

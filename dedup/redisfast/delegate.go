@@ -65,8 +65,12 @@ func (l *Layer) RecordStale(ctx context.Context, d *consumer.Delivery) error {
 }
 
 // mark writes key = msgID with the TTL (only when absent if nx), bounded by Config.Timeout even when ctx
-// has ended (a commit that happened must still be recorded); a failure is counted as ReasonMarkFailed.
+// has ended (a commit that happened must still be recorded); a failure is counted as ReasonMarkFailed and
+// starts the cool-down; during one nothing is written (ReasonSkipped).
 func (l *Layer) mark(ctx context.Context, key, msgID string, nx bool) {
+	if l.quiet() {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.Timeout)
 	defer cancel()
 	var err error
@@ -76,6 +80,7 @@ func (l *Layer) mark(ctx context.Context, key, msgID string, nx bool) {
 		err = l.rdb.Set(ctx, key, msgID, l.cfg.TTL).Err()
 	}
 	if err != nil {
+		l.coolDown()
 		l.fallback(ReasonMarkFailed)
 	}
 }

@@ -90,5 +90,5 @@ func TestReview8_S8_BlackholedRedisCostsOneTimeoutNotOnePerCommand(t *testing.T)
 	f.ledger.RequireOncePerEvent(t, 5)
 	assert.Equal(t, 1, f.obs.get(redisfast.ReasonTimeout)+f.obs.get(redisfast.ReasonMarkFailed),
 		"only the first command waited for the timeout")
-	assert.Equal(t, 9, f.obs.get("skipped"), "the other lookups and key writes were not sent")
+	assert.Equal(t, 9, f.obs.get(redisfast.ReasonSkipped), "the other lookups and key writes were not sent")
 }
