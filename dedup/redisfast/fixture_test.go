@@ -18,8 +18,9 @@ import (
 	"github.com/rmqguard/rmqguard/middleware"
 )
 
-// ownRedisPort is the port of the Redis these tests start and stop themselves (never the shared 6379).
-const ownRedisPort = 16399
+// ownRedisPort is the port of the Redis these tests start and stop themselves (never the shared 6379): 0,
+// a free port, so that two test runs (two worktrees) never start, pause or stop each other's server.
+const ownRedisPort = 0
 
 // counts is an Observer that counts fall-throughs by reason.
 type counts struct {
