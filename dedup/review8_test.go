@@ -177,3 +177,28 @@ func TestReview8_F7_HandlerBlockedInAStatementWithoutItsContextGivesItsConnectio
 	require.NoError(t, f.db.Get(&version, `SELECT version FROM orders WHERE order_no = ?`, locked))
 	assert.Equal(t, 1, version, "the abandoned handler's update did not commit")
 }
+
+// The store's own pool keeps autocommit off whatever the dsn says: MySQL's variable names ignore case, and
+// go-sql-driver sends the dsn's parameters in map order, so a dsn with AUTOCOMMIT=1 beside the pool's
+// autocommit=0 would leave about half the connections with autocommit on (each of the handler's statements
+// after a deadlock would then commit by itself).
+func TestReview8_F15_OwnPoolKeepsAutocommitOffWhateverTheDSNSpelling(t *testing.T) {
+	db := testenv.MySQL(t)
+	cfg, err := mysql.ParseDSN(testenv.MySQLDSN())
+	require.NoError(t, err)
+	cfg.Params = map[string]string{"AUTOCOMMIT": "1"}
+	store, err := dedup.NewStore(db, dedup.WithTxDSN(cfg.FormatDSN()))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+	ctx := context.Background()
+	readOnly := &mysql.MySQLError{Number: 1290} // RollbackAfter closes the connection: the next Begin opens a new one
+	for range 64 {
+		txn, err := store.Begin(ctx)
+		require.NoError(t, err)
+		var on int
+		err = txn.Tx.GetContext(ctx, &on, `SELECT @@session.autocommit`)
+		_ = txn.RollbackAfter(readOnly)
+		require.NoError(t, err)
+		require.Zero(t, on, "a connection of the transaction pool with autocommit on")
+	}
+}
