@@ -202,3 +202,25 @@ func TestReview8_F15_OwnPoolKeepsAutocommitOffWhateverTheDSNSpelling(t *testing.
 		require.Zero(t, on, "a connection of the transaction pool with autocommit on")
 	}
 }
+
+// Store.Close while a transaction runs on the store's own pool: Close does not wait for it (database/sql
+// closes idle connections only), and the transaction still commits on the connection it holds, which is
+// closed when it is released; a Begin after Close fails.
+func TestReview8_CloseWhileATransactionRunsLetsItCommit(t *testing.T) {
+	f := newFixture(t)
+	store, err := dedup.NewStore(f.db, dedup.WithTxDSN(testenv.MySQLDSN()))
+	require.NoError(t, err)
+	ctx := context.Background()
+	d := consumer.NewDelivery(f.group, f.orderMsg(t, f.prefix+"-e", f.prefix+"-1"))
+	d.EventID = f.prefix + "-e"
+	txn, err := store.Begin(ctx)
+	require.NoError(t, err)
+	require.NoError(t, store.Claim(ctx, txn, d))
+	require.NoError(t, store.Close())
+	require.NoError(t, store.Confirm(ctx, txn, d))
+	require.NoError(t, txn.Commit())
+	assert.Equal(t, 1, f.dedupRows(t, d.EventID))
+	assert.Zero(t, store.TxStats().OpenConnections, "the released connection is closed, not pooled")
+	_, err = store.Begin(ctx)
+	assert.Error(t, err)
+}

@@ -118,8 +118,10 @@ func (s *Store) checkSameDatabase(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the store's own transaction pool (WithTxDSN), if any, after its connections are returned;
-// db is the caller's and stays open. It returns the pool's Close error.
+// Close closes the store's own transaction pool (WithTxDSN), if any: its idle connections at once, each
+// connection in use when its transaction finishes (Close does not wait; a transaction that runs still
+// commits or rolls back), and a later Begin fails. db is the caller's and stays open. It returns the pool's
+// Close error.
 func (s *Store) Close() error {
 	if s.txdb == nil {
 		return nil
