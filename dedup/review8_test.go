@@ -2,6 +2,7 @@ package dedup_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -223,4 +224,32 @@ func TestReview8_CloseWhileATransactionRunsLetsItCommit(t *testing.T) {
 	assert.Zero(t, store.TxStats().OpenConnections, "the released connection is closed, not pooled")
 	_, err = store.Begin(ctx)
 	assert.Error(t, err)
+}
+
+// A handler that runs LOCK TABLES on the store's own pool (a misuse: it commits the transaction
+// implicitly) must not hand its table locks to the next message on the same connection: with the locks
+// still held, every later statement on the connection on another table would fail (MySQL 1100). The pool
+// keeps no ROLLBACK-proof state here: the next BEGIN releases table locks (a regression guard; it passes
+// on the merged code too).
+func TestReview8_F15_HandlerThatLocksTablesDoesNotBreakTheNextMessage(t *testing.T) {
+	f := newFixture(t)
+	tbl := strings.ReplaceAll(testenv.Unique("review8_lock"), "-", "_")
+	_, err := f.db.Exec("CREATE TABLE " + tbl + " (id INT PRIMARY KEY)")
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = f.db.Exec("DROP TABLE " + tbl) }) // runs after the store is closed
+	oneConnStore(t, f, testenv.MySQLDSN())
+	ev1, ev2 := f.prefix+"-e1", f.prefix+"-e2"
+	h := f.chain(t, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if d.EventID == ev1 {
+			if _, err := tx.ExecContext(ctx, "LOCK TABLES "+tbl+" READ"); err != nil {
+				return consumer.Outcome{}, err
+			}
+		}
+		return consumer.Processed(), nil
+	})
+	_, _, _ = f.handle(h, f.orderMsg(t, ev1, f.prefix+"-1")) // whatever becomes of the misuse itself
+	o, _, err := f.handle(h, f.orderMsg(t, ev2, f.prefix+"-2"))
+	require.NoError(t, err, "the next message inherited the table locks")
+	assert.Equal(t, consumer.KindProcessed, o.Kind)
+	assert.Equal(t, 1, f.dedupRows(t, ev2))
 }
