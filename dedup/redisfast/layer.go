@@ -91,7 +91,9 @@ type Layer struct {
 var _ dedup.TxStore = (*Layer)(nil)
 
 // New returns the layer of store on rdb. It returns an error naming the field when store or rdb is nil,
-// Prefix is empty, TTL is not positive, Timeout is negative or above MaxTimeout, or Cooldown is negative.
+// Prefix is empty, TTL is not positive, Timeout is negative or above MaxTimeout, Cooldown is negative, or
+// rdb is a go-redis *Client, *ClusterClient or *Ring whose options leave ContextTimeoutEnabled off (its
+// commands would wait for the client's ReadTimeout, 3 s by default, whatever Config.Timeout says).
 func New(store dedup.TxStore, rdb redis.UniversalClient, cfg Config) (*Layer, error) {
 	switch {
 	case store == nil:
@@ -106,6 +108,9 @@ func New(store dedup.TxStore, rdb redis.UniversalClient, cfg Config) (*Layer, er
 		return nil, fmt.Errorf("redisfast: Config.Timeout is %v: must be between 0 (default %v) and %v", cfg.Timeout, DefaultTimeout, MaxTimeout)
 	case cfg.Cooldown < 0:
 		return nil, fmt.Errorf("redisfast: Config.Cooldown is %v: must be 0 (default %v) or positive", cfg.Cooldown, DefaultCooldown)
+	case !honoursDeadline(rdb):
+		return nil, errors.New("redisfast: New: rdb ignores context deadlines, so Config.Timeout would not bound its commands " +
+			"(a Redis that does not answer would cost each one the client's ReadTimeout): set ContextTimeoutEnabled in its options")
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
@@ -114,6 +119,20 @@ func New(store dedup.TxStore, rdb redis.UniversalClient, cfg Config) (*Layer, er
 		cfg.Cooldown = DefaultCooldown
 	}
 	return &Layer{store: store, rdb: rdb, cfg: cfg}, nil
+}
+
+// honoursDeadline reports whether rdb's commands end at their context's deadline (ContextTimeoutEnabled);
+// true for client types whose options it cannot read.
+func honoursDeadline(rdb redis.UniversalClient) bool {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return true
 }
 
 // Key returns the "done" key of d's event in its scope.
