@@ -62,8 +62,9 @@ func BenchmarkReview8_NewMessageRedisBlackholed(b *testing.B) {
 	}{{"mysql", f.store}, {"redis-paused", f.layer}} {
 		b.Run(v.name, func(b *testing.B) {
 			h := f.chainOn(b, v.store, nil)
+			run := testenv.Unique(v.name) // -count > 1 runs this function again: new events each time
 			for i := 0; b.Loop(); i++ {
-				o, err := f.handle(h, f.msg(fmt.Sprintf("%s-%s-%d", f.prefix, v.name, i)))
+				o, err := f.handle(h, f.msg(fmt.Sprintf("%s-%s-%d", f.prefix, run, i)))
 				if err != nil || o.Kind != consumer.KindProcessed {
 					b.Fatalf("outcome %v, err %v", o, err)
 				}
