@@ -18,8 +18,9 @@ import (
 	"github.com/rmqguard/rmqguard/middleware"
 )
 
-// ownRedisPort is the port of the Redis these tests start and stop themselves (never the shared 6379).
-const ownRedisPort = 16399
+// ownRedisPort is the port of the Redis these tests start and stop themselves (never the shared 6379): 0,
+// a free port, so that two test runs (two worktrees) never start, pause or stop each other's server.
+const ownRedisPort = 0
 
 // testTimeout is the layer's Config.Timeout in these tests: the longest allowed, so that a GET on a machine
 // loaded by -race and parallel test packages is not counted as a timeout where a test counts misses (with

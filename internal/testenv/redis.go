@@ -3,8 +3,10 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"net"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -45,15 +47,20 @@ type RedisServer struct {
 	once sync.Once
 }
 
-// StartRedis starts `redis-server --port port --save ”` (no persistence) on 127.0.0.1, waits until it
-// answers PING (at most 5 s) and stops it when the test ends. It fails the test (or skips it, see
-// Unavailable) when redis-server is not installed.
+// StartRedis starts `redis-server --port port --save ”` (no persistence) on 127.0.0.1 (port 0: a free
+// port), waits until it answers PING (at most 5 s) and stops it when the test ends. It fails the test when
+// the server that answers is not the one it started (the port was taken: by another package's test or
+// another worktree's, whose server this test would otherwise pause or believe stopped), and fails it (or
+// skips it, see Unavailable) when redis-server is not installed.
 func StartRedis(t testing.TB, port int) *RedisServer {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		Unavailable(t, "redis-server: %v", err)
 		return nil
+	}
+	if port == 0 {
+		port = freePort(t)
 	}
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
 	if err := cmd.Start(); err != nil {
@@ -65,9 +72,12 @@ func StartRedis(t testing.TB, port int) *RedisServer {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		err := rdb.Ping(ctx).Err()
+		info, err := rdb.Info(ctx, "server").Result()
 		cancel()
 		if err == nil {
+			if !strings.Contains(info, "process_id:"+strconv.Itoa(cmd.Process.Pid)+"\r\n") {
+				t.Fatalf("127.0.0.1:%d answers, but not the redis-server this test started (pid %d): the port is taken", port, cmd.Process.Pid)
+			}
 			return s
 		}
 		if time.Now().After(deadline) {
@@ -75,6 +85,17 @@ func StartRedis(t testing.TB, port int) *RedisServer {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// freePort returns a TCP port of 127.0.0.1 that was free a moment ago.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("find a free port: %v", err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 // Client returns a new client of the server (see Redis for its options), closed when the test ends.
