@@ -46,16 +46,22 @@ const defaultTxPoolIdle = 64
 // (go-sql-driver's format; the same database as db), instead of on db's pool. Its connections start with
 // autocommit off, set once per connection rather than toggled twice per message, which db's pool cannot
 // allow because the application's own statements on it must commit by themselves; and each remembers
-// whether a statement failed since its last BEGIN, so that Confirm reads the dedup row back only on a
-// transaction that met a failure (the only way MySQL rolls a transaction back underneath the handler),
-// not on the happy path. Together they save three round trips per message. The pool is bounded like db's
+// whether, since its last BEGIN, a statement failed or one that is not plain DML ran (the only ways a
+// transaction ends underneath the handler), so that Confirm reads the dedup row back only then, not on the
+// happy path. Together they save three round trips per message. The pool is bounded like db's
 // (db.Stats().MaxOpenConnections) and keeps as many idle connections (64 when db's pool is unbounded);
-// Store.Close closes it. Everything else the store does (RecordStale, Purge, Probe, …) stays on db. An
-// empty or unparsable dsn fails here.
+// Store.Close closes it. Everything else the store does (RecordStale, Purge, Probe, …) stays on db, which is
+// why NewStore refuses a dsn that reaches another server or database than db. The dsn's autocommit
+// parameter (any case) is replaced by autocommit=0 and multiStatements is turned off: a query holding
+// several statements could end the transaction while looking like plain DML, so on this pool it fails
+// (MySQL 1064). An empty or unparsable dsn, or WithTxDSN given twice, fails here.
 func WithTxDSN(dsn string) Option {
 	return func(s *Store) error {
 		if dsn == "" {
 			return fmt.Errorf("dedup: WithTxDSN: dsn is empty")
+		}
+		if s.txdb != nil {
+			return fmt.Errorf("dedup: WithTxDSN: given twice: a store has one transaction pool")
 		}
 		c, err := newTxConnector(dsn)
 		if err != nil {

@@ -62,7 +62,9 @@ type Store struct {
 // schema (see Migrate): NewStore checks it (CheckSchema, bounded by a 5 s timeout) and returns an error
 // wrapping ErrSchema, with the ALTER TABLE that fixes it, when processed_event is missing, its primary key
 // is not (consumer_group, event_id), or a key column does not compare bytes exactly. It also returns an
-// error when db is nil, an option is invalid, or the check's queries fail.
+// error when db is nil, an option is invalid, the check's queries fail, or the pool of WithTxDSN cannot
+// connect or reaches another server or database than db (host name, port and database compared). When it
+// fails it closes the pool of WithTxDSN.
 func NewStore(db *sqlx.DB, opts ...Option) (*Store, error) {
 	if db == nil {
 		return nil, errors.New("dedup: NewStore: db is nil")
@@ -70,6 +72,7 @@ func NewStore(db *sqlx.DB, opts ...Option) (*Store, error) {
 	s := &Store{db: db, log: zap.NewNop()}
 	for _, opt := range opts {
 		if err := opt(s); err != nil {
+			_ = s.Close() // the pool of an earlier WithTxDSN
 			return nil, err
 		}
 	}
@@ -79,11 +82,46 @@ func NewStore(db *sqlx.DB, opts ...Option) (*Store, error) {
 		_ = s.Close()
 		return nil, fmt.Errorf("dedup: NewStore: %w", err)
 	}
+	if err := s.checkSameDatabase(ctx); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("dedup: NewStore: %w", err)
+	}
 	return s, nil
 }
 
-// Close closes the store's own transaction pool (WithTxDSN), if any, after its connections are returned;
-// db is the caller's and stays open. It returns the pool's Close error.
+// whereQuery names the server and database a connection is on.
+const whereQuery = `SELECT CONCAT(@@hostname, ':', @@port, '/', COALESCE(DATABASE(), ''))`
+
+// checkSameDatabase checks that the pool of WithTxDSN, if any, reaches the server and database of db (the
+// same host name, port and current database): claims written in one database while RecordStale, Purge and
+// DuplicateCause use another would split the dedup record in two. It reads from a transaction it rolls back
+// (the pool's connections have autocommit off).
+func (s *Store) checkSameDatabase(ctx context.Context) error {
+	if s.txdb == nil {
+		return nil
+	}
+	var want, got string
+	if err := s.db.GetContext(ctx, &want, whereQuery); err != nil {
+		return fmt.Errorf("check the database of db: %w", err)
+	}
+	tx, err := s.txdb.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("WithTxDSN: connect: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := tx.GetContext(ctx, &got, whereQuery); err != nil {
+		return fmt.Errorf("WithTxDSN: check its database: %w", err)
+	}
+	if got != want {
+		return fmt.Errorf("WithTxDSN: dsn reaches %s but db is on %s: both must be the same database", got, want)
+	}
+	return nil
+}
+
+// Close closes the store's own transaction pool (WithTxDSN), if any: its idle connections at once, each
+// connection in use when its transaction finishes (Close does not wait; a transaction that runs still
+// commits or rolls back), and a later Begin fails. db is the caller's and stays open. It returns the pool's
+// Close error.
 func (s *Store) Close() error {
 	if s.txdb == nil {
 		return nil

@@ -39,7 +39,15 @@ func newTxConnector(dsn string) (*txConnector, error) {
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
 	}
+	for k := range cfg.Params { // MySQL's variable names ignore case: AUTOCOMMIT=1 would race with ours
+		if strings.EqualFold(k, "autocommit") {
+			delete(cfg.Params, k)
+		}
+	}
 	cfg.Params["autocommit"] = "0"
+	// Several statements in one query would let "DO 0; ROLLBACK" pass as plain DML (see plainDML): such
+	// a query fails on this pool (MySQL 1064) instead.
+	cfg.MultiStatements = false
 	base, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("dedup: WithTxDSN: connector: %w", err)
@@ -76,6 +84,40 @@ func (c *txConnector) Driver() driver.Driver { return c.base.Driver() }
 type trackedConn struct {
 	base  baseConn
 	doubt atomic.Bool
+	// session: a statement that is not plain DML ran since the last BEGIN; it may have changed the
+	// session (SET autocommit = 1 above all), so release turns autocommit off again before pooling.
+	session atomic.Bool
+	// txCtx is the context given to BeginTx until that transaction's Commit or Rollback (database/sql
+	// serialises the calls on a connection); see stmtContext.
+	txCtx context.Context
+}
+
+// stmtContext is the context a statement runs under: ctx, or, when ctx can never end (a handler's tx.Exec
+// without its context passes context.Background()) inside a transaction, the context given to BeginTx. The
+// driver cancels a statement (it closes the connection) when its context ends, so a handler blocked in a
+// lock wait no longer holds the connection past the message's deadline (F7): the transaction is rolled back
+// and the connection handed back then, not when innodb_lock_wait_timeout ends the wait.
+func (c *trackedConn) stmtContext(ctx context.Context) context.Context {
+	if ctx.Done() == nil && c.txCtx != nil {
+		return c.txCtx
+	}
+	return ctx
+}
+
+// trackedTx is a transaction of a trackedConn; finishing it ends its statements' fallback context.
+type trackedTx struct {
+	base driver.Tx
+	conn *trackedConn
+}
+
+func (t *trackedTx) Commit() error {
+	t.conn.txCtx = nil
+	return t.base.Commit()
+}
+
+func (t *trackedTx) Rollback() error {
+	t.conn.txCtx = nil
+	return t.base.Rollback()
 }
 
 // note records err (nil and driver.ErrSkip excepted) as a doubt and returns it unchanged.
@@ -90,8 +132,12 @@ func (c *trackedConn) note(err error) error {
 func (c *trackedConn) statement(query string) {
 	if !plainDML(query) {
 		c.doubt.Store(true)
+		c.session.Store(true)
 	}
 }
+
+// sessionTouchedSinceBegin reports whether a statement that is not plain DML ran since the last BEGIN.
+func (c *trackedConn) sessionTouchedSinceBegin() bool { return c.session.Load() }
 
 // doubtSinceBegin reports whether a statement failed, or one that is not plain DML ran, since the last BEGIN.
 func (c *trackedConn) doubtSinceBegin() bool { return c.doubt.Load() }
@@ -129,12 +175,17 @@ func (c *trackedConn) Begin() (driver.Tx, error) {
 
 func (c *trackedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	c.doubt.Store(false)
+	c.session.Store(false)
 	tx, err := c.base.BeginTx(ctx, opts)
-	return tx, c.note(err)
+	if err != nil {
+		return nil, c.note(err)
+	}
+	c.txCtx = ctx
+	return &trackedTx{base: tx, conn: c}, nil
 }
 
 func (c *trackedConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	st, err := c.base.PrepareContext(ctx, query)
+	st, err := c.base.PrepareContext(c.stmtContext(ctx), query)
 	if err != nil {
 		return nil, c.note(err)
 	}
@@ -143,13 +194,13 @@ func (c *trackedConn) PrepareContext(ctx context.Context, query string) (driver.
 
 func (c *trackedConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	c.statement(query)
-	r, err := c.base.ExecContext(ctx, query, args)
+	r, err := c.base.ExecContext(c.stmtContext(ctx), query, args)
 	return r, c.note(err)
 }
 
 func (c *trackedConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	c.statement(query)
-	r, err := c.base.QueryContext(ctx, query, args)
+	r, err := c.base.QueryContext(c.stmtContext(ctx), query, args)
 	if err != nil {
 		return nil, c.note(err)
 	}
@@ -194,7 +245,7 @@ func (s *trackedStmt) ExecContext(ctx context.Context, args []driver.NamedValue)
 	if !ok {
 		return nil, s.conn.note(fmt.Errorf("dedup: statement %T lacks ExecContext", s.base))
 	}
-	r, err := ex.ExecContext(ctx, args)
+	r, err := ex.ExecContext(s.conn.stmtContext(ctx), args)
 	return r, s.conn.note(err)
 }
 
@@ -204,7 +255,7 @@ func (s *trackedStmt) QueryContext(ctx context.Context, args []driver.NamedValue
 	if !ok {
 		return nil, s.conn.note(fmt.Errorf("dedup: statement %T lacks QueryContext", s.base))
 	}
-	r, err := q.QueryContext(ctx, args)
+	r, err := q.QueryContext(s.conn.stmtContext(ctx), args)
 	if err != nil {
 		return nil, s.conn.note(err)
 	}

@@ -166,13 +166,16 @@ func discard(conn *sqlx.Conn) {
 }
 
 // release returns conn to its pool: on db's pool (tracked false) it turns autocommit back on first; the
-// pool of WithTxDSN keeps it off. Unless the transaction was finished cleanly (its COMMIT or ROLLBACK
+// pool of WithTxDSN keeps it off, and turns it off again when a statement that is not plain DML ran since
+// BEGIN (the handler's SET autocommit = 1 would otherwise stay on the pooled connection and let the next
+// transaction's statements commit one by one after a deadlock). Unless the transaction was finished cleanly (its COMMIT or ROLLBACK
 // succeeded), it first rolls back whatever may still be open, since turning autocommit on, or the next
 // BEGIN, commits an open transaction. A connection on which that fails is discarded rather than handed to
 // other users with autocommit off or a transaction open.
 func release(conn *sqlx.Conn, finished, tracked bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
+	restore := tracked && sessionTouched(conn) // read before our ROLLBACK, which is not plain DML either
 	var err error
 	if !finished {
 		_, err = conn.ExecContext(ctx, "ROLLBACK")
@@ -180,11 +183,27 @@ func release(conn *sqlx.Conn, finished, tracked bool) {
 	if err == nil && !tracked {
 		_, err = conn.ExecContext(ctx, "SET autocommit = 1")
 	}
+	if err == nil && restore { // the handler may have turned it on (SET autocommit = 1, a procedure)
+		_, err = conn.ExecContext(ctx, "SET autocommit = 0")
+	}
 	if err != nil {
 		discard(conn)
 		return
 	}
 	_ = conn.Close()
+}
+
+// sessionTouched reports whether a statement that is not plain DML ran on conn (a trackedConn) since its
+// last BEGIN; true when conn cannot be asked.
+func sessionTouched(conn *sqlx.Conn) bool {
+	touched := true
+	_ = conn.Raw(func(dc any) error {
+		if c, ok := dc.(*trackedConn); ok {
+			touched = c.sessionTouchedSinceBegin()
+		}
+		return nil
+	})
+	return touched
 }
 
 // doubtSinceBegin reports whether the transaction may have ended underneath the handler (see trackedConn);

@@ -14,7 +14,7 @@ import (
 
 func TestNew_InvalidConfigNamesTheField(t *testing.T) {
 	store := &dedup.Store{}
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = rdb.Close() })
 	ok := redisfast.Config{Prefix: "p:", TTL: time.Second}
 	for name, tc := range map[string]struct {

@@ -17,8 +17,9 @@ func (l *Layer) Begin(ctx context.Context) (*dedup.Txn, error) { return l.store.
 // Claim claims d's row in the wrapped store. When the claim succeeds it registers, as an after-commit step
 // of txn (dedup.Txn.AfterCommit), the write of d's "done" key holding d's message ID: the key appears only
 // once the row committed, never before, and never when the transaction rolls back. When the scope already
-// has the row (dedup.ErrDuplicate, raised only by a committed row), it writes the key with no message ID
-// unless one exists (SET NX), so that the next delivery skips the database. Redis failures are counted,
+// has the row (dedup.ErrDuplicate) and the row is not txn's own (see ownClaim: a batch's transaction meets
+// its own uncommitted row when two members carry one event), it writes the key with no message ID unless
+// one exists (SET NX), so that the next delivery skips the database. Redis failures are counted,
 // never returned; the store's errors are returned as they are.
 func (l *Layer) Claim(ctx context.Context, txn *dedup.Txn, d *consumer.Delivery) error {
 	err := l.store.Claim(ctx, txn, d)
@@ -28,10 +29,19 @@ func (l *Layer) Claim(ctx context.Context, txn *dedup.Txn, d *consumer.Delivery)
 		if hookErr := txn.AfterCommit(func(ctx context.Context) { l.mark(ctx, key, msgID, false) }); hookErr != nil {
 			l.fallback(ReasonMarkFailed) // the transaction is already over: it will not commit either
 		}
-	case errors.Is(err, dedup.ErrDuplicate):
+	case errors.Is(err, dedup.ErrDuplicate) && !l.ownClaim(ctx, txn, d):
 		l.mark(ctx, l.Key(d), "", true)
 	}
 	return err
+}
+
+// ownClaim reports whether the row d's claim ran into may be txn's own, not committed: a transaction that
+// claims several deliveries (a batch) meets its own row when two of them carry the same event, and that
+// row goes away if the transaction rolls back. It asks the store's Confirm (the row with txn's claim token;
+// one SELECT, on the duplicate path only) and answers true unless Confirm says the row is not txn's
+// (dedup.ErrClaimLost); a failed query also answers true: no key is better than a wrong one.
+func (l *Layer) ownClaim(ctx context.Context, txn *dedup.Txn, d *consumer.Delivery) bool {
+	return !errors.Is(l.store.Confirm(ctx, txn, d), dedup.ErrClaimLost)
 }
 
 // Confirm checks the claim in the wrapped store.
@@ -55,8 +65,12 @@ func (l *Layer) RecordStale(ctx context.Context, d *consumer.Delivery) error {
 }
 
 // mark writes key = msgID with the TTL (only when absent if nx), bounded by Config.Timeout even when ctx
-// has ended (a commit that happened must still be recorded); a failure is counted as ReasonMarkFailed.
+// has ended (a commit that happened must still be recorded); a failure is counted as ReasonMarkFailed and
+// starts the cool-down; during one nothing is written (ReasonSkipped).
 func (l *Layer) mark(ctx context.Context, key, msgID string, nx bool) {
+	if l.quiet() {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.Timeout)
 	defer cancel()
 	var err error
@@ -66,6 +80,7 @@ func (l *Layer) mark(ctx context.Context, key, msgID string, nx bool) {
 		err = l.rdb.Set(ctx, key, msgID, l.cfg.TTL).Err()
 	}
 	if err != nil {
+		l.coolDown()
 		l.fallback(ReasonMarkFailed)
 	}
 }

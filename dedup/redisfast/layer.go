@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -33,6 +34,9 @@ const (
 	// ReasonMarkFailed: writing a "done" key after a commit failed or timed out; the event stays processed,
 	// and its next delivery asks the database.
 	ReasonMarkFailed = "mark_failed"
+	// ReasonSkipped: a lookup or key write not sent to Redis because a command failed or timed out less
+	// than Config.Cooldown ago.
+	ReasonSkipped = "skipped"
 )
 
 // DefaultTimeout bounds each Redis command when Config.Timeout is zero: a slow Redis must cost a message
@@ -42,8 +46,12 @@ const DefaultTimeout = 50 * time.Millisecond
 // MaxTimeout is the largest Config.Timeout accepted.
 const MaxTimeout = time.Second
 
+// DefaultCooldown is how long a Layer leaves Redis alone after a failed or timed-out command when
+// Config.Cooldown is zero.
+const DefaultCooldown = time.Second
+
 // Observer counts the layer's fall-throughs by reason (ReasonMiss, ReasonTimeout, ReasonError,
-// ReasonMarkFailed). It must be safe for concurrent use; *metrics.Metrics implements it.
+// ReasonMarkFailed, ReasonSkipped). It must be safe for concurrent use; *metrics.Metrics implements it.
 type Observer interface {
 	RedisFallback(reason string)
 }
@@ -61,6 +69,11 @@ type Config struct {
 	// DialerRetries 1 a Redis that is down costs a refused dial (ReasonError) instead of the whole timeout
 	// (go-redis's defaults retry the dial 5 times, 100 ms apart: ReasonTimeout on every command).
 	Timeout time.Duration
+	// Cooldown is how long the layer sends Redis nothing after a command failed or timed out (0 =
+	// DefaultCooldown; not negative): lookups fall through to the database and key writes are dropped at
+	// once, counted as ReasonSkipped. Without it a Redis that accepts connections but never answers (a
+	// partition) would cost every new message two timeouts (the lookup and the key write), 100 ms by default.
+	Cooldown time.Duration
 	// Observer counts fall-throughs (optional).
 	Observer Observer
 }
@@ -71,12 +84,16 @@ type Layer struct {
 	store dedup.TxStore
 	rdb   redis.UniversalClient
 	cfg   Config
+	// quietUntil is when the cool-down after the last failed command ends (Unix nanoseconds; 0: none).
+	quietUntil atomic.Int64
 }
 
 var _ dedup.TxStore = (*Layer)(nil)
 
 // New returns the layer of store on rdb. It returns an error naming the field when store or rdb is nil,
-// Prefix is empty, TTL is not positive, or Timeout is negative or above MaxTimeout.
+// Prefix is empty, TTL is not positive, Timeout is negative or above MaxTimeout, Cooldown is negative, or
+// rdb is a go-redis *Client, *ClusterClient or *Ring whose options leave ContextTimeoutEnabled off (its
+// commands would wait for the client's ReadTimeout, 3 s by default, whatever Config.Timeout says).
 func New(store dedup.TxStore, rdb redis.UniversalClient, cfg Config) (*Layer, error) {
 	switch {
 	case store == nil:
@@ -89,11 +106,33 @@ func New(store dedup.TxStore, rdb redis.UniversalClient, cfg Config) (*Layer, er
 		return nil, fmt.Errorf("redisfast: Config.TTL is %v: a done key needs a positive time to live", cfg.TTL)
 	case cfg.Timeout < 0 || cfg.Timeout > MaxTimeout:
 		return nil, fmt.Errorf("redisfast: Config.Timeout is %v: must be between 0 (default %v) and %v", cfg.Timeout, DefaultTimeout, MaxTimeout)
+	case cfg.Cooldown < 0:
+		return nil, fmt.Errorf("redisfast: Config.Cooldown is %v: must be 0 (default %v) or positive", cfg.Cooldown, DefaultCooldown)
+	case !honoursDeadline(rdb):
+		return nil, errors.New("redisfast: New: rdb ignores context deadlines, so Config.Timeout would not bound its commands " +
+			"(a Redis that does not answer would cost each one the client's ReadTimeout): set ContextTimeoutEnabled in its options")
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
+	if cfg.Cooldown == 0 {
+		cfg.Cooldown = DefaultCooldown
+	}
 	return &Layer{store: store, rdb: rdb, cfg: cfg}, nil
+}
+
+// honoursDeadline reports whether rdb's commands end at their context's deadline (ContextTimeoutEnabled);
+// true for client types whose options it cannot read.
+func honoursDeadline(rdb redis.UniversalClient) bool {
+	switch c := rdb.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return true
 }
 
 // Key returns the "done" key of d's event in its scope.
@@ -105,13 +144,21 @@ func (l *Layer) Key(d *consumer.Delivery) string {
 // Done looks d's "done" key up (one GET, bounded by Config.Timeout). A key means the event's row committed:
 // it returns the duplicate's cause from the message ID the key holds (dedup.CauseOf), or "" when the key
 // holds none (written for a duplicate whose original message is unknown). A missing key, an error or a
-// timeout is counted and returns false: the database decides.
+// timeout is counted and returns false: the database decides; an error or a timeout also starts the
+// cool-down (Config.Cooldown), during which Done asks nothing and returns false (ReasonSkipped).
 func (l *Layer) Done(ctx context.Context, d *consumer.Delivery) (consumer.Cause, bool) {
+	if l.quiet() {
+		return "", false
+	}
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
 	defer cancel()
 	msgID, err := l.rdb.Get(ctx, l.Key(d)).Result()
 	if err != nil {
-		l.fallback(lookupReason(err))
+		reason := lookupReason(err)
+		if reason != ReasonMiss {
+			l.coolDown()
+		}
+		l.fallback(reason)
 		return "", false
 	}
 	if msgID == "" {
@@ -132,6 +179,18 @@ func lookupReason(err error) string {
 		return ReasonError
 	}
 }
+
+// quiet reports (and counts as ReasonSkipped) that the cool-down after a failed command is running.
+func (l *Layer) quiet() bool {
+	if time.Now().UnixNano() < l.quietUntil.Load() {
+		l.fallback(ReasonSkipped)
+		return true
+	}
+	return false
+}
+
+// coolDown starts the cool-down: Redis is left alone for Config.Cooldown.
+func (l *Layer) coolDown() { l.quietUntil.Store(time.Now().Add(l.cfg.Cooldown).UnixNano()) }
 
 func (l *Layer) fallback(reason string) {
 	if l.cfg.Observer != nil {

@@ -3,25 +3,25 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"net"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rmqguard/rmqguard/dedup/redisfast"
 )
 
 // DefaultRedisAddr is the shared Redis of `make up` (RMQGUARD_REDIS_ADDR).
 const DefaultRedisAddr = "127.0.0.1:6379"
 
-// redisOptions are the client options of the tests: commands bounded by the context's deadline, short
-// network timeouts, no retries and one dial attempt (a fast path must fail fast: with go-redis's default of 5
-// dial attempts 100 ms apart, a Redis that is down costs each command its whole timeout).
-func redisOptions(addr string) *redis.Options {
-	return &redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1,
-		DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond}
-}
+// redisOptions are the client options of the tests, the fast path's own (redisfast.ClientOptions): commands
+// bounded by the context's deadline, short network timeouts, no retries and one dial attempt.
+func redisOptions(addr string) *redis.Options { return redisfast.ClientOptions(addr) }
 
 // Redis returns a client of the shared Redis (RMQGUARD_REDIS_ADDR) after a PING, closed when the test
 // ends. Tests on it must use keys of their own (a Unique prefix) and never flush it.
@@ -47,15 +47,20 @@ type RedisServer struct {
 	once sync.Once
 }
 
-// StartRedis starts `redis-server --port port --save ”` (no persistence) on 127.0.0.1, waits until it
-// answers PING (at most 5 s) and stops it when the test ends. It fails the test (or skips it, see
-// Unavailable) when redis-server is not installed.
+// StartRedis starts `redis-server --port port --save ”` (no persistence) on 127.0.0.1 (port 0: a free
+// port), waits until it answers PING (at most 5 s) and stops it when the test ends. It fails the test when
+// the server that answers is not the one it started (the port was taken: by another package's test or
+// another worktree's, whose server this test would otherwise pause or believe stopped), and fails it (or
+// skips it, see Unavailable) when redis-server is not installed.
 func StartRedis(t testing.TB, port int) *RedisServer {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		Unavailable(t, "redis-server: %v", err)
 		return nil
+	}
+	if port == 0 {
+		port = freePort(t)
 	}
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
 	if err := cmd.Start(); err != nil {
@@ -67,9 +72,12 @@ func StartRedis(t testing.TB, port int) *RedisServer {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		err := rdb.Ping(ctx).Err()
+		info, err := rdb.Info(ctx, "server").Result()
 		cancel()
 		if err == nil {
+			if !strings.Contains(info, "process_id:"+strconv.Itoa(cmd.Process.Pid)+"\r\n") {
+				t.Fatalf("127.0.0.1:%d answers, but not the redis-server this test started (pid %d): the port is taken", port, cmd.Process.Pid)
+			}
 			return s
 		}
 		if time.Now().After(deadline) {
@@ -77,6 +85,17 @@ func StartRedis(t testing.TB, port int) *RedisServer {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// freePort returns a TCP port of 127.0.0.1 that was free a moment ago.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("find a free port: %v", err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 // Client returns a new client of the server (see Redis for its options), closed when the test ends.
