@@ -283,14 +283,14 @@ func TestE2E_S2_TwoConsumersSameEventConcurrently(t *testing.T) {
 }
 
 // queueMovesOn sends one bad message, then followers good ones, to a one-queue topic. misbehave runs in the
-// handler on the bad message's first delivery (after its business writes, inside its transaction), under a
-// middleware.Timeout of timeout when that is positive. It checks that the bad message comes back from the
+// handler on the bad message's first delivery (after its business writes, inside its transaction), under
+// deadline (middleware.Timeout or middleware.Deadline) when that is not nil. It checks that the bad message comes back from the
 // retry topic and, like every follower, takes effect once — counted once release (if not nil) has let the
 // first delivery's handler go and that delivery's transaction has ended, so a late commit would show; and
 // that after a restart of the group nothing is redelivered — a sentinel sent then is the first message the
 // new consumer sees — so the committed offset moved past all of them. It returns the world and the metrics
 // of the run.
-func queueMovesOn(t *testing.T, followers int, timeout time.Duration, misbehave func(ctx context.Context), release func()) (*world, *metrics.Metrics) {
+func queueMovesOn(t *testing.T, followers int, deadline consumer.Middleware, misbehave func(ctx context.Context), release func()) (*world, *metrics.Metrics) {
 	t.Helper()
 	w := newWorld(t, 1)
 	db := testenv.MySQL(t)
@@ -325,8 +325,8 @@ func queueMovesOn(t *testing.T, followers int, timeout time.Duration, misbehave 
 			}
 		}
 		mws := []consumer.Middleware{middleware.Metrics(m), record, middleware.Recover(zap.NewNop()), middleware.Classify(), eventID}
-		if timeout > 0 {
-			mws = append(mws, middleware.Timeout(timeout))
+		if deadline != nil {
+			mws = append(mws, deadline)
 		}
 		mws = append(mws, awaitBadFirst, middleware.Dedup(store))
 		handler := middleware.Chain(dedup.Handle(ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
@@ -392,7 +392,7 @@ func queueMovesOn(t *testing.T, followers int, timeout time.Duration, misbehave 
 // back; the 100 are processed; the bad one returns at the retry delay (1 s here), not after the client's
 // 15-minute consume timeout, and the committed offset moves past them all.
 func TestE2E_F2_PanicIsRetriedAtTheRetryDelayWhileTheQueueMovesOn(t *testing.T) {
-	w, m := queueMovesOn(t, 100, 0, func(context.Context) { panic("explodes on its first delivery") }, nil)
+	w, m := queueMovesOn(t, 100, nil, func(context.Context) { panic("explodes on its first delivery") }, nil)
 
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.Panics.WithLabelValues(w.group, w.topic)))
 }
@@ -407,7 +407,18 @@ func TestE2E_F7_HungHandlerIsCancelledAtItsTimeoutWhileTheQueueMovesOn(t *testin
 	var once sync.Once
 	releaseOnce := func() { once.Do(func() { close(release) }) }
 	defer releaseOnce() // the abandoned handler goroutine ends with the test, even if it fails early
-	w, m := queueMovesOn(t, 200, 2*time.Second, func(context.Context) { <-release }, releaseOnce)
+	w, m := queueMovesOn(t, 200, middleware.Timeout(2*time.Second), func(context.Context) { <-release }, releaseOnce)
+
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.Errors.WithLabelValues(w.group, w.topic, "transient")),
+		"the deadline is one transient error")
+}
+
+// TestE2E_F7_SlowHandlerEndsAtItsDeadlineInlineWhileTheQueueMovesOn: the first message's handler is slow but
+// honours its context, under middleware.Deadline (inline, no goroutine) of 2 s; 200 messages follow. The
+// deadline ends the handler and its transaction (rolled back), the message is retried with the timeout
+// outcome and takes effect once; the 200 are processed and the committed offset passes them.
+func TestE2E_F7_SlowHandlerEndsAtItsDeadlineInlineWhileTheQueueMovesOn(t *testing.T) {
+	w, m := queueMovesOn(t, 200, middleware.Deadline(2*time.Second), func(ctx context.Context) { <-ctx.Done() }, nil)
 
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.Errors.WithLabelValues(w.group, w.topic, "transient")),
 		"the deadline is one transient error")

@@ -67,7 +67,8 @@ type Metrics struct {
 	// consumer.Config.LagInterval): rmqguard_consumer_lag{group,topic}; topic may be %RETRY%<group>.
 	ConsumerLag *prometheus.GaugeVec
 	// HandleDuration observes the chain's time per message run in seconds (recorded by middleware.Metrics):
-	// rmqguard_handle_duration_seconds{group,topic}.
+	// rmqguard_handle_duration_seconds{group,topic}. middleware.Metrics keeps the child series it observes,
+	// one per (group, topic): do not delete them (DeleteLabelValues, Reset) while a chain runs.
 	HandleDuration *prometheus.HistogramVec
 	// Panics counts recovered handler panics: rmqguard_panics_total{group,topic}.
 	Panics *prometheus.CounterVec

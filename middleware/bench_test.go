@@ -14,8 +14,9 @@ import (
 	"github.com/rmqguard/rmqguard/middleware"
 )
 
-// benchChain is the standard chain without I/O: everything but Dedup, around a handler that does nothing.
-func benchChain(b *testing.B, withTimeout bool) consumer.Handler {
+// benchChain is the standard chain without I/O: everything but Dedup, around a handler that does nothing,
+// with deadline (Timeout or Deadline of 5 s) innermost when it is not nil.
+func benchChain(b *testing.B, deadline func(time.Duration) consumer.Middleware) consumer.Handler {
 	b.Helper()
 	m, err := metrics.New(prometheus.NewRegistry())
 	if err != nil {
@@ -28,8 +29,8 @@ func benchChain(b *testing.B, withTimeout bool) consumer.Handler {
 	log := zap.NewNop()
 	mws := []consumer.Middleware{middleware.Metrics(m), middleware.Logging(log), middleware.Recover(log),
 		middleware.Classify(), eventID}
-	if withTimeout {
-		mws = append(mws, middleware.Timeout(5*time.Second))
+	if deadline != nil {
+		mws = append(mws, deadline(5*time.Second))
 	}
 	return middleware.Chain(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
 		return consumer.Processed(), nil
@@ -44,8 +45,8 @@ func benchMsg() *primitive.MessageExt {
 	return msg
 }
 
-func benchmarkChain(b *testing.B, withTimeout bool) {
-	h := benchChain(b, withTimeout)
+func benchmarkChain(b *testing.B, deadline func(time.Duration) consumer.Middleware) {
+	h := benchChain(b, deadline)
 	msg := benchMsg()
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -59,7 +60,45 @@ func benchmarkChain(b *testing.B, withTimeout bool) {
 }
 
 // BenchmarkChain_NoIO measures Metrics → Logging (no-op logger) → Recover → Classify → EventID → handler.
-func BenchmarkChain_NoIO(b *testing.B) { benchmarkChain(b, false) }
+// NewDelivery is part of each operation, as in the consumer.
+func BenchmarkChain_NoIO(b *testing.B) { benchmarkChain(b, nil) }
 
 // BenchmarkChain_NoIO_WithTimeout adds the Timeout middleware, which runs the rest in a goroutine.
-func BenchmarkChain_NoIO_WithTimeout(b *testing.B) { benchmarkChain(b, true) }
+func BenchmarkChain_NoIO_WithTimeout(b *testing.B) { benchmarkChain(b, middleware.Timeout) }
+
+// BenchmarkChain_NoIO_WithDeadline adds the Deadline middleware, which runs the rest inline under a
+// context deadline.
+func BenchmarkChain_NoIO_WithDeadline(b *testing.B) { benchmarkChain(b, middleware.Deadline) }
+
+// BenchmarkChain_NoIO_UnderHandlerTimeout runs each message under a parent context with a 30 s deadline of
+// its own, as the consumer's HandlerTimeout gives it (that context's allocations are counted in every case):
+// without a deadline middleware, with Deadline(0) (the parent's deadline alone), with Deadline shorter than
+// the parent's (a context of its own), with Deadline longer (the parent's applies: nothing derived) and with
+// Timeout.
+func BenchmarkChain_NoIO_UnderHandlerTimeout(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		mw   consumer.Middleware
+	}{
+		{"none", nil}, {"Deadline_0", middleware.Deadline(0)}, {"Deadline_10s", middleware.Deadline(10 * time.Second)},
+		{"Deadline_1m", middleware.Deadline(time.Minute)}, {"Timeout_10s", middleware.Timeout(10 * time.Second)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var deadline func(time.Duration) consumer.Middleware
+			if bc.mw != nil {
+				deadline = func(time.Duration) consumer.Middleware { return bc.mw }
+			}
+			h := benchChain(b, deadline)
+			msg := benchMsg()
+			b.ReportAllocs()
+			for b.Loop() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				o, err := h(ctx, consumer.NewDelivery("cg", msg))
+				cancel()
+				if err != nil || o.Kind != consumer.KindProcessed {
+					b.Fatalf("outcome %v, err %v", o, err)
+				}
+			}
+		})
+	}
+}

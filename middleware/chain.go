@@ -1,12 +1,14 @@
 // Package middleware holds Chain and rmqguard's standard middlewares. A typical chain, outermost first:
 //
-//	Metrics → Logging → Recover → Classify → EventID → Timeout → Dedup → [Version] → business handler
+//	Metrics → Logging → Recover → Classify → EventID → Deadline → Dedup → [Version] → business handler
 //
 // Metrics and Logging see the chain's outcome (the consumer then reports each message's final decision,
 // after a batch is combined and dead letters are published, to its Observer and, where it differs, to its
 // log); Recover turns a panic anywhere inside into a retry;
 // Classify turns errors into retry or dead-letter outcomes; EventID finds the idempotency key;
-// Timeout bounds the transaction; Dedup runs the handler in one transaction with the dedup row; Version,
+// Deadline reports a run that outlived the consumer's HandlerTimeout (or a shorter deadline of its own) as a
+// timeout, inline — Timeout, in its place, only for handlers that ignore their context, at a goroutine per
+// message; Dedup runs the handler in one transaction with the dedup row; Version,
 // where events carry aggregate versions, turns away stale events inside that transaction.
 package middleware
 

@@ -168,21 +168,31 @@ func EventID(cfg EventIDConfig) (consumer.Middleware, error) {
 				return withCause(consumer.DeadLetter(err.Error()), consumer.CauseUnidentifiable), retry.Permanent(err)
 			}
 			d.EventID = id
-			d.EventType, _ = first(cfg.TypeExtractors, d)
-			d.AggregateID, _ = first(cfg.AggregateExtractors, d)
+			d.EventType = first(cfg.TypeExtractors, d)
+			d.AggregateID = first(cfg.AggregateExtractors, d)
 			return next(ctx, d)
 		}
 	}, nil
 }
 
+// miss is one extractor that found nothing, kept to explain a dead letter (no event ID, no aggregate version).
+type miss struct {
+	name string
+	err  error
+}
+
+// extractID returns d's event ID: the first non-blank value of cfg.Extractors (then the message ID when
+// cfg.FallbackToMsgID), checked for UTF-8 and length. What the extractors missed is kept in a small array on
+// the stack and turned into text only when no ID is found, so a message with an ID allocates nothing here.
 func extractID(cfg EventIDConfig, d *consumer.Delivery) (string, error) {
-	id, tried := first(cfg.Extractors, d)
+	var buf [4]miss
+	id, misses := search(cfg.Extractors, d, buf[:0])
 	if id == "" && cfg.FallbackToMsgID {
 		id = d.Msg.MsgId
 	}
 	switch {
 	case id == "":
-		return "", fmt.Errorf("%w (%s)", ErrUnidentifiable, strings.Join(tried, "; "))
+		return "", fmt.Errorf("%w (%s)", ErrUnidentifiable, explain(misses))
 	case !utf8.ValidString(id):
 		return "", fmt.Errorf("%w: event ID is not valid UTF-8", ErrUnidentifiable)
 	case utf8.RuneCountInString(id) > cfg.MaxLength:
@@ -191,19 +201,40 @@ func extractID(cfg EventIDConfig, d *consumer.Delivery) (string, error) {
 	return id, nil
 }
 
-// first returns the first non-blank value the extractors find, and a note per extractor that failed.
-func first(xs []Extractor, d *consumer.Delivery) (string, []string) {
-	var tried []string
+// explain joins the misses as "<name>: <why>; <name>: <why>", the text of an unidentifiable message's reason.
+func explain(misses []miss) string {
+	notes := make([]string, len(misses))
+	for i, m := range misses {
+		notes[i] = m.name + ": " + m.err.Error()
+	}
+	return strings.Join(notes, "; ")
+}
+
+// search returns the first non-blank value the extractors find, and the misses of the extractors tried
+// before it, appended to misses (pass a slice of a caller's array to keep them off the heap).
+func search(xs []Extractor, d *consumer.Delivery, misses []miss) (string, []miss) {
 	for _, x := range xs {
 		v, err := x.Extract(d)
-		v = strings.TrimSpace(v)
-		if err == nil && v != "" {
-			return v, tried
+		if v = strings.TrimSpace(v); err == nil && v != "" {
+			return v, misses
 		}
 		if err == nil {
 			err = errNotFound
 		}
-		tried = append(tried, x.Name+": "+err.Error())
+		misses = append(misses, miss{x.Name, err})
 	}
-	return "", tried
+	return "", misses
+}
+
+// first returns the first non-blank value the extractors find, or "" when none does (the optional fields:
+// event type, aggregate ID); it keeps no misses, so it allocates nothing unless an extractor does.
+func first(xs []Extractor, d *consumer.Delivery) string {
+	for _, x := range xs {
+		if v, err := x.Extract(d); err == nil {
+			if v = strings.TrimSpace(v); v != "" {
+				return v
+			}
+		}
+	}
+	return ""
 }

@@ -30,11 +30,11 @@ func wire(ctx context.Context, dsn string, log *zap.Logger) error {
 			return consumer.Processed(), err
 		}),
 		middleware.Metrics(m), middleware.Logging(log), middleware.Recover(log), middleware.Classify(),
-		eventID, middleware.Timeout(10*time.Second), middleware.Dedup(store))
+		eventID, middleware.Deadline(0), middleware.Dedup(store)) // Deadline(0): the consumer's HandlerTimeout, inline
 	c, err := consumer.New(consumer.Config{
 		NameServers: []string{"127.0.0.1:9876"}, Group: "inventory",
 		Subscriptions: []consumer.Subscription{{Topic: "ORDER", Expression: "OrderCreated"}},
-		MaxAttempts:   3,
+		MaxAttempts:   3, HandlerTimeout: 10 * time.Second, // the deadline of each message
 	}, handler, consumer.WithLogger(log), consumer.WithHealthProbe(store), consumer.WithObserver(m))
 	if err != nil {
 		return err

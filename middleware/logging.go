@@ -19,7 +19,10 @@ import (
 func Logging(log *zap.Logger) consumer.Middleware {
 	return func(next consumer.Handler) consumer.Handler {
 		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-			start := time.Now()
+			var start time.Time
+			if mayLog(log.Core()) { // else no line is written: no need to time the run
+				start = time.Now()
+			}
 			o, err := next(ctx, d)
 			level := zapcore.InfoLevel
 			switch {
@@ -47,4 +50,10 @@ func Logging(log *zap.Logger) consumer.Middleware {
 			return o, err
 		}
 	}
+}
+
+// mayLog reports whether core writes lines at any level Logging uses (info, warn, error); levels are asked
+// one by one, since a core may enable a level without the ones above it.
+func mayLog(core zapcore.Core) bool {
+	return core.Enabled(zapcore.InfoLevel) || core.Enabled(zapcore.WarnLevel) || core.Enabled(zapcore.ErrorLevel)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -56,4 +57,39 @@ func TestLogging_OneLinePerMessageAtTheOutcomesLevel(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestLogging_DurationIsMeasuredWhenOnlyWarningsAreLogged(t *testing.T) {
+	core, logs := observer.New(zapcore.WarnLevel)
+	slowRetry := func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
+		time.Sleep(5 * time.Millisecond)
+		return consumer.Retry(0, "db down"), errors.New("db down")
+	}
+	h := middleware.Logging(zap.New(core))
+
+	_, _ = h(returning(consumer.Processed(), nil))(context.Background(), delivery("ORDER", "", nil))
+	_, _ = h(slowRetry)(context.Background(), delivery("ORDER", "", nil))
+
+	require.Equal(t, 1, logs.Len(), "the success is below the logger's level; the retry is logged")
+	duration, ok := logs.All()[0].ContextMap()["duration"].(time.Duration)
+	require.True(t, ok, "duration field: %v", logs.All()[0].ContextMap())
+	assert.GreaterOrEqual(t, duration, 5*time.Millisecond, "the run is timed from its start, not from zero")
+	assert.Less(t, duration, time.Hour)
+}
+
+// A core may enable one level without the ones above it (here info alone): the line it writes still
+// carries the run's real duration.
+func TestLogging_DurationIsMeasuredForACoreThatEnablesInfoAlone(t *testing.T) {
+	core, logs := observer.New(zap.LevelEnablerFunc(func(l zapcore.Level) bool { return l == zapcore.InfoLevel }))
+	h := middleware.Logging(zap.New(core))(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
+		time.Sleep(5 * time.Millisecond)
+		return consumer.Processed(), nil
+	})
+
+	_, _ = h(context.Background(), delivery("ORDER", "", nil))
+
+	require.Equal(t, 1, logs.Len())
+	duration, _ := logs.All()[0].ContextMap()["duration"].(time.Duration)
+	assert.GreaterOrEqual(t, duration, 5*time.Millisecond)
+	assert.Less(t, duration, time.Hour, "timed from the run's start, not from the zero time")
 }

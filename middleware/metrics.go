@@ -17,12 +17,15 @@ import (
 // consumer reports each message's final decision once (consumer.WithObserver(m) feeds
 // rmqguard_messages_total, rmqguard_duplicates_total, rmqguard_dead_letters_total …), after a batch is
 // combined and dead letters are published. Labels use the original topic (restored from RETRY_TOPIC).
+// Each chain keeps the rmqguard_handle_duration_seconds series of the (group, topic) pairs it has seen (up
+// to 256), so a message costs no label lookup; those series must not be deleted from m.HandleDuration.
 func Metrics(m *metrics.Metrics) consumer.Middleware {
 	return func(next consumer.Handler) consumer.Handler {
+		durations := newDurationSeries(m.HandleDuration)
 		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 			start := time.Now()
 			o, err := next(ctx, d)
-			m.HandleDuration.WithLabelValues(d.Group, d.Topic).Observe(time.Since(start).Seconds())
+			durations.observer(d.Group, d.Topic).Observe(time.Since(start).Seconds())
 			if err != nil {
 				m.Errors.WithLabelValues(d.Group, d.Topic, retry.Classify(err).String()).Inc()
 				if errors.Is(err, ErrPanic) {

@@ -3,6 +3,8 @@ package middleware_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -93,4 +95,31 @@ func TestMetrics_ReturnsTheInnerResultUnchanged(t *testing.T) {
 
 	assert.Equal(t, consumer.Retry(3, "db down"), o)
 	assert.Same(t, cause, err)
+}
+
+func TestMetrics_OneDurationSeriesPerGroupAndTopicBeyondTheKeptOnes(t *testing.T) {
+	m := newMetrics(t)
+	h := middleware.Metrics(m)(returning(consumer.Processed(), nil))
+	const groups, topics, perPair = 2, 150, 3 // 300 pairs: more than the middleware keeps (256)
+	var wg sync.WaitGroup
+	for w := range 4 { // concurrent first uses of the same pairs
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < groups*topics*perPair; i += 4 {
+				pair := i % (groups * topics)
+				d := consumer.NewDelivery(fmt.Sprintf("cg-%d", pair%groups), msg(fmt.Sprintf("T-%d", pair/groups), "", nil))
+				_, _ = h(context.Background(), d)
+			}
+		}()
+	}
+	wg.Wait()
+
+	require.Equal(t, groups*topics, testutil.CollectAndCount(m.HandleDuration))
+	for pair := range groups * topics {
+		var hist dto.Metric
+		series := m.HandleDuration.WithLabelValues(fmt.Sprintf("cg-%d", pair%groups), fmt.Sprintf("T-%d", pair/groups))
+		require.NoError(t, series.(prometheus.Histogram).Write(&hist))
+		assert.Equal(t, uint64(perPair), hist.GetHistogram().GetSampleCount(), "pair %d", pair)
+	}
 }

@@ -62,9 +62,8 @@ func Recover(log *zap.Logger) consumer.Middleware {
 				if r := recover(); r != nil {
 					o, err = panicRetry(), newPanicError(r)
 				}
-				var pe *PanicError
-				if errors.As(err, &pe) {
-					logPanic(log, d, pe)
+				if err != nil {
+					logIfPanic(log, d, err)
 				}
 			}()
 			return next(ctx, d)
@@ -72,8 +71,13 @@ func Recover(log *zap.Logger) consumer.Middleware {
 	}
 }
 
-// logPanic writes the one log line of a recovered panic.
-func logPanic(log *zap.Logger, d *consumer.Delivery, pe *PanicError) {
+// logIfPanic writes the one log line of a recovered panic when err is (or wraps) a *PanicError. It is
+// called only with a non-nil error: errors.As needs its target on the heap, which the happy path skips.
+func logIfPanic(log *zap.Logger, d *consumer.Delivery, err error) {
+	var pe *PanicError
+	if !errors.As(err, &pe) {
+		return
+	}
 	log.Error("handler panic recovered; message will be retried",
 		zap.String("group", d.Group), zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId),
 		zap.Any("panic", pe.Value), zap.ByteString("stack", pe.Stack))

@@ -2,27 +2,35 @@ package middleware
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/rmqguard/rmqguard/consumer"
 )
 
-// Timeout gives the rest of the chain a context deadline d (or keeps an earlier one) and returns when it
-// passes, even if the handler ignores its context: the outcome is then a retry (Cause consumer.CauseTimeout)
-// and the error wraps context.DeadlineExceeded. A transaction begun with that context is rolled back by database/sql when
-// the deadline passes, so nothing the late handler writes can commit. The late handler's goroutine ends
-// when the handler returns; handlers must honour ctx to end promptly and must not modify the Delivery.
-// A panic in the inner chain is recovered on the handler's goroutine and returned as a *PanicError (wrapping
-// ErrPanic) that carries that goroutine's stack, for Recover to log. With d ≤ 0 only the parent's
-// deadline (the consumer's HandlerTimeout) applies, still enforced.
+// Timeout is the deadline for handlers that ignore their context: it runs the rest of the chain on a
+// goroutine of its own (one per message) and returns at the deadline even if the handler has not. Handlers
+// that honour their context (Dedup and database/sql calls made with ctx do) need only the consumer's
+// Config.HandlerTimeout, or Deadline, which costs no goroutine.
+//
+// It gives the rest of the chain a context deadline d (or keeps the parent's, the consumer's HandlerTimeout,
+// when that is earlier). When a deadline passes first, the outcome is a retry (Cause consumer.CauseTimeout,
+// reason "handler timeout") and the error wraps context.DeadlineExceeded and names the deadline that fired:
+// "middleware.Timeout(<d>)", or the parent context's with the time it had left when the message reached
+// Timeout. When the parent is cancelled first (the consumer is stopping), the outcome is a retry "handler
+// cancelled" wrapping context.Canceled. A transaction begun with that context is rolled back by
+// database/sql when the deadline passes, so nothing the late handler writes can commit. The late
+// handler's goroutine ends when the handler returns; handlers must not modify the Delivery. A panic in the
+// inner chain is recovered on the handler's goroutine and returned as a *PanicError (wrapping ErrPanic)
+// that carries that goroutine's stack, for Recover to log. With d ≤ 0 only the parent's deadline applies,
+// still enforced.
 func Timeout(d time.Duration) consumer.Middleware {
+	own := newOwnDeadline("middleware.Timeout", d)
 	return func(next consumer.Handler) consumer.Handler {
 		return func(ctx context.Context, dl *consumer.Delivery) (consumer.Outcome, error) {
+			run := startRun(ctx, own)
 			var cancel context.CancelFunc
 			if d > 0 {
-				ctx, cancel = context.WithTimeout(ctx, d)
+				ctx, cancel = run.withDeadline(ctx)
 			} else {
 				ctx, cancel = context.WithCancel(ctx)
 			}
@@ -46,12 +54,7 @@ func Timeout(d time.Duration) consumer.Middleware {
 			case r := <-done:
 				return r.o, r.err
 			case <-ctx.Done():
-				if errors.Is(ctx.Err(), context.Canceled) {
-					return consumer.Retry(0, "handler cancelled"), fmt.Errorf("handler cancelled (consumer stopping): %w", ctx.Err())
-				}
-				timedOut := consumer.Retry(0, "handler timeout")
-				timedOut.Cause = consumer.CauseTimeout
-				return timedOut, fmt.Errorf("handler did not return before its deadline (timeout %s): %w", d, ctx.Err())
+				return run.expired(ctx, "handler did not return before its deadline", nil)
 			}
 		}
 	}

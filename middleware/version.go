@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
@@ -105,8 +104,8 @@ func (v *versionCheck) handle(ctx context.Context, d *consumer.Delivery, next co
 // identify finds d's aggregate ID and version and sets them on d. When they cannot be checked it returns
 // why (a dead letter's reason): the version is -1 when it is present but not an integer ≥ 1, else 0.
 func (v *versionCheck) identify(d *consumer.Delivery) (int64, string) {
-	id, triedID := first(v.cfg.AggregateExtractors, d)
-	raw, triedVersion := first(v.cfg.VersionExtractors, d)
+	id, idMisses := search(v.cfg.AggregateExtractors, d, nil)
+	raw, versionMisses := search(v.cfg.VersionExtractors, d, nil)
 	name := fmt.Sprintf("aggregate %s %s", v.cfg.AggregateType, id)
 	if raw != "" {
 		n, err := strconv.ParseInt(raw, 10, 64)
@@ -120,9 +119,9 @@ func (v *versionCheck) identify(d *consumer.Delivery) (int64, string) {
 	}
 	switch {
 	case id == "":
-		return 0, fmt.Sprintf("aggregate %s: no aggregate ID (%s)", v.cfg.AggregateType, strings.Join(triedID, "; "))
+		return 0, fmt.Sprintf("aggregate %s: no aggregate ID (%s)", v.cfg.AggregateType, explain(idMisses))
 	case raw == "":
-		return 0, fmt.Sprintf("%s: no version (%s)", name, strings.Join(triedVersion, "; "))
+		return 0, fmt.Sprintf("%s: no version (%s)", name, explain(versionMisses))
 	}
 	return d.Version, ""
 }

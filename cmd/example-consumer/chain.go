@@ -50,5 +50,5 @@ func chain(store *dedup.Store, fast dedup.TxStore, m *metrics.Metrics, log *zap.
 	}
 	return middleware.Chain(dedup.Handle(s.Handle),
 		middleware.Metrics(m), middleware.Logging(log), middleware.Recover(log), middleware.Classify(),
-		eventID, shop.CheckOrderAggregate(), middleware.Timeout(o.handlerTimeout), middleware.Dedup(fast), version), nil
+		eventID, shop.CheckOrderAggregate(), middleware.Deadline(0), middleware.Dedup(fast), version), nil
 }

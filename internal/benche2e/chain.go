@@ -19,7 +19,8 @@ import (
 const shutdownTimeout = 30 * time.Second
 
 // startRmqguard drains b through consumer.New and the standard chain (Metrics, Logging with a no-op
-// logger, Recover, Classify, EventID, Timeout unless -handler-timeout 0, Dedup on the store, wrapped by
+// logger, Recover, Classify, EventID, Deadline(0) — the deadline is consumer.Config.HandlerTimeout,
+// -handler-timeout —, Dedup on the store, wrapped by
 // layer unless nil) around a handler that inserts the same business row as the baseline, with
 // consumer.Config.BatchSize batch.
 func startRmqguard(ctx context.Context, env *environment, o options, b backlog, group string, tr *tracker, batch int, layer layerFunc) (func(), error) {
@@ -118,11 +119,6 @@ func chain(store dedup.TxStore, m *metrics.Metrics, o options, h dedup.TxHandler
 		return nil, err
 	}
 	log := zap.NewNop()
-	mws := []consumer.Middleware{middleware.Metrics(m), middleware.Logging(log), middleware.Recover(log),
-		middleware.Classify(), eventID}
-	if o.handlerTimeout > 0 {
-		mws = append(mws, middleware.Timeout(o.handlerTimeout))
-	}
-	mws = append(mws, middleware.Dedup(store))
-	return middleware.Chain(dedup.Handle(h), mws...), nil
+	return middleware.Chain(dedup.Handle(h), middleware.Metrics(m), middleware.Logging(log), middleware.Recover(log),
+		middleware.Classify(), eventID, middleware.Deadline(0), middleware.Dedup(store)), nil // Deadline(0): HandlerTimeout, inline
 }

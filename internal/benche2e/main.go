@@ -79,7 +79,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds; each drains every variant once, in -variants order")
 	fs.StringVar(&list, "variants", defaultVariants, "variants to run, comma separated")
 	fs.IntVar(&o.goroutines, "goroutines", 20, "consume goroutines of every variant (the MySQL pool has 4 more connections)")
-	fs.DurationVar(&o.handlerTimeout, "handler-timeout", 10*time.Second, "rmqguard's handler deadline (middleware.Timeout); 0: no Timeout middleware, the consumer's default deadline")
+	fs.DurationVar(&o.handlerTimeout, "handler-timeout", 10*time.Second, "rmqguard's handler deadline (consumer.Config.HandlerTimeout, reported by middleware.Deadline(0)); 0: the consumer's default, 30s")
 	fs.IntVar(&o.rssBacklog, "rss-backlog", 100_000, "backlog the rmqguard variant drains while its resident memory is sampled; 0 skips it")
 	fs.BoolVar(&o.sharedTxPool, "shared-tx-pool", false, "rmqguard's transactions on the application's pool (autocommit toggled and the claim read back per message) instead of the store's own (dedup.WithTxDSN)")
 	fs.DurationVar(&o.stall, "stall", time.Minute, "give up a drain after this long without a new message")
