@@ -82,6 +82,12 @@ func (c *Consumer) consumeEntered(msgs []*primitive.MessageExt) (res Resolution,
 	elapsed := make([]time.Duration, len(msgs))
 	waiting := make([]bool, len(msgs)) // orderly: not handled, behind a member that was not acknowledged
 	held := false
+	var batch *Batch
+	if c.cfg.BatchSize > 1 {
+		var cancel context.CancelFunc
+		batch, cancel = newBatch(c.runCtx, c.cfg.HandlerTimeout, len(msgs))
+		defer cancel() // an unanswered callback: its shared transaction is rolled back, never committed
+	}
 	for i, msg := range msgs {
 		start := time.Now()
 		ds[i] = newNamespacedDelivery(c.cfg, msg)
@@ -95,11 +101,17 @@ func (c *Consumer) consumeEntered(msgs []*primitive.MessageExt) (res Resolution,
 			continue
 		}
 		var ok bool
-		if outcomes[i], errs[i], ok = c.decide(ds[i], w); !ok {
+		if batch != nil {
+			batch.enter(i)
+		}
+		if outcomes[i], errs[i], ok = c.decide(ds[i], w, batch); !ok {
 			return Resolution{}, false
 		}
 		elapsed[i] = time.Since(start)
 		held = c.cfg.Orderly && holdsBack(exhaust(ds[i], outcomes[i], errs[i]), errs[i])
+	}
+	if batch != nil {
+		batch.finish(outcomes, errs) // the shared transaction commits before dead letters and reports
 	}
 	chain := append([]Outcome(nil), outcomes...)
 	if c.cfg.Orderly {
@@ -125,7 +137,7 @@ func (c *Consumer) consumeEntered(msgs []*primitive.MessageExt) (res Resolution,
 // store health gate before each run while it is closed, for at most w's bound (then the unavailable
 // outcome stands: a retry that spends an attempt). ok is false when the consumer is stopping and the
 // message must not be answered: the gate stopped while it waited, or Shutdown cancelled its handler.
-func (c *Consumer) decide(d *Delivery, w *outageWait) (o Outcome, err error, ok bool) {
+func (c *Consumer) decide(d *Delivery, w *outageWait, b *Batch) (o Outcome, err error, ok bool) {
 	for {
 		gen, closed := c.gate.current()
 		if closed != nil {
@@ -137,7 +149,7 @@ func (c *Consumer) decide(d *Delivery, w *outageWait) (o Outcome, err error, ok 
 			}
 			continue
 		}
-		o, err = c.handleOne(d)
+		o, err = c.handleOne(d, b)
 		if c.runCtx.Err() != nil && (err != nil || !o.Kind.Acknowledges()) {
 			return o, err, false // cancelled by Shutdown: not the message's failure
 		}
@@ -174,9 +186,10 @@ func (c *Consumer) outageTooLong(d *Delivery, o Outcome, err error) (Outcome, er
 	return o, err, true
 }
 
-// handleOne runs the handler for one delivery under HandlerTimeout.
-func (c *Consumer) handleOne(d *Delivery) (Outcome, error) {
-	ctx, cancel := context.WithTimeout(c.runCtx, c.cfg.HandlerTimeout)
+// handleOne runs the handler for one delivery under HandlerTimeout, with b (the callback's Batch, nil
+// when BatchSize is 1) in its context.
+func (c *Consumer) handleOne(d *Delivery, b *Batch) (Outcome, error) {
+	ctx, cancel := context.WithTimeout(withBatch(c.runCtx, b), c.cfg.HandlerTimeout)
 	defer cancel()
 	c.observer.InFlight(d.Group, 1)
 	defer c.observer.InFlight(d.Group, -1)

@@ -70,7 +70,7 @@ func (c *txConnector) Driver() driver.Driver { return c.base.Driver() }
 // innodb_rollback_on_timeout; a lost connection ends it), and a statement that ends or commits it without
 // failing (ROLLBACK, COMMIT, DDL, SET autocommit, …). After either, statements run in a new implicit
 // transaction without the dedup row. Store.Confirm reads the row back only after a doubt and skips the
-// SELECT otherwise. Every failure counts, whatever its number, so that no error that rolls back is missed
+// SELECT otherwise. Every failure counts but MySQL 1062 (a statement-level rollback only), so that no error that rolls back is missed
 // (driver.ErrSkip, "use a prepared statement instead", is not a failure); every statement that is not
 // plain DML (see plainDML) counts.
 type trackedConn struct {
@@ -78,13 +78,22 @@ type trackedConn struct {
 	doubt atomic.Bool
 }
 
-// note records err (nil and driver.ErrSkip excepted) as a doubt and returns it unchanged.
+// note records err (nil and driver.ErrSkip excepted) as a doubt and returns it unchanged. MySQL 1062
+// (duplicate key) is not a doubt: InnoDB rolls back only the failing statement, never the transaction, so
+// a duplicate claim inside a batch transaction costs no SELECT before its COMMIT.
 func (c *trackedConn) note(err error) error {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == errDupEntry {
+		return err
+	}
 	if err != nil && !errors.Is(err, driver.ErrSkip) {
 		c.doubt.Store(true)
 	}
 	return err
 }
+
+// errDupEntry is MySQL's ER_DUP_ENTRY, a statement-level rollback only.
+const errDupEntry = 1062
 
 // statement records query as a doubt unless it is plain DML.
 func (c *trackedConn) statement(query string) {
@@ -113,8 +122,21 @@ func plainDML(query string) bool {
 	switch strings.ToUpper(query[i:j]) {
 	case "SELECT", "INSERT", "UPDATE", "DELETE", "REPLACE", "WITH", "VALUES", "TABLE", "DO", "SAVEPOINT":
 		return true
+	case "ROLLBACK":
+		return rollbackToSavepoint(query[j:])
 	}
 	return false
+}
+
+// rollbackToSavepoint reports whether rest, what follows ROLLBACK, is " TO SAVEPOINT …" or " TO …"
+// (optionally after WORK): a rollback to a savepoint keeps the transaction open, and when the server
+// already ended the transaction it fails (1305), which counts as a doubt.
+func rollbackToSavepoint(rest string) bool {
+	f := strings.Fields(strings.ToUpper(rest))
+	if len(f) > 0 && f[0] == "WORK" {
+		f = f[1:]
+	}
+	return len(f) >= 2 && f[0] == "TO"
 }
 
 func (c *trackedConn) Prepare(query string) (driver.Stmt, error) {
