@@ -122,22 +122,15 @@ func plainDML(query string) bool {
 	switch strings.ToUpper(query[i:j]) {
 	case "SELECT", "INSERT", "UPDATE", "DELETE", "REPLACE", "WITH", "VALUES", "TABLE", "DO", "SAVEPOINT":
 		return true
-	case "ROLLBACK":
-		return rollbackToSavepoint(query[j:])
 	}
 	return false
 }
 
-// rollbackToSavepoint reports whether rest, what follows ROLLBACK, is " TO SAVEPOINT …" or " TO …"
-// (optionally after WORK): a rollback to a savepoint keeps the transaction open, and when the server
-// already ended the transaction it fails (1305), which counts as a doubt.
-func rollbackToSavepoint(rest string) bool {
-	f := strings.Fields(strings.ToUpper(rest))
-	if len(f) > 0 && f[0] == "WORK" {
-		f = f[1:]
-	}
-	return len(f) >= 2 && f[0] == "TO"
-}
+// clearDoubt forgets a doubt that only Txn.RollbackTo's own statement raised: a ROLLBACK TO SAVEPOINT that
+// succeeds keeps the transaction open (had the server ended it, the savepoint would be gone: 1305, a
+// failure that stays a doubt). A handler's own ROLLBACK TO stays a doubt: it may undo another member's
+// claim of the batch.
+func (c *trackedConn) clearDoubt() { c.doubt.Store(false) }
 
 func (c *trackedConn) Prepare(query string) (driver.Stmt, error) {
 	return c.PrepareContext(context.Background(), query)
