@@ -27,7 +27,8 @@ type baseConn interface {
 
 // txConnector opens the connections of a store's own transaction pool (WithTxDSN). Each connection starts
 // with autocommit off, set once when it is opened (the DSN parameter autocommit=0, which go-sql-driver
-// sends as one SET at connect) instead of twice per message, and is a trackedConn.
+// sends as one SET at connect) instead of twice per message, with interpolateParams on (each statement is
+// one round trip, not a prepare, an execute and a close), and is a trackedConn.
 type txConnector struct{ base driver.Connector }
 
 // newTxConnector parses dsn (go-sql-driver's format) and returns its connector with autocommit off.
@@ -40,6 +41,9 @@ func newTxConnector(dsn string) (*txConnector, error) {
 		cfg.Params = map[string]string{}
 	}
 	cfg.Params["autocommit"] = "0"
+	// Arguments interpolated by the driver: one round trip per statement instead of a prepare, an execute
+	// and a close; the driver escapes them itself and falls back to a prepared statement when it cannot.
+	cfg.InterpolateParams = true
 	base, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("dedup: WithTxDSN: connector: %w", err)
