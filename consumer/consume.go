@@ -48,6 +48,10 @@ func (c *Consumer) enter() bool {
 // failure of the message. In orderly mode they are answered SuspendCurrentQueueAMoment, never
 // ConsumeRetryLater (see unanswered).
 //
+// With Config.BatchSize > 1 each member's handler context carries the callback's Batch (BatchFromContext),
+// whose shared resources (middleware.Dedup's one transaction per callback) are finished once after the
+// last member; a member that depended on one that failed is decided a retry with its error.
+//
 // In orderly mode a failure answer also sets the queue's suspension to Config.SuspendTime on the orderly
 // context, and the messages' attempt counts are kept (keepAttempts); the members of a batch behind one
 // that is not acknowledged are not handled (holdsBack); see orderly.go.
@@ -110,10 +114,12 @@ func (c *Consumer) consumeEntered(msgs []*primitive.MessageExt) (res Resolution,
 		elapsed[i] = time.Since(start)
 		held = c.cfg.Orderly && holdsBack(exhaust(ds[i], outcomes[i], errs[i]), errs[i])
 	}
-	if batch != nil {
-		batch.finish(outcomes, errs) // the shared transaction commits before dead letters and reports
-	}
 	chain := append([]Outcome(nil), outcomes...)
+	if batch != nil {
+		// The shared transaction commits before exhaust, dead letters and reports: a member that depended
+		// on a failed COMMIT is decided a retry (its chain outcome stays the handler's, logged beside it).
+		batch.finish(outcomes, errs)
+	}
 	if c.cfg.Orderly {
 		for i, d := range ds {
 			if !waiting[i] {

@@ -333,3 +333,29 @@ func TestIssue8_Batch_DuplicateAndOwnRollbackToAreNoDoubt(t *testing.T) {
 	require.ErrorIs(t, store.ConfirmBatch(ctx, txn, []*consumer.Delivery{failing}), dedup.ErrClaimLost,
 		"with a doubt the kept rows are counted")
 }
+
+// Issue 8: statements per processed member of a batch, counted by the server between the first and the
+// last member's handler: the count itself, then for each member its SAVEPOINT, its claim and the handler's
+// one write; the batch adds BEGIN and COMMIT (no read-back: no doubt).
+func TestIssue8_Batch_ProcessedMemberCostsSavepointClaimAndItsWrites(t *testing.T) {
+	f := newFixture(t)
+	ids := []string{f.prefix + "-1", f.prefix + "-2", f.prefix + "-3", f.prefix + "-4"}
+	var counts []int
+	cb := f.batchConsumer(t, false, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if d.EventID == ids[0] || d.EventID == ids[3] {
+			counts = append(counts, questions(ctx, t, tx))
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO orders (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
+			VALUES (?, 'sku', 1, 1, 'CREATED', 1, NOW(6), NOW(6))`, d.EventID); err != nil {
+			return consumer.Outcome{}, err
+		}
+		return consumer.Processed(), nil
+	})
+	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, f.batchMsgs(t, ids...)...))
+	require.Len(t, counts, 2)
+	// the first count, member 1's write, members 2 and 3 (SAVEPOINT, claim, write), member 4's SAVEPOINT and claim
+	assert.Equal(t, 1+1+3*2+2, counts[1]-counts[0])
+	for _, id := range ids {
+		assert.Equal(t, 1, f.dedupRows(t, id))
+	}
+}
