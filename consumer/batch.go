@@ -98,13 +98,21 @@ func (b *Batch) Attach(key any, r BatchResource) error {
 	return nil
 }
 
-// Depend records that the member being handled depends on the resource under key: its acknowledgement
-// holds only if that resource finishes without error. Nothing happens when key has no resource.
-func (b *Batch) Depend(key any) {
+// Member returns the index, in its callback, of the member being handled now. A middleware that may
+// outlive its member (abandoned at its deadline) takes it on entry and passes it to Depend.
+func (b *Batch) Member() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.member
+}
+
+// Depend records that member (see Member) depends on the resource under key: its acknowledgement holds
+// only if that resource finishes without error. Nothing happens when key has no resource.
+func (b *Batch) Depend(key any, member int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if e, ok := b.res[key]; ok {
-		e.deps[b.member] = true
+		e.deps[member] = true
 	}
 }
 

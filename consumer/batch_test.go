@@ -49,7 +49,7 @@ func TestIssue8_BatchResourceFinishedOnceAfterTheLastMember(t *testing.T) {
 				if d.Msg.GetKeys() == "b" {
 					return consumer.Duplicate(), nil // did not depend on the resource
 				}
-				b.Depend("tx")
+				b.Depend("tx", b.Member())
 				return consumer.Processed(), nil
 			}
 			obs := &fakeObserver{}

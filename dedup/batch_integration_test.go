@@ -359,3 +359,42 @@ func TestIssue8_Batch_ProcessedMemberCostsSavepointClaimAndItsWrites(t *testing.
 		assert.Equal(t, 1, f.dedupRows(t, id))
 	}
 }
+
+// Rule 7 with middleware.Timeout outside Dedup: member 1's handler ignores its context and is abandoned at
+// its deadline while it still runs, then writes late on the shared transaction. Its claim is still in the
+// transaction and its late write would fall into the next member's savepoint, so the next member finds it
+// active and the batch transaction is lost: nothing commits, not member 1's claim without its effect, and
+// every member is retried. On redelivery each event takes effect once.
+func TestIssue8_Batch_AbandonedMemberLosesTheBatch(t *testing.T) {
+	f := newFixture(t)
+	e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
+	slow := true
+	lateWrite := make(chan error, 1)
+	eventID, err := middleware.EventID(middleware.EventIDConfig{})
+	require.NoError(t, err)
+	h := middleware.Chain(dedup.Handle(f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if d.EventID == e1 && slow {
+			slow = false
+			time.Sleep(600 * time.Millisecond) // ignores its context
+			lateWrite <- f.ledger.Append(context.Background(), tx, e1+"-late")
+		}
+		return consumer.Processed(), nil
+	})), middleware.Classify(), eventID, middleware.Timeout(200*time.Millisecond), middleware.Dedup(f.store))
+	cfg := consumer.Config{Group: f.group, Subscriptions: []consumer.Subscription{{Topic: "ORDER"}}, BatchSize: 32, HandlerTimeout: 5 * time.Second}
+	cb := testenv.NewCallback(t, cfg, h)
+	msgs := f.batchMsgs(t, e1, e2, e3)
+	assert.Equal(t, rmq.ConsumeRetryLater, cb.Deliver(t, false, msgs...))
+	assert.Error(t, <-lateWrite, "the late write finds the transaction finished")
+	for i, id := range []string{e1, e2, e3} {
+		assert.Equal(t, "", f.status(t, id), "no row committed for member %d", i+1)
+		assert.Equal(t, 0, f.ledger.Count(t, id))
+		assert.Equal(t, consumer.KindRetry, cb.Decisions(msgs[i].MsgId)[0].Outcome.Kind)
+	}
+	assert.ErrorIs(t, cb.Decisions(msgs[1].MsgId)[0].Err, middleware.ErrBatchLost)
+	assert.Equal(t, 0, f.ledger.Count(t, e1+"-late"))
+
+	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, msgs...))
+	for _, id := range []string{e1, e2, e3} {
+		assert.Equal(t, 1, f.ledger.Count(t, id), "event %s took effect once", id)
+	}
+}

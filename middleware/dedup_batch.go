@@ -28,7 +28,11 @@ import (
 // transaction back) the members after it are not handled (the error, a retry) and Finish returns the error:
 // every kept member becomes a retry. Before COMMIT, dedup.TxStore.ConfirmBatch reads the kept rows back when
 // the connection had a doubt. A member whose context ends mid-statement breaks the connection: the batch
-// is retried, its committed members coming back as duplicates.
+// is retried, its committed members coming back as duplicates. A member abandoned at its deadline while its
+// handler still runs (middleware.Timeout outside Dedup) loses the transaction, since its late writes would
+// fall into the next member's savepoint: the next member to reach Dedup, or Finish, finds it still active.
+// The store's own statements that undo a member (ROLLBACK TO SAVEPOINT) use the batch's context, so that a
+// member past its deadline is still rolled back.
 
 // batchTxn is a batch's shared dedup transaction, attached to the consumer.Batch under the store.
 type batchTxn struct {
@@ -38,6 +42,10 @@ type batchTxn struct {
 	kept  []*consumer.Delivery
 	keys  map[string]bool // scope and event ID of the kept members
 	lost  error
+	// active: a member is between its savepoint and its end (kept or rolled back); the next member
+	// finding it still set means that member was abandoned at its deadline (middleware.Timeout) while it
+	// still ran, and may still write: the transaction is lost.
+	active bool
 }
 
 // ErrBatchLost means a batch's shared dedup transaction was lost (a deadlock or a broken connection rolled
@@ -67,6 +75,15 @@ func batchTxnOf(b *consumer.Batch, store dedup.TxStore) (*batchTxn, error) {
 	return bt, nil
 }
 
+// member is one member's pass through the batch transaction.
+type member struct {
+	bt  *batchTxn
+	b   *consumer.Batch
+	idx int // the member's index in the callback (consumer.Batch.Member)
+	d   *consumer.Delivery
+	sp  dedup.Savepoint
+}
+
 // dedupInBatch is Dedup for a member of batch b after Done: savepoint, claim, handler, and keeping or
 // rolling back the member (see the comment above).
 func dedupInBatch(ctx context.Context, store dedup.TxStore, b *consumer.Batch, d *consumer.Delivery, next consumer.Handler) (consumer.Outcome, error) {
@@ -74,15 +91,13 @@ func dedupInBatch(ctx context.Context, store dedup.TxStore, b *consumer.Batch, d
 	if err != nil {
 		return consumer.Outcome{}, err
 	}
-	if err := bt.lostErr(); err != nil {
-		return consumer.Outcome{}, err
+	m := &member{bt: bt, b: b, idx: b.Member(), d: d}
+	dup, err := bt.enter(m)
+	if err != nil || dup {
+		return consumer.Duplicate(), err
 	}
-	if bt.holds(d) {
-		b.Depend(batchKey{store}) // a member kept earlier in this batch has its row: it stands or falls with it
-		return consumer.Duplicate(), nil
-	}
-	sp, err := bt.txn.Savepoint(ctx)
-	if err != nil {
+	defer bt.leave()
+	if m.sp, err = bt.txn.Savepoint(ctx); err != nil {
 		_ = bt.lose(err)
 		return consumer.Outcome{}, err // the member that met the failure reports its cause
 	}
@@ -90,61 +105,99 @@ func dedupInBatch(ctx context.Context, store dedup.TxStore, b *consumer.Batch, d
 		if errors.Is(err, dedup.ErrDuplicate) {
 			return consumer.Duplicate(), nil // a committed row (statement-level rollback): nothing to undo
 		}
-		bt.rollbackTo(ctx, sp)
+		m.rollback()
 		return consumer.Outcome{}, err
 	}
 	o, err := next(dedup.WithTxn(ctx, bt.txn), d)
 	switch {
 	case err == nil && o.Kind == consumer.KindStale:
-		return bt.stale(ctx, b, sp, d, o)
+		return m.stale(ctx, o)
 	case err != nil || (o.Kind != consumer.KindProcessed && o.Kind != consumer.KindDuplicate):
-		bt.rollbackTo(ctx, sp)
+		m.rollback()
 		return o, err
 	}
-	bt.keep(b, d)
+	if err := m.keep(); err != nil {
+		return consumer.Outcome{}, err
+	}
 	return o, nil
 }
 
-// stale rolls the member back to sp and records it stale inside the batch transaction (kept); a 1062 makes
-// it a duplicate, another failure an error (the member is rolled back to sp again).
-func (bt *batchTxn) stale(ctx context.Context, b *consumer.Batch, sp dedup.Savepoint, d *consumer.Delivery, o consumer.Outcome) (consumer.Outcome, error) {
-	if err := bt.rollbackTo(ctx, sp); err != nil {
+// enter starts m's turn: ErrBatchLost when the transaction is lost (or a member before m is still active:
+// abandoned, see above); dup when a member kept earlier in the batch has m's event (m then depends on the
+// batch: it stands or falls with that member's row, and its 1062 would come from the batch's own
+// uncommitted row, which a layer such as redisfast must never see).
+func (bt *batchTxn) enter(m *member) (dup bool, err error) {
+	bt.mu.Lock()
+	defer bt.mu.Unlock()
+	if bt.active && bt.lost == nil {
+		bt.lost = fmt.Errorf("%w: a member before it was abandoned at its deadline while its handler still ran", ErrBatchLost)
+	}
+	if bt.lost != nil {
+		return false, bt.lost
+	}
+	if bt.keys[eventKey(bt.store, m.d)] {
+		m.b.Depend(batchKey{bt.store}, m.idx)
+		return true, nil
+	}
+	bt.active = true
+	return false, nil
+}
+
+// leave ends a member's turn.
+func (bt *batchTxn) leave() {
+	bt.mu.Lock()
+	bt.active = false
+	bt.mu.Unlock()
+}
+
+// eventKey is d's scope and event ID.
+func eventKey(store dedup.TxStore, d *consumer.Delivery) string {
+	return store.Scope(d) + "\x00" + d.EventID
+}
+
+// stale rolls m back to its savepoint and records it stale inside the batch transaction (kept); a 1062
+// makes it a duplicate, another failure an error (m is rolled back to its savepoint again).
+func (m *member) stale(ctx context.Context, o consumer.Outcome) (consumer.Outcome, error) {
+	if err := m.rollback(); err != nil {
 		return consumer.Outcome{}, err
 	}
-	err := bt.store.RecordStaleIn(ctx, bt.txn, d)
+	err := m.bt.store.RecordStaleIn(ctx, m.bt.txn, m.d)
 	if errors.Is(err, dedup.ErrDuplicate) {
 		return consumer.Duplicate(), nil
 	}
 	if err != nil {
-		bt.rollbackTo(ctx, sp)
-		return consumer.Outcome{}, fmt.Errorf("dedup: group %s event %s decided stale (%s): %w", d.Group, d.EventID, o.Reason, err)
+		m.rollback()
+		return consumer.Outcome{}, fmt.Errorf("dedup: group %s event %s decided stale (%s): %w", m.d.Group, m.d.EventID, o.Reason, err)
 	}
-	bt.keep(b, d)
+	if err := m.keep(); err != nil {
+		return consumer.Outcome{}, err
+	}
 	return o, nil
 }
 
-// holds reports whether a member kept earlier in the batch has d's event: d is then a duplicate without a
-// claim, whose 1062 would come from the batch's own uncommitted row (a layer such as redisfast must only
-// ever see a 1062 of a committed row).
-func (bt *batchTxn) holds(d *consumer.Delivery) bool {
+// keep records m as kept, depending on the batch's COMMIT; ErrBatchLost when the transaction was lost
+// meanwhile (m is then not kept).
+func (m *member) keep() error {
+	bt := m.bt
 	bt.mu.Lock()
 	defer bt.mu.Unlock()
-	return bt.keys[bt.store.Scope(d)+"\x00"+d.EventID]
+	if bt.lost != nil {
+		return bt.lost
+	}
+	bt.kept = append(bt.kept, m.d)
+	bt.keys[eventKey(bt.store, m.d)] = true
+	m.b.Depend(batchKey{bt.store}, m.idx)
+	return nil
 }
 
-// keep records d as a kept member, which depends on the batch's COMMIT.
-func (bt *batchTxn) keep(b *consumer.Batch, d *consumer.Delivery) {
-	bt.mu.Lock()
-	bt.kept = append(bt.kept, d)
-	bt.keys[bt.store.Scope(d)+"\x00"+d.EventID] = true
-	bt.mu.Unlock()
-	b.Depend(batchKey{bt.store})
-}
-
-// rollbackTo rolls the member back to sp; a failure loses the transaction (returned wrapped).
-func (bt *batchTxn) rollbackTo(ctx context.Context, sp dedup.Savepoint) error {
-	if err := bt.txn.RollbackTo(ctx, sp); err != nil {
-		return bt.lose(err)
+// rollback rolls m back to its savepoint with the batch's context; a failure loses the transaction (the
+// error returned is ErrBatchLost). Nothing is rolled back once the transaction is lost.
+func (m *member) rollback() error {
+	if err := m.bt.lostErr(); err != nil {
+		return err
+	}
+	if err := m.bt.txn.RollbackTo(m.b.Context(), m.sp); err != nil {
+		return m.bt.lose(err)
 	}
 	return nil
 }
@@ -167,15 +220,19 @@ func (bt *batchTxn) lostErr() error {
 	return bt.lost
 }
 
-// Finish implements consumer.BatchResource: it rolls the transaction back when it was lost (returning why)
-// or kept no member, else confirms the kept rows (dedup.TxStore.ConfirmBatch) and commits once; the kept
-// members' after-commit hooks run after that COMMIT.
+// Finish implements consumer.BatchResource: it rolls the transaction back when it was lost (returning why),
+// when a member is still active (abandoned: ErrBatchLost) or when no member was kept; else it confirms the
+// kept rows (dedup.TxStore.ConfirmBatch) and commits once; the kept members' after-commit hooks run after
+// that COMMIT.
 func (bt *batchTxn) Finish(ctx context.Context) error {
 	bt.mu.Lock()
+	if bt.active && bt.lost == nil {
+		bt.lost = fmt.Errorf("%w: its last member was abandoned at its deadline while its handler still ran", ErrBatchLost)
+	}
 	kept, lost := bt.kept, bt.lost
 	bt.mu.Unlock()
 	if lost != nil || len(kept) == 0 {
-		_ = bt.txn.RollbackAfter(lost)
+		_ = bt.txn.Rollback()
 		return lost
 	}
 	if err := bt.store.ConfirmBatch(ctx, bt.txn, kept); err != nil {
