@@ -12,7 +12,9 @@ import (
 // Timeout gives the rest of the chain a context deadline d (or keeps an earlier one) and returns when it
 // passes, even if the handler ignores its context: the outcome is then a retry (Cause consumer.CauseTimeout)
 // and the error wraps context.DeadlineExceeded. A transaction begun with that context is rolled back by database/sql when
-// the deadline passes, so nothing the late handler writes can commit. The late handler's goroutine ends
+// the deadline passes, so nothing the late handler writes can commit; in a batch (consumer.Config.BatchSize
+// > 1) the members share a transaction begun with the batch's context instead, and Dedup loses it when a
+// member was abandoned still running, so nothing commits then either. The late handler's goroutine ends
 // when the handler returns; handlers must honour ctx to end promptly and must not modify the Delivery.
 // A panic in the inner chain is recovered on the handler's goroutine and returned as a *PanicError (wrapping
 // ErrPanic) that carries that goroutine's stack, for Recover to log. With d ≤ 0 only the parent's
