@@ -60,10 +60,14 @@ chaos: up ## faults under load on a stack of its own (MariaDB restart/read-only/
 
 # `make test` starts the services itself, so a test that cannot reach one fails instead of skipping:
 # RMQGUARD_REQUIRE_SERVICES=1 is set here, not left to the caller. `make test-unit` is the no-service run.
-test: up test-rules ## unit, integration (MariaDB) and end-to-end (broker) tests, Prometheus rules; a missing service fails the run
+# dedup/redisfast's Redis-down tests start a redis-server of their own on 16399 (testenv.StartRedis): the binary
+# comes with `make up` in local mode (deploy/local/up.sh installs redis-server); in docker mode install it.
+test: up test-rules ## unit, integration (MariaDB, Redis) and end-to-end (broker) tests, Prometheus rules, dedup's tests again on the caller's pool (no WithTxDSN); a missing service fails the run
+	@command -v redis-server >/dev/null || { echo "make test: redis-server not found; dedup/redisfast's tests start their own (apt-get install redis-server)" >&2; exit 1; }
 	@source deploy/local/env.sh && export RMQGUARD_REQUIRE_SERVICES=1 && \
 		$(GO) test -race $(GOTEST_FLAGS) $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/internal/chaos$$') && \
-		$(GO) test $(GOTEST_FLAGS) ./e2e/ ./internal/chaos/
+		$(GO) test $(GOTEST_FLAGS) ./e2e/ ./internal/chaos/ && \
+		RMQGUARD_TEST_DEDUP_TXPOOL=0 $(GO) test -race $(GOTEST_FLAGS) ./dedup/
 
 # promtool comes with the Debian package prometheus, which `make up` installs in local mode; installed here
 # when missing (e.g. in docker mode; the demo-ratio test in cmd/example-consumer runs the prometheus binary too).
@@ -78,10 +82,13 @@ test-unit: ## the tests that need no services (the others skip unless RMQGUARD_R
 	$(GO) test -race -count=1 ./consumer/ ./middleware/ ./retry/ ./dlq/ ./internal/shop/ ./internal/scrape/ ./internal/dashboards/
 
 BENCH_COUNT ?= 6
-bench: up ## benchmarks: the chain without I/O, and transactional dedup on MariaDB; compare runs with benchstat
+# The dedup and redisfast benchmarks need MariaDB and Redis (`up`); RMQGUARD_REQUIRE_SERVICES=1 makes a missing
+# service fail the run instead of skipping those benchmarks.
+bench: up ## benchmarks: the chain without I/O, transactional dedup on MariaDB, duplicates with and without the Redis fast path; compare runs with benchstat
 	@mkdir -p .local/bench
-	@source deploy/local/env.sh && $(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) \
-		./middleware/ ./dedup/ | tee .local/bench/latest.txt
+	@source deploy/local/env.sh && export RMQGUARD_REQUIRE_SERVICES=1 && \
+		$(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) \
+		./middleware/ ./dedup/ ./dedup/redisfast/ | tee .local/bench/latest.txt
 	@echo "saved to .local/bench/latest.txt (go run golang.org/x/perf/cmd/benchstat@latest old.txt .local/bench/latest.txt)"
 
 # PURGE_ARGS: -rows (1000000), -workers (8), -baseline (20s), -batch (1000), -pause (0); see internal/purgebench.
@@ -91,7 +98,8 @@ bench-purge: up ## F22 figures: purge 1,000,000 old dedup rows while 8 goroutine
 
 # BENCH_E2E_ARGS: -messages (20000), -rounds (3), -variants (raw,baseline,rmqguard,rmqguard-batch,duplicates,
 # duplicates-redis), -goroutines (20), -handler-timeout (10s; 0: no Timeout middleware), -rss-backlog (100000;
-# 0 skips it), -stall (1m); see internal/benche2e. Topics, tables and dedup rows of the run are removed at the end.
+# 0 skips it), -stall (1m), -redis (RMQGUARD_REDIS_ADDR: duplicates-redis); see internal/benche2e. Topics, tables,
+# dedup rows and Redis keys of the run are removed at the end.
 BENCH_E2E_ARGS ?=
 bench-e2e: up ## drain a backlog on the real broker with raw/baseline/rmqguard/batch/duplicates, interleaved: msgs/s, ratio to the baseline, RSS
 	@source deploy/local/env.sh && $(GO) run ./internal/benche2e $(BENCH_E2E_ARGS)

@@ -17,7 +17,11 @@ import (
 // deadline, the dedup transaction, and inside it the version check of the order events (AGGREGATE_VERSION required; the stored version is the order row's own version column,
 // read by Shop.LoadOrderVersion). A version gap is retried o.gapRetries times at o.gapDelayLevel, then
 // dead-lettered with its reason (--gap-retries 0: at once; the library would read 0 as its default, 3).
-func chain(store *dedup.Store, m *metrics.Metrics, log *zap.Logger, o runOptions) (consumer.Handler, error) {
+// Dedup runs on fast (the store in the Redis fast path, see fastPath), or on store when fast is nil.
+func chain(store *dedup.Store, fast dedup.TxStore, m *metrics.Metrics, log *zap.Logger, o runOptions) (consumer.Handler, error) {
+	if fast == nil {
+		fast = store
+	}
 	s, err := shop.New()
 	if err != nil {
 		return nil, err
@@ -46,5 +50,5 @@ func chain(store *dedup.Store, m *metrics.Metrics, log *zap.Logger, o runOptions
 	}
 	return middleware.Chain(dedup.Handle(s.Handle),
 		middleware.Metrics(m), middleware.Logging(log), middleware.Recover(log), middleware.Classify(),
-		eventID, shop.CheckOrderAggregate(), middleware.Timeout(o.handlerTimeout), middleware.Dedup(store), version), nil
+		eventID, shop.CheckOrderAggregate(), middleware.Timeout(o.handlerTimeout), middleware.Dedup(fast), version), nil
 }

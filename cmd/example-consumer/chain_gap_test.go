@@ -42,7 +42,7 @@ func TestChain_GapRetriesFlagCountsDeliveries(t *testing.T) {
 	outcome := func(gapRetries, attempt int) consumer.Kind {
 		m, err := metrics.New(prometheus.NewRegistry())
 		require.NoError(t, err)
-		h, err := chain(store, m, zap.NewNop(), runOptions{gapRetries: gapRetries, gapDelayLevel: 1, handlerTimeout: 5 * time.Second})
+		h, err := chain(store, nil, m, zap.NewNop(), runOptions{gapRetries: gapRetries, gapDelayLevel: 1, handlerTimeout: 5 * time.Second})
 		require.NoError(t, err)
 		o, _ := h(t.Context(), paid(attempt))
 		return o.Kind

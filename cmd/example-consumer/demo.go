@@ -10,6 +10,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/spf13/cobra"
 
+	"github.com/rmqguard/rmqguard/internal/scrape"
 	"github.com/rmqguard/rmqguard/internal/shop"
 )
 
@@ -86,9 +87,13 @@ type demoRun struct {
 	start  time.Time
 }
 
-// counts are the consumer's counters of this group and topic that the demo watches.
+// counts are the consumer's counters of this group and topic that the demo watches: duplicates, stale,
+// the duplicates the Redis fast path answered (redisDuplicatesMetric) and the fast path's fall-throughs to
+// MySQL (rmqguard_redis_fallbacks_total, all reasons; the process's, not only this group's). The Redis
+// counters are 0 when the consumer runs without the fast path.
 type counts struct {
-	duplicates, stale float64
+	duplicates, stale        float64
+	redisAnswered, fallbacks float64
 }
 
 func demo(ctx context.Context, s *settings, o demoOptions) error {
@@ -152,10 +157,19 @@ func (r *demoRun) counts(ctx context.Context) (counts, error) {
 	if err != nil {
 		return counts{}, err
 	}
-	return counts{duplicates: dups, stale: stale}, nil
+	answered, err := scrapeCounter(ctx, r.o.metricURL, redisDuplicatesMetric, r.s.group, r.s.topic)
+	if err != nil {
+		return counts{}, err
+	}
+	fallbacks, err := scrape.Counter(ctx, r.o.metricURL, "rmqguard_redis_fallbacks_total", nil)
+	if err != nil {
+		return counts{}, err
+	}
+	return counts{duplicates: dups, stale: stale, redisAnswered: answered, fallbacks: fallbacks}, nil
 }
 
 // since returns the counters' growth since the baseline.
 func (r *demoRun) since(c counts) counts {
-	return counts{duplicates: c.duplicates - r.before.duplicates, stale: c.stale - r.before.stale}
+	return counts{duplicates: c.duplicates - r.before.duplicates, stale: c.stale - r.before.stale,
+		redisAnswered: c.redisAnswered - r.before.redisAnswered, fallbacks: c.fallbacks - r.before.fallbacks}
 }

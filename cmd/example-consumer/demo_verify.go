@@ -181,6 +181,7 @@ func (r *demoRun) verdict(ctx context.Context, d drained, comp compensation) err
 		d.effects.Orders, d.effects.ByStatus[shop.StatusPaid], d.effects.ByStatus[shop.StatusCancelled], comp.cancelled,
 		d.effects.Reservations, d.effects.Releases, d.effects.Payments, len(r.plan.OnHand), len(r.plan.Balances),
 		d.counts.duplicates, d.counts.stale, r.s.group, len(d.letters), time.Since(r.start).Seconds())
+	fmt.Println(redisLine(d.counts))
 	ratio := checkPrometheusRatio(ctx, r.o.promURL, r.o.metricURL, r.s.group, r.o.promWait)
 	if ratio.problem != "" {
 		problems = append(problems, ratio.problem)
@@ -205,6 +206,16 @@ func (r *demoRun) verdict(ctx context.Context, d drained, comp compensation) err
 	}
 	fmt.Println("exactly-once: ok " + summary)
 	return nil
+}
+
+// redisLine tells how many of the run's duplicates the Redis fast path answered and how many MySQL did
+// (the rest), with the fast path's fall-throughs to MySQL (misses of new events included).
+func redisLine(c counts) string {
+	if c.redisAnswered == 0 && c.fallbacks == 0 {
+		return fmt.Sprintf("duplicates: %.0f, all answered by MySQL (no Redis fast path, or it never answered)", c.duplicates)
+	}
+	return fmt.Sprintf("duplicates: %.0f answered by Redis, %.0f by MySQL; %.0f Redis fall-throughs to MySQL (rmqguard_redis_fallbacks_total)",
+		c.redisAnswered, max(c.duplicates-c.redisAnswered, 0), c.fallbacks)
 }
 
 // runLetters returns the dead letters of this run (KEYS or EVENT_ID starting with the run ID).

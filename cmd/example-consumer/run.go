@@ -22,6 +22,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/dedup/redisfast"
 	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/internal/rmqadmin"
 	"github.com/rmqguard/rmqguard/internal/shop"
@@ -43,6 +44,8 @@ type runOptions struct {
 	// orderly selects orderly consumption (consumer.Config.Orderly); suspendTime is its pause after a failure.
 	orderly     bool
 	suspendTime time.Duration
+	// redis is the Redis fast path of the dedup store (dedup/redisfast).
+	redis redisOptions
 }
 
 func newRunCmd(s *settings) *cobra.Command {
@@ -70,6 +73,12 @@ func newRunCmd(s *settings) *cobra.Command {
 	cmd.Flags().BoolVar(&o.orderly, "orderly", false,
 		"orderly consumption: each queue in send order, a failure suspends the queue (a version gap then waits in place instead of a delay level)")
 	cmd.Flags().DurationVar(&o.suspendTime, "suspend-time", 0, "with --orderly: how long a queue pauses after a failure (default 1s)")
+	cmd.Flags().StringVar(&o.redis.addr, "redis-addr", env("RMQGUARD_REDIS_ADDR", ""),
+		"Redis of the dedup fast path, host:port (env RMQGUARD_REDIS_ADDR; empty: no fast path)")
+	cmd.Flags().BoolVar(&o.redis.off, "no-redis", false, "run without the Redis fast path even when --redis-addr is set")
+	cmd.Flags().StringVar(&o.redis.prefix, "redis-prefix", "rmqguard:", "prefix of the fast path's keys")
+	cmd.Flags().DurationVar(&o.redis.ttl, "redis-ttl", 24*time.Hour, "time to live of a done key (at most --dedup-retention)")
+	cmd.Flags().DurationVar(&o.redis.timeout, "redis-timeout", redisfast.DefaultTimeout, "bound of each Redis command; past it MySQL decides")
 	return cmd
 }
 
@@ -96,6 +105,9 @@ func (o runOptions) validate() error {
 	}
 	if o.gapDelayLevel < 1 || o.gapDelayLevel > 18 {
 		errs = append(errs, fmt.Errorf("--gap-delay-level %d: must be a broker delay level, 1..18", o.gapDelayLevel))
+	}
+	if err := o.redis.validate(o.dedupRetention); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -151,7 +163,7 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	log.Info("settings", zap.Strings("namesrv", nameServers), zap.String("group", s.group), zap.String("topic", s.topic),
 		zap.Int("max_attempts", o.maxAttempts), zap.Int("goroutines", o.goroutines),
 		zap.Duration("handler_timeout", o.handlerTimeout), zap.Duration("drain_timeout", o.drainTimeout),
-		zap.Duration("lag_interval", o.lagInterval), zap.Bool("orderly", o.orderly),
+		zap.Duration("lag_interval", o.lagInterval), zap.Bool("orderly", o.orderly), zap.Bool("redis", o.redis.enabled()),
 		zap.String("metrics", "http://"+s.metricsAddr+"/metrics"))
 
 	db, err := sqlx.Open("mysql", s.mysqlDSN)
@@ -205,7 +217,14 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	handler, err := chain(store, m, log, o)
+	// With a Redis address, Dedup asks Redis first (a done key: a duplicate without a transaction) and MySQL
+	// otherwise; the store stays the health probe and Version's store: Redis never decides.
+	fast, closeRedis, err := fastPath(ctx, store, reg, o.redis, log)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	handler, err := chain(store, fast, m, log, o)
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,11 @@ import (
 // ownRedisPort is the port of the Redis these tests start and stop themselves (never the shared 6379).
 const ownRedisPort = 16399
 
+// testTimeout is the layer's Config.Timeout in these tests: the longest allowed, so that a GET on a machine
+// loaded by -race and parallel test packages is not counted as a timeout where a test counts misses (with
+// the 50 ms default, F16's third lookup was once a timeout). The timeout test pauses Redis for 3 s, longer.
+const testTimeout = redisfast.MaxTimeout
+
 // counts is an Observer that counts fall-throughs by reason.
 type counts struct {
 	mu sync.Mutex
@@ -67,7 +72,7 @@ func newFixtureOn(t testing.TB, db *sqlx.DB, store *dedup.Store, rdb *redis.Clie
 	t.Helper()
 	prefix := testenv.Unique("rf")
 	obs := &counts{}
-	layer, err := redisfast.New(store, rdb, redisfast.Config{Prefix: prefix + ":", TTL: ttl, Observer: obs})
+	layer, err := redisfast.New(store, rdb, redisfast.Config{Prefix: prefix + ":", TTL: ttl, Timeout: testTimeout, Observer: obs})
 	require.NoError(t, err)
 	return &fixture{db: db, store: store, layer: layer, rdb: rdb, obs: obs, group: testenv.Unique("cg"),
 		prefix: prefix, ledger: testenv.NewLedger(t, db, prefix)}

@@ -19,15 +19,16 @@ import (
 const shutdownTimeout = 30 * time.Second
 
 // startRmqguard drains b through consumer.New and the standard chain (Metrics, Logging with a no-op
-// logger, Recover, Classify, EventID, Timeout unless -handler-timeout 0, Dedup) around a handler that
-// inserts the same business row as the baseline, with consumer.Config.BatchSize batch.
-func startRmqguard(ctx context.Context, env *environment, o options, b backlog, group string, tr *tracker, batch int) (func(), error) {
+// logger, Recover, Classify, EventID, Timeout unless -handler-timeout 0, Dedup on the store, wrapped by
+// layer unless nil) around a handler that inserts the same business row as the baseline, with
+// consumer.Config.BatchSize batch.
+func startRmqguard(ctx context.Context, env *environment, o options, b backlog, group string, tr *tracker, batch int, layer layerFunc) (func(), error) {
 	bizTable := tableName(group, "orders")
 	if err := createBusinessTable(ctx, env, bizTable); err != nil {
 		return nil, err
 	}
 	env.cleanup.scope(group)
-	return startChain(env, o, b, group, tr, batch, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+	return startChain(env, o, b, group, tr, batch, layer, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		if err := insertBusinessRow(ctx, tx, bizTable, d.EventID); err != nil {
 			return consumer.Outcome{}, err
 		}
@@ -41,12 +42,15 @@ func startDuplicates(ctx context.Context, env *environment, o options, b backlog
 	if err := markProcessed(ctx, env, group, b); err != nil {
 		return nil, err
 	}
-	return startRmqguard(ctx, env, o, b, group, tr, 1)
+	return startRmqguard(ctx, env, o, b, group, tr, 1, nil)
 }
 
-// startChain builds the chain around h, wraps it so that each acknowledged message is reported to tr, and
-// starts the consumer.
-func startChain(env *environment, o options, b backlog, group string, tr *tracker, batch int, h dedup.TxHandler) (func(), error) {
+// layerFunc wraps the dedup store of a variant in a fast-path layer (the Redis variant); nil keeps the store.
+type layerFunc func(store *dedup.Store) (dedup.TxStore, error)
+
+// startChain builds the chain around h on the store (wrapped by layer when it is not nil), wraps the chain
+// so that each acknowledged message is reported to tr, and starts the consumer.
+func startChain(env *environment, o options, b backlog, group string, tr *tracker, batch int, layer layerFunc, h dedup.TxHandler) (func(), error) {
 	var opts []dedup.Option
 	if !o.sharedTxPool {
 		opts = append(opts, dedup.WithTxDSN(o.dsn))
@@ -59,8 +63,16 @@ func startChain(env *environment, o options, b backlog, group string, tr *tracke
 	if err != nil {
 		return nil, err
 	}
-	handler, err := chain(store, m, o, h)
+	var txStore dedup.TxStore = store
+	if layer != nil {
+		if txStore, err = layer(store); err != nil {
+			_ = store.Close()
+			return nil, err
+		}
+	}
+	handler, err := chain(txStore, m, o, h)
 	if err != nil {
+		_ = store.Close()
 		return nil, err
 	}
 	counted := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
@@ -98,7 +110,7 @@ func startChain(env *environment, o options, b backlog, group string, tr *tracke
 
 // chain is the standard chain of the README and the example consumer, outermost first, without the
 // example's domain steps (order aggregate check, version).
-func chain(store *dedup.Store, m *metrics.Metrics, o options, h dedup.TxHandler) (consumer.Handler, error) {
+func chain(store dedup.TxStore, m *metrics.Metrics, o options, h dedup.TxHandler) (consumer.Handler, error) {
 	eventID, err := middleware.EventID(middleware.EventIDConfig{
 		Extractors: []middleware.Extractor{middleware.FromProperty("EVENT_ID"), middleware.FromJSONField("eventId")},
 	})

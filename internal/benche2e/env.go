@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2"
 	"github.com/jmoiron/sqlx"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/rmqguard/rmqguard/internal/rmqadmin"
 )
@@ -20,12 +21,17 @@ type environment struct {
 	broker      string
 	db          *sqlx.DB
 	producer    rocketmq.Producer
-	run         string // unique name of the run: prefix of its topics, groups and tables
-	cleanup     *cleanup
-	log         io.Writer
+	// rdb is the Redis of the duplicates-redis variant; nil when that variant is not run or Redis did not
+	// answer (rdbErr says why).
+	rdb     *redis.Client
+	rdbErr  error
+	run     string // unique name of the run: prefix of its topics, groups and tables
+	cleanup *cleanup
+	log     io.Writer
 }
 
-// cleanup remembers the topics, tables and dedup scopes a run created, to remove them when it ends.
+// cleanup remembers the topics, tables and dedup scopes a run created, to remove them when it ends (with
+// the run's Redis keys, environment.redisPrefix).
 type cleanup struct {
 	mu     sync.Mutex
 	topics []string
@@ -51,6 +57,11 @@ func (c *cleanup) run(env *environment, w io.Writer) {
 	}
 	for _, s := range c.scopes {
 		if err := deleteScope(ctx, env.db, s); err != nil {
+			fmt.Fprintf(w, "cleanup: %v\n", err)
+		}
+	}
+	if env.rdb != nil {
+		if err := deleteRedisKeys(ctx, env.rdb, env.redisPrefix()); err != nil {
 			fmt.Fprintf(w, "cleanup: %v\n", err)
 		}
 	}

@@ -4,12 +4,13 @@
 // with a no-op handler, the ceiling), baseline (a hand-written consumer: one sqlx transaction per message
 // with a dedup row and a business row), rmqguard (consumer.New and the standard chain), rmqguard-batch
 // (BatchSize 16), duplicates (a backlog whose events were all processed already, drained by rmqguard) and
-// duplicates-redis (the Redis fast path: n/a until it exists). Every variant drains with a fresh consumer
+// duplicates-redis (the same with the store wrapped in the Redis fast path, dedup/redisfast, every event's
+// done key written first; n/a when Redis at -redis does not answer). Every variant drains with a fresh consumer
 // group from the first offset, the same consume goroutines and the same MySQL pool, into tables of its own.
 // The rate is the distinct messages handled divided by the time from the first to the last. It prints one
 // row per variant and round, the medians and the ratios to the baseline, then the resident memory of the
 // process while the rmqguard variant drains a -rss-backlog backlog. Topics, tables and dedup rows it
-// created are removed at the end, also after Ctrl-C. Run by `make bench-e2e`.
+// created, and its Redis keys, are removed at the end, also after Ctrl-C. Run by `make bench-e2e`.
 package main
 
 import (
@@ -21,6 +22,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -39,6 +41,7 @@ type options struct {
 	nameServers    string
 	broker         string
 	dsn            string
+	redisAddr      string
 	messages       int
 	rounds         int
 	variants       []string
@@ -71,6 +74,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.nameServers, "namesrv", testenv.Env("RMQGUARD_NAMESRV", "127.0.0.1:9876"), "name servers, comma separated")
 	fs.StringVar(&o.broker, "broker", testenv.Env("RMQGUARD_BROKER_ADDR", "127.0.0.1:10911"), "broker address (topics are created and deleted there)")
 	fs.StringVar(&o.dsn, "dsn", testenv.Env("RMQGUARD_MYSQL_DSN", "rmqguard:rmqguard@tcp(127.0.0.1:3306)/rmqguard?parseTime=true"), "MySQL DSN")
+	fs.StringVar(&o.redisAddr, "redis", testenv.Env("RMQGUARD_REDIS_ADDR", testenv.DefaultRedisAddr), "Redis of the duplicates-redis variant (host:port)")
 	fs.IntVar(&o.messages, "messages", 20_000, "messages in the backlog each variant drains")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds; each drains every variant once, in -variants order")
 	fs.StringVar(&list, "variants", defaultVariants, "variants to run, comma separated")
@@ -169,9 +173,15 @@ func open(ctx context.Context, o options, w io.Writer) (*environment, func(), er
 		_ = db.Close()
 		return nil, nil, err
 	}
+	if slices.Contains(o.variants, variantDuplicatesRedis) {
+		env.rdb, env.rdbErr = openRedis(ctx, o.redisAddr)
+	}
 	return env, func() {
 		_ = env.producer.Shutdown()
 		env.cleanup.run(env, w)
+		if env.rdb != nil {
+			_ = env.rdb.Close()
+		}
 		_ = db.Close()
 	}, nil
 }

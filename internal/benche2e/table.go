@@ -96,7 +96,8 @@ func baselineRates(results []result, baseline string) (map[int]float64, float64)
 }
 
 // writeTable prints the per-round rows (variant, round, messages, seconds, msgs/s, ratio to the baseline
-// of the same round), then one row per variant with its median and the ratio of medians. Ratios are "n/a"
+// of the same round), then one row per variant with its median and the ratio of medians, then the ratio
+// of the duplicate variants with and without Redis when both ran. Ratios are "n/a"
 // when the baseline did not run; a variant that could not run shows n/a and why.
 func writeTable(w io.Writer, results []result, baseline string) error {
 	perRound, baseMedian := baselineRates(results, baseline)
@@ -124,7 +125,24 @@ func writeTable(w io.Writer, results []result, baseline string) error {
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\n", s.variant, len(s.rates), s.median, ratio(s.median, baseMedian),
 			joinRates(s.rates))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	writeRedisRatio(w, summarize(results))
+	return nil
+}
+
+// writeRedisRatio prints, when both duplicate variants ran, the ratio of the duplicates-redis median to the
+// duplicates median: what the Redis fast path buys on a backlog of duplicates (issue 8's target: ≥ 3).
+func writeRedisRatio(w io.Writer, sums []summary) {
+	medians := map[string]float64{}
+	for _, s := range sums {
+		medians[s.variant] = s.median
+	}
+	withRedis, without := medians[variantDuplicatesRedis], medians[variantDuplicates]
+	if withRedis > 0 && without > 0 {
+		fmt.Fprintf(w, "\n%s / %s (medians): %s\n", variantDuplicatesRedis, variantDuplicates, ratio(withRedis, without))
+	}
 }
 
 // joinRates formats rates as "a / b / c" with no decimals.

@@ -72,6 +72,21 @@ func TestBenchE2E_TableRows(t *testing.T) {
 	require.Equal(t, []string{"duplicates-redis", "0", "n/a", "n/a", "(not", "yet)"}, fields["#duplicates-redis"])
 }
 
+func TestBenchE2E_TableShowsTheRedisRatio(t *testing.T) {
+	rs := []result{
+		{variant: "baseline", round: 1, messages: 1000, elapsed: time.Second},
+		{variant: "duplicates", round: 1, messages: 1000, elapsed: 400 * time.Millisecond},
+		{variant: "duplicates-redis", round: 1, messages: 1000, elapsed: 100 * time.Millisecond},
+	}
+	var b strings.Builder
+	require.NoError(t, writeTable(&b, rs, "baseline"))
+	require.Contains(t, b.String(), "\nduplicates-redis / duplicates (medians): 4.00\n")
+
+	b.Reset()
+	require.NoError(t, writeTable(&b, rs[:2], "baseline"))
+	require.NotContains(t, b.String(), "duplicates-redis / duplicates", "no ratio without the Redis variant")
+}
+
 func TestBenchE2E_TableWithoutBaselineSaysNA(t *testing.T) {
 	var b strings.Builder
 	require.NoError(t, writeTable(&b, []result{{variant: "raw", round: 1, messages: 10, elapsed: time.Second}}, "baseline"))

@@ -14,8 +14,8 @@ const (
 	variantRmqguard   = "rmqguard"
 	variantBatch      = "rmqguard-batch"
 	variantDuplicates = "duplicates"
-	// variantDuplicatesRedis is the hook of the Redis fast path (issue 8, item 4): it reports n/a until a
-	// dedup store with a Redis layer exists; then it drains the duplicates backlog through it.
+	// variantDuplicatesRedis drains the duplicates backlog with the dedup store wrapped in the Redis fast
+	// path (dedup/redisfast), every event's done key written beforehand: each message is answered by Redis.
 	variantDuplicatesRedis = "duplicates-redis"
 )
 
@@ -37,15 +37,13 @@ func variants() map[string]drainFunc {
 		variantRaw:      startRaw,
 		variantBaseline: startBaseline,
 		variantRmqguard: func(ctx context.Context, env *environment, o options, b backlog, group string, tr *tracker) (func(), error) {
-			return startRmqguard(ctx, env, o, b, group, tr, 1)
+			return startRmqguard(ctx, env, o, b, group, tr, 1, nil)
 		},
 		variantBatch: func(ctx context.Context, env *environment, o options, b backlog, group string, tr *tracker) (func(), error) {
-			return startRmqguard(ctx, env, o, b, group, tr, batchSize)
+			return startRmqguard(ctx, env, o, b, group, tr, batchSize, nil)
 		},
-		variantDuplicates: startDuplicates,
-		variantDuplicatesRedis: func(context.Context, *environment, options, backlog, string, *tracker) (func(), error) {
-			return nil, errNotAvailable{"no Redis fast path yet (issue 8, item 4)"}
-		},
+		variantDuplicates:      startDuplicates,
+		variantDuplicatesRedis: startDuplicatesRedis,
 	}
 }
 

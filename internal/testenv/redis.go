@@ -10,18 +10,16 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rmqguard/rmqguard/dedup/redisfast"
 )
 
 // DefaultRedisAddr is the shared Redis of `make up` (RMQGUARD_REDIS_ADDR).
 const DefaultRedisAddr = "127.0.0.1:6379"
 
-// redisOptions are the client options of the tests: commands bounded by the context's deadline, short
-// network timeouts, no retries and one dial attempt (a fast path must fail fast: with go-redis's default of 5
-// dial attempts 100 ms apart, a Redis that is down costs each command its whole timeout).
-func redisOptions(addr string) *redis.Options {
-	return &redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1,
-		DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond}
-}
+// redisOptions are the client options of the tests, the fast path's own (redisfast.ClientOptions): commands
+// bounded by the context's deadline, short network timeouts, no retries and one dial attempt.
+func redisOptions(addr string) *redis.Options { return redisfast.ClientOptions(addr) }
 
 // Redis returns a client of the shared Redis (RMQGUARD_REDIS_ADDR) after a PING, closed when the test
 // ends. Tests on it must use keys of their own (a Unique prefix) and never flush it.
