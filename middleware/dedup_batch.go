@@ -50,8 +50,11 @@ func dedupInBatch(ctx context.Context, store dedup.TxStore, b *consumer.Batch, d
 	}
 	m := &member{bt: bt, b: b, idx: b.Member(), d: d}
 	dup, err := bt.enter(m)
-	if err != nil || dup {
-		return consumer.Duplicate(), err
+	if err != nil {
+		return consumer.Outcome{}, err
+	}
+	if dup {
+		return consumer.Duplicate(), nil
 	}
 	defer bt.leave()
 	if m.sp, err = bt.txn.Savepoint(ctx); err != nil {
