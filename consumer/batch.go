@@ -17,9 +17,9 @@ type BatchResource interface {
 	Finish(ctx context.Context) error
 }
 
-// Batch is the scope of one client callback when Config.BatchSize > 1: it is in the context of each of
-// its members' handlers (BatchFromContext), and lets a middleware attach one resource per key that the
-// members share. Members are handled one after another, never at once; a Batch is still safe for
+// Batch is the scope of one client callback of several messages (Config.BatchSize > 1): it is in the
+// context of each of its members' handlers (BatchFromContext), and lets a middleware attach one resource
+// per key that the members share. Members are handled one after another, never at once; a Batch is still safe for
 // concurrent use (a handler abandoned at its deadline may run on).
 //
 // Its context (Context) is not a member's: it derives from the consumer's run context, so Shutdown ends it,
@@ -43,7 +43,7 @@ type batchEntry struct {
 type batchKey struct{}
 
 // BatchFromContext returns the Batch of the callback ctx's member belongs to, or nil when the consumer
-// handles each message alone (Config.BatchSize 1) or ctx is not a handler's.
+// handles the message alone (Config.BatchSize 1, or a callback of one message) or ctx is not a handler's.
 func BatchFromContext(ctx context.Context) *Batch {
 	b, _ := ctx.Value(batchKey{}).(*Batch)
 	return b

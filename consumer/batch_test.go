@@ -89,3 +89,19 @@ func TestIssue8_BatchResourceFinishedOnceAfterTheLastMember(t *testing.T) {
 		assert.Nil(t, b)
 	})
 }
+
+// A callback holding a single message handles it alone even with BatchSize > 1: no Batch, so no shared
+// transaction and no savepoint for it.
+func TestIssue8_SingleMessageCallbackHasNoBatch(t *testing.T) {
+	cfg := validConfig()
+	cfg.BatchSize = 32
+	var b *consumer.Batch
+	ran := false
+	_, fp := newConsumer(t, cfg, func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		b, ran = consumer.BatchFromContext(ctx), true
+		return consumer.Processed(), nil
+	})
+	fp.deliver(t, "ORDER", orderMsg("a"))
+	require.True(t, ran)
+	assert.Nil(t, b)
+}

@@ -48,7 +48,8 @@ func (c *Consumer) enter() bool {
 // failure of the message. In orderly mode they are answered SuspendCurrentQueueAMoment, never
 // ConsumeRetryLater (see unanswered).
 //
-// With Config.BatchSize > 1 each member's handler context carries the callback's Batch (BatchFromContext),
+// With Config.BatchSize > 1 and more than one message in the callback, each member's handler context
+// carries the callback's Batch (BatchFromContext),
 // whose shared resources (middleware.Dedup's one transaction per callback) are finished once after the
 // last member; a member that depended on one that failed is decided a retry with its error.
 //
@@ -87,7 +88,7 @@ func (c *Consumer) consumeEntered(msgs []*primitive.MessageExt) (res Resolution,
 	waiting := make([]bool, len(msgs)) // orderly: not handled, behind a member that was not acknowledged
 	held := false
 	var batch *Batch
-	if c.cfg.BatchSize > 1 {
+	if c.cfg.BatchSize > 1 && len(msgs) > 1 { // a callback of one message handles it alone, as BatchSize 1
 		var cancel context.CancelFunc
 		batch, cancel = newBatch(c.runCtx, c.cfg.HandlerTimeout, len(msgs))
 		defer cancel() // an unanswered callback: its shared transaction is rolled back, never committed
