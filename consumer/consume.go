@@ -48,6 +48,11 @@ func (c *Consumer) enter() bool {
 // failure of the message. In orderly mode they are answered SuspendCurrentQueueAMoment, never
 // ConsumeRetryLater (see unanswered).
 //
+// With Config.BatchSize > 1 and more than one message in the callback, each member's handler context
+// carries the callback's Batch (BatchFromContext),
+// whose shared resources (middleware.Dedup's one transaction per callback) are finished once after the
+// last member; a member that depended on one that failed is decided a retry with its error.
+//
 // In orderly mode a failure answer also sets the queue's suspension to Config.SuspendTime on the orderly
 // context, and the messages' attempt counts are kept (keepAttempts); the members of a batch behind one
 // that is not acknowledged are not handled (holdsBack); see orderly.go.
@@ -82,6 +87,12 @@ func (c *Consumer) consumeEntered(msgs []*primitive.MessageExt) (res Resolution,
 	elapsed := make([]time.Duration, len(msgs))
 	waiting := make([]bool, len(msgs)) // orderly: not handled, behind a member that was not acknowledged
 	held := false
+	var batch *Batch
+	if c.cfg.BatchSize > 1 && len(msgs) > 1 { // a callback of one message handles it alone, as BatchSize 1
+		var cancel context.CancelFunc
+		batch, cancel = newBatch(c.runCtx, c.cfg.HandlerTimeout, len(msgs))
+		defer cancel() // an unanswered callback: its shared transaction is rolled back, never committed
+	}
 	for i, msg := range msgs {
 		start := time.Now()
 		ds[i] = newNamespacedDelivery(c.cfg, msg)
@@ -95,13 +106,21 @@ func (c *Consumer) consumeEntered(msgs []*primitive.MessageExt) (res Resolution,
 			continue
 		}
 		var ok bool
-		if outcomes[i], errs[i], ok = c.decide(ds[i], w); !ok {
+		if batch != nil {
+			batch.enter(i)
+		}
+		if outcomes[i], errs[i], ok = c.decide(ds[i], w, batch); !ok {
 			return Resolution{}, false
 		}
 		elapsed[i] = time.Since(start)
 		held = c.cfg.Orderly && holdsBack(exhaust(ds[i], outcomes[i], errs[i]), errs[i])
 	}
 	chain := append([]Outcome(nil), outcomes...)
+	if batch != nil {
+		// The shared transaction commits before exhaust, dead letters and reports: a member that depended
+		// on a failed COMMIT is decided a retry (its chain outcome stays the handler's, logged beside it).
+		batch.finish(outcomes, errs)
+	}
 	if c.cfg.Orderly {
 		for i, d := range ds {
 			if !waiting[i] {
@@ -125,7 +144,7 @@ func (c *Consumer) consumeEntered(msgs []*primitive.MessageExt) (res Resolution,
 // store health gate before each run while it is closed, for at most w's bound (then the unavailable
 // outcome stands: a retry that spends an attempt). ok is false when the consumer is stopping and the
 // message must not be answered: the gate stopped while it waited, or Shutdown cancelled its handler.
-func (c *Consumer) decide(d *Delivery, w *outageWait) (o Outcome, err error, ok bool) {
+func (c *Consumer) decide(d *Delivery, w *outageWait, b *Batch) (o Outcome, err error, ok bool) {
 	for {
 		gen, closed := c.gate.current()
 		if closed != nil {
@@ -137,7 +156,7 @@ func (c *Consumer) decide(d *Delivery, w *outageWait) (o Outcome, err error, ok 
 			}
 			continue
 		}
-		o, err = c.handleOne(d)
+		o, err = c.handleOne(d, b)
 		if c.runCtx.Err() != nil && (err != nil || !o.Kind.Acknowledges()) {
 			return o, err, false // cancelled by Shutdown: not the message's failure
 		}
@@ -174,9 +193,10 @@ func (c *Consumer) outageTooLong(d *Delivery, o Outcome, err error) (Outcome, er
 	return o, err, true
 }
 
-// handleOne runs the handler for one delivery under HandlerTimeout.
-func (c *Consumer) handleOne(d *Delivery) (Outcome, error) {
-	ctx, cancel := context.WithTimeout(c.runCtx, c.cfg.HandlerTimeout)
+// handleOne runs the handler for one delivery under HandlerTimeout, with b (the callback's Batch, nil
+// when BatchSize is 1) in its context.
+func (c *Consumer) handleOne(d *Delivery, b *Batch) (Outcome, error) {
+	ctx, cancel := context.WithTimeout(withBatch(c.runCtx, b), c.cfg.HandlerTimeout)
 	defer cancel()
 	c.observer.InFlight(d.Group, 1)
 	defer c.observer.InFlight(d.Group, -1)

@@ -61,6 +61,23 @@ func (a *afterCommit) add(fn func(context.Context)) error {
 	return nil
 }
 
+// mark returns the number of hooks registered so far (a Savepoint's mark).
+func (a *afterCommit) mark() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.fns)
+}
+
+// truncate drops the hooks registered after mark n (a rollback to a savepoint).
+func (a *afterCommit) truncate(n int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if n < len(a.fns) {
+		clear(a.fns[n:])
+		a.fns = a.fns[:n]
+	}
+}
+
 // close refuses further hooks and returns those registered.
 func (a *afterCommit) close() []func(context.Context) {
 	a.mu.Lock()

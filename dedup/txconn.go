@@ -27,7 +27,8 @@ type baseConn interface {
 
 // txConnector opens the connections of a store's own transaction pool (WithTxDSN). Each connection starts
 // with autocommit off, set once when it is opened (the DSN parameter autocommit=0, which go-sql-driver
-// sends as one SET at connect) instead of twice per message, and is a trackedConn.
+// sends as one SET at connect) instead of twice per message, with interpolateParams on (each statement is
+// one round trip, not a prepare, an execute and a close), and is a trackedConn.
 type txConnector struct{ base driver.Connector }
 
 // newTxConnector parses dsn (go-sql-driver's format) and returns its connector with autocommit off.
@@ -48,6 +49,9 @@ func newTxConnector(dsn string) (*txConnector, error) {
 	// Several statements in one query would let "DO 0; ROLLBACK" pass as plain DML (see plainDML): such
 	// a query fails on this pool (MySQL 1064) instead.
 	cfg.MultiStatements = false
+	// Arguments interpolated by the driver: one round trip per statement instead of a prepare, an execute
+	// and a close; the driver escapes them itself and falls back to a prepared statement when it cannot.
+	cfg.InterpolateParams = true
 	base, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("dedup: WithTxDSN: connector: %w", err)
@@ -78,7 +82,7 @@ func (c *txConnector) Driver() driver.Driver { return c.base.Driver() }
 // innodb_rollback_on_timeout; a lost connection ends it), and a statement that ends or commits it without
 // failing (ROLLBACK, COMMIT, DDL, SET autocommit, …). After either, statements run in a new implicit
 // transaction without the dedup row. Store.Confirm reads the row back only after a doubt and skips the
-// SELECT otherwise. Every failure counts, whatever its number, so that no error that rolls back is missed
+// SELECT otherwise. Every failure counts but MySQL 1062 (a statement-level rollback only), so that no error that rolls back is missed
 // (driver.ErrSkip, "use a prepared statement instead", is not a failure); every statement that is not
 // plain DML (see plainDML) counts.
 type trackedConn struct {
@@ -120,13 +124,22 @@ func (t *trackedTx) Rollback() error {
 	return t.base.Rollback()
 }
 
-// note records err (nil and driver.ErrSkip excepted) as a doubt and returns it unchanged.
+// note records err (nil and driver.ErrSkip excepted) as a doubt and returns it unchanged. MySQL 1062
+// (duplicate key) is not a doubt: InnoDB rolls back only the failing statement, never the transaction, so
+// a duplicate claim inside a batch transaction costs no SELECT before its COMMIT.
 func (c *trackedConn) note(err error) error {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == errDupEntry {
+		return err
+	}
 	if err != nil && !errors.Is(err, driver.ErrSkip) {
 		c.doubt.Store(true)
 	}
 	return err
 }
+
+// errDupEntry is MySQL's ER_DUP_ENTRY, a statement-level rollback only.
+const errDupEntry = 1062
 
 // statement records query as a doubt unless it is plain DML.
 func (c *trackedConn) statement(query string) {
@@ -162,6 +175,12 @@ func plainDML(query string) bool {
 	}
 	return false
 }
+
+// clearDoubt forgets a doubt that only Txn.RollbackTo's own statement raised: a ROLLBACK TO SAVEPOINT that
+// succeeds keeps the transaction open (had the server ended it, the savepoint would be gone: 1305, a
+// failure that stays a doubt). A handler's own ROLLBACK TO stays a doubt: it may undo another member's
+// claim of the batch.
+func (c *trackedConn) clearDoubt() { c.doubt.Store(false) }
 
 func (c *trackedConn) Prepare(query string) (driver.Stmt, error) {
 	return c.PrepareContext(context.Background(), query)

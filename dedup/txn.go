@@ -45,6 +45,8 @@ type Txn struct {
 	ctx     context.Context
 	log     *zap.Logger
 	hooks   afterCommit
+	// savepoints counts the savepoints set (Savepoint); only the goroutine handling the batch sets them.
+	savepoints int
 }
 
 // Begin starts the local transaction of one message, on the pool of WithTxDSN if the store has one (BEGIN

@@ -29,6 +29,11 @@ type TxStore interface {
 	DuplicateCause(ctx context.Context, txn *Txn, d *consumer.Delivery) (consumer.Cause, error)
 	// RecordStale records d as stale in a statement of its own (see Store.RecordStale).
 	RecordStale(ctx context.Context, d *consumer.Delivery) error
+	// RecordStaleIn records d as stale inside a batch's shared transaction (see Store.RecordStaleIn).
+	RecordStaleIn(ctx context.Context, txn *Txn, d *consumer.Delivery) error
+	// ConfirmBatch checks that a batch's transaction still holds its kept rows, right before its Commit
+	// (see Store.ConfirmBatch).
+	ConfirmBatch(ctx context.Context, txn *Txn, kept []*consumer.Delivery) error
 }
 
 // Done is the TxStore fast path of the database store: the database has no answer without a round trip,

@@ -35,6 +35,9 @@ import (
 // store is any dedup.TxStore: a *dedup.Store, or a fast-path layer wrapping one. Before Begin, Dedup asks
 // store.Done; an event the store knows is done is a consumer.Duplicate without a transaction (with the
 // cause the store knows, or none: the consumer then guesses it). *dedup.Store never knows (no round trip).
+//
+// In a batch (consumer.Config.BatchSize > 1, consumer.BatchFromContext) the members of one callback share
+// one transaction instead, a SAVEPOINT per member and one COMMIT after the last; see dedup_batch.go.
 func Dedup(store dedup.TxStore) consumer.Middleware {
 	return func(next consumer.Handler) consumer.Handler {
 		return func(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {
@@ -45,6 +48,9 @@ func Dedup(store dedup.TxStore) consumer.Middleware {
 				o := consumer.Duplicate()
 				o.Cause = cause
 				return o, nil
+			}
+			if b := consumer.BatchFromContext(ctx); b != nil {
+				return dedupInBatch(ctx, store, b, d, next)
 			}
 			txn, err := store.Begin(ctx)
 			if err != nil {

@@ -22,7 +22,9 @@ import (
 // handler's goroutine ends when the handler returns; handlers must not modify the Delivery. A panic in the
 // inner chain is recovered on the handler's goroutine and returned as a *PanicError (wrapping ErrPanic)
 // that carries that goroutine's stack, for Recover to log. With d ≤ 0 only the parent's deadline applies,
-// still enforced.
+// still enforced. In a batch (consumer.Config.BatchSize > 1) the members share a transaction begun with the
+// batch's context instead, and Dedup loses it when a member was abandoned still running, so nothing commits
+// then either.
 func Timeout(d time.Duration) consumer.Middleware {
 	own := newOwnDeadline("middleware.Timeout", d)
 	return func(next consumer.Handler) consumer.Handler {

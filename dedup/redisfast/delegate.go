@@ -84,3 +84,21 @@ func (l *Layer) mark(ctx context.Context, key, msgID string, nx bool) {
 		l.fallback(ReasonMarkFailed)
 	}
 }
+
+// RecordStaleIn records d as stale inside the batch transaction txn in the wrapped store and registers the
+// write of d's "done" key as an after-commit step of txn: the key appears only once the batch committed.
+func (l *Layer) RecordStaleIn(ctx context.Context, txn *dedup.Txn, d *consumer.Delivery) error {
+	if err := l.store.RecordStaleIn(ctx, txn, d); err != nil {
+		return err
+	}
+	key, msgID := l.Key(d), d.Msg.MsgId
+	if hookErr := txn.AfterCommit(func(ctx context.Context) { l.mark(ctx, key, msgID, false) }); hookErr != nil {
+		l.fallback(ReasonMarkFailed)
+	}
+	return nil
+}
+
+// ConfirmBatch checks the batch's kept rows in the wrapped store.
+func (l *Layer) ConfirmBatch(ctx context.Context, txn *dedup.Txn, kept []*consumer.Delivery) error {
+	return l.store.ConfirmBatch(ctx, txn, kept)
+}

@@ -19,8 +19,8 @@ const (
 	variantDuplicatesRedis = "duplicates-redis"
 )
 
-// batchSize is the rmqguard-batch variant's consumer.Config.BatchSize.
-const batchSize = 16
+// batchSize is the rmqguard-batch variant's consumer.Config.BatchSize: 32, the client's default pull batch.
+const batchSize = 32
 
 // errNotAvailable is returned by a variant that cannot run yet; its row shows n/a.
 type errNotAvailable struct{ why string }

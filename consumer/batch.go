@@ -1,0 +1,139 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// BatchResource is something the members of one client callback share, such as the one dedup transaction
+// of a batch (middleware.Dedup): the consumer finishes it once, after the last member was handled and
+// before any dead letter is published or any decision reported.
+type BatchResource interface {
+	// Finish ends the resource (for a transaction: COMMIT, or ROLLBACK when no member kept anything) with
+	// the batch's context (Batch.Context). An error turns every member that depended on it (Batch.Depend)
+	// into a retry carrying the error.
+	Finish(ctx context.Context) error
+}
+
+// Batch is the scope of one client callback of several messages (Config.BatchSize > 1): it is in the
+// context of each of its members' handlers (BatchFromContext), and lets a middleware attach one resource
+// per key that the members share. Members are handled one after another, never at once; a Batch is still safe for
+// concurrent use (a handler abandoned at its deadline may run on).
+//
+// Its context (Context) is not a member's: it derives from the consumer's run context, so Shutdown ends it,
+// with a deadline of HandlerTimeout × the number of members in the callback; a resource begun with it (a
+// transaction) is rolled back when it ends, so a callback that waits long for the store (OutageWait) or
+// whose members together run past that deadline is retried as a whole.
+type Batch struct {
+	ctx    context.Context
+	mu     sync.Mutex
+	member int // index of the member being handled
+	order  []any
+	res    map[any]*batchEntry
+}
+
+// batchEntry is one attached resource and the members that depend on it.
+type batchEntry struct {
+	r    BatchResource
+	deps map[int]bool
+}
+
+type batchKey struct{}
+
+// BatchFromContext returns the Batch of the callback ctx's member belongs to, or nil when the consumer
+// handles the message alone (Config.BatchSize 1, or a callback of one message) or ctx is not a handler's.
+func BatchFromContext(ctx context.Context) *Batch {
+	b, _ := ctx.Value(batchKey{}).(*Batch)
+	return b
+}
+
+// withBatch returns ctx carrying b (nil: ctx unchanged).
+func withBatch(ctx context.Context, b *Batch) context.Context {
+	if b == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, batchKey{}, b)
+}
+
+// newBatch returns the scope of a callback of n members, with its context from parent bounded by
+// perMember × n; cancel ends that context (and with it whatever resource was not finished).
+func newBatch(parent context.Context, perMember time.Duration, n int) (*Batch, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(parent, perMember*time.Duration(n))
+	return &Batch{ctx: ctx, res: map[any]*batchEntry{}}, cancel
+}
+
+// Context returns the batch's own context: begin shared resources with it, not with a member's context
+// (which ends when that member's handler returns).
+func (b *Batch) Context() context.Context { return b.ctx }
+
+// enter records that member i is being handled now.
+func (b *Batch) enter(i int) {
+	b.mu.Lock()
+	b.member = i
+	b.mu.Unlock()
+}
+
+// Resource returns the resource attached under key, or nil.
+func (b *Batch) Resource(key any) BatchResource {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e, ok := b.res[key]; ok {
+		return e.r
+	}
+	return nil
+}
+
+// Attach attaches r under key; the consumer finishes it after the last member (resources in the order
+// they were attached). It returns an error when key already has a resource.
+func (b *Batch) Attach(key any, r BatchResource) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.res[key]; ok {
+		return fmt.Errorf("consumer: Batch.Attach: key %v already has a resource", key)
+	}
+	b.res[key] = &batchEntry{r: r, deps: map[int]bool{}}
+	b.order = append(b.order, key)
+	return nil
+}
+
+// Member returns the index, in its callback, of the member being handled now. A middleware that may
+// outlive its member (abandoned at its deadline) takes it on entry and passes it to Depend.
+func (b *Batch) Member() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.member
+}
+
+// Depend records that member (see Member) depends on the resource under key: its acknowledgement holds
+// only if that resource finishes without error. Nothing happens when key has no resource.
+func (b *Batch) Depend(key any, member int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e, ok := b.res[key]; ok {
+		e.deps[member] = true
+	}
+}
+
+// finish finishes every attached resource once, with the batch context, and turns each member that
+// depended on one that failed into a retry carrying the error (its outcome is decided here, once, before
+// dead letters, reports and metrics see it).
+func (b *Batch) finish(outcomes []Outcome, errs []error) {
+	b.mu.Lock()
+	entries := make([]*batchEntry, 0, len(b.order))
+	for _, k := range b.order {
+		entries = append(entries, b.res[k])
+	}
+	b.mu.Unlock()
+	for _, e := range entries {
+		err := e.r.Finish(b.ctx)
+		if err == nil {
+			continue
+		}
+		for i := range e.deps {
+			outcomes[i] = Retry(0, "the batch's shared transaction did not commit: "+err.Error())
+			errs[i] = fmt.Errorf("consumer: batch resource: %w", err)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package consumer_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmqguard/rmqguard/consumer"
+)
+
+// sharedResource is a BatchResource that records its Finish calls and returns err.
+type sharedResource struct {
+	err      error
+	finishes int
+	ctxLive  bool // the batch context was still live when Finish ran
+}
+
+func (r *sharedResource) Finish(ctx context.Context) error {
+	r.finishes++
+	r.ctxLive = ctx.Err() == nil
+	return r.err
+}
+
+// Issue 8, item 3: with BatchSize > 1 the members share the callback's Batch; a resource attached by one
+// member is finished once after the last member, and when it fails every member that depended on it is
+// decided a retry with its error (a member that did not depend keeps its outcome), before the decisions
+// are reported. With BatchSize 1 there is no Batch.
+func TestIssue8_BatchResourceFinishedOnceAfterTheLastMember(t *testing.T) {
+	for _, failing := range []bool{false, true} {
+		t.Run(map[bool]string{false: "finish succeeds", true: "finish fails"}[failing], func(t *testing.T) {
+			res := &sharedResource{}
+			if failing {
+				res.err = errors.New("commit refused")
+			}
+			var seen []*consumer.Batch
+			h := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+				b := consumer.BatchFromContext(ctx)
+				seen = append(seen, b)
+				require.NotNil(t, b)
+				if b.Resource("tx") == nil {
+					require.NoError(t, b.Attach("tx", res))
+				}
+				require.Error(t, b.Attach("tx", res), "one resource per key")
+				assert.Zero(t, res.finishes, "not finished while members run")
+				if d.Msg.GetKeys() == "b" {
+					return consumer.Duplicate(), nil // did not depend on the resource
+				}
+				b.Depend("tx", b.Member())
+				return consumer.Processed(), nil
+			}
+			obs := &fakeObserver{}
+			cfg := validConfig()
+			cfg.BatchSize = 8
+			_, fp := newConsumer(t, cfg, h, consumer.WithObserver(obs))
+			a, b, c := orderMsg("a"), orderMsg("b"), orderMsg("c")
+			res2, _ := fp.deliver(t, "ORDER", a, b, c)
+			assert.Equal(t, 1, res.finishes)
+			assert.True(t, res.ctxLive, "finished with the batch's own context, not a member's")
+			assert.Same(t, seen[0], seen[2], "one Batch per callback")
+			if !failing {
+				assert.Equal(t, rmq.ConsumeSuccess, res2)
+				assert.Equal(t, consumer.KindProcessed, obs.decisions(a.MsgId)[0].Outcome.Kind)
+				return
+			}
+			assert.Equal(t, rmq.ConsumeRetryLater, res2)
+			for _, m := range []string{a.MsgId, c.MsgId} {
+				dec := obs.decisions(m)[0]
+				assert.Equal(t, consumer.KindRetry, dec.Outcome.Kind)
+				assert.Equal(t, consumer.KindProcessed, dec.Chain.Kind, "the chain's outcome stays the handler's")
+				assert.ErrorIs(t, dec.Err, res.err)
+			}
+			assert.Equal(t, consumer.KindDuplicate, obs.decisions(b.MsgId)[0].Outcome.Kind)
+			assert.True(t, obs.decisions(b.MsgId)[0].BatchRetried)
+		})
+	}
+	t.Run("BatchSize 1", func(t *testing.T) {
+		var b *consumer.Batch
+		ran := false
+		_, fp := newConsumer(t, validConfig(), func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+			b, ran = consumer.BatchFromContext(ctx), true
+			return consumer.Processed(), nil
+		})
+		fp.deliver(t, "ORDER", orderMsg("a"))
+		require.True(t, ran)
+		assert.Nil(t, b)
+	})
+}
+
+// A callback holding a single message handles it alone even with BatchSize > 1: no Batch, so no shared
+// transaction and no savepoint for it.
+func TestIssue8_SingleMessageCallbackHasNoBatch(t *testing.T) {
+	cfg := validConfig()
+	cfg.BatchSize = 32
+	var b *consumer.Batch
+	ran := false
+	_, fp := newConsumer(t, cfg, func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		b, ran = consumer.BatchFromContext(ctx), true
+		return consumer.Processed(), nil
+	})
+	fp.deliver(t, "ORDER", orderMsg("a"))
+	require.True(t, ran)
+	assert.Nil(t, b)
+}

@@ -1,0 +1,400 @@
+package dedup_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/middleware"
+	"github.com/rmqguard/rmqguard/retry"
+)
+
+// Issue 8, item 3: with consumer.Config.BatchSize > 1 the members of one callback share one dedup
+// transaction, a SAVEPOINT per member and one COMMIT after the last. These tests run the consumer's real
+// callback (testenv.Callback: only the pulling is the test's) on the real test database.
+
+// batchConsumer is f's chain, with h as the business handler, behind a consumer with BatchSize 32.
+func (f *fixture) batchConsumer(t *testing.T, orderly bool, h dedup.TxHandler) *testenv.Callback {
+	t.Helper()
+	cfg := consumer.Config{Group: f.group, Subscriptions: []consumer.Subscription{{Topic: "ORDER"}},
+		BatchSize: 32, Orderly: orderly, HandlerTimeout: 5 * time.Second}
+	return testenv.NewCallback(t, cfg, f.chain(t, h))
+}
+
+// batchMsgs returns one message per event ID, each with its own order number.
+func (f *fixture) batchMsgs(t *testing.T, ids ...string) []*primitive.MessageExt {
+	msgs := make([]*primitive.MessageExt, len(ids))
+	for i, id := range ids {
+		msgs[i] = f.orderMsg(t, id, id)
+	}
+	return msgs
+}
+
+// status returns the result_status of the event's processed_event row, "" when there is none.
+func (f *fixture) status(t *testing.T, eventID string) string {
+	t.Helper()
+	var s []string
+	require.NoError(t, f.db.Select(&s, `SELECT result_status FROM processed_event WHERE consumer_group = ? AND event_id = ?`, f.group, eventID))
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
+}
+
+// Rules 1 and 2: a failing member is rolled back to its savepoint (its claim and its writes); the others
+// commit together. The batch is retried as a whole, and on redelivery the committed members are duplicates.
+func TestIssue8_Batch_FailingMemberRolledBackOthersCommitTogether(t *testing.T) {
+	f := newFixture(t)
+	e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
+	fail := true
+	cb := f.batchConsumer(t, false, f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if err := f.ledger.Append(ctx, tx, d.EventID+"-written"); err != nil {
+			return consumer.Outcome{}, err
+		}
+		if d.EventID == e2 && fail {
+			return consumer.Outcome{}, errors.New("member 2 fails")
+		}
+		return consumer.Processed(), nil
+	}))
+	msgs := f.batchMsgs(t, e1, e2, e3)
+	assert.Equal(t, rmq.ConsumeRetryLater, cb.Deliver(t, false, msgs...))
+	assert.Equal(t, "SUCCESS", f.status(t, e1))
+	assert.Equal(t, "", f.status(t, e2), "member 2's claim was rolled back to its savepoint")
+	assert.Equal(t, "SUCCESS", f.status(t, e3))
+	assert.Equal(t, 0, f.ledger.Count(t, e2+"-written"), "member 2's own write was rolled back")
+	assert.Equal(t, 1, f.ledger.Count(t, e1+"-written"))
+	assert.Equal(t, 1, f.ledger.Count(t, e3+"-written"))
+	require.Len(t, cb.Decisions(msgs[0].MsgId), 1)
+	assert.True(t, cb.Decisions(msgs[0].MsgId)[0].BatchRetried)
+
+	fail = false
+	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, msgs...))
+	for i, want := range []consumer.Kind{consumer.KindDuplicate, consumer.KindProcessed, consumer.KindDuplicate} {
+		dec := cb.Decisions(msgs[i].MsgId)
+		require.Len(t, dec, 2)
+		assert.Equal(t, want, dec[1].Outcome.Kind, "member %d on redelivery", i+1)
+	}
+	for _, id := range []string{e1, e2, e3} {
+		assert.Equal(t, 1, f.ledger.Count(t, id+"-written"), "event %s took effect once", id)
+		assert.Equal(t, 1, f.ledger.Count(t, id))
+	}
+}
+
+// Rule 3, F15 in batch form: a deadlock inside member 2's handler rolls the whole batch transaction back
+// server-side. Whether the handler returns the 1213 (ROLLBACK TO SAVEPOINT then fails with 1305) or
+// swallows it and goes on (the claim count before COMMIT finds rows missing), no member's effect commits,
+// every member that depended on the transaction is decided a retry (with the error, reported so), and no
+// after-commit hook runs. On redelivery each event takes effect once.
+func TestF15_Batch_DeadlockInOneMemberRetriesEveryMember(t *testing.T) {
+	for _, swallow := range []bool{false, true} {
+		name := map[bool]string{false: "handler returns the deadlock", true: "handler swallows the deadlock"}[swallow]
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			a, b := f.prefix+"-lock-a", f.prefix+"-lock-b"
+			for _, o := range []string{a, b} {
+				_, err := f.db.Exec(`INSERT INTO orders (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
+					VALUES (?, 'sku', 1, 1, 'CREATED', 1, NOW(6), NOW(6))`, o)
+				require.NoError(t, err)
+			}
+			e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
+			first, deadlocks := true, 0
+			var hooksMu sync.Mutex
+			hooks := 0
+			cb := f.batchConsumer(t, false, f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+				require.NoError(t, dedup.AfterCommit(ctx, func(context.Context) { hooksMu.Lock(); hooks++; hooksMu.Unlock() }))
+				if d.EventID == e2 {
+					if _, err := tx.ExecContext(ctx, `UPDATE orders SET version = version + 1 WHERE order_no = ?`, a); err != nil {
+						return consumer.Outcome{}, err
+					}
+					if first {
+						first = false
+						defer f.deadlockWith(a, b)()
+					}
+					_, err := tx.ExecContext(ctx, `UPDATE orders SET version = version + 1 WHERE order_no = ?`, b)
+					var me *mysql.MySQLError
+					if errors.As(err, &me) && me.Number == retry.ErLockDeadlock {
+						deadlocks++
+						if !swallow {
+							return consumer.Outcome{}, err
+						}
+					}
+				}
+				return consumer.Processed(), nil
+			}))
+			msgs := f.batchMsgs(t, e1, e2, e3)
+			assert.Equal(t, rmq.ConsumeRetryLater, cb.Deliver(t, false, msgs...))
+			require.Equal(t, 1, deadlocks, "the scenario produced its deadlock")
+			for i, id := range []string{e1, e2, e3} {
+				assert.Equal(t, "", f.status(t, id), "no row committed for member %d", i+1)
+				assert.Equal(t, 0, f.ledger.Count(t, id), "no effect committed for member %d", i+1)
+				dec := cb.Decisions(msgs[i].MsgId)
+				require.Len(t, dec, 1)
+				if !swallow && i == 1 {
+					continue // its own failure, the deadlock
+				}
+				if !swallow && i == 2 {
+					assert.ErrorIs(t, dec[0].Err, middleware.ErrBatchLost, "member 3 is not handled on a lost transaction")
+					continue
+				}
+				assert.Equal(t, consumer.KindRetry, dec[0].Outcome.Kind, "member %d decided a retry", i+1)
+				require.Error(t, dec[0].Err, "member %d carries the batch's error", i+1)
+				if swallow {
+					assert.ErrorIs(t, dec[0].Err, dedup.ErrClaimLost)
+				} else {
+					assert.ErrorIs(t, dec[0].Err, middleware.ErrBatchLost)
+				}
+			}
+			assert.Zero(t, hooks, "no after-commit hook ran")
+
+			assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, msgs...))
+			for _, id := range []string{e1, e2, e3} {
+				assert.Equal(t, 1, f.ledger.Count(t, id), "event %s took effect once", id)
+			}
+			assert.Equal(t, 3, hooks, "each kept member's hook ran once after the batch COMMIT")
+		})
+	}
+}
+
+// Rule 5: a stale member is rolled back to its savepoint (its writes dropped) and its STALE row is inserted
+// inside the batch transaction, committed with the others; its next delivery is a duplicate.
+func TestIssue8_Batch_StaleMemberRecordedInsideTheBatch(t *testing.T) {
+	f := newFixture(t)
+	e1, e2 := f.prefix+"-1", f.prefix+"-2"
+	cb := f.batchConsumer(t, false, f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if err := f.ledger.Append(ctx, tx, d.EventID+"-written"); err != nil {
+			return consumer.Outcome{}, err
+		}
+		if d.EventID == e2 {
+			return consumer.Stale("version 1 is not above 3"), nil
+		}
+		return consumer.Processed(), nil
+	}))
+	msgs := f.batchMsgs(t, e1, e2)
+	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, msgs...))
+	assert.Equal(t, dedup.ResultSuccess, f.status(t, e1))
+	assert.Equal(t, dedup.ResultStale, f.status(t, e2))
+	assert.Equal(t, 0, f.ledger.Count(t, e2+"-written"), "the stale member's writes were rolled back")
+	assert.Equal(t, consumer.KindStale, cb.Decisions(msgs[1].MsgId)[0].Outcome.Kind)
+
+	again := f.orderMsg(t, e2, e2)
+	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, again))
+	assert.Equal(t, consumer.KindDuplicate, cb.Decisions(again.MsgId)[0].Outcome.Kind)
+}
+
+// Rule 6: after-commit hooks of a member rolled back to its savepoint never run; the kept members' run
+// once, after the batch COMMIT (the row is visible to another connection when they run).
+func TestIssue8_Batch_AfterCommitHooksOfRolledBackMemberNeverRun(t *testing.T) {
+	f := newFixture(t)
+	e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
+	var mu sync.Mutex
+	ran := map[string]int{}
+	visible := map[string]bool{}
+	cb := f.batchConsumer(t, false, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		id := d.EventID
+		require.NoError(t, dedup.AfterCommit(ctx, func(ctx context.Context) {
+			mu.Lock()
+			defer mu.Unlock()
+			ran[id]++
+			visible[id] = f.dedupRows(t, id) == 1
+		}))
+		if id == e2 {
+			return consumer.Retry(0, "member 2 asks for a retry"), nil
+		}
+		return consumer.Processed(), nil
+	})
+	assert.Equal(t, rmq.ConsumeRetryLater, cb.Deliver(t, false, f.batchMsgs(t, e1, e2, e3)...))
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, map[string]int{e1: 1, e3: 1}, ran)
+	assert.Equal(t, map[string]bool{e1: true, e3: true}, visible, "hooks ran after the COMMIT")
+}
+
+// Rule 4: a duplicate claim (1062) inside the batch transaction is a statement-level rollback only: it
+// leaves no doubt on the store's tracked connection, so the batch commits without reading its rows back,
+// and the duplicate costs exactly its SAVEPOINT and its INSERT (counted by the server between the first
+// and the last member's handler).
+func TestIssue8_Batch_DuplicateCostsOnlyItsSavepoint(t *testing.T) {
+	f := newFixture(t)
+	dups := []string{f.prefix + "-d1", f.prefix + "-d2", f.prefix + "-d3"}
+	first, last := f.prefix+"-first", f.prefix+"-last"
+	var counts []int
+	cb := f.batchConsumer(t, false, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if d.EventID == first || d.EventID == last {
+			counts = append(counts, questions(ctx, t, tx))
+		}
+		return consumer.Processed(), nil
+	})
+	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, f.batchMsgs(t, dups...)...))
+	msgs := f.batchMsgs(t, append(append([]string{first}, dups...), last)...)
+	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, msgs...))
+	for _, m := range msgs[1:4] {
+		assert.Equal(t, consumer.KindDuplicate, cb.Decisions(m.MsgId)[0].Outcome.Kind)
+	}
+	require.Len(t, counts, 2)
+	// the first count itself, then SAVEPOINT + INSERT for each of the 3 duplicates and for the last member
+	assert.Equal(t, 1+2*4, counts[1]-counts[0])
+}
+
+// Rule 7: the batch transaction lives on the batch's own context (HandlerTimeout × members), not on a
+// member's: members that together run longer than one HandlerTimeout still commit together.
+func TestIssue8_Batch_TransactionOutlivesEachMembersContext(t *testing.T) {
+	f := newFixture(t)
+	cfg := consumer.Config{Group: f.group, Subscriptions: []consumer.Subscription{{Topic: "ORDER"}},
+		BatchSize: 32, HandlerTimeout: 300 * time.Millisecond}
+	cb := testenv.NewCallback(t, cfg, f.chain(t, f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		time.Sleep(150 * time.Millisecond)
+		return consumer.Processed(), nil
+	})))
+	ids := []string{f.prefix + "-1", f.prefix + "-2", f.prefix + "-3"}
+	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, f.batchMsgs(t, ids...)...))
+	for _, id := range ids {
+		assert.Equal(t, 1, f.ledger.Count(t, id))
+	}
+	assert.Zero(t, f.store.TxStats().InUse, "the connection went back to the pool")
+}
+
+// Rule 8: in orderly mode the members behind one that is not acknowledged are held back (not handled) and
+// have no claim in the transaction; the members before it commit before the queue is suspended.
+func TestIssue8_Batch_OrderlyHeldBackMembersHaveNoClaim(t *testing.T) {
+	f := newFixture(t)
+	e1, e2, e3, e4 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3", f.prefix+"-4"
+	handled := map[string]int{}
+	fail := true
+	cb := f.batchConsumer(t, true, f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		handled[d.EventID]++
+		if d.EventID == e2 && fail {
+			return consumer.Retry(0, "member 2 not yet"), nil
+		}
+		return consumer.Processed(), nil
+	}))
+	msgs := f.batchMsgs(t, e1, e2, e3, e4)
+	assert.Equal(t, rmq.SuspendCurrentQueueAMoment, cb.Deliver(t, true, msgs...))
+	assert.Equal(t, map[string]int{e1: 1, e2: 1}, handled, "members 3 and 4 were held back")
+	assert.Equal(t, "SUCCESS", f.status(t, e1), "member 1 committed before the suspension")
+	for _, id := range []string{e2, e3, e4} {
+		assert.Equal(t, "", f.status(t, id), "no claim for %s", id)
+	}
+	fail = false
+	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, true, msgs...))
+	assert.Equal(t, consumer.KindDuplicate, cb.Decisions(msgs[0].MsgId)[1].Outcome.Kind)
+	for _, id := range []string{e1, e2, e3, e4} {
+		assert.Equal(t, 1, f.ledger.Count(t, id))
+	}
+}
+
+// Rule 4 at the store: on the store's own pool (WithTxDSN) a duplicate claim (1062) and a successful
+// ROLLBACK TO SAVEPOINT of the store's own leave no doubt (ConfirmBatch then costs no SELECT); any other
+// failed statement does, and a handler's own ROLLBACK TO SAVEPOINT does too.
+func TestIssue8_Batch_DuplicateAndOwnRollbackToAreNoDoubt(t *testing.T) {
+	f := newFixture(t)
+	store, err := dedup.NewStore(f.db, dedup.WithTxDSN(testenv.MySQLDSN()))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+	ctx := context.Background()
+	done := consumer.NewDelivery(f.group, f.orderMsg(t, f.prefix+"-done", f.prefix+"-done"))
+	done.EventID = f.prefix + "-done"
+	txn, err := store.Begin(ctx)
+	require.NoError(t, err)
+	require.NoError(t, store.Claim(ctx, txn, done))
+	require.NoError(t, txn.Commit())
+
+	txn, err = store.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = txn.Rollback() }()
+	_, err = txn.Savepoint(ctx)
+	require.NoError(t, err)
+	require.ErrorIs(t, store.Claim(ctx, txn, done), dedup.ErrDuplicate)
+	assert.False(t, dedup.DoubtSinceBegin(txn), "a 1062 is a statement-level rollback only")
+
+	failing := consumer.NewDelivery(f.group, f.orderMsg(t, f.prefix+"-failing", f.prefix+"-failing"))
+	failing.EventID = f.prefix + "-failing"
+	sp, err := txn.Savepoint(ctx)
+	require.NoError(t, err)
+	require.NoError(t, store.Claim(ctx, txn, failing))
+	require.NoError(t, txn.RollbackTo(ctx, sp))
+	assert.False(t, dedup.DoubtSinceBegin(txn), "the store's own rollback to a savepoint keeps the transaction")
+	require.NoError(t, store.ConfirmBatch(ctx, txn, []*consumer.Delivery{failing}), "no doubt: no SELECT, nothing to find")
+
+	_, err = txn.Tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT rmqguard_sp1`)
+	require.NoError(t, err)
+	assert.True(t, dedup.DoubtSinceBegin(txn), "a handler's own ROLLBACK TO may undo another member's claim")
+	require.ErrorIs(t, store.ConfirmBatch(ctx, txn, []*consumer.Delivery{failing}), dedup.ErrClaimLost,
+		"with a doubt the kept rows are counted")
+}
+
+// Issue 8: statements per processed member of a batch, counted by the server between the first and the
+// last member's handler: the count itself, then for each member its SAVEPOINT, its claim and the handler's
+// one write; the batch adds BEGIN and COMMIT (no read-back: no doubt).
+func TestIssue8_Batch_ProcessedMemberCostsSavepointClaimAndItsWrites(t *testing.T) {
+	f := newFixture(t)
+	ids := []string{f.prefix + "-1", f.prefix + "-2", f.prefix + "-3", f.prefix + "-4"}
+	var counts []int
+	cb := f.batchConsumer(t, false, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if d.EventID == ids[0] || d.EventID == ids[3] {
+			counts = append(counts, questions(ctx, t, tx))
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO orders (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
+			VALUES (?, 'sku', 1, 1, 'CREATED', 1, NOW(6), NOW(6))`, d.EventID); err != nil {
+			return consumer.Outcome{}, err
+		}
+		return consumer.Processed(), nil
+	})
+	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, f.batchMsgs(t, ids...)...))
+	require.Len(t, counts, 2)
+	// the first count, member 1's write, members 2 and 3 (SAVEPOINT, claim, write), member 4's SAVEPOINT and claim
+	assert.Equal(t, 1+1+3*2+2, counts[1]-counts[0])
+	for _, id := range ids {
+		assert.Equal(t, 1, f.dedupRows(t, id))
+	}
+}
+
+// Rule 7 with middleware.Timeout outside Dedup: member 1's handler ignores its context and is abandoned at
+// its deadline while it still runs, then writes late on the shared transaction. Its claim is still in the
+// transaction and its late write would fall into the next member's savepoint, so the next member finds it
+// active and the batch transaction is lost: nothing commits, not member 1's claim without its effect, and
+// every member is retried. On redelivery each event takes effect once.
+func TestIssue8_Batch_AbandonedMemberLosesTheBatch(t *testing.T) {
+	f := newFixture(t)
+	e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
+	slow := true
+	lateWrite := make(chan error, 1)
+	eventID, err := middleware.EventID(middleware.EventIDConfig{})
+	require.NoError(t, err)
+	h := middleware.Chain(dedup.Handle(f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if d.EventID == e1 && slow {
+			slow = false
+			time.Sleep(600 * time.Millisecond) // ignores its context
+			lateWrite <- f.ledger.Append(context.Background(), tx, e1+"-late")
+		}
+		return consumer.Processed(), nil
+	})), middleware.Classify(), eventID, middleware.Timeout(200*time.Millisecond), middleware.Dedup(f.store))
+	cfg := consumer.Config{Group: f.group, Subscriptions: []consumer.Subscription{{Topic: "ORDER"}}, BatchSize: 32, HandlerTimeout: 5 * time.Second}
+	cb := testenv.NewCallback(t, cfg, h)
+	msgs := f.batchMsgs(t, e1, e2, e3)
+	assert.Equal(t, rmq.ConsumeRetryLater, cb.Deliver(t, false, msgs...))
+	assert.Error(t, <-lateWrite, "the late write finds the transaction finished")
+	for i, id := range []string{e1, e2, e3} {
+		assert.Equal(t, "", f.status(t, id), "no row committed for member %d", i+1)
+		assert.Equal(t, 0, f.ledger.Count(t, id))
+		assert.Equal(t, consumer.KindRetry, cb.Decisions(msgs[i].MsgId)[0].Outcome.Kind)
+	}
+	assert.ErrorIs(t, cb.Decisions(msgs[1].MsgId)[0].Err, middleware.ErrBatchLost)
+	assert.Equal(t, 0, f.ledger.Count(t, e1+"-late"))
+
+	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, msgs...))
+	for _, id := range []string{e1, e2, e3} {
+		assert.Equal(t, 1, f.ledger.Count(t, id), "event %s took effect once", id)
+	}
+}

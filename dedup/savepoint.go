@@ -1,0 +1,51 @@
+package dedup
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+)
+
+// Savepoint is a point inside a Txn that the transaction can be rolled back to (RollbackTo): the
+// database's SAVEPOINT, and the number of after-commit hooks registered before it.
+type Savepoint struct {
+	name  string // rmqguard_sp1, rmqguard_sp2, …: fixed identifiers, never user text
+	hooks int
+}
+
+// Savepoint sets a new savepoint in the transaction (SAVEPOINT rmqguard_spN, N counting from 1 per
+// transaction; the prefix keeps a handler's own savepoint names from replacing it)
+// with ctx, the statement's context (a batch member's own). It returns the statement's error, wrapped.
+// Batch mode (middleware.Dedup with consumer.Batch) sets one before each member's claim.
+func (t *Txn) Savepoint(ctx context.Context) (Savepoint, error) {
+	t.savepoints++
+	sp := Savepoint{name: "rmqguard_sp" + strconv.Itoa(t.savepoints), hooks: t.hooks.mark()}
+	if _, err := t.Tx.ExecContext(ctx, "SAVEPOINT "+sp.name); err != nil {
+		return Savepoint{}, fmt.Errorf("dedup: savepoint %s: %w", sp.name, err)
+	}
+	return sp, nil
+}
+
+// RollbackTo undoes everything the transaction did since sp (ROLLBACK TO SAVEPOINT), its claim included,
+// and drops the after-commit hooks registered since sp: they never run. The transaction stays open. It
+// returns the statement's error, wrapped: MySQL 1305 (no such savepoint) means the server already rolled
+// the whole transaction back (a deadlock, 1213), so nothing done before sp will commit either.
+//
+// On the pool of WithTxDSN a successful rollback to a savepoint is not a doubt (see trackedConn) unless
+// there was one before it, so a batch with a failing member still commits without a SELECT.
+func (t *Txn) RollbackTo(ctx context.Context, sp Savepoint) error {
+	doubt := !t.tracked || t.doubtSinceBegin()
+	if _, err := t.Tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+sp.name); err != nil {
+		return fmt.Errorf("dedup: rollback to savepoint %s: %w", sp.name, err)
+	}
+	t.hooks.truncate(sp.hooks)
+	if !doubt {
+		_ = t.conn.Raw(func(dc any) error {
+			if c, ok := dc.(*trackedConn); ok {
+				c.clearDoubt()
+			}
+			return nil
+		})
+	}
+	return nil
+}

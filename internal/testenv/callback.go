@@ -1,0 +1,117 @@
+package testenv
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmqguard/rmqguard/consumer"
+)
+
+// Callback is a consumer whose client callback a test calls itself, with the batch it chooses: the
+// consumer (consumer.New, cfg and h, a real store behind h) runs as it does under the RocketMQ client, and
+// only the pulling is the test's. Deliver returns what the client would have been told.
+type Callback struct {
+	c         *consumer.Consumer
+	push      *capturePush
+	decisions *Decisions
+}
+
+// NewCallback returns the Callback of cfg (its first subscription's topic) and h; it is shut down when the
+// test ends. cfg.NameServers is set when empty (nothing connects to it).
+func NewCallback(t testing.TB, cfg consumer.Config, h consumer.Handler, opts ...consumer.Option) *Callback {
+	t.Helper()
+	if len(cfg.NameServers) == 0 {
+		cfg.NameServers = []string{"127.0.0.1:9876"}
+	}
+	p := &capturePush{}
+	dec := &Decisions{byMsg: map[string][]consumer.Decision{}}
+	opts = append(opts, consumer.WithObserver(dec),
+		consumer.WithPushConsumer(func([]rmq.Option) (consumer.PushConsumer, error) { return p, nil }))
+	c, err := consumer.New(cfg, h, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = c.Shutdown(ctx)
+	})
+	return &Callback{c: c, push: p, decisions: dec}
+}
+
+// Deliver calls the callback with msgs as the client would (a concurrent or orderly callback context) and
+// returns its result.
+func (cb *Callback) Deliver(t testing.TB, orderly bool, msgs ...*primitive.MessageExt) rmq.ConsumeResult {
+	t.Helper()
+	ctx := primitive.WithConcurrentlyCtx(context.Background(), primitive.NewConsumeConcurrentlyContext())
+	if orderly {
+		ctx = primitive.WithOrderlyCtx(context.Background(), primitive.NewConsumeOrderlyContext())
+	}
+	cb.push.mu.Lock()
+	f := cb.push.f
+	cb.push.mu.Unlock()
+	require.NotNil(t, f, "the consumer subscribed no callback")
+	res, err := f(ctx, msgs...)
+	require.NoError(t, err)
+	return res
+}
+
+// Decisions returns the final decisions the consumer reported for msgID, in order.
+func (cb *Callback) Decisions(msgID string) []consumer.Decision { return cb.decisions.of(msgID) }
+
+// capturePush is a consumer.PushConsumer that keeps the callback and pulls nothing.
+type capturePush struct {
+	mu sync.Mutex
+	f  func(context.Context, ...*primitive.MessageExt) (rmq.ConsumeResult, error)
+}
+
+func (p *capturePush) Start() error                       { return nil }
+func (p *capturePush) Shutdown() error                    { return nil }
+func (p *capturePush) Suspend()                           {}
+func (p *capturePush) Resume()                            {}
+func (p *capturePush) GetOffsetDiffMap() map[string]int64 { return nil }
+func (p *capturePush) Subscribe(_ string, _ rmq.MessageSelector,
+	f func(context.Context, ...*primitive.MessageExt) (rmq.ConsumeResult, error)) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.f = f
+	return nil
+}
+
+// Decisions is a consumer.Observer that records the decisions by message ID.
+type Decisions struct {
+	mu    sync.Mutex
+	byMsg map[string][]consumer.Decision
+}
+
+// Decided records dec.
+func (o *Decisions) Decided(d *consumer.Delivery, dec consumer.Decision) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.byMsg[d.Msg.MsgId] = append(o.byMsg[d.Msg.MsgId], dec)
+}
+
+func (o *Decisions) of(msgID string) []consumer.Decision {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]consumer.Decision(nil), o.byMsg[msgID]...)
+}
+
+// InFlight does nothing.
+func (o *Decisions) InFlight(string, int) {}
+
+// Lag does nothing.
+func (o *Decisions) Lag(string, string, int64) {}
+
+// Paused does nothing.
+func (o *Decisions) Paused(string, string) {}
+
+// Unpaused does nothing.
+func (o *Decisions) Unpaused(string, time.Duration) {}
+
+// Unsubscribed does nothing.
+func (o *Decisions) Unsubscribed(string, string) {}

@@ -1,0 +1,130 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dedup"
+)
+
+// Batch mode of Dedup (consumer.Config.BatchSize > 1): the members of one client callback share one dedup
+// transaction, begun on the first member that reaches Dedup with the batch's own context
+// (consumer.Batch.Context: the consumer's run context, deadline HandlerTimeout × members) and committed
+// once by the consumer after the last member (consumer.BatchResource). Each member runs between a
+// SAVEPOINT and, unless it is kept, a ROLLBACK TO SAVEPOINT, with its own context for its statements:
+//
+//   - processed (or the handler's own duplicate): kept; its row and writes commit with the batch, and its
+//     after-commit hooks run after that COMMIT;
+//   - a duplicate claim (1062): the statement alone rolled back, so no ROLLBACK TO SAVEPOINT; Cause left
+//     empty (the consumer guesses it);
+//   - error, retry, dead letter: rolled back to its savepoint, its hooks dropped;
+//   - stale: rolled back to its savepoint, then its STALE row inserted in the batch transaction (kept).
+//
+// When the transaction is lost (ROLLBACK TO SAVEPOINT fails, e.g. 1305 after a deadlock rolled the whole
+// transaction back) the members after it are not handled (the error, a retry) and Finish returns the error:
+// every kept member becomes a retry. Before COMMIT, dedup.TxStore.ConfirmBatch reads the kept rows back when
+// the connection had a doubt. A member whose context ends mid-statement breaks the connection: the batch
+// is retried, its committed members coming back as duplicates. A member abandoned at its deadline while its
+// handler still runs (middleware.Timeout outside Dedup) loses the transaction, since its late writes would
+// fall into the next member's savepoint: the next member to reach Dedup, or Finish, finds it still active.
+// The store's own statements that undo a member (ROLLBACK TO SAVEPOINT) use the batch's context, so that a
+// member past its deadline is still rolled back.
+
+// member is one member's pass through the batch transaction.
+type member struct {
+	bt  *batchTxn
+	b   *consumer.Batch
+	idx int // the member's index in the callback (consumer.Batch.Member)
+	d   *consumer.Delivery
+	sp  dedup.Savepoint
+}
+
+// dedupInBatch is Dedup for a member of batch b after Done: savepoint, claim, handler, and keeping or
+// rolling back the member (see the comment above).
+func dedupInBatch(ctx context.Context, store dedup.TxStore, b *consumer.Batch, d *consumer.Delivery, next consumer.Handler) (consumer.Outcome, error) {
+	bt, err := batchTxnOf(b, store)
+	if err != nil {
+		return consumer.Outcome{}, err
+	}
+	m := &member{bt: bt, b: b, idx: b.Member(), d: d}
+	dup, err := bt.enter(m)
+	if err != nil {
+		return consumer.Outcome{}, err
+	}
+	if dup {
+		return consumer.Duplicate(), nil
+	}
+	defer bt.leave()
+	if m.sp, err = bt.txn.Savepoint(ctx); err != nil {
+		_ = bt.lose(err)
+		return consumer.Outcome{}, err // the member that met the failure reports its cause
+	}
+	if err := store.Claim(ctx, bt.txn, d); err != nil {
+		if errors.Is(err, dedup.ErrDuplicate) {
+			return consumer.Duplicate(), nil // a committed row (statement-level rollback): nothing to undo
+		}
+		m.rollback()
+		return consumer.Outcome{}, err
+	}
+	o, err := next(dedup.WithTxn(ctx, bt.txn), d)
+	switch {
+	case err == nil && o.Kind == consumer.KindStale:
+		return m.stale(ctx, o)
+	case err != nil || (o.Kind != consumer.KindProcessed && o.Kind != consumer.KindDuplicate):
+		m.rollback()
+		return o, err
+	}
+	if err := m.keep(); err != nil {
+		return consumer.Outcome{}, err
+	}
+	return o, nil
+}
+
+// stale rolls m back to its savepoint and records it stale inside the batch transaction (kept); a 1062
+// makes it a duplicate, another failure an error (m is rolled back to its savepoint again).
+func (m *member) stale(ctx context.Context, o consumer.Outcome) (consumer.Outcome, error) {
+	if err := m.rollback(); err != nil {
+		return consumer.Outcome{}, err
+	}
+	err := m.bt.store.RecordStaleIn(ctx, m.bt.txn, m.d)
+	if errors.Is(err, dedup.ErrDuplicate) {
+		return consumer.Duplicate(), nil
+	}
+	if err != nil {
+		m.rollback()
+		return consumer.Outcome{}, fmt.Errorf("dedup: group %s event %s decided stale (%s): %w", m.d.Group, m.d.EventID, o.Reason, err)
+	}
+	if err := m.keep(); err != nil {
+		return consumer.Outcome{}, err
+	}
+	return o, nil
+}
+
+// keep records m as kept, depending on the batch's COMMIT; ErrBatchLost when the transaction was lost
+// meanwhile (m is then not kept).
+func (m *member) keep() error {
+	bt := m.bt
+	bt.mu.Lock()
+	defer bt.mu.Unlock()
+	if bt.lost != nil {
+		return bt.lost
+	}
+	bt.kept = append(bt.kept, m.d)
+	bt.keys[eventKey(bt.store, m.d)] = true
+	m.b.Depend(batchKey{bt.store}, m.idx)
+	return nil
+}
+
+// rollback rolls m back to its savepoint with the batch's context; a failure loses the transaction (the
+// error returned is ErrBatchLost). Nothing is rolled back once the transaction is lost.
+func (m *member) rollback() error {
+	if err := m.bt.lostErr(); err != nil {
+		return err
+	}
+	if err := m.bt.txn.RollbackTo(m.b.Context(), m.sp); err != nil {
+		return m.bt.lose(err)
+	}
+	return nil
+}
