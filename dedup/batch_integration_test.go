@@ -398,3 +398,38 @@ func TestIssue8_Batch_AbandonedMemberLosesTheBatch(t *testing.T) {
 		assert.Equal(t, 1, f.ledger.Count(t, id), "event %s took effect once", id)
 	}
 }
+
+// A member whose handler ignores its context and returns Processed after the member's deadline (under the
+// inline Deadline, which does not abandon it) is not kept: alone, its transaction would have been rolled
+// back at the deadline; in a batch its claim and writes are rolled back to its savepoint, the others commit.
+func TestIssue8_Batch_MemberReturningAfterItsDeadlineIsNotKept(t *testing.T) {
+	f := newFixture(t)
+	e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
+	slow := true
+	eventID, err := middleware.EventID(middleware.EventIDConfig{})
+	require.NoError(t, err)
+	h := middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if err := f.ledger.Append(ctx, tx, d.EventID+"-written"); err != nil {
+			return consumer.Outcome{}, err
+		}
+		if d.EventID == e1 && slow {
+			slow = false
+			time.Sleep(300 * time.Millisecond) // ignores its context (the batch has 3 × 200 ms)
+		}
+		return consumer.Processed(), nil // no statement after the deadline: only Dedup can tell
+	}), middleware.Classify(), eventID, middleware.Deadline(0), middleware.Dedup(f.store))
+	cfg := consumer.Config{Group: f.group, Subscriptions: []consumer.Subscription{{Topic: "ORDER"}}, BatchSize: 32, HandlerTimeout: 200 * time.Millisecond}
+	cb := testenv.NewCallback(t, cfg, h)
+	msgs := f.batchMsgs(t, e1, e2, e3)
+	assert.Equal(t, rmq.ConsumeRetryLater, cb.Deliver(t, false, msgs...))
+	assert.Equal(t, "", f.status(t, e1), "the late member's claim was rolled back")
+	assert.Equal(t, 0, f.ledger.Count(t, e1+"-written"), "the late member's write was rolled back")
+	assert.Equal(t, consumer.CauseTimeout, cb.Decisions(msgs[0].MsgId)[0].Outcome.Cause)
+	assert.Equal(t, "SUCCESS", f.status(t, e2), "the other members committed")
+	assert.Equal(t, "SUCCESS", f.status(t, e3), "the other members committed")
+
+	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, msgs...))
+	assert.Equal(t, 1, f.ledger.Count(t, e1+"-written"))
+	assert.Equal(t, 1, f.ledger.Count(t, e2+"-written"))
+	assert.Equal(t, 1, f.ledger.Count(t, e3+"-written"))
+}

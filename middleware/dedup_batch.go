@@ -19,7 +19,8 @@ import (
 //     after-commit hooks run after that COMMIT;
 //   - a duplicate claim (1062): the statement alone rolled back, so no ROLLBACK TO SAVEPOINT; Cause left
 //     empty (the consumer guesses it);
-//   - error, retry, dead letter: rolled back to its savepoint, its hooks dropped;
+//   - error, retry, dead letter, or a handler that returned after the member's deadline: rolled back to its
+//     savepoint, its hooks dropped;
 //   - stale: rolled back to its savepoint, then its STALE row inserted in the batch transaction (kept).
 //
 // When the transaction is lost (ROLLBACK TO SAVEPOINT fails, e.g. 1305 after a deadlock rolled the whole
@@ -69,6 +70,12 @@ func dedupInBatch(ctx context.Context, store dedup.TxStore, b *consumer.Batch, d
 		return consumer.Outcome{}, err
 	}
 	o, err := next(dedup.WithTxn(ctx, bt.txn), d)
+	if err == nil && ctx.Err() != nil {
+		// The member's deadline passed while its handler ran (a handler that ignores its context, under
+		// Deadline): not kept, as a message alone would not commit after its deadline.
+		m.rollback()
+		return consumer.Outcome{}, fmt.Errorf("dedup: batch member (event %s) returned after its deadline: %w", d.EventID, context.Cause(ctx))
+	}
 	switch {
 	case err == nil && o.Kind == consumer.KindStale:
 		return m.stale(ctx, o)
