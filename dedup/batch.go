@@ -18,6 +18,7 @@ func (s *Store) RecordStaleIn(ctx context.Context, txn *Txn, d *consumer.Deliver
 	if err := s.insertRow(ctx, txn.Tx, d, ResultStale, txn.token); err != nil {
 		return fmt.Errorf("dedup: record stale in the batch: %w", err)
 	}
+	txn.claims.add(s.Scope(d), d.EventID)
 	return nil
 }
 

@@ -9,8 +9,9 @@ import (
 // Savepoint is a point inside a Txn that the transaction can be rolled back to (RollbackTo): the
 // database's SAVEPOINT, and the number of after-commit hooks registered before it.
 type Savepoint struct {
-	name  string // rmqguard_sp1, rmqguard_sp2, …: fixed identifiers, never user text
-	hooks int
+	name   string // rmqguard_sp1, rmqguard_sp2, …: fixed identifiers, never user text
+	hooks  int
+	claims int
 }
 
 // Savepoint sets a new savepoint in the transaction (SAVEPOINT rmqguard_spN, N counting from 1 per
@@ -19,7 +20,7 @@ type Savepoint struct {
 // Batch mode (middleware.Dedup with consumer.Batch) sets one before each member's claim.
 func (t *Txn) Savepoint(ctx context.Context) (Savepoint, error) {
 	t.savepoints++
-	sp := Savepoint{name: "rmqguard_sp" + strconv.Itoa(t.savepoints), hooks: t.hooks.mark()}
+	sp := Savepoint{name: "rmqguard_sp" + strconv.Itoa(t.savepoints), hooks: t.hooks.mark(), claims: t.claims.mark()}
 	if _, err := t.Tx.ExecContext(ctx, "SAVEPOINT "+sp.name); err != nil {
 		return Savepoint{}, fmt.Errorf("dedup: savepoint %s: %w", sp.name, err)
 	}
@@ -27,7 +28,7 @@ func (t *Txn) Savepoint(ctx context.Context) (Savepoint, error) {
 }
 
 // RollbackTo undoes everything the transaction did since sp (ROLLBACK TO SAVEPOINT), its claim included,
-// and drops the after-commit hooks registered since sp: they never run. The transaction stays open. It
+// and drops the after-commit hooks registered since sp: they never run (and the claims, see Claimed). The transaction stays open. It
 // returns the statement's error, wrapped: MySQL 1305 (no such savepoint) means the server already rolled
 // the whole transaction back (a deadlock, 1213), so nothing done before sp will commit either.
 //
@@ -39,6 +40,7 @@ func (t *Txn) RollbackTo(ctx context.Context, sp Savepoint) error {
 		return fmt.Errorf("dedup: rollback to savepoint %s: %w", sp.name, err)
 	}
 	t.hooks.truncate(sp.hooks)
+	t.claims.truncate(sp.claims)
 	if !doubt {
 		_ = t.conn.Raw(func(dc any) error {
 			if c, ok := dc.(*trackedConn); ok {

@@ -160,7 +160,11 @@ func (s *Store) DB() *sqlx.DB { return s.db }
 // waits on its lock); MySQL 1205/1213 from that wait come back wrapped and classify as transient. Claim
 // rejects an empty event ID, or one longer than MaxEventIDLength, as permanent.
 func (s *Store) Claim(ctx context.Context, txn *Txn, d *consumer.Delivery) error {
-	return s.insertRow(ctx, txn.Tx, d, ResultSuccess, txn.token)
+	if err := s.insertRow(ctx, txn.Tx, d, ResultSuccess, txn.token); err != nil {
+		return err
+	}
+	txn.claims.add(s.Scope(d), d.EventID)
+	return nil
 }
 
 // insertRow inserts d's processed_event row with result_status status and claim token through ex (a

@@ -45,6 +45,7 @@ type Txn struct {
 	ctx     context.Context
 	log     *zap.Logger
 	hooks   afterCommit
+	claims  claims // rows this transaction inserted (Claimed)
 	// savepoints counts the savepoints set (Savepoint); only the goroutine handling the batch sets them.
 	savepoints int
 }

@@ -35,13 +35,11 @@ func (l *Layer) Claim(ctx context.Context, txn *dedup.Txn, d *consumer.Delivery)
 	return err
 }
 
-// ownClaim reports whether the row d's claim ran into may be txn's own, not committed: a transaction that
-// claims several deliveries (a batch) meets its own row when two of them carry the same event, and that
-// row goes away if the transaction rolls back. It asks the store's Confirm (the row with txn's claim token;
-// one SELECT, on the duplicate path only) and answers true unless Confirm says the row is not txn's
-// (dedup.ErrClaimLost); a failed query also answers true: no key is better than a wrong one.
-func (l *Layer) ownClaim(ctx context.Context, txn *dedup.Txn, d *consumer.Delivery) bool {
-	return !errors.Is(l.store.Confirm(ctx, txn, d), dedup.ErrClaimLost)
+// ownClaim reports whether the row d's claim ran into is txn's own, not committed (dedup.Txn.Claimed, no
+// round trip): a transaction that claims several deliveries (a batch) would meet its own row if two of
+// them carried the same event, and that row goes away if the transaction rolls back.
+func (l *Layer) ownClaim(_ context.Context, txn *dedup.Txn, d *consumer.Delivery) bool {
+	return txn.Claimed(l.store.Scope(d), d.EventID)
 }
 
 // Confirm checks the claim in the wrapped store.
