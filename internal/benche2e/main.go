@@ -3,14 +3,17 @@
 // variant, interleaved over -rounds so that machine noise hits all of them: raw (the client's push consumer
 // with a no-op handler, the ceiling), baseline (a hand-written consumer: one sqlx transaction per message
 // with a dedup row and a business row), rmqguard (consumer.New and the standard chain), rmqguard-batch
-// (BatchSize 16), duplicates (a backlog whose events were all processed already, drained by rmqguard) and
-// duplicates-redis (the same with the store wrapped in the Redis fast path, dedup/redisfast, every event's
-// done key written first; n/a when Redis at -redis does not answer). Every variant drains with a fresh consumer
-// group from the first offset, the same consume goroutines and the same MySQL pool, into tables of its own.
-// The rate is the distinct messages handled divided by the time from the first to the last. It prints one
-// row per variant and round, the medians and the ratios to the baseline, then the resident memory of the
-// process while the rmqguard variant drains a -rss-backlog backlog. Topics, tables and dedup rows it
-// created, and its Redis keys, are removed at the end, also after Ctrl-C. Run by `make bench-e2e`.
+// (BatchSize 32), handwritten-batch (the baseline's rows of a whole 32-message callback in one transaction,
+// no savepoints), batch-ceiling (one transaction per 32-message callback with only the business rows, no
+// dedup: what any batch dedup design can at most reach), duplicates (a backlog whose events were all
+// processed already, drained by rmqguard) and duplicates-redis (the same with the store wrapped in the
+// Redis fast path, dedup/redisfast, every event's done key written first; n/a when Redis at -redis does
+// not answer). Every variant drains with a fresh consumer group from the first offset, the same consume
+// goroutines and the same MySQL pool, into tables of its own. The rate is the distinct messages handled
+// divided by the time from the first to the last. It prints one row per variant and round, the medians
+// and the ratios to the baseline, then the resident memory of the process while the rmqguard variant
+// drains a -rss-backlog backlog. Topics, tables and dedup rows it created, and its Redis keys, are
+// removed at the end, also after Ctrl-C. Run by `make bench-e2e`.
 package main
 
 import (

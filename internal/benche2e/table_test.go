@@ -118,6 +118,10 @@ func TestBenchE2E_ParseVariants(t *testing.T) {
 	vs, err := parseVariants("baseline, rmqguard")
 	require.NoError(t, err)
 	require.Equal(t, []string{"baseline", "rmqguard"}, vs)
+	vs, err = parseVariants(defaultVariants)
+	require.NoError(t, err)
+	require.Equal(t, []string{"raw", "baseline", "rmqguard", "rmqguard-batch", "handwritten-batch", "batch-ceiling",
+		"duplicates", "duplicates-redis"}, vs, "the hand-written batch references right after rmqguard-batch")
 	_, err = parseVariants("baseline,nope")
 	require.ErrorContains(t, err, `unknown variant "nope"`)
 	_, err = parseVariants("raw,raw")

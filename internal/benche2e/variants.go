@@ -9,17 +9,24 @@ import (
 
 // Variant names, in the order the default run drains them.
 const (
-	variantRaw        = "raw"
-	variantBaseline   = "baseline"
-	variantRmqguard   = "rmqguard"
-	variantBatch      = "rmqguard-batch"
-	variantDuplicates = "duplicates"
+	variantRaw      = "raw"
+	variantBaseline = "baseline"
+	variantRmqguard = "rmqguard"
+	variantBatch    = "rmqguard-batch"
+	// variantHandwrittenBatch is the hand-written batch consumer: the baseline's rows of a whole callback
+	// (batchSize messages) in one transaction, no savepoints.
+	variantHandwrittenBatch = "handwritten-batch"
+	// variantBatchCeiling is one transaction per callback with only the business rows, no dedup: the ceiling
+	// of any batch dedup design with this handler.
+	variantBatchCeiling = "batch-ceiling"
+	variantDuplicates   = "duplicates"
 	// variantDuplicatesRedis drains the duplicates backlog with the dedup store wrapped in the Redis fast
 	// path (dedup/redisfast), every event's done key written beforehand: each message is answered by Redis.
 	variantDuplicatesRedis = "duplicates-redis"
 )
 
-// batchSize is the rmqguard-batch variant's consumer.Config.BatchSize: 32, the client's default pull batch.
+// batchSize is the messages per callback (ConsumeMessageBatchMaxSize) of the batch variants: rmqguard-batch's
+// consumer.Config.BatchSize, handwritten-batch and batch-ceiling. 32, the client's default pull batch.
 const batchSize = 32
 
 // errNotAvailable is returned by a variant that cannot run yet; its row shows n/a.
@@ -42,14 +49,16 @@ func variants() map[string]drainFunc {
 		variantBatch: func(ctx context.Context, env *environment, o options, b backlog, group string, tr *tracker) (func(), error) {
 			return startRmqguard(ctx, env, o, b, group, tr, batchSize, nil)
 		},
-		variantDuplicates:      startDuplicates,
-		variantDuplicatesRedis: startDuplicatesRedis,
+		variantHandwrittenBatch: startHandwrittenBatch,
+		variantBatchCeiling:     startBatchCeiling,
+		variantDuplicates:       startDuplicates,
+		variantDuplicatesRedis:  startDuplicatesRedis,
 	}
 }
 
 // defaultVariants is the -variants default: all of them, in drain order.
 var defaultVariants = strings.Join([]string{variantRaw, variantBaseline, variantRmqguard, variantBatch,
-	variantDuplicates, variantDuplicatesRedis}, ",")
+	variantHandwrittenBatch, variantBatchCeiling, variantDuplicates, variantDuplicatesRedis}, ",")
 
 // parseVariants splits a comma list of variant names, rejecting unknown and repeated names.
 func parseVariants(list string) ([]string, error) {
