@@ -35,6 +35,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/dedup/redisfast"
 	"github.com/rmqguard/rmqguard/internal/rmqadmin"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
@@ -45,6 +46,7 @@ type options struct {
 	broker         string
 	dsn            string
 	redisAddr      string
+	redisTimeout   time.Duration
 	messages       int
 	rounds         int
 	variants       []string
@@ -78,6 +80,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.broker, "broker", testenv.Env("RMQGUARD_BROKER_ADDR", "127.0.0.1:10911"), "broker address (topics are created and deleted there)")
 	fs.StringVar(&o.dsn, "dsn", testenv.Env("RMQGUARD_MYSQL_DSN", "rmqguard:rmqguard@tcp(127.0.0.1:3306)/rmqguard?parseTime=true"), "MySQL DSN")
 	fs.StringVar(&o.redisAddr, "redis", testenv.Env("RMQGUARD_REDIS_ADDR", testenv.DefaultRedisAddr), "Redis of the duplicates-redis variant (host:port)")
+	fs.DurationVar(&o.redisTimeout, "redis-timeout", redisfast.DefaultTimeout, "bound of each Redis command of the duplicates-redis variant (redisfast.Config.Timeout, at most 1s)")
 	fs.IntVar(&o.messages, "messages", 20_000, "messages in the backlog each variant drains")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds; each drains every variant once, in -variants order")
 	fs.StringVar(&list, "variants", defaultVariants, "variants to run, comma separated")

@@ -53,7 +53,7 @@ func startDuplicatesRedis(ctx context.Context, env *environment, o options, b ba
 	}
 	obs := &fallbacks{}
 	stop, err := startRmqguard(ctx, env, o, b, group, tr, 1, func(store *dedup.Store) (dedup.TxStore, error) {
-		layer, err := redisfast.New(store, env.rdb, redisfast.Config{Prefix: env.redisPrefix(), TTL: redisTTL, Observer: obs})
+		layer, err := redisfast.New(store, env.rdb, redisfast.Config{Prefix: env.redisPrefix(), TTL: redisTTL, Timeout: o.redisTimeout, Observer: obs})
 		if err != nil {
 			return nil, err
 		}
