@@ -118,8 +118,8 @@ func (b *Batch) Depend(key any, member int) {
 
 // finish finishes every attached resource once, with the batch context, and turns each member that
 // depended on one that failed into a retry carrying the error (its outcome is decided here, once, before
-// dead letters, reports and metrics see it).
-func (b *Batch) finish(outcomes []Outcome, errs []error) {
+// dead letters, reports and metrics see it). It returns the first resource's error, nil when all finished.
+func (b *Batch) finish(outcomes []Outcome, errs []error) (failed error) {
 	b.mu.Lock()
 	entries := make([]*batchEntry, 0, len(b.order))
 	for _, k := range b.order {
@@ -131,9 +131,13 @@ func (b *Batch) finish(outcomes []Outcome, errs []error) {
 		if err == nil {
 			continue
 		}
+		if failed == nil {
+			failed = err
+		}
 		for i := range e.deps {
 			outcomes[i] = Retry(0, "the batch's shared transaction did not commit: "+err.Error())
 			errs[i] = fmt.Errorf("consumer: batch resource: %w", err)
 		}
 	}
+	return failed
 }

@@ -2,7 +2,7 @@ package consumer_test
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"testing"
 
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
@@ -26,26 +26,31 @@ func (r *sharedResource) Finish(ctx context.Context) error {
 }
 
 // Issue 8, item 3: with BatchSize > 1 the members share the callback's Batch; a resource attached by one
-// member is finished once after the last member, and when it fails every member that depended on it is
-// decided a retry with its error (a member that did not depend keeps its outcome), before the decisions
-// are reported. With BatchSize 1 there is no Batch.
+// member is finished once after the last member, and when it fails the callback is handled once more in a
+// fresh Batch (losing the shared transaction is not the members' own failure); when that pass fails too,
+// every member that depended on it is decided a retry with its error (a member that did not depend keeps
+// its outcome), before the decisions are reported. With BatchSize 1 there is no Batch.
 func TestIssue8_BatchResourceFinishedOnceAfterTheLastMember(t *testing.T) {
-	for _, failing := range []bool{false, true} {
-		t.Run(map[bool]string{false: "finish succeeds", true: "finish fails"}[failing], func(t *testing.T) {
-			res := &sharedResource{}
-			if failing {
-				res.err = errors.New("commit refused")
-			}
+	for _, fails := range []int{0, 1, 2} {
+		t.Run(fmt.Sprintf("finish fails in %d passes", fails), func(t *testing.T) {
+			var resources []*sharedResource
 			var seen []*consumer.Batch
+			runs := map[string]int{}
 			h := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 				b := consumer.BatchFromContext(ctx)
-				seen = append(seen, b)
 				require.NotNil(t, b)
+				seen = append(seen, b)
+				runs[d.Msg.GetKeys()]++
 				if b.Resource("tx") == nil {
+					res := &sharedResource{}
+					if len(resources) < fails {
+						res.err = fmt.Errorf("commit refused in pass %d", len(resources)+1)
+					}
+					resources = append(resources, res)
 					require.NoError(t, b.Attach("tx", res))
 				}
-				require.Error(t, b.Attach("tx", res), "one resource per key")
-				assert.Zero(t, res.finishes, "not finished while members run")
+				require.Error(t, b.Attach("tx", resources[len(resources)-1]), "one resource per key")
+				assert.Zero(t, resources[len(resources)-1].finishes, "not finished while members run")
 				if d.Msg.GetKeys() == "b" {
 					return consumer.Duplicate(), nil // did not depend on the resource
 				}
@@ -58,12 +63,24 @@ func TestIssue8_BatchResourceFinishedOnceAfterTheLastMember(t *testing.T) {
 			_, fp := newConsumer(t, cfg, h, consumer.WithObserver(obs))
 			a, b, c := orderMsg("a"), orderMsg("b"), orderMsg("c")
 			res2, _ := fp.deliver(t, "ORDER", a, b, c)
-			assert.Equal(t, 1, res.finishes)
-			assert.True(t, res.ctxLive, "finished with the batch's own context, not a member's")
+			passes := min(fails+1, 2)
+			require.Len(t, resources, passes, "a lost batch is handled once more, never twice more")
+			for _, r := range resources {
+				assert.Equal(t, 1, r.finishes)
+				assert.True(t, r.ctxLive, "finished with the batch's own context, not a member's")
+			}
 			assert.Same(t, seen[0], seen[2], "one Batch per callback")
-			if !failing {
+			assert.Equal(t, map[string]int{"a": passes, "b": passes, "c": passes}, runs)
+			if passes == 2 {
+				assert.NotSame(t, seen[0], seen[3], "the second pass has a Batch of its own")
+			}
+			for _, m := range []string{a.MsgId, b.MsgId, c.MsgId} {
+				require.Len(t, obs.decisions(m), 1, "one decision per message, from the last pass")
+			}
+			if fails < 2 {
 				assert.Equal(t, rmq.ConsumeSuccess, res2)
 				assert.Equal(t, consumer.KindProcessed, obs.decisions(a.MsgId)[0].Outcome.Kind)
+				assert.NoError(t, obs.decisions(a.MsgId)[0].Err)
 				return
 			}
 			assert.Equal(t, rmq.ConsumeRetryLater, res2)
@@ -71,7 +88,7 @@ func TestIssue8_BatchResourceFinishedOnceAfterTheLastMember(t *testing.T) {
 				dec := obs.decisions(m)[0]
 				assert.Equal(t, consumer.KindRetry, dec.Outcome.Kind)
 				assert.Equal(t, consumer.KindProcessed, dec.Chain.Kind, "the chain's outcome stays the handler's")
-				assert.ErrorIs(t, dec.Err, res.err)
+				assert.ErrorIs(t, dec.Err, resources[1].err)
 			}
 			assert.Equal(t, consumer.KindDuplicate, obs.decisions(b.MsgId)[0].Outcome.Kind)
 			assert.True(t, obs.decisions(b.MsgId)[0].BatchRetried)

@@ -78,66 +78,99 @@ func (c *Consumer) consume(ctx context.Context, msgs ...*primitive.MessageExt) (
 
 // consumeEntered decides a registered callback; answer is false when it must not be answered. It leaves
 // the in-flight group before returning, so that Shutdown never waits for a callback that waits for it.
+//
+// When the members of a batch lost their shared resource (a deadlock with another batch, a lost connection,
+// a failed COMMIT: see Batch), that is not their own failure, so the callback is handled once more, in a
+// fresh Batch, before anything is answered; only when that pass loses its resource too are the members that
+// depended on it retried (and spend an attempt). Middlewares outside the shared resource (Metrics, Logging)
+// see both passes; the consumer reports each message's decision once, from the last pass.
 func (c *Consumer) consumeEntered(msgs []*primitive.MessageExt) (res Resolution, answer bool) {
 	defer c.inflight.Done()
 	w := &outageWait{limit: c.cfg.OutageWait}
-	ds := make([]*Delivery, len(msgs))
-	outcomes := make([]Outcome, len(msgs))
-	errs := make([]error, len(msgs))
-	elapsed := make([]time.Duration, len(msgs))
-	waiting := make([]bool, len(msgs)) // orderly: not handled, behind a member that was not acknowledged
-	held := false
-	var batch *Batch
-	if c.cfg.BatchSize > 1 && len(msgs) > 1 { // a callback of one message handles it alone, as BatchSize 1
-		var cancel context.CancelFunc
-		batch, cancel = newBatch(c.runCtx, c.cfg.HandlerTimeout, len(msgs))
-		defer cancel() // an unanswered callback: its shared transaction is rolled back, never committed
+	p, ok := c.handleMembers(msgs, w)
+	if !ok {
+		return Resolution{}, false
 	}
-	for i, msg := range msgs {
-		start := time.Now()
-		ds[i] = newNamespacedDelivery(c.cfg, msg)
-		ds[i].MaxAttempts = c.cfg.MaxAttempts
-		if held {
-			outcomes[i], waiting[i] = heldBack(), true
-			continue
-		}
-		if !c.subscribed(ds[i]) {
-			outcomes[i] = c.unsubscribed(ds[i])
-			continue
-		}
-		var ok bool
-		if batch != nil {
-			batch.enter(i)
-		}
-		if outcomes[i], errs[i], ok = c.decide(ds[i], w, batch); !ok {
+	if p.lost != nil {
+		c.log.Warn("the batch's shared transaction was lost; handling the batch once more in a new one",
+			zap.String("group", c.cfg.Group), zap.Int("messages", len(msgs)), zap.Error(p.lost))
+		if p, ok = c.handleMembers(msgs, w); !ok {
 			return Resolution{}, false
 		}
-		elapsed[i] = time.Since(start)
-		held = c.cfg.Orderly && holdsBack(exhaust(ds[i], outcomes[i], errs[i]), errs[i])
 	}
-	chain := append([]Outcome(nil), outcomes...)
-	if batch != nil {
-		// The shared transaction commits before exhaust, dead letters and reports: a member that depended
-		// on a failed COMMIT is decided a retry (its chain outcome stays the handler's, logged beside it).
-		batch.finish(outcomes, errs)
-	}
+	outcomes, errs := p.outcomes, p.errs
 	if c.cfg.Orderly {
-		for i, d := range ds {
-			if !waiting[i] {
+		for i, d := range p.ds {
+			if !p.waiting[i] {
 				outcomes[i] = exhaust(d, outcomes[i], errs[i])
 			}
 		}
 	}
-	if !c.publishDeadLetters(ds, outcomes, errs, w) {
+	if !c.publishDeadLetters(p.ds, outcomes, errs, w) {
 		return Resolution{}, false
 	}
 	o, err := combine(outcomes, errs)
 	res = Resolve(o, err, c.mode())
-	c.report(ds, chain, outcomes, errs, elapsed, res)
+	c.report(p.ds, p.chain, outcomes, errs, p.elapsed, res)
 	if res.Result == rmq.SuspendCurrentQueueAMoment {
-		c.keepAttempts(msgs, spentAttempts(chain, errs, waiting))
+		c.keepAttempts(msgs, spentAttempts(p.chain, errs, p.waiting))
 	}
 	return res, true
+}
+
+// memberPass is one pass of a callback's messages through the handler.
+type memberPass struct {
+	ds       []*Delivery
+	outcomes []Outcome // after the batch's shared resources finished
+	errs     []error
+	elapsed  []time.Duration
+	waiting  []bool    // orderly: not handled, behind a member that was not acknowledged
+	chain    []Outcome // as the chain decided, before the shared resources finished
+	lost     error     // the first shared resource that failed to finish, nil when none did
+}
+
+// handleMembers runs each of msgs through the handler (in a Batch when Config.BatchSize > 1 and msgs has
+// more than one message; a callback of one message is handled alone, as with BatchSize 1) and finishes the
+// batch's shared resources; ok is false when the callback must not be answered (see decide).
+func (c *Consumer) handleMembers(msgs []*primitive.MessageExt, w *outageWait) (p *memberPass, ok bool) {
+	n := len(msgs)
+	p = &memberPass{ds: make([]*Delivery, n), outcomes: make([]Outcome, n), errs: make([]error, n),
+		elapsed: make([]time.Duration, n), waiting: make([]bool, n)}
+	var batch *Batch
+	if c.cfg.BatchSize > 1 && n > 1 {
+		var cancel context.CancelFunc
+		batch, cancel = newBatch(c.runCtx, c.cfg.HandlerTimeout, n)
+		defer cancel() // an unanswered callback: its shared transaction is rolled back, never committed
+	}
+	held := false
+	for i, msg := range msgs {
+		start := time.Now()
+		p.ds[i] = newNamespacedDelivery(c.cfg, msg)
+		p.ds[i].MaxAttempts = c.cfg.MaxAttempts
+		if held {
+			p.outcomes[i], p.waiting[i] = heldBack(), true
+			continue
+		}
+		if !c.subscribed(p.ds[i]) {
+			p.outcomes[i] = c.unsubscribed(p.ds[i])
+			continue
+		}
+		if batch != nil {
+			batch.enter(i)
+		}
+		if p.outcomes[i], p.errs[i], ok = c.decide(p.ds[i], w, batch); !ok {
+			return nil, false
+		}
+		p.elapsed[i] = time.Since(start)
+		held = c.cfg.Orderly && holdsBack(exhaust(p.ds[i], p.outcomes[i], p.errs[i]), p.errs[i])
+	}
+	p.chain = append([]Outcome(nil), p.outcomes...)
+	if batch != nil {
+		// The shared transaction commits before exhaust, dead letters and reports: a member that depended
+		// on a failed COMMIT is decided a retry (its chain outcome stays the handler's, logged beside it).
+		p.lost = batch.finish(p.outcomes, p.errs)
+	}
+	return p, true
 }
 
 // decide runs the handler for d until it decides something other than KindUnavailable, waiting at the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -109,7 +110,7 @@ func TestF15_Batch_DeadlockInOneMemberRetriesEveryMember(t *testing.T) {
 				require.NoError(t, err)
 			}
 			e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
-			first, deadlocks := true, 0
+			deadlockPasses, deadlocks := 2, 0 // the first delivery deadlocks in both of its passes
 			var hooksMu sync.Mutex
 			hooks := 0
 			cb := f.batchConsumer(t, false, f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
@@ -118,8 +119,8 @@ func TestF15_Batch_DeadlockInOneMemberRetriesEveryMember(t *testing.T) {
 					if _, err := tx.ExecContext(ctx, `UPDATE orders SET version = version + 1 WHERE order_no = ?`, a); err != nil {
 						return consumer.Outcome{}, err
 					}
-					if first {
-						first = false
+					if deadlockPasses > 0 {
+						deadlockPasses--
 						defer f.deadlockWith(a, b)()
 					}
 					_, err := tx.ExecContext(ctx, `UPDATE orders SET version = version + 1 WHERE order_no = ?`, b)
@@ -135,7 +136,7 @@ func TestF15_Batch_DeadlockInOneMemberRetriesEveryMember(t *testing.T) {
 			}))
 			msgs := f.batchMsgs(t, e1, e2, e3)
 			assert.Equal(t, rmq.ConsumeRetryLater, cb.Deliver(t, false, msgs...))
-			require.Equal(t, 1, deadlocks, "the scenario produced its deadlock")
+			require.Equal(t, 2, deadlocks, "the scenario produced its deadlock in both passes of the first delivery")
 			for i, id := range []string{e1, e2, e3} {
 				assert.Equal(t, "", f.status(t, id), "no row committed for member %d", i+1)
 				assert.Equal(t, 0, f.ledger.Count(t, id), "no effect committed for member %d", i+1)
@@ -164,6 +165,52 @@ func TestF15_Batch_DeadlockInOneMemberRetriesEveryMember(t *testing.T) {
 			}
 			assert.Equal(t, 3, hooks, "each kept member's hook ran once after the batch COMMIT")
 		})
+	}
+}
+
+// A batch lost to a deadlock is not its members' own failure: the consumer handles the callback once more in a
+// fresh transaction before answering, so when the deadlock does not come back every member is applied once
+// and acknowledged on the first delivery, no attempt spent (the client's ReconsumeTimes stays).
+func TestF15_Batch_LostBatchIsHandledOnceMoreBeforeAnyRetry(t *testing.T) {
+	f := newFixture(t)
+	a, b := f.prefix+"-lock-a", f.prefix+"-lock-b"
+	for _, o := range []string{a, b} {
+		_, err := f.db.Exec(`INSERT INTO orders (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
+			VALUES (?, 'sku', 1, 1, 'CREATED', 1, NOW(6), NOW(6))`, o)
+		require.NoError(t, err)
+	}
+	e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
+	first, deadlocks, runs := true, 0, 0
+	cb := f.batchConsumer(t, false, f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		runs++
+		if d.EventID == e2 {
+			if _, err := tx.ExecContext(ctx, `UPDATE orders SET version = version + 1 WHERE order_no = ?`, a); err != nil {
+				return consumer.Outcome{}, err
+			}
+			if first {
+				first = false
+				defer f.deadlockWith(a, b)()
+			}
+			_, err := tx.ExecContext(ctx, `UPDATE orders SET version = version + 1 WHERE order_no = ?`, b)
+			var me *mysql.MySQLError
+			if errors.As(err, &me) && me.Number == retry.ErLockDeadlock {
+				deadlocks++
+				return consumer.Outcome{}, err
+			}
+		}
+		return consumer.Processed(), nil
+	}))
+	msgs := f.batchMsgs(t, e1, e2, e3)
+	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, msgs...))
+	require.Equal(t, 1, deadlocks, "the scenario produced its deadlock")
+	assert.Equal(t, 3+2, runs, "pass 1 ran members 1 and 2 (3 was not handled on the lost transaction), pass 2 all three")
+	for i, id := range []string{e1, e2, e3} {
+		assert.Equal(t, "SUCCESS", f.status(t, id))
+		assert.Equal(t, 1, f.ledger.Count(t, id), "event %s took effect once", id)
+		dec := cb.Decisions(msgs[i].MsgId)
+		require.Len(t, dec, 1, "one decision, from the second pass")
+		assert.Equal(t, consumer.KindProcessed, dec[0].Outcome.Kind)
+		assert.NoError(t, dec[0].Err)
 	}
 }
 
@@ -368,13 +415,13 @@ func TestIssue8_Batch_ProcessedMemberCostsSavepointClaimAndItsWrites(t *testing.
 func TestIssue8_Batch_AbandonedMemberLosesTheBatch(t *testing.T) {
 	f := newFixture(t)
 	e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
-	slow := true
-	lateWrite := make(chan error, 1)
+	var slowPasses atomic.Int32 // abandoned in both passes of the first delivery
+	slowPasses.Store(2)
+	lateWrite := make(chan error, 2)
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
 	h := middleware.Chain(dedup.Handle(f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
-		if d.EventID == e1 && slow {
-			slow = false
+		if d.EventID == e1 && slowPasses.Add(-1) >= 0 {
 			time.Sleep(600 * time.Millisecond) // ignores its context
 			lateWrite <- f.ledger.Append(context.Background(), tx, e1+"-late")
 		}
@@ -385,6 +432,7 @@ func TestIssue8_Batch_AbandonedMemberLosesTheBatch(t *testing.T) {
 	msgs := f.batchMsgs(t, e1, e2, e3)
 	assert.Equal(t, rmq.ConsumeRetryLater, cb.Deliver(t, false, msgs...))
 	assert.Error(t, <-lateWrite, "the late write finds the transaction finished")
+	assert.Error(t, <-lateWrite, "the late write of the second pass finds its transaction finished")
 	for i, id := range []string{e1, e2, e3} {
 		assert.Equal(t, "", f.status(t, id), "no row committed for member %d", i+1)
 		assert.Equal(t, 0, f.ledger.Count(t, id))
