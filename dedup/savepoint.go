@@ -9,18 +9,20 @@ import (
 // Savepoint is a point inside a Txn that the transaction can be rolled back to (RollbackTo): the
 // database's SAVEPOINT, and the number of after-commit hooks registered before it.
 type Savepoint struct {
-	name   string // rmqguard_sp1, rmqguard_sp2, …: fixed identifiers, never user text
+	name   string // rmqguard_sp_<16 hex digits of the claim token>_1, …_2, …: never user text
 	hooks  int
 	claims int
 }
 
-// Savepoint sets a new savepoint in the transaction (SAVEPOINT rmqguard_spN, N counting from 1 per
-// transaction; the prefix keeps a handler's own savepoint names from replacing it)
+// Savepoint sets a new savepoint in the transaction (SAVEPOINT rmqguard_sp_<R>_N, R 16 hex digits of the
+// transaction's random claim token, N counting from 1 per transaction: a handler's own SAVEPOINT cannot
+// take the name, which would move the member's savepoint past its claim so that rolling the member back
+// kept its claim)
 // with ctx, the statement's context (a batch member's own). It returns the statement's error, wrapped.
 // Batch mode (middleware.Dedup with consumer.Batch) sets one before each member's claim.
 func (t *Txn) Savepoint(ctx context.Context) (Savepoint, error) {
 	t.savepoints++
-	sp := Savepoint{name: "rmqguard_sp" + strconv.Itoa(t.savepoints), hooks: t.hooks.mark(), claims: t.claims.mark()}
+	sp := Savepoint{name: "rmqguard_sp_" + t.token[:16] + "_" + strconv.Itoa(t.savepoints), hooks: t.hooks.mark(), claims: t.claims.mark()}
 	if _, err := t.Tx.ExecContext(ctx, "SAVEPOINT "+sp.name); err != nil {
 		return Savepoint{}, fmt.Errorf("dedup: savepoint %s: %w", sp.name, err)
 	}

@@ -19,8 +19,8 @@ import (
 //     after-commit hooks run after that COMMIT;
 //   - a duplicate claim (1062): the statement alone rolled back, so no ROLLBACK TO SAVEPOINT; Cause left
 //     empty (the consumer guesses it);
-//   - error, retry, dead letter, or a handler that returned after the member's deadline: rolled back to its
-//     savepoint, its hooks dropped;
+//   - error, retry, dead letter, a panic, or a handler that returned after the member's deadline: rolled
+//     back to its savepoint, its hooks dropped;
 //   - stale: rolled back to its savepoint, then its STALE row inserted in the batch transaction (kept).
 //
 // When the transaction is lost (ROLLBACK TO SAVEPOINT fails, e.g. 1305 after a deadlock rolled the whole
@@ -62,14 +62,29 @@ func dedupInBatch(ctx context.Context, store dedup.TxStore, b *consumer.Batch, d
 		_ = bt.lose(err)
 		return consumer.Outcome{}, err // the member that met the failure reports its cause
 	}
-	if err := store.Claim(ctx, bt.txn, d); err != nil {
+	// A panic below (Recover is outside Dedup) undoes the member as a failure does; the panic goes on.
+	panicking := true
+	defer func() {
+		if panicking {
+			_ = m.rollback()
+		}
+	}()
+	o, err := m.run(ctx, store, next)
+	panicking = false
+	return o, err
+}
+
+// run claims m's event and runs next for it inside its savepoint, then keeps or rolls back the member.
+func (m *member) run(ctx context.Context, store dedup.TxStore, next consumer.Handler) (consumer.Outcome, error) {
+	d := m.d
+	if err := store.Claim(ctx, m.bt.txn, d); err != nil {
 		if errors.Is(err, dedup.ErrDuplicate) {
 			return consumer.Duplicate(), nil // a committed row (statement-level rollback): nothing to undo
 		}
 		m.rollback()
 		return consumer.Outcome{}, err
 	}
-	o, err := next(dedup.WithTxn(ctx, bt.txn), d)
+	o, err := next(dedup.WithTxn(ctx, m.bt.txn), d)
 	if err == nil && ctx.Err() != nil {
 		// The member's deadline passed while its handler ran (a handler that ignores its context, under
 		// Deadline): not kept, as a message alone would not commit after its deadline.
