@@ -3,12 +3,14 @@ package dedup_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
 )
@@ -81,4 +83,69 @@ func TestReview9_Batch_HandlerSavepointOfTheSameNameKeepsAFailedClaim(t *testing
 	}
 }
 
-var _ = time.Second
+// killOwnConnection kills the connection tx runs on, from another connection of the same user (no root
+// needed), as a MariaDB restart, a failover or a network cut would end it.
+func (f *fixture) killOwnConnection(t *testing.T, ctx context.Context, tx *sqlx.Tx) {
+	t.Helper()
+	var id int64
+	require.NoError(t, tx.GetContext(ctx, &id, "SELECT CONNECTION_ID()"))
+	_, err := f.db.Exec(fmt.Sprintf("KILL CONNECTION %d", id))
+	require.NoError(t, err)
+	time.Sleep(100 * time.Millisecond) // the server has closed the socket
+}
+
+// The store's connection is lost in the middle of a batch (member 2's statement fails with a broken
+// connection: infrastructure, Unavailable). Alone, the message would wait at the store gate and be handled
+// again without spending an attempt ("an attempt is spent only by the message's own failure"; README: a
+// lost database connection becomes Unavailable on every delivery). In a batch the re-run member finds the
+// transaction lost (ErrBatchLost, transient) and the whole callback is answered ConsumeRetryLater: every
+// member spends an attempt, and on a member's last delivery the broker dead-letters it, for an outage.
+func TestReview9_Batch_ConnectionLostMidBatchSpendsNoAttempt(t *testing.T) {
+	f := newFixture(t)
+	e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
+	kill := true
+	cb := f.batchConsumer(t, false, f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if d.EventID == e2 && kill {
+			kill = false
+			f.killOwnConnection(t, ctx, tx)
+		}
+		return consumer.Processed(), nil // the ledger's write fails first on the killed connection
+	}))
+	msgs := f.batchMsgs(t, e1, e2, e3)
+	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, msgs...),
+		"a lost store connection is not the messages' failure: no member may spend an attempt")
+	for i := range msgs {
+		dec := cb.Decisions(msgs[i].MsgId)
+		require.Len(t, dec, 1)
+		assert.True(t, dec[0].Outcome.Kind.Acknowledges(), "member %d: %s (%v)", i+1, dec[0].Outcome.Reason, dec[0].Err)
+	}
+	for _, id := range []string{e1, e2, e3} {
+		assert.Equal(t, 1, f.ledger.Count(t, id), "event %s took effect once", id)
+	}
+}
+
+// The store's connection is lost between the last member and the batch's COMMIT (here: killed by the
+// last member's handler after its write). Alone, a failed COMMIT is infrastructure (README: "a failed
+// connect, BEGIN or COMMIT of the dedup transaction") and becomes Unavailable, spending no attempt. The
+// batch's Finish error is turned into a plain consumer.Retry by the consumer: every member spends an attempt.
+func TestReview9_Batch_CommitLostToTheStoreSpendsNoAttempt(t *testing.T) {
+	f := newFixture(t)
+	e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
+	kill := true
+	cb := f.batchConsumer(t, false, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if err := f.ledger.Append(ctx, tx, d.EventID); err != nil {
+			return consumer.Outcome{}, err
+		}
+		if d.EventID == e3 && kill {
+			kill = false
+			f.killOwnConnection(t, ctx, tx) // after e3's write; no statement follows before COMMIT
+		}
+		return consumer.Processed(), nil
+	})
+	msgs := f.batchMsgs(t, e1, e2, e3)
+	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, msgs...),
+		"a COMMIT lost to the store is not the messages' failure: no member may spend an attempt")
+	for _, id := range []string{e1, e2, e3} {
+		assert.Equal(t, 1, f.ledger.Count(t, id), "event %s took effect once", id)
+	}
+}
