@@ -2,10 +2,21 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"go.uber.org/zap"
 )
+
+// ErrStoreUnavailable marks a BatchResource.Finish error whose cause is the store, not a member: the
+// shared transaction was lost to a broken connection, or its COMMIT failed for the store's sake. A message
+// alone would be KindUnavailable then; so the consumer waits at the store gate and handles the whole
+// callback again, spending no attempt ("an attempt is spent only by the message's own failure"), for at
+// most Config.OutageWait; past it the members are retried (spending an attempt), as a message alone is.
+var ErrStoreUnavailable = errors.New("rmqguard consumer: a batch's shared resource was lost to the store")
 
 // BatchResource is something the members of one client callback share, such as the one dedup transaction
 // of a batch (middleware.Dedup): the consumer finishes it once, after the last member was handled and
@@ -118,8 +129,8 @@ func (b *Batch) Depend(key any, member int) {
 
 // finish finishes every attached resource once, with the batch context, and turns each member that
 // depended on one that failed into a retry carrying the error (its outcome is decided here, once, before
-// dead letters, reports and metrics see it).
-func (b *Batch) finish(outcomes []Outcome, errs []error) {
+// dead letters, reports and metrics see it). It returns the first failure that wraps ErrStoreUnavailable.
+func (b *Batch) finish(outcomes []Outcome, errs []error) (outage error) {
 	b.mu.Lock()
 	entries := make([]*batchEntry, 0, len(b.order))
 	for _, k := range b.order {
@@ -131,9 +142,48 @@ func (b *Batch) finish(outcomes []Outcome, errs []error) {
 		if err == nil {
 			continue
 		}
+		if outage == nil && errors.Is(err, ErrStoreUnavailable) {
+			outage = err
+		}
 		for i := range e.deps {
 			outcomes[i] = Retry(0, "the batch's shared transaction did not commit: "+err.Error())
 			errs[i] = fmt.Errorf("consumer: batch resource: %w", err)
+		}
+	}
+	return outage
+}
+
+// handleCallback handles the callback's messages: alone (BatchSize 1, or one message), or as one Batch;
+// when the batch's shared resource was lost to the store (ErrStoreUnavailable), it waits at the store gate
+// (unless it reopened since the pass began) and handles the whole callback again with a new Batch, within
+// w's bound. ok is false when the callback must not be answered.
+func (c *Consumer) handleCallback(msgs []*primitive.MessageExt, w *outageWait) (pass, bool) {
+	if c.cfg.BatchSize <= 1 || len(msgs) <= 1 { // a callback of one message handles it alone, as BatchSize 1
+		p, _, ok := c.handlePass(msgs, w, nil)
+		return p, ok
+	}
+	for {
+		gen, _ := c.gate.current()
+		b, cancel := newBatch(c.runCtx, c.cfg.HandlerTimeout, len(msgs))
+		p, outage, ok := c.handlePass(msgs, w, b)
+		cancel() // an unanswered callback: its shared transaction is rolled back, never committed
+		if !ok || outage == nil {
+			return p, ok
+		}
+		ch, stopped := c.gate.trip(gen, outage.Error())
+		if stopped {
+			return pass{}, false
+		}
+		if ch == nil {
+			continue // the gate reopened during the pass (a member waited at it): handle the callback again
+		}
+		switch c.gate.wait(ch, w.deadline()) {
+		case gateStopped:
+			return pass{}, false
+		case gateTimedOut:
+			c.log.Warn("store still unavailable after OutageWait; the batch is retried and each member spends an attempt",
+				zap.String("group", c.cfg.Group), zap.Int("members", len(msgs)), zap.Error(outage))
+			return p, true
 		}
 	}
 }

@@ -81,49 +81,14 @@ func (c *Consumer) consume(ctx context.Context, msgs ...*primitive.MessageExt) (
 func (c *Consumer) consumeEntered(msgs []*primitive.MessageExt) (res Resolution, answer bool) {
 	defer c.inflight.Done()
 	w := &outageWait{limit: c.cfg.OutageWait}
-	ds := make([]*Delivery, len(msgs))
-	outcomes := make([]Outcome, len(msgs))
-	errs := make([]error, len(msgs))
-	elapsed := make([]time.Duration, len(msgs))
-	waiting := make([]bool, len(msgs)) // orderly: not handled, behind a member that was not acknowledged
-	held := false
-	var batch *Batch
-	if c.cfg.BatchSize > 1 && len(msgs) > 1 { // a callback of one message handles it alone, as BatchSize 1
-		var cancel context.CancelFunc
-		batch, cancel = newBatch(c.runCtx, c.cfg.HandlerTimeout, len(msgs))
-		defer cancel() // an unanswered callback: its shared transaction is rolled back, never committed
+	p, ok := c.handleCallback(msgs, w)
+	if !ok {
+		return Resolution{}, false
 	}
-	for i, msg := range msgs {
-		start := time.Now()
-		ds[i] = newNamespacedDelivery(c.cfg, msg)
-		ds[i].MaxAttempts = c.cfg.MaxAttempts
-		if held {
-			outcomes[i], waiting[i] = heldBack(), true
-			continue
-		}
-		if !c.subscribed(ds[i]) {
-			outcomes[i] = c.unsubscribed(ds[i])
-			continue
-		}
-		var ok bool
-		if batch != nil {
-			batch.enter(i)
-		}
-		if outcomes[i], errs[i], ok = c.decide(ds[i], w, batch); !ok {
-			return Resolution{}, false
-		}
-		elapsed[i] = time.Since(start)
-		held = c.cfg.Orderly && holdsBack(exhaust(ds[i], outcomes[i], errs[i]), errs[i])
-	}
-	chain := append([]Outcome(nil), outcomes...)
-	if batch != nil {
-		// The shared transaction commits before exhaust, dead letters and reports: a member that depended
-		// on a failed COMMIT is decided a retry (its chain outcome stays the handler's, logged beside it).
-		batch.finish(outcomes, errs)
-	}
+	ds, outcomes, errs := p.ds, p.outcomes, p.errs
 	if c.cfg.Orderly {
 		for i, d := range ds {
-			if !waiting[i] {
+			if !p.waiting[i] {
 				outcomes[i] = exhaust(d, outcomes[i], errs[i])
 			}
 		}
@@ -133,11 +98,60 @@ func (c *Consumer) consumeEntered(msgs []*primitive.MessageExt) (res Resolution,
 	}
 	o, err := combine(outcomes, errs)
 	res = Resolve(o, err, c.mode())
-	c.report(ds, chain, outcomes, errs, elapsed, res)
+	c.report(ds, p.chain, outcomes, errs, p.elapsed, res)
 	if res.Result == rmq.SuspendCurrentQueueAMoment {
-		c.keepAttempts(msgs, spentAttempts(chain, errs, waiting))
+		c.keepAttempts(msgs, spentAttempts(p.chain, errs, p.waiting))
 	}
 	return res, true
+}
+
+// pass is one handling of a callback's messages: their deliveries, final and chain outcomes, errors,
+// handling times, and (orderly) which were held back behind a member that was not acknowledged.
+type pass struct {
+	ds       []*Delivery
+	outcomes []Outcome
+	chain    []Outcome // what the chain returned, before a batch's shared resource was finished
+	errs     []error
+	elapsed  []time.Duration
+	waiting  []bool
+}
+
+// handlePass handles each message of the callback once, with b (nil: no batch) in their handlers'
+// contexts, and finishes b's shared resources; outage is the Finish error that wraps ErrStoreUnavailable,
+// if any. ok is false when the callback must not be answered.
+func (c *Consumer) handlePass(msgs []*primitive.MessageExt, w *outageWait, b *Batch) (p pass, outage error, ok bool) {
+	n := len(msgs)
+	p = pass{ds: make([]*Delivery, n), outcomes: make([]Outcome, n), errs: make([]error, n),
+		elapsed: make([]time.Duration, n), waiting: make([]bool, n)}
+	held := false
+	for i, msg := range msgs {
+		start := time.Now()
+		p.ds[i] = newNamespacedDelivery(c.cfg, msg)
+		p.ds[i].MaxAttempts = c.cfg.MaxAttempts
+		if held {
+			p.outcomes[i], p.waiting[i] = heldBack(), true
+			continue
+		}
+		if !c.subscribed(p.ds[i]) {
+			p.outcomes[i] = c.unsubscribed(p.ds[i])
+			continue
+		}
+		if b != nil {
+			b.enter(i)
+		}
+		if p.outcomes[i], p.errs[i], ok = c.decide(p.ds[i], w, b); !ok {
+			return pass{}, nil, false
+		}
+		p.elapsed[i] = time.Since(start)
+		held = c.cfg.Orderly && holdsBack(exhaust(p.ds[i], p.outcomes[i], p.errs[i]), p.errs[i])
+	}
+	p.chain = append([]Outcome(nil), p.outcomes...)
+	if b != nil {
+		// The shared transaction commits before exhaust, dead letters and reports: a member that depended
+		// on a failed COMMIT is decided a retry (its chain outcome stays the handler's, logged beside it).
+		outage = b.finish(p.outcomes, p.errs)
+	}
+	return p, outage, true
 }
 
 // decide runs the handler for d until it decides something other than KindUnavailable, waiting at the

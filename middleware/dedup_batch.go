@@ -40,6 +40,7 @@ type member struct {
 	idx int // the member's index in the callback (consumer.Batch.Member)
 	d   *consumer.Delivery
 	sp  dedup.Savepoint
+	ctx context.Context // the member's own: when it ended, a broken connection is the member's doing
 }
 
 // dedupInBatch is Dedup for a member of batch b after Done: savepoint, claim, handler, and keeping or
@@ -49,7 +50,7 @@ func dedupInBatch(ctx context.Context, store dedup.TxStore, b *consumer.Batch, d
 	if err != nil {
 		return consumer.Outcome{}, err
 	}
-	m := &member{bt: bt, b: b, idx: b.Member(), d: d}
+	m := &member{bt: bt, b: b, idx: b.Member(), d: d, ctx: ctx}
 	dup, err := bt.enter(m)
 	if err != nil {
 		return consumer.Outcome{}, err
@@ -59,7 +60,7 @@ func dedupInBatch(ctx context.Context, store dedup.TxStore, b *consumer.Batch, d
 	}
 	defer bt.leave()
 	if m.sp, err = bt.txn.Savepoint(ctx); err != nil {
-		_ = bt.lose(err)
+		_ = bt.lose(err, ctx.Err() == nil)
 		return consumer.Outcome{}, err // the member that met the failure reports its cause
 	}
 	// A panic below (Recover is outside Dedup) undoes the member as a failure does; the panic goes on.
@@ -146,7 +147,7 @@ func (m *member) rollback() error {
 		return err
 	}
 	if err := m.bt.txn.RollbackTo(m.b.Context(), m.sp); err != nil {
-		return m.bt.lose(err)
+		return m.bt.lose(err, m.ctx.Err() == nil)
 	}
 	return nil
 }
