@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/retry"
 )
 
 // Review 9 (issue 8, batch mode): attacks on the shared batch transaction through the consumer's real
@@ -145,6 +147,34 @@ func TestReview9_Batch_CommitLostToTheStoreSpendsNoAttempt(t *testing.T) {
 	msgs := f.batchMsgs(t, e1, e2, e3)
 	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, msgs...),
 		"a COMMIT lost to the store is not the messages' failure: no member may spend an attempt")
+	for _, id := range []string{e1, e2, e3} {
+		assert.Equal(t, 1, f.ledger.Count(t, id), "event %s took effect once", id)
+	}
+}
+
+// A member's handler reports the store unavailable (an infrastructure error) long enough that the waits
+// at the store gate outlast the batch's own deadline (HandlerTimeout × members): the shared transaction is
+// rolled back under the waiting batch. Alone, the message would be handled again when the store is back,
+// spending no attempt; in the batch the re-run finds the transaction done and every member is retried,
+// spending an attempt, for an outage.
+func TestReview9_Batch_GateWaitPastTheBatchDeadlineSpendsNoAttempt(t *testing.T) {
+	f := newFixture(t)
+	e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
+	down := 3 // the gate's waits without a probe: 100 ms, 200 ms, 400 ms > the batch's 3 × 200 ms
+	h := f.chain(t, f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if d.EventID == e2 && down > 0 {
+			down--
+			return consumer.Outcome{}, retry.Infrastructure(errors.New("the store answers read-only (a failover)"))
+		}
+		return consumer.Processed(), nil
+	}))
+	cfg := consumer.Config{Group: f.group, Subscriptions: []consumer.Subscription{{Topic: "ORDER"}}, BatchSize: 32,
+		HandlerTimeout: 200 * time.Millisecond}
+	cb := testenv.NewCallback(t, cfg, h)
+	msgs := f.batchMsgs(t, e1, e2, e3)
+	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, msgs...),
+		"an outage the batch waited out is not the messages' failure: no member may spend an attempt")
+	assert.Zero(t, down)
 	for _, id := range []string{e1, e2, e3} {
 		assert.Equal(t, 1, f.ledger.Count(t, id), "event %s took effect once", id)
 	}
