@@ -7,6 +7,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/retry"
 )
 
 // Batch mode of Dedup (consumer.Config.BatchSize > 1): the members of one client callback share one dedup
@@ -60,7 +61,7 @@ func dedupInBatch(ctx context.Context, store dedup.TxStore, b *consumer.Batch, d
 	}
 	defer bt.leave()
 	if m.sp, err = bt.txn.Savepoint(ctx); err != nil {
-		_ = bt.lose(err, ctx.Err() == nil)
+		_ = bt.lose(err, storesFault(ctx, b, err))
 		return consumer.Outcome{}, err // the member that met the failure reports its cause
 	}
 	// A panic below (Recover is outside Dedup) undoes the member as a failure does; the panic goes on.
@@ -147,7 +148,15 @@ func (m *member) rollback() error {
 		return err
 	}
 	if err := m.bt.txn.RollbackTo(m.b.Context(), m.sp); err != nil {
-		return m.bt.lose(err, m.ctx.Err() == nil)
+		return m.bt.lose(err, storesFault(m.ctx, m.b, err))
 	}
 	return nil
+}
+
+// storesFault reports whether err, which lost the batch transaction of member context ctx, is the store's
+// doing rather than the member's: the member's context had not ended, and err is an infrastructure failure
+// (a broken connection) or the batch's own deadline ended the transaction (it outlasted that deadline only
+// by waiting at the store gate).
+func storesFault(ctx context.Context, b *consumer.Batch, err error) bool {
+	return ctx.Err() == nil && (retry.Classify(err) == retry.ClassInfrastructure || b.Context().Err() != nil)
 }

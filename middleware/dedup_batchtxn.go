@@ -21,8 +21,8 @@ type batchTxn struct {
 	kept  []*consumer.Delivery
 	keys  map[string]bool // scope and event ID of the kept members
 	lost  error
-	// outage: the transaction was lost to the store (an infrastructure failure while the member's
-	// context was alive), not to a member; Finish then wraps consumer.ErrStoreUnavailable.
+	// outage: the transaction was lost to the store (storesFault), not to a member; Finish then wraps
+	// consumer.ErrStoreUnavailable.
 	outage bool
 	// active: a member is between its savepoint and its end (kept or rolled back); the next member
 	// finding it still set means that member was abandoned at its deadline (middleware.Timeout) while it
@@ -91,14 +91,14 @@ func eventKey(store dedup.TxStore, d *consumer.Delivery) string {
 }
 
 // lose records that the batch transaction is lost because of err (the first cause is kept, as text) and
-// returns the error every later member and Finish report (ErrBatchLost). alive: the member's context had
-// not ended, so an infrastructure err (a broken connection) is the store's failure (see outage).
-func (bt *batchTxn) lose(err error, alive bool) error {
+// returns the error every later member and Finish report (ErrBatchLost); storeFault: the store lost it,
+// not a member (see storesFault and outage).
+func (bt *batchTxn) lose(err error, storeFault bool) error {
 	bt.mu.Lock()
 	defer bt.mu.Unlock()
 	if bt.lost == nil {
 		bt.lost = fmt.Errorf("%w: %v", ErrBatchLost, err)
-		bt.outage = alive && retry.Classify(err) == retry.ClassInfrastructure
+		bt.outage = storeFault
 	}
 	return bt.lost
 }
