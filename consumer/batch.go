@@ -35,8 +35,10 @@ type BatchResource interface {
 //
 // Its context (Context) is not a member's: it derives from the consumer's run context, so Shutdown ends it,
 // with a deadline of HandlerTimeout × the number of members in the callback; a resource begun with it (a
-// transaction) is rolled back when it ends, so a callback that waits long for the store (OutageWait) or
-// whose members together run past that deadline is retried as a whole.
+// transaction) is rolled back when it ends. A resource lost to the store (its Finish error wraps
+// ErrStoreUnavailable: a broken connection, a failed COMMIT, or waits at the store gate that outlasted that
+// deadline) makes the consumer wait at the gate and handle the whole callback again with a new Batch,
+// spending no attempt, within OutageWait; any other failure of a resource retries its dependents.
 type Batch struct {
 	ctx    context.Context
 	mu     sync.Mutex

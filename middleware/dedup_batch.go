@@ -26,7 +26,9 @@ import (
 //
 // When the transaction is lost (ROLLBACK TO SAVEPOINT fails, e.g. 1305 after a deadlock rolled the whole
 // transaction back) the members after it are not handled (the error, a retry) and Finish returns the error:
-// every kept member becomes a retry. Before COMMIT, dedup.TxStore.ConfirmBatch reads the kept rows back when
+// every kept member becomes a retry; when the store lost it (a broken connection or a failed COMMIT while
+// the member's context was alive, or the batch's deadline passed while it waited at the store gate),
+// Finish's error wraps consumer.ErrStoreUnavailable and the consumer handles the callback again instead. Before COMMIT, dedup.TxStore.ConfirmBatch reads the kept rows back when
 // the connection had a doubt. A member whose context ends mid-statement breaks the connection: the batch
 // is retried, its committed members coming back as duplicates. A member abandoned at its deadline while its
 // handler still runs (middleware.Timeout outside Dedup) loses the transaction, since its late writes would
