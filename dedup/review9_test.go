@@ -179,3 +179,24 @@ func TestReview9_Batch_GateWaitPastTheBatchDeadlineSpendsNoAttempt(t *testing.T)
 		assert.Equal(t, 1, f.ledger.Count(t, id), "event %s took effect once", id)
 	}
 }
+
+// The other side of the store's fault: a member whose own failure (not an infrastructure one) comes with
+// a broken connection — a statement the server answers by closing it — is the member's failure: the batch
+// is retried once (ConsumeRetryLater), not handled again in a loop until OutageWait.
+func TestReview9_Batch_MembersOwnFailureWithABrokenConnectionIsRetried(t *testing.T) {
+	f := newFixture(t)
+	e1, e2 := f.prefix+"-1", f.prefix+"-2"
+	runs := 0
+	cb := f.batchConsumer(t, false, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if d.EventID == e2 {
+			runs++
+			f.killOwnConnection(t, ctx, tx)
+			return consumer.Outcome{}, errors.New("member 2's own failure")
+		}
+		return consumer.Processed(), f.ledger.Append(ctx, tx, d.EventID)
+	})
+	msgs := f.batchMsgs(t, e1, e2)
+	assert.Equal(t, rmq.ConsumeRetryLater, cb.Deliver(t, false, msgs...))
+	assert.Equal(t, 1, runs, "handled once: the member's own failure is not an outage")
+	assert.Equal(t, "", f.status(t, e1), "the lost transaction committed nothing")
+}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/retry"
 )
 
 // Batch mode of Dedup (consumer.Config.BatchSize > 1): the members of one client callback share one dedup
@@ -63,14 +62,14 @@ func dedupInBatch(ctx context.Context, store dedup.TxStore, b *consumer.Batch, d
 	}
 	defer bt.leave()
 	if m.sp, err = bt.txn.Savepoint(ctx); err != nil {
-		_ = bt.lose(err, storesFault(ctx, b, err))
+		_ = bt.lose(err, storesFault(ctx, b, nil, err))
 		return consumer.Outcome{}, err // the member that met the failure reports its cause
 	}
 	// A panic below (Recover is outside Dedup) undoes the member as a failure does; the panic goes on.
 	panicking := true
 	defer func() {
 		if panicking {
-			_ = m.rollback()
+			_ = m.rollback(ErrPanic)
 		}
 	}()
 	o, err := m.run(ctx, store, next)
@@ -85,21 +84,21 @@ func (m *member) run(ctx context.Context, store dedup.TxStore, next consumer.Han
 		if errors.Is(err, dedup.ErrDuplicate) {
 			return consumer.Duplicate(), nil // a committed row (statement-level rollback): nothing to undo
 		}
-		m.rollback()
+		m.rollback(err)
 		return consumer.Outcome{}, err
 	}
 	o, err := next(dedup.WithTxn(ctx, m.bt.txn), d)
 	if err == nil && ctx.Err() != nil {
 		// The member's deadline passed while its handler ran (a handler that ignores its context, under
 		// Deadline): not kept, as a message alone would not commit after its deadline.
-		m.rollback()
+		m.rollback(ctx.Err())
 		return consumer.Outcome{}, fmt.Errorf("dedup: batch member (event %s) returned after its deadline: %w", d.EventID, context.Cause(ctx))
 	}
 	switch {
 	case err == nil && o.Kind == consumer.KindStale:
 		return m.stale(ctx, o)
 	case err != nil || (o.Kind != consumer.KindProcessed && o.Kind != consumer.KindDuplicate):
-		m.rollback()
+		m.rollback(err)
 		return o, err
 	}
 	if err := m.keep(); err != nil {
@@ -111,7 +110,7 @@ func (m *member) run(ctx context.Context, store dedup.TxStore, next consumer.Han
 // stale rolls m back to its savepoint and records it stale inside the batch transaction (kept); a 1062
 // makes it a duplicate, another failure an error (m is rolled back to its savepoint again).
 func (m *member) stale(ctx context.Context, o consumer.Outcome) (consumer.Outcome, error) {
-	if err := m.rollback(); err != nil {
+	if err := m.rollback(nil); err != nil {
 		return consumer.Outcome{}, err
 	}
 	err := m.bt.store.RecordStaleIn(ctx, m.bt.txn, m.d)
@@ -119,7 +118,7 @@ func (m *member) stale(ctx context.Context, o consumer.Outcome) (consumer.Outcom
 		return consumer.Duplicate(), nil
 	}
 	if err != nil {
-		m.rollback()
+		m.rollback(err)
 		return consumer.Outcome{}, fmt.Errorf("dedup: group %s event %s decided stale (%s): %w", m.d.Group, m.d.EventID, o.Reason, err)
 	}
 	if err := m.keep(); err != nil {
@@ -141,24 +140,4 @@ func (m *member) keep() error {
 	bt.keys[eventKey(bt.store, m.d)] = true
 	m.b.Depend(batchKey{bt.store}, m.idx)
 	return nil
-}
-
-// rollback rolls m back to its savepoint with the batch's context; a failure loses the transaction (the
-// error returned is ErrBatchLost). Nothing is rolled back once the transaction is lost.
-func (m *member) rollback() error {
-	if err := m.bt.lostErr(); err != nil {
-		return err
-	}
-	if err := m.bt.txn.RollbackTo(m.b.Context(), m.sp); err != nil {
-		return m.bt.lose(err, storesFault(m.ctx, m.b, err))
-	}
-	return nil
-}
-
-// storesFault reports whether err, which lost the batch transaction of member context ctx, is the store's
-// doing rather than the member's: the member's context had not ended, and err is an infrastructure failure
-// (a broken connection) or the batch's own deadline ended the transaction (it outlasted that deadline only
-// by waiting at the store gate).
-func storesFault(ctx context.Context, b *consumer.Batch, err error) bool {
-	return ctx.Err() == nil && (retry.Classify(err) == retry.ClassInfrastructure || b.Context().Err() != nil)
 }

@@ -103,16 +103,6 @@ func (bt *batchTxn) lose(err error, storeFault bool) error {
 	return bt.lost
 }
 
-// storeFailure returns err wrapping consumer.ErrStoreUnavailable when outage (or, with outage false, when
-// err itself is an infrastructure failure: a failed read-back or COMMIT), so that the consumer waits for
-// the store and handles the callback again instead of spending every member's attempt.
-func storeFailure(err error, outage bool) error {
-	if err != nil && (outage || retry.Classify(err) == retry.ClassInfrastructure) {
-		return fmt.Errorf("%w (%w)", err, consumer.ErrStoreUnavailable)
-	}
-	return err
-}
-
 // lostErr returns why the transaction is lost, or nil.
 func (bt *batchTxn) lostErr() error {
 	bt.mu.Lock()
