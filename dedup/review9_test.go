@@ -8,12 +8,15 @@ import (
 	"time"
 
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -199,4 +202,52 @@ func TestReview9_Batch_MembersOwnFailureWithABrokenConnectionIsRetried(t *testin
 	assert.Equal(t, rmq.ConsumeRetryLater, cb.Deliver(t, false, msgs...))
 	assert.Equal(t, 1, runs, "handled once: the member's own failure is not an outage")
 	assert.Equal(t, "", f.status(t, e1), "the lost transaction committed nothing")
+}
+
+// F7 in batch form: a member's handler blocked in a statement run without its context (tx.Exec) waiting
+// for a row lock. Alone, that statement is cancelled at the message's deadline (README: "a statement the
+// handler runs without its context (tx.Exec) is cancelled at the message's deadline all the same"). In a
+// batch the statement falls back to the batch's context (HandlerTimeout × members), so the consumer's
+// goroutine stays blocked up to members × HandlerTimeout (32 × HandlerTimeout with the bench's batch size,
+// past the client's ConsumeTimeout for long timeouts): the member's own deadline must end it.
+func TestReview9_F7_Batch_StatementWithoutContextEndsAtTheMembersDeadline(t *testing.T) {
+	f := newFixture(t)
+	cfg, err := mysql.ParseDSN(testenv.MySQLDSN())
+	require.NoError(t, err)
+	cfg.Params = map[string]string{"innodb_lock_wait_timeout": "20"}
+	oneConnStore(t, f, cfg.FormatDSN())
+	locked := f.prefix + "-locked"
+	_, err = f.db.Exec(`INSERT INTO orders (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
+		VALUES (?, 'sku', 1, 1, 'CREATED', 1, NOW(6), NOW(6))`, locked)
+	require.NoError(t, err)
+	holder, err := f.db.Beginx()
+	require.NoError(t, err)
+	defer func() { _ = holder.Rollback() }()
+	_, err = holder.Exec(`UPDATE orders SET version = version + 1 WHERE order_no = ?`, locked)
+	require.NoError(t, err)
+
+	const members, perMember = 8, 300 * time.Millisecond
+	ids := make([]string, members)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s-%d", f.prefix, i+1)
+	}
+	var blocked time.Duration
+	eventID, err := middleware.EventID(middleware.EventIDConfig{})
+	require.NoError(t, err)
+	h := middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if d.EventID == ids[0] {
+			start := time.Now()
+			_, err := tx.Exec(`UPDATE orders SET version = version + 1 WHERE order_no = ?`, locked)
+			blocked = time.Since(start)
+			if err != nil {
+				return consumer.Outcome{}, err
+			}
+		}
+		return consumer.Processed(), nil
+	}), middleware.Classify(), eventID, middleware.Deadline(0), middleware.Dedup(f.store))
+	cb := testenv.NewCallback(t, consumer.Config{Group: f.group, Subscriptions: []consumer.Subscription{{Topic: "ORDER"}},
+		BatchSize: 32, HandlerTimeout: perMember}, h)
+	assert.Equal(t, rmq.ConsumeRetryLater, cb.Deliver(t, false, f.batchMsgs(t, ids...)...))
+	assert.Less(t, blocked, members*perMember/2,
+		"the blocked statement ended at the batch's deadline (%s), not the member's (%s)", members*perMember, perMember)
 }
