@@ -53,3 +53,30 @@ func (t *Txn) RollbackTo(ctx context.Context, sp Savepoint) error {
 	}
 	return nil
 }
+
+// StatementContext makes ctx (a batch member's own) the context of the transaction's statements run
+// without one (a handler's tx.Exec, whose context.Background can never end) until restore is called, so
+// that such a statement is cancelled at the member's deadline, as a message's alone is, not at the end of
+// the batch's context given to Begin. Cancelling a statement closes the connection: the batch is lost. On
+// db's pool (no WithTxDSN) such statements have no fallback context and it does nothing. restore puts the
+// transaction's context back, unless the connection has moved on (the transaction ended).
+func (t *Txn) StatementContext(ctx context.Context) (restore func()) {
+	var prev context.Context
+	_ = t.conn.Raw(func(dc any) error {
+		if c, ok := dc.(*trackedConn); ok && c.txCtx != nil {
+			prev, c.txCtx = c.txCtx, ctx
+		}
+		return nil
+	})
+	if prev == nil {
+		return func() {}
+	}
+	return func() {
+		_ = t.conn.Raw(func(dc any) error {
+			if c, ok := dc.(*trackedConn); ok && c.txCtx == ctx {
+				c.txCtx = prev
+			}
+			return nil
+		})
+	}
+}

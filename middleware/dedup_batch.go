@@ -65,6 +65,7 @@ func dedupInBatch(ctx context.Context, store dedup.TxStore, b *consumer.Batch, d
 		_ = bt.lose(err, storesFault(ctx, b, nil, err))
 		return consumer.Outcome{}, err // the member that met the failure reports its cause
 	}
+	defer bt.txn.StatementContext(ctx)() // a handler's tx.Exec ends at the member's deadline too (F7)
 	// A panic below (Recover is outside Dedup) undoes the member as a failure does; the panic goes on.
 	panicking := true
 	defer func() {
