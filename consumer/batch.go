@@ -2,10 +2,21 @@ package consumer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"go.uber.org/zap"
 )
+
+// ErrStoreUnavailable marks a BatchResource.Finish error whose cause is the store, not a member: the
+// shared transaction was lost to a broken connection, or its COMMIT failed for the store's sake. A message
+// alone would be KindUnavailable then; so the consumer waits at the store gate and handles the whole
+// callback again, spending no attempt ("an attempt is spent only by the message's own failure"), for at
+// most Config.OutageWait; past it the members are retried (spending an attempt), as a message alone is.
+var ErrStoreUnavailable = errors.New("rmqguard consumer: a batch's shared resource was lost to the store")
 
 // BatchResource is something the members of one client callback share, such as the one dedup transaction
 // of a batch (middleware.Dedup): the consumer finishes it once, after the last member was handled and
@@ -24,8 +35,10 @@ type BatchResource interface {
 //
 // Its context (Context) is not a member's: it derives from the consumer's run context, so Shutdown ends it,
 // with a deadline of HandlerTimeout × the number of members in the callback; a resource begun with it (a
-// transaction) is rolled back when it ends, so a callback that waits long for the store (OutageWait) or
-// whose members together run past that deadline is retried as a whole.
+// transaction) is rolled back when it ends. A resource lost to the store (its Finish error wraps
+// ErrStoreUnavailable: a broken connection, a failed COMMIT, or waits at the store gate that outlasted that
+// deadline) makes the consumer wait at the gate and handle the whole callback again with a new Batch,
+// spending no attempt, within OutageWait; any other failure of a resource retries its dependents.
 type Batch struct {
 	ctx    context.Context
 	mu     sync.Mutex
@@ -118,8 +131,9 @@ func (b *Batch) Depend(key any, member int) {
 
 // finish finishes every attached resource once, with the batch context, and turns each member that
 // depended on one that failed into a retry carrying the error (its outcome is decided here, once, before
-// dead letters, reports and metrics see it). It returns the first resource's error, nil when all finished.
-func (b *Batch) finish(outcomes []Outcome, errs []error) (failed error) {
+// dead letters, reports and metrics see it). It returns the first failure (lost) and the first failure that
+// wraps ErrStoreUnavailable (outage); both nil when every resource finished.
+func (b *Batch) finish(outcomes []Outcome, errs []error) (lost, outage error) {
 	b.mu.Lock()
 	entries := make([]*batchEntry, 0, len(b.order))
 	for _, k := range b.order {
@@ -131,13 +145,66 @@ func (b *Batch) finish(outcomes []Outcome, errs []error) (failed error) {
 		if err == nil {
 			continue
 		}
-		if failed == nil {
-			failed = err
+		if lost == nil {
+			lost = err
+		}
+		if outage == nil && errors.Is(err, ErrStoreUnavailable) {
+			outage = err
 		}
 		for i := range e.deps {
 			outcomes[i] = Retry(0, "the batch's shared transaction did not commit: "+err.Error())
 			errs[i] = fmt.Errorf("consumer: batch resource: %w", err)
 		}
 	}
-	return failed
+	return lost, outage
+}
+
+// handleCallback handles the callback's messages: alone (BatchSize 1, or one message), or as one Batch;
+// when the batch's shared resource was lost to the store (ErrStoreUnavailable), it waits at the store gate
+// (unless it reopened since the pass began) and handles the whole callback again with a new Batch, within
+// w's bound. A resource lost for another reason (a deadlock with another batch: concurrent deliveries of
+// one event in two batches lock their claims in opposite orders) is not the members' own failure either:
+// the callback is handled once more, at once, with a new Batch; only when that pass loses its resource too
+// are the members that depended on it retried (spending an attempt). Middlewares see every pass; the
+// consumer reports each message's decision once, from the last. ok is false when the callback must not be
+// answered.
+func (c *Consumer) handleCallback(msgs []*primitive.MessageExt, w *outageWait) (pass, bool) {
+	if c.cfg.BatchSize <= 1 || len(msgs) <= 1 { // a callback of one message handles it alone, as BatchSize 1
+		p, _, _, ok := c.handlePass(msgs, w, nil)
+		return p, ok
+	}
+	handledAgain := false
+	for {
+		gen, _ := c.gate.current()
+		b, cancel := newBatch(c.runCtx, c.cfg.HandlerTimeout, len(msgs))
+		p, lost, outage, ok := c.handlePass(msgs, w, b)
+		cancel() // an unanswered callback: its shared transaction is rolled back, never committed
+		if !ok || lost == nil {
+			return p, ok
+		}
+		if outage == nil {
+			if handledAgain {
+				return p, true
+			}
+			handledAgain = true
+			c.log.Warn("the batch's shared transaction was lost; handling the batch once more in a new one",
+				zap.String("group", c.cfg.Group), zap.Int("members", len(msgs)), zap.Error(lost))
+			continue
+		}
+		ch, stopped := c.gate.trip(gen, outage.Error())
+		if stopped {
+			return pass{}, false
+		}
+		if ch == nil {
+			continue // the gate reopened during the pass (a member waited at it): handle the callback again
+		}
+		switch c.gate.wait(ch, w.deadline()) {
+		case gateStopped:
+			return pass{}, false
+		case gateTimedOut:
+			c.log.Warn("store still unavailable after OutageWait; the batch is retried and each member spends an attempt",
+				zap.String("group", c.cfg.Group), zap.Int("members", len(msgs)), zap.Error(outage))
+			return p, true
+		}
+	}
 }

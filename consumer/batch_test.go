@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/stretchr/testify/assert"
@@ -121,4 +122,40 @@ func TestIssue8_SingleMessageCallbackHasNoBatch(t *testing.T) {
 	fp.deliver(t, "ORDER", orderMsg("a"))
 	require.True(t, ran)
 	assert.Nil(t, b)
+}
+
+// Review 9: a batch's shared resource lost to the store (Finish wraps ErrStoreUnavailable) is not the
+// members' failure: the consumer waits at the store gate and handles the whole callback again with a new
+// Batch, spending no attempt; a store that stays lost past OutageWait ends in a retry (no endless loop).
+func TestReview9_BatchResourceLostToTheStoreHandlesTheCallbackAgain(t *testing.T) {
+	for _, lost := range []int{1, 1 << 30} {
+		t.Run(map[bool]string{true: "lost once", false: "lost past OutageWait"}[lost == 1], func(t *testing.T) {
+			passes := 0
+			h := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+				b := consumer.BatchFromContext(ctx)
+				if b.Resource("tx") == nil {
+					passes++
+					r := &sharedResource{}
+					if passes <= lost {
+						r.err = fmt.Errorf("commit: broken connection: %w", consumer.ErrStoreUnavailable)
+					}
+					require.NoError(t, b.Attach("tx", r))
+				}
+				b.Depend("tx", b.Member())
+				return consumer.Processed(), nil
+			}
+			cfg := validConfig()
+			cfg.BatchSize = 8
+			cfg.OutageWait = 500 * time.Millisecond
+			_, fp := newConsumer(t, cfg, h)
+			res, _ := fp.deliver(t, "ORDER", orderMsg("a"), orderMsg("b"))
+			if lost == 1 {
+				assert.Equal(t, rmq.ConsumeSuccess, res, "handled again once the store is back")
+				assert.Equal(t, 2, passes)
+				return
+			}
+			assert.Equal(t, rmq.ConsumeRetryLater, res, "past OutageWait the batch is retried")
+			assert.Greater(t, passes, 1)
+		})
+	}
 }

@@ -78,70 +78,51 @@ func (c *Consumer) consume(ctx context.Context, msgs ...*primitive.MessageExt) (
 
 // consumeEntered decides a registered callback; answer is false when it must not be answered. It leaves
 // the in-flight group before returning, so that Shutdown never waits for a callback that waits for it.
-//
-// When the members of a batch lost their shared resource (a deadlock with another batch, a lost connection,
-// a failed COMMIT: see Batch), that is not their own failure, so the callback is handled once more, in a
-// fresh Batch, before anything is answered; only when that pass loses its resource too are the members that
-// depended on it retried (and spend an attempt). Middlewares outside the shared resource (Metrics, Logging)
-// see both passes; the consumer reports each message's decision once, from the last pass.
 func (c *Consumer) consumeEntered(msgs []*primitive.MessageExt) (res Resolution, answer bool) {
 	defer c.inflight.Done()
 	w := &outageWait{limit: c.cfg.OutageWait}
-	p, ok := c.handleMembers(msgs, w)
+	p, ok := c.handleCallback(msgs, w)
 	if !ok {
 		return Resolution{}, false
 	}
-	if p.lost != nil {
-		c.log.Warn("the batch's shared transaction was lost; handling the batch once more in a new one",
-			zap.String("group", c.cfg.Group), zap.Int("messages", len(msgs)), zap.Error(p.lost))
-		if p, ok = c.handleMembers(msgs, w); !ok {
-			return Resolution{}, false
-		}
-	}
-	outcomes, errs := p.outcomes, p.errs
+	ds, outcomes, errs := p.ds, p.outcomes, p.errs
 	if c.cfg.Orderly {
-		for i, d := range p.ds {
+		for i, d := range ds {
 			if !p.waiting[i] {
 				outcomes[i] = exhaust(d, outcomes[i], errs[i])
 			}
 		}
 	}
-	if !c.publishDeadLetters(p.ds, outcomes, errs, w) {
+	if !c.publishDeadLetters(ds, outcomes, errs, w) {
 		return Resolution{}, false
 	}
 	o, err := combine(outcomes, errs)
 	res = Resolve(o, err, c.mode())
-	c.report(p.ds, p.chain, outcomes, errs, p.elapsed, res)
+	c.report(ds, p.chain, outcomes, errs, p.elapsed, res)
 	if res.Result == rmq.SuspendCurrentQueueAMoment {
 		c.keepAttempts(msgs, spentAttempts(p.chain, errs, p.waiting))
 	}
 	return res, true
 }
 
-// memberPass is one pass of a callback's messages through the handler.
-type memberPass struct {
+// pass is one handling of a callback's messages: their deliveries, final and chain outcomes, errors,
+// handling times, and (orderly) which were held back behind a member that was not acknowledged.
+type pass struct {
 	ds       []*Delivery
-	outcomes []Outcome // after the batch's shared resources finished
+	outcomes []Outcome
+	chain    []Outcome // what the chain returned, before a batch's shared resource was finished
 	errs     []error
 	elapsed  []time.Duration
-	waiting  []bool    // orderly: not handled, behind a member that was not acknowledged
-	chain    []Outcome // as the chain decided, before the shared resources finished
-	lost     error     // the first shared resource that failed to finish, nil when none did
+	waiting  []bool
 }
 
-// handleMembers runs each of msgs through the handler (in a Batch when Config.BatchSize > 1 and msgs has
-// more than one message; a callback of one message is handled alone, as with BatchSize 1) and finishes the
-// batch's shared resources; ok is false when the callback must not be answered (see decide).
-func (c *Consumer) handleMembers(msgs []*primitive.MessageExt, w *outageWait) (p *memberPass, ok bool) {
+// handlePass handles each message of the callback once, with b (nil: no batch) in their handlers'
+// contexts, and finishes b's shared resources; lost is the first Finish error, outage the first that wraps
+// ErrStoreUnavailable, if any. ok is false when the callback must not be answered.
+func (c *Consumer) handlePass(msgs []*primitive.MessageExt, w *outageWait, b *Batch) (p pass, lost, outage error, ok bool) {
 	n := len(msgs)
-	p = &memberPass{ds: make([]*Delivery, n), outcomes: make([]Outcome, n), errs: make([]error, n),
+	p = pass{ds: make([]*Delivery, n), outcomes: make([]Outcome, n), errs: make([]error, n),
 		elapsed: make([]time.Duration, n), waiting: make([]bool, n)}
-	var batch *Batch
-	if c.cfg.BatchSize > 1 && n > 1 {
-		var cancel context.CancelFunc
-		batch, cancel = newBatch(c.runCtx, c.cfg.HandlerTimeout, n)
-		defer cancel() // an unanswered callback: its shared transaction is rolled back, never committed
-	}
 	held := false
 	for i, msg := range msgs {
 		start := time.Now()
@@ -155,22 +136,22 @@ func (c *Consumer) handleMembers(msgs []*primitive.MessageExt, w *outageWait) (p
 			p.outcomes[i] = c.unsubscribed(p.ds[i])
 			continue
 		}
-		if batch != nil {
-			batch.enter(i)
+		if b != nil {
+			b.enter(i)
 		}
-		if p.outcomes[i], p.errs[i], ok = c.decide(p.ds[i], w, batch); !ok {
-			return nil, false
+		if p.outcomes[i], p.errs[i], ok = c.decide(p.ds[i], w, b); !ok {
+			return pass{}, nil, nil, false
 		}
 		p.elapsed[i] = time.Since(start)
 		held = c.cfg.Orderly && holdsBack(exhaust(p.ds[i], p.outcomes[i], p.errs[i]), p.errs[i])
 	}
 	p.chain = append([]Outcome(nil), p.outcomes...)
-	if batch != nil {
+	if b != nil {
 		// The shared transaction commits before exhaust, dead letters and reports: a member that depended
 		// on a failed COMMIT is decided a retry (its chain outcome stays the handler's, logged beside it).
-		p.lost = batch.finish(p.outcomes, p.errs)
+		lost, outage = b.finish(p.outcomes, p.errs)
 	}
-	return p, true
+	return p, lost, outage, true
 }
 
 // decide runs the handler for d until it decides something other than KindUnavailable, waiting at the

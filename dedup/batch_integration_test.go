@@ -360,7 +360,7 @@ func TestIssue8_Batch_DuplicateAndOwnRollbackToAreNoDoubt(t *testing.T) {
 	txn, err = store.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = txn.Rollback() }()
-	_, err = txn.Savepoint(ctx)
+	first, err := txn.Savepoint(ctx)
 	require.NoError(t, err)
 	require.ErrorIs(t, store.Claim(ctx, txn, done), dedup.ErrDuplicate)
 	assert.False(t, dedup.DoubtSinceBegin(txn), "a 1062 is a statement-level rollback only")
@@ -374,7 +374,7 @@ func TestIssue8_Batch_DuplicateAndOwnRollbackToAreNoDoubt(t *testing.T) {
 	assert.False(t, dedup.DoubtSinceBegin(txn), "the store's own rollback to a savepoint keeps the transaction")
 	require.NoError(t, store.ConfirmBatch(ctx, txn, []*consumer.Delivery{failing}), "no doubt: no SELECT, nothing to find")
 
-	_, err = txn.Tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT rmqguard_sp1`)
+	_, err = txn.Tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT `+dedup.SavepointName(first))
 	require.NoError(t, err)
 	assert.True(t, dedup.DoubtSinceBegin(txn), "a handler's own ROLLBACK TO may undo another member's claim")
 	require.ErrorIs(t, store.ConfirmBatch(ctx, txn, []*consumer.Delivery{failing}), dedup.ErrClaimLost,

@@ -19,13 +19,15 @@ import (
 //     after-commit hooks run after that COMMIT;
 //   - a duplicate claim (1062): the statement alone rolled back, so no ROLLBACK TO SAVEPOINT; Cause left
 //     empty (the consumer guesses it);
-//   - error, retry, dead letter, or a handler that returned after the member's deadline: rolled back to its
-//     savepoint, its hooks dropped;
+//   - error, retry, dead letter, a panic, or a handler that returned after the member's deadline: rolled
+//     back to its savepoint, its hooks dropped;
 //   - stale: rolled back to its savepoint, then its STALE row inserted in the batch transaction (kept).
 //
 // When the transaction is lost (ROLLBACK TO SAVEPOINT fails, e.g. 1305 after a deadlock rolled the whole
 // transaction back) the members after it are not handled (the error, a retry) and Finish returns the error:
-// every kept member becomes a retry. Before COMMIT, dedup.TxStore.ConfirmBatch reads the kept rows back when
+// every kept member becomes a retry; when the store lost it (a broken connection or a failed COMMIT while
+// the member's context was alive, or the batch's deadline passed while it waited at the store gate),
+// Finish's error wraps consumer.ErrStoreUnavailable and the consumer handles the callback again instead. Before COMMIT, dedup.TxStore.ConfirmBatch reads the kept rows back when
 // the connection had a doubt. A member whose context ends mid-statement breaks the connection: the batch
 // is retried, its committed members coming back as duplicates. A member abandoned at its deadline while its
 // handler still runs (middleware.Timeout outside Dedup) loses the transaction, since its late writes would
@@ -40,6 +42,7 @@ type member struct {
 	idx int // the member's index in the callback (consumer.Batch.Member)
 	d   *consumer.Delivery
 	sp  dedup.Savepoint
+	ctx context.Context // the member's own: when it ended, a broken connection is the member's doing
 }
 
 // dedupInBatch is Dedup for a member of batch b after Done: savepoint, claim, handler, and keeping or
@@ -49,7 +52,7 @@ func dedupInBatch(ctx context.Context, store dedup.TxStore, b *consumer.Batch, d
 	if err != nil {
 		return consumer.Outcome{}, err
 	}
-	m := &member{bt: bt, b: b, idx: b.Member(), d: d}
+	m := &member{bt: bt, b: b, idx: b.Member(), d: d, ctx: ctx}
 	dup, err := bt.enter(m)
 	if err != nil {
 		return consumer.Outcome{}, err
@@ -59,28 +62,44 @@ func dedupInBatch(ctx context.Context, store dedup.TxStore, b *consumer.Batch, d
 	}
 	defer bt.leave()
 	if m.sp, err = bt.txn.Savepoint(ctx); err != nil {
-		_ = bt.lose(err)
+		_ = bt.lose(err, storesFault(ctx, b, nil, err))
 		return consumer.Outcome{}, err // the member that met the failure reports its cause
 	}
-	if err := store.Claim(ctx, bt.txn, d); err != nil {
+	defer bt.txn.StatementContext(ctx)() // a handler's tx.Exec ends at the member's deadline too (F7)
+	// A panic below (Recover is outside Dedup) undoes the member as a failure does; the panic goes on.
+	panicking := true
+	defer func() {
+		if panicking {
+			_ = m.rollback(ErrPanic)
+		}
+	}()
+	o, err := m.run(ctx, store, next)
+	panicking = false
+	return o, err
+}
+
+// run claims m's event and runs next for it inside its savepoint, then keeps or rolls back the member.
+func (m *member) run(ctx context.Context, store dedup.TxStore, next consumer.Handler) (consumer.Outcome, error) {
+	d := m.d
+	if err := store.Claim(ctx, m.bt.txn, d); err != nil {
 		if errors.Is(err, dedup.ErrDuplicate) {
 			return consumer.Duplicate(), nil // a committed row (statement-level rollback): nothing to undo
 		}
-		m.rollback()
+		m.rollback(err)
 		return consumer.Outcome{}, err
 	}
-	o, err := next(dedup.WithTxn(ctx, bt.txn), d)
+	o, err := next(dedup.WithTxn(ctx, m.bt.txn), d)
 	if err == nil && ctx.Err() != nil {
 		// The member's deadline passed while its handler ran (a handler that ignores its context, under
 		// Deadline): not kept, as a message alone would not commit after its deadline.
-		m.rollback()
+		m.rollback(ctx.Err())
 		return consumer.Outcome{}, fmt.Errorf("dedup: batch member (event %s) returned after its deadline: %w", d.EventID, context.Cause(ctx))
 	}
 	switch {
 	case err == nil && o.Kind == consumer.KindStale:
 		return m.stale(ctx, o)
 	case err != nil || (o.Kind != consumer.KindProcessed && o.Kind != consumer.KindDuplicate):
-		m.rollback()
+		m.rollback(err)
 		return o, err
 	}
 	if err := m.keep(); err != nil {
@@ -92,7 +111,7 @@ func dedupInBatch(ctx context.Context, store dedup.TxStore, b *consumer.Batch, d
 // stale rolls m back to its savepoint and records it stale inside the batch transaction (kept); a 1062
 // makes it a duplicate, another failure an error (m is rolled back to its savepoint again).
 func (m *member) stale(ctx context.Context, o consumer.Outcome) (consumer.Outcome, error) {
-	if err := m.rollback(); err != nil {
+	if err := m.rollback(nil); err != nil {
 		return consumer.Outcome{}, err
 	}
 	err := m.bt.store.RecordStaleIn(ctx, m.bt.txn, m.d)
@@ -100,7 +119,7 @@ func (m *member) stale(ctx context.Context, o consumer.Outcome) (consumer.Outcom
 		return consumer.Duplicate(), nil
 	}
 	if err != nil {
-		m.rollback()
+		m.rollback(err)
 		return consumer.Outcome{}, fmt.Errorf("dedup: group %s event %s decided stale (%s): %w", m.d.Group, m.d.EventID, o.Reason, err)
 	}
 	if err := m.keep(); err != nil {
@@ -121,17 +140,5 @@ func (m *member) keep() error {
 	bt.kept = append(bt.kept, m.d)
 	bt.keys[eventKey(bt.store, m.d)] = true
 	m.b.Depend(batchKey{bt.store}, m.idx)
-	return nil
-}
-
-// rollback rolls m back to its savepoint with the batch's context; a failure loses the transaction (the
-// error returned is ErrBatchLost). Nothing is rolled back once the transaction is lost.
-func (m *member) rollback() error {
-	if err := m.bt.lostErr(); err != nil {
-		return err
-	}
-	if err := m.bt.txn.RollbackTo(m.b.Context(), m.sp); err != nil {
-		return m.bt.lose(err)
-	}
 	return nil
 }

@@ -21,6 +21,9 @@ type batchTxn struct {
 	kept  []*consumer.Delivery
 	keys  map[string]bool // scope and event ID of the kept members
 	lost  error
+	// outage: the transaction was lost to the store (storesFault), not to a member; Finish then wraps
+	// consumer.ErrStoreUnavailable.
+	outage bool
 	// active: a member is between its savepoint and its end (kept or rolled back); the next member
 	// finding it still set means that member was abandoned at its deadline (middleware.Timeout) while it
 	// still ran, and may still write: the transaction is lost.
@@ -88,12 +91,14 @@ func eventKey(store dedup.TxStore, d *consumer.Delivery) string {
 }
 
 // lose records that the batch transaction is lost because of err (the first cause is kept, as text) and
-// returns the error every later member and Finish report (ErrBatchLost).
-func (bt *batchTxn) lose(err error) error {
+// returns the error every later member and Finish report (ErrBatchLost); storeFault: the store lost it,
+// not a member (see storesFault and outage).
+func (bt *batchTxn) lose(err error, storeFault bool) error {
 	bt.mu.Lock()
 	defer bt.mu.Unlock()
 	if bt.lost == nil {
 		bt.lost = fmt.Errorf("%w: %v", ErrBatchLost, err)
+		bt.outage = storeFault
 	}
 	return bt.lost
 }
@@ -114,18 +119,21 @@ func (bt *batchTxn) Finish(ctx context.Context) error {
 	if bt.active && bt.lost == nil {
 		bt.lost = fmt.Errorf("%w: its last member was abandoned at its deadline while its handler still ran", ErrBatchLost)
 	}
-	kept, lost := bt.kept, bt.lost
+	kept, lost, outage := bt.kept, bt.lost, bt.outage
 	bt.mu.Unlock()
 	if lost != nil || len(kept) == 0 {
 		_ = bt.txn.Rollback()
+		if lost != nil && outage {
+			return storeFailure(lost, true)
+		}
 		return lost
 	}
 	if err := bt.store.ConfirmBatch(ctx, bt.txn, kept); err != nil {
 		_ = bt.txn.Rollback()
-		return err
+		return storeFailure(err, false)
 	}
 	if err := bt.txn.Commit(); err != nil {
-		return fmt.Errorf("dedup: commit a batch of %d: %w", len(kept), err)
+		return storeFailure(fmt.Errorf("dedup: commit a batch of %d: %w", len(kept), err), false)
 	}
 	return nil
 }
