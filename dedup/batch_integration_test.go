@@ -147,6 +147,8 @@ func TestF15_Batch_DeadlockInOneMemberRetriesEveryMember(t *testing.T) {
 				}
 				if !swallow && i == 2 {
 					assert.ErrorIs(t, dec[0].Err, middleware.ErrBatchLost, "member 3 is not handled on a lost transaction")
+					assert.Contains(t, dec[0].Err.Error(), "member 2 (event "+e2+") failed", "the loss names the member that caused it")
+					assert.Contains(t, dec[0].Err.Error(), "1213", "and its deadlock, not only the 1305 that followed")
 					continue
 				}
 				assert.Equal(t, consumer.KindRetry, dec[0].Outcome.Kind, "member %d decided a retry", i+1)

@@ -20,7 +20,11 @@ func (m *member) rollback(cause error) error {
 		return err
 	}
 	if err := m.bt.txn.RollbackTo(m.b.Context(), m.sp); err != nil {
-		return m.bt.lose(err, storesFault(m.ctx, m.b, cause, err))
+		lost := err
+		if cause != nil { // name what lost it (a 1213 in this member), not only the 1305 that followed
+			lost = fmt.Errorf("member %d (event %s) failed: %v; then %w", m.idx+1, m.d.EventID, cause, err)
+		}
+		return m.bt.lose(lost, storesFault(m.ctx, m.b, cause, err))
 	}
 	return nil
 }
