@@ -53,8 +53,12 @@ type options struct {
 	observed bool // WithObserver was given: poll the lag
 }
 
-// WithLogger sets the logger for the wrapper's own messages. Default: zap.NewNop().
-func WithLogger(l *zap.Logger) Option { return func(o *options) { o.logger = l } }
+// WithLogger sets the logger for the consumer's own lines: one per message at its final decision (debug
+// for processed, duplicate, stale and unsubscribed; info or warn for retries; error for dead letters; see
+// decisionlog.go) and the consumer's events (start, stop, store pauses). The consumer turns off zap's
+// automatic stack traces on it (zap's production config adds one at error level): its own call sites
+// say nothing about a message. Default: zap.NewNop().
+func WithLogger(l *zap.Logger) Option { return func(o *options) { o.logger = withoutStacks(l) } }
 
 // WithDeadLetterSink makes the consumer publish dead letters itself, with their reason, and acknowledge
 // them only after the publish succeeded. Without it, a dead letter delivered alone uses the broker's DLQ
