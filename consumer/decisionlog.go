@@ -7,21 +7,9 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// The consumer writes one log line per message, at its final decision (Consumer.report): a callback
-// handled twice (a batch that lost its shared transaction) or a chain that ran several times (waits at
-// the store health gate) still logs one line per message. The level says whether a person must look:
-//
-//   - debug: the message is done — processed, duplicate, stale, unsubscribed;
-//   - info: it comes back — a retry, or a member acknowledged by its own outcome whose batch is retried;
-//   - warn: it comes back and it is getting serious — the next delivery is its last (Attempt+1 >=
-//     MaxAttempts; the broker dead-letters a retry then), this one was its last (orderly mode, where the
-//     consumer keeps the count), the store was unavailable (KindUnavailable, or an error wrapping
-//     ErrStoreUnavailable), or its dead letter could not be published;
-//   - error: it needs a person — a dead letter (published with its reason, or left to the broker's DLQ),
-//     or a handler that decided nothing (the zero Outcome with no error: a bug in the chain).
-//
-// Error lines carry no stack trace: the consumer's logger has zap's AddStacktrace turned off (see
-// WithLogger), since the stack of the consumer's own call site says nothing about the message.
+// One log line per message at its final decision (Consumer.report); the levels and fields are documented
+// on WithLogger. Error lines carry no stack trace: WithLogger turns off zap's AddStacktrace, since the
+// stack of the consumer's own call site says nothing about the message.
 
 // withoutStacks returns log with zap's automatic stack traces turned off; zap's production config adds
 // one to every line at error level and above (zap.NewProductionConfig: AddStacktrace(ErrorLevel)).
