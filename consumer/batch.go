@@ -187,7 +187,7 @@ func (c *Consumer) handleCallback(msgs []*primitive.MessageExt, w *outageWait) (
 				return p, true
 			}
 			handledAgain = true
-			c.log.Warn("the batch's shared transaction was lost; handling the batch once more in a new one",
+			c.log.Info("the batch's shared transaction was lost; handling the batch once more in a new one", // expected (a deadlock between batches), healed here
 				zap.String("group", c.cfg.Group), zap.Int("members", len(msgs)), zap.Error(lost))
 			continue
 		}

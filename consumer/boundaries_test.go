@@ -61,8 +61,8 @@ func TestConfigValidate_OnePastTheEdgeIsRefused(t *testing.T) {
 }
 
 // A handler that returns the zero Outcome and no error has decided nothing: the message is retried and
-// the wrapper says so once, at error level. A handler that returned an error or a real outcome is not
-// reported by the wrapper (Logging reports every message).
+// the wrapper says so once, at error level (the message's decision line). A handler that returned an
+// error or a real outcome gets its own decision line, without that text.
 func TestConsume_F1_UndecidedHandlerIsLoggedOnce(t *testing.T) {
 	for name, tc := range map[string]struct {
 		o       consumer.Outcome

@@ -194,14 +194,14 @@ func (c *Consumer) decide(d *Delivery, w *outageWait, b *Batch) (o Outcome, err 
 	}
 }
 
-// outageTooLong logs that d waited OutageWait for the store and is answered as a retry (in orderly mode:
+// outageTooLong logs at debug that d waited OutageWait for the store and is answered as a retry (in orderly mode:
 // its queue is suspended, without spending an attempt).
 func (c *Consumer) outageTooLong(d *Delivery, o Outcome, err error) (Outcome, error, bool) {
 	msg := "store still unavailable after OutageWait; the message is retried and spends an attempt"
 	if c.cfg.Orderly {
 		msg = "store still unavailable after OutageWait; the queue is suspended and the message handled again, without spending an attempt"
 	}
-	c.log.Warn(msg,
+	c.log.Debug(msg, // the message's decision line (unavailable, at warn) follows
 		zap.String("group", d.Group), zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId),
 		zap.Int("attempt", d.Attempt), zap.Duration("outage_wait", c.cfg.OutageWait), zap.Error(err))
 	return o, err, true
@@ -214,12 +214,7 @@ func (c *Consumer) handleOne(d *Delivery, b *Batch) (Outcome, error) {
 	defer cancel()
 	c.observer.InFlight(d.Group, 1)
 	defer c.observer.InFlight(d.Group, -1)
-	o, err := c.handler(ctx, d)
-	if o.Kind == KindUnset && err == nil {
-		c.log.Error("handler returned no outcome and no error; retrying (the zero Outcome is not a success)",
-			zap.String("group", d.Group), zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId))
-	}
-	return o, err
+	return c.handler(ctx, d) // a zero Outcome without error is logged at error with the decision
 }
 
 // subscribed reports whether d's tag is in the group's subscription for its original topic. A message
@@ -233,12 +228,10 @@ func (c *Consumer) subscribed(d *Delivery) bool {
 }
 
 // unsubscribed reports and returns the outcome of a message whose tag or topic the group no longer
-// subscribes (it came back through %RETRY%<group>, which the client subscribes with "*").
+// subscribes (it came back through %RETRY%<group>, which the client subscribes with "*"); its decision
+// line, at debug, names the tag in its reason.
 func (c *Consumer) unsubscribed(d *Delivery) Outcome {
 	c.observer.Unsubscribed(d.Group, d.Topic)
-	c.log.Info("message acknowledged without handling: the group no longer subscribes its tag",
-		zap.String("group", d.Group), zap.String("topic", d.Topic), zap.String("tag", d.Msg.GetTags()),
-		zap.String("msg_id", d.Msg.MsgId), zap.Int("attempt", d.Attempt))
 	return Outcome{Kind: KindUnsubscribed, Reason: "tag " + d.Msg.GetTags() + " not subscribed"}
 }
 

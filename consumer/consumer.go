@@ -53,8 +53,27 @@ type options struct {
 	observed bool // WithObserver was given: poll the lag
 }
 
-// WithLogger sets the logger for the wrapper's own messages. Default: zap.NewNop().
-func WithLogger(l *zap.Logger) Option { return func(o *options) { o.logger = l } }
+// WithLogger sets the logger for the consumer's own lines. Default: zap.NewNop().
+//
+// Each message gets one line, at its final decision (what the broker was told, after a batch is combined
+// and its dead letters published; a batch handled twice or a run repeated after a wait for the store
+// still logs one line per message), with group, topic, msg_id, event_id, attempt (ReconsumeTimes),
+// outcome (Kind's label), duration (Decision.Elapsed) and, when set, cause, reason, error, chain_outcome
+// (when the chain said something else) and batch_retried; never the body. Its level:
+//   - debug: processed, duplicate, stale, unsubscribed;
+//   - info: a retry, or a member acknowledged by its own outcome whose batch is retried;
+//   - warn: a retry whose next delivery is the last (Attempt+1 >= MaxAttempts), a retry on the last
+//     delivery (orderly mode), the store unavailable (KindUnavailable, or an error wrapping
+//     ErrStoreUnavailable), or a dead letter that could not be published and is retried;
+//   - error: a dead letter (dead_lettered, dead_letter), or a handler that returned the zero Outcome and
+//     no error.
+//
+// Besides, the consumer logs its events: start and stop, store pauses (warn) and resumptions, a batch
+// handled again, failed dead-letter publishes. It turns off zap's automatic stack traces on l (zap's
+// production config adds a "stacktrace" to every error line): its own call sites say nothing about a
+// message. Mind zap's sampler (zap.NewProductionConfig samples per level and message text: the first 100
+// lines a second, then one in 100): it drops retry and dead-letter lines in a burst; sample debug only.
+func WithLogger(l *zap.Logger) Option { return func(o *options) { o.logger = withoutStacks(l) } }
 
 // WithDeadLetterSink makes the consumer publish dead letters itself, with their reason, and acknowledge
 // them only after the publish succeeded. Without it, a dead letter delivered alone uses the broker's DLQ

@@ -4,8 +4,6 @@ import (
 	"time"
 
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 )
 
 // Decision is the consumer's final word on one message, reported once through Observer.Decided: what the
@@ -83,50 +81,13 @@ func decideFinal(d *Delivery, chain, o Outcome, err error, res Resolution, mode 
 	return dec
 }
 
-// report tells the observer the final decision about each message of an answered callback, and logs one
-// line for each decision that differs from the chain's outcome (the chain's Logging middleware, if any,
-// logged that one).
+// report tells the observer the final decision about each message of an answered callback and logs
+// it: one line per message, however many times its callback was handled (decisionlog.go).
 func (c *Consumer) report(ds []*Delivery, chain, outcomes []Outcome, errs []error, elapsed []time.Duration, res Resolution) {
 	for i, d := range ds {
 		dec := decideFinal(d, chain[i], outcomes[i], errs[i], res, c.mode())
 		dec.Elapsed = elapsed[i]
 		c.observer.Decided(d, dec)
-		if dec.Outcome.Kind != dec.Chain.Kind || dec.BatchRetried {
-			c.logDecision(d, dec)
-		}
+		c.logDecision(d, dec)
 	}
-}
-
-// logDecision logs a final decision that differs from the chain's outcome: at error when the message went
-// to the DLQ, at warn when it is retried, at info when it was acknowledged by its own outcome but its
-// batch was retried.
-func (c *Consumer) logDecision(d *Delivery, dec Decision) {
-	level := zapcore.InfoLevel
-	msg := "message acknowledged by its handler but its batch is retried; it comes back as a duplicate"
-	switch dec.Outcome.Kind {
-	case KindDeadLetter, KindDeadLettered:
-		level, msg = zapcore.ErrorLevel, "message dead-lettered"
-	case KindRetry, KindUnset, KindUnavailable:
-		level, msg = zapcore.WarnLevel, "message retried"
-	}
-	ce := c.log.Check(level, msg)
-	if ce == nil {
-		return
-	}
-	fields := []zap.Field{
-		zap.String("group", d.Group), zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId),
-		zap.String("event_id", d.EventID), zap.Int("attempt", d.Attempt), zap.Stringer("outcome", dec.Outcome.Kind),
-		zap.Stringer("chain_outcome", dec.Chain.Kind), zap.Bool("batch_retried", dec.BatchRetried),
-		zap.Duration("duration", dec.Elapsed),
-	}
-	if dec.Outcome.Cause != "" {
-		fields = append(fields, zap.String("cause", string(dec.Outcome.Cause)))
-	}
-	if dec.Outcome.Reason != "" {
-		fields = append(fields, zap.String("reason", dec.Outcome.Reason))
-	}
-	if dec.Err != nil {
-		fields = append(fields, zap.Error(dec.Err))
-	}
-	ce.Write(fields...)
 }

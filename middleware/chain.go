@@ -1,10 +1,11 @@
 // Package middleware holds Chain and rmqguard's standard middlewares. A typical chain, outermost first:
 //
-//	Metrics → Logging → Recover → Classify → EventID → Deadline → Dedup → [Version] → business handler
+//	Metrics → Recover → Classify → EventID → Deadline → Dedup → [Version] → business handler
 //
-// Metrics and Logging see the chain's outcome (the consumer then reports each message's final decision,
-// after a batch is combined and dead letters are published, to its Observer and, where it differs, to its
-// log); Recover turns a panic anywhere inside into a retry;
+// Metrics sees the chain's outcome of each run (the consumer then reports each message's final decision,
+// after a batch is combined and dead letters are published, to its Observer and, in one line per message,
+// to its log: consumer.WithLogger); Logging, a debug-only trace of each run, goes right after Metrics when
+// wanted; Recover turns a panic anywhere inside into a retry;
 // Classify turns errors into retry or dead-letter outcomes; EventID finds the idempotency key;
 // Deadline reports a run that outlived the consumer's HandlerTimeout (or a shorter deadline of its own) as a
 // timeout, inline — Timeout, in its place, only for handlers that ignore their context, at a goroutine per

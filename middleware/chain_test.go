@@ -343,7 +343,8 @@ func TestRecover_F28_PanicRecoveredDirectlyLogsTheHandlersStack(t *testing.T) {
 	assert.Contains(t, stack, "middleware_test.panickingOrderHandler")
 }
 
-// A non-panic error passing through Recover is not logged by it (Logging logs every message once).
+// A non-panic error passing through Recover is not logged by it (the consumer logs every message's
+// decision once).
 func TestRecover_PlainErrorIsNotLoggedAsAPanic(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
 

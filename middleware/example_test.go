@@ -29,7 +29,7 @@ func wire(ctx context.Context, dsn string, log *zap.Logger) error {
 			_, err := tx.ExecContext(ctx, "INSERT INTO orders (order_no) VALUES (?)", d.AggregateID)
 			return consumer.Processed(), err
 		}),
-		middleware.Metrics(m), middleware.Logging(log), middleware.Recover(log), middleware.Classify(),
+		middleware.Metrics(m), middleware.Recover(log), middleware.Classify(),
 		eventID, middleware.Deadline(0), middleware.Dedup(store)) // Deadline(0): the consumer's HandlerTimeout, inline
 	c, err := consumer.New(consumer.Config{
 		NameServers: []string{"127.0.0.1:9876"}, Group: "inventory",

@@ -10,30 +10,22 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 )
 
-// Logging logs one line per message after the rest of the chain: group, topic, msg_id, keys, event_id,
-// attempt (ReconsumeTimes), outcome, duration and the error if any; never the body. Successes and
-// unavailable (the store is down: the consumer warns once per pause) log at info, retries at warn, dead
-// letters and undecided outcomes at error. It logs the chain's outcome; when the consumer's final decision
-// differs (a dead letter published: dead_lettered; a dead letter whose batch is retried: retry), the
-// consumer logs one more line with both (consumer.Decision).
+// Logging writes one debug line per run of the rest of the chain ("handler run"): group, topic, msg_id,
+// keys, event_id, attempt (ReconsumeTimes), the chain's outcome, duration (the run's wall time), reason
+// and error when set; never the body. It is a tracing aid, off unless the logger enables debug: the
+// consumer itself logs each message's final decision once, at the level that says whether a person must
+// look (consumer.WithLogger), so Logging is not part of the recommended chain. A message's chain may run
+// more than once before its decision (a batch handled again after losing its shared transaction, a run
+// repeated after a wait for the store): Logging writes a line for each run, the consumer one per message.
 func Logging(log *zap.Logger) consumer.Middleware {
 	return func(next consumer.Handler) consumer.Handler {
 		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-			var start time.Time
-			if mayLog(log.Core()) { // else no line is written: no need to time the run
-				start = time.Now()
+			if !log.Core().Enabled(zapcore.DebugLevel) {
+				return next(ctx, d) // no line is written: no need to time the run
 			}
+			start := time.Now()
 			o, err := next(ctx, d)
-			level := zapcore.InfoLevel
-			switch {
-			case o.Kind == consumer.KindUnavailable:
-				// not the message's failure; the consumer logs the pause once, as a warning
-			case o.Kind == consumer.KindRetry:
-				level = zapcore.WarnLevel
-			case !o.Kind.Acknowledges():
-				level = zapcore.ErrorLevel
-			}
-			if ce := log.Check(level, "message handled"); ce != nil {
+			if ce := log.Check(zapcore.DebugLevel, "handler run"); ce != nil {
 				fields := []zap.Field{
 					zap.String("group", d.Group), zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId),
 					zap.String("keys", d.Msg.GetKeys()), zap.String("event_id", d.EventID), zap.Int("attempt", d.Attempt),
@@ -50,10 +42,4 @@ func Logging(log *zap.Logger) consumer.Middleware {
 			return o, err
 		}
 	}
-}
-
-// mayLog reports whether core writes lines at any level Logging uses (info, warn, error); levels are asked
-// one by one, since a core may enable a level without the ones above it.
-func mayLog(core zapcore.Core) bool {
-	return core.Enabled(zapcore.InfoLevel) || core.Enabled(zapcore.WarnLevel) || core.Enabled(zapcore.ErrorLevel)
 }

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/rmqguard/rmqguard/consumer"
 )
@@ -51,11 +52,15 @@ func panicRetry() consumer.Outcome {
 // Recover turns a panic inside the chain into a retry: the outcome is consumer.Retry (Cause
 // consumer.CausePanic) and the error is a
 // *PanicError (wrapping ErrPanic) with the panic value. It logs one error-level line per panic with group,
-// topic, msg_id, the panic value and the panicking goroutine's stack: for a panic it recovers itself, and
-// for a *PanicError returned from inside (middleware.Timeout recovers the panics of its own goroutine and
-// returns them so). A transaction opened inside is rolled back by the middleware that opened it
-// (deferred rollback).
+// topic, msg_id, the panic value and the panicking goroutine's stack (field "stack"): for a panic it
+// recovers itself, and for a *PanicError returned from inside (middleware.Timeout recovers the panics of
+// its own goroutine and returns them so). The stack is written once: Recover turns off zap's automatic
+// "stacktrace" on its logger (zap's production config adds one at error level, Recover's own frames,
+// not the handler's). The consumer then logs the message's decision (a retry, or a dead letter on the
+// last delivery) without a stack. A transaction opened inside is rolled back by the middleware that
+// opened it (deferred rollback).
 func Recover(log *zap.Logger) consumer.Middleware {
+	log = log.WithOptions(zap.AddStacktrace(zap.LevelEnablerFunc(func(zapcore.Level) bool { return false })))
 	return func(next consumer.Handler) consumer.Handler {
 		return func(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {
 			defer func() {

@@ -49,6 +49,6 @@ func chain(store *dedup.Store, fast dedup.TxStore, m *metrics.Metrics, log *zap.
 		return nil, err
 	}
 	return middleware.Chain(dedup.Handle(s.Handle),
-		middleware.Metrics(m), middleware.Logging(log), middleware.Recover(log), middleware.Classify(),
+		middleware.Metrics(m), middleware.Recover(log), middleware.Classify(),
 		eventID, shop.CheckOrderAggregate(), middleware.Deadline(0), middleware.Dedup(fast), version), nil
 }

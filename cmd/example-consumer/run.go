@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/signal"
 	"strings"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
@@ -46,6 +48,9 @@ type runOptions struct {
 	suspendTime time.Duration
 	// redis is the Redis fast path of the dedup store (dedup/redisfast).
 	redis redisOptions
+	// logLevel is the lowest level logged: info shows retries, dead letters and the consumer's events;
+	// debug adds one (sampled) line per acknowledged message.
+	logLevel zapcore.Level
 }
 
 func newRunCmd(s *settings) *cobra.Command {
@@ -59,6 +64,9 @@ func newRunCmd(s *settings) *cobra.Command {
 			return run(ctx, s, o)
 		},
 	}
+	o.logLevel = zapcore.InfoLevel
+	cmd.Flags().Var(&levelFlag{&o.logLevel}, "log-level",
+		"lowest level logged: debug (adds a sampled line per acknowledged message), info (retries, dead letters, events), warn, error")
 	cmd.Flags().IntVar(&o.maxAttempts, "max-attempts", 3, "redeliveries before the broker dead-letters a message (MaxReconsumeTimes)")
 	cmd.Flags().DurationVar(&o.handlerTimeout, "handler-timeout", 10*time.Second, "deadline of one message's transaction")
 	cmd.Flags().DurationVar(&o.drainTimeout, "drain-timeout", 15*time.Second, "how long shutdown waits for in-flight messages")
@@ -151,13 +159,8 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	}
 	defer listener.Close()
 
-	// One line per message: production logging without sampling (sampling would drop most of them).
-	logCfg := zap.NewProductionConfig()
-	logCfg.Sampling = nil
-	log, err := logCfg.Build()
-	if err != nil {
-		return fmt.Errorf("logger: %w", err)
-	}
+	// One line per message's final decision; retries and dead letters are never sampled away (logger.go).
+	log := newLogger(o.logLevel, zapcore.Lock(os.Stderr))
 	defer func() { _ = log.Sync() }()
 	consumer.BridgeClientLog(log)
 	log.Info("settings", zap.Strings("namesrv", nameServers), zap.String("group", s.group), zap.String("topic", s.topic),
