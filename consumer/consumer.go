@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -51,13 +52,16 @@ type options struct {
 	probe    HealthProbe
 	observer Observer
 	observed bool // WithObserver was given: poll the lag
+
+	ensureTopics EnsureTopicsFunc
 }
 
 // WithLogger sets the logger for the wrapper's own messages. Default: zap.NewNop().
 func WithLogger(l *zap.Logger) Option { return func(o *options) { o.logger = l } }
 
 // WithDeadLetterSink makes the consumer publish dead letters itself, with their reason, and acknowledge
-// them only after the publish succeeded. Without it, a dead letter delivered alone uses the broker's DLQ
+// them only after the publish succeeded. A sink that implements io.Closer (dlq.StartPublisher's, which
+// owns its producer) is closed by Shutdown after the client: give each consumer a sink of its own. Without it, a dead letter delivered alone uses the broker's DLQ
 // (DelayLevelDLQ); a dead letter in a batch, and every dead letter in orderly mode (which has no
 // DelayLevelDLQ), is published by the consumer's own producer (see WithDeadLetterProducer), because
 // DelayLevelDLQ would dead-letter the whole batch.
@@ -94,6 +98,7 @@ type Consumer struct {
 	log     *zap.Logger
 	sink    DeadLetterSink
 	push    PushConsumer
+	ensure  EnsureTopicsFunc // nil without WithEnsureTopics
 
 	// runCtx is the parent of every handler context; cancelRun ends in-flight handlers when the drain
 	// timeout is over.
@@ -159,7 +164,7 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	runCtx, cancel := context.WithCancel(context.Background())
 	c := &Consumer{cfg: cfg, handler: h, log: o.logger, sink: o.sink, push: push, runCtx: runCtx, cancelRun: cancel,
 		gate: newGate(runCtx, cfg.Group, push, o.probe, o.observer, o.logger), filters: filters, observer: o.observer,
-		letters: &letterProducer{newProducer: o.producer}, clientDown: make(chan struct{})}
+		letters: &letterProducer{newProducer: o.producer}, clientDown: make(chan struct{}), ensure: o.ensureTopics}
 	if o.observed {
 		c.lag = newLagPoller(runCtx, cfg, push, o.observer)
 	}
@@ -188,7 +193,8 @@ func (c *Consumer) mode() Mode {
 	return Concurrent
 }
 
-// Start starts consuming, and with WithObserver the lag poller (every Config.LagInterval). The client's
+// Start starts consuming, and with WithObserver the lag poller (every Config.LagInterval). With
+// WithEnsureTopics it first creates the group's topics, and fails with that error. The client's
 // Start fails when a subscribed topic has no route on the name server (create topics first). With
 // Credentials, a broker that refuses them fails Start with an *ACLError (wrapped). It returns ErrStopped
 // after Shutdown.
@@ -198,6 +204,9 @@ func (c *Consumer) Start() error {
 	c.mu.Unlock()
 	if stopping {
 		return ErrStopped
+	}
+	if err := c.ensureTopics(); err != nil {
+		return err
 	}
 	c.announceSubscriptions() // before the client starts: its first callback may come at once
 	if err := c.push.Start(); err != nil {
@@ -219,7 +228,8 @@ func (c *Consumer) Start() error {
 // back) and shuts the client down, which persists the committed offsets. A message whose handler was
 // cancelled, or that was waiting for the store, is not answered at all (never dead-lettered, its attempt
 // not spent): it comes back after a restart as it was. A store health gate that is closed stays closed:
-// the client is never resumed. The consumer's own dead-letter producer, if started, is shut down last.
+// the client is never resumed. The consumer's own dead-letter producer, if started, is shut down last,
+// and then a DeadLetterSink that implements io.Closer is closed.
 // It returns the client's shutdown error, or context.DeadlineExceeded wrapped when handlers had to be
 // cancelled. Calling it twice is safe.
 func (c *Consumer) Shutdown(ctx context.Context) error {
@@ -263,6 +273,11 @@ func (c *Consumer) Shutdown(ctx context.Context) error {
 	}()
 	if perr := c.letters.shutdown(); perr != nil {
 		err = errors.Join(err, fmt.Errorf("dead-letter producer: %w", perr))
+	}
+	if closer, ok := c.sink.(io.Closer); ok {
+		if serr := closer.Close(); serr != nil {
+			err = errors.Join(err, fmt.Errorf("dead-letter sink: %w", serr))
+		}
 	}
 	c.log.Info("consumer stopped", zap.String("group", c.cfg.Group), zap.Error(errors.Join(drainErr, err)))
 	if err != nil {
