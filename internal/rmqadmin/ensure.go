@@ -144,30 +144,56 @@ func createOn(ctx context.Context, nameServers, brokers []string, topic string, 
 			return fmt.Errorf("ensure topic %q: create on broker %s: %w", topic, b, err)
 		}
 	}
-	return waitRoute(ctx, nameServers, topic, strings.Join(brokers, ","), anyWritable)
+	if err := waitRoute(ctx, nameServers, topic, anyWritable); err != nil {
+		return fmt.Errorf("ensure topic %q: created on broker %s: %w", topic, strings.Join(brokers, ","), err)
+	}
+	return nil
 }
 
-// makeReadable adds the read bit on each broker whose share of the DLQ topic lacks it, keeping the queue
-// counts, and reports Updated when it changed one (then waits until the route shows it readable).
+// makeReadable makes the DLQ topic readable where it is not (MakeReadable) and reports Updated when it
+// changed a broker, after the route shows it (WaitReadable).
 func makeReadable(ctx context.Context, nameServers []string, topic string, route []QueueData, c consumer.Credentials) (State, error) {
-	var changed []string
+	changed, err := MakeReadable(ctx, topic, route, c)
+	if err != nil {
+		return Exists, fmt.Errorf("ensure topic %q: %w", topic, err)
+	}
+	if len(changed) == 0 {
+		return Exists, nil
+	}
+	if err := WaitReadable(ctx, nameServers, topic); err != nil {
+		return Updated, fmt.Errorf("ensure topic %q: %w", topic, err)
+	}
+	return Updated, nil
+}
+
+// MakeReadable adds the read bit (PermRead) on each broker of route whose share of topic lacks it, keeping
+// its read and write queue counts (UPDATE_AND_CREATE_TOPIC on the broker's master, signed with c), and
+// returns those brokers' shares as they were before (none: every share was readable). It does not wait for
+// the name server: see WaitReadable. Brokers before 4.9.2 create %DLQ% topics write-only (perm 2).
+// Errors: a broker with no master registered; the broker's refusal (*ACLError, *BrokerError) or transport
+// error, naming the topic and the broker.
+func MakeReadable(ctx context.Context, topic string, route []QueueData, c consumer.Credentials) ([]QueueData, error) {
+	var changed []QueueData
 	for _, q := range route {
 		if q.Readable() {
 			continue
 		}
 		if q.BrokerAddr == "" {
-			return Exists, fmt.Errorf("ensure topic %q: make readable: broker %s has no master registered", topic, q.BrokerName)
+			return changed, fmt.Errorf("make %q readable: broker %s has no master registered", topic, q.BrokerName)
 		}
 		t := TopicConfig{Topic: topic, ReadQueues: q.ReadQueues, WriteQueues: q.WriteQueues, Perm: q.Perm | PermRead}
 		if err := UpdateTopic(ctx, q.BrokerAddr, t, c); err != nil {
-			return Exists, fmt.Errorf("ensure topic %q: make readable on broker %s (%s): %w", topic, q.BrokerName, q.BrokerAddr, err)
+			return changed, fmt.Errorf("make %q readable on broker %s (%s): %w", topic, q.BrokerName, q.BrokerAddr, err)
 		}
-		changed = append(changed, q.BrokerAddr)
+		changed = append(changed, q)
 	}
-	if len(changed) == 0 {
-		return Exists, nil
-	}
-	return Updated, waitRoute(ctx, nameServers, topic, strings.Join(changed, ","), allReadable)
+	return changed, nil
+}
+
+// WaitReadable polls the name servers every RoutePollInterval until every broker's share of topic is
+// readable, or ctx ends (an error wrapping ctx.Err()).
+func WaitReadable(ctx context.Context, nameServers []string, topic string) error {
+	return waitRoute(ctx, nameServers, topic, allReadable)
 }
 
 // anyWritable reports whether some broker has a writable queue of the topic.
@@ -191,21 +217,20 @@ func allReadable(route []QueueData) bool {
 }
 
 // waitRoute polls the name servers every RoutePollInterval until topic's route satisfies ok, or ctx ends.
-func waitRoute(ctx context.Context, nameServers []string, topic, brokers string, ok func([]QueueData) bool) error {
+func waitRoute(ctx context.Context, nameServers []string, topic string, ok func([]QueueData) bool) error {
 	ticker := time.NewTicker(RoutePollInterval)
 	defer ticker.Stop()
 	for {
 		route, err := TopicRoute(ctx, nameServers, topic)
 		if err != nil && !errors.Is(err, ErrTopicNotExist) {
-			return fmt.Errorf("ensure topic %q: route after the change: %w", topic, err)
+			return fmt.Errorf("route of %q after the change: %w", topic, err)
 		}
 		if err == nil && ok(route) {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("ensure topic %q: change on broker %s not visible on name server %v: %w",
-				topic, brokers, nameServers, ctx.Err())
+			return fmt.Errorf("the change of %q is not visible on name server %v: %w", topic, nameServers, ctx.Err())
 		case <-ticker.C:
 		}
 	}
