@@ -113,6 +113,9 @@ type Consumer struct {
 
 	mu       sync.Mutex
 	stopping bool
+	// unstarted is set when Start returned before starting the client (WithEnsureTopics failed): the
+	// client's Shutdown panics on a client that never started, so Shutdown leaves it alone.
+	unstarted bool
 	inflight sync.WaitGroup
 	// clientDown is closed when Shutdown has shut the client down; callbacks that must not be answered
 	// (late, cancelled by Shutdown, or waiting for the store when it began) wait for it.
@@ -206,8 +209,10 @@ func (c *Consumer) Start() error {
 		return ErrStopped
 	}
 	if err := c.ensureTopics(); err != nil {
+		c.setUnstarted(true)
 		return err
 	}
+	c.setUnstarted(false)
 	c.announceSubscriptions() // before the client starts: its first callback may come at once
 	if err := c.push.Start(); err != nil {
 		return fmt.Errorf("rmqguard consumer %s: start: %w", c.cfg.Group, err)
@@ -269,6 +274,12 @@ func (c *Consumer) Shutdown(ctx context.Context) error {
 	}
 	err := func() error {
 		defer close(c.clientDown) // even if the client panics, late callbacks must not wait forever
+		c.mu.Lock()
+		unstarted := c.unstarted
+		c.mu.Unlock()
+		if unstarted {
+			return nil
+		}
 		return c.push.Shutdown()
 	}()
 	if perr := c.letters.shutdown(); perr != nil {
@@ -284,6 +295,13 @@ func (c *Consumer) Shutdown(ctx context.Context) error {
 		return errors.Join(drainErr, fmt.Errorf("rmqguard consumer %s: shutdown client: %w", c.cfg.Group, err))
 	}
 	return drainErr
+}
+
+// setUnstarted records whether Start returned before starting the client.
+func (c *Consumer) setUnstarted(v bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unstarted = v
 }
 
 // awaitDrain waits until drained is closed, timeout fires (DrainTimeout) or ctx ends, and returns the

@@ -34,6 +34,7 @@ func TestI9_EnsureTopicsRunsBeforeTheClientAndItsErrorFailsStart(t *testing.T) {
 	assert.True(t, hadDeadline, "bounded")
 	assert.NotContains(t, fp.Calls(), "start")
 	require.NoError(t, c.Shutdown(context.Background()))
+	assert.NotContains(t, fp.Calls(), "shutdown", "the client panics when shut down before it started")
 }
 
 func TestI9_EnsureTopicsSuccessStartsTheClient(t *testing.T) {

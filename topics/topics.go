@@ -149,8 +149,10 @@ func EnsureGroup(ctx context.Context, c Cluster, group string) ([]Result, error)
 //
 //	c, err := consumer.New(cfg, handler, consumer.WithEnsureTopics(topics.ForConsumer))
 //
-// Business topics are not created: their queue count is the producers' capacity decision. Errors are
-// EnsureGroup's, with the name servers.
+// Business topics are not created: their queue count is the producers' capacity decision. With ACL the
+// account needs the right to create topics only while they are missing (a later start sends only a
+// signed heartbeat and a route query). Errors are EnsureGroup's, with the name servers; a broker that
+// refuses the keys gives a *consumer.ACLError naming it.
 func ForConsumer(ctx context.Context, cfg consumer.Config) error {
 	c := Cluster{NameServers: cfg.NameServers, Namespace: cfg.Namespace, Credentials: cfg.Credentials}
 	if _, err := EnsureGroup(ctx, c, cfg.Group); err != nil {
