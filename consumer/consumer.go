@@ -116,7 +116,7 @@ type Consumer struct {
 	// unstarted is set when Start returned before starting the client (WithEnsureTopics failed): the
 	// client's Shutdown panics on a client that never started, so Shutdown leaves it alone.
 	unstarted bool
-	inflight sync.WaitGroup
+	inflight  sync.WaitGroup
 	// clientDown is closed when Shutdown has shut the client down; callbacks that must not be answered
 	// (late, cancelled by Shutdown, or waiting for the store when it began) wait for it.
 	clientDown chan struct{}
