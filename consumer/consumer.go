@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -51,6 +52,8 @@ type options struct {
 	probe    HealthProbe
 	observer Observer
 	observed bool // WithObserver was given: poll the lag
+
+	ensureTopics EnsureTopicsFunc
 }
 
 // WithLogger sets the logger for the consumer's own lines. Default: zap.NewNop().
@@ -76,7 +79,8 @@ type options struct {
 func WithLogger(l *zap.Logger) Option { return func(o *options) { o.logger = withoutStacks(l) } }
 
 // WithDeadLetterSink makes the consumer publish dead letters itself, with their reason, and acknowledge
-// them only after the publish succeeded. Without it, a dead letter delivered alone uses the broker's DLQ
+// them only after the publish succeeded. A sink that implements io.Closer (dlq.StartPublisher's, which
+// owns its producer) is closed by Shutdown after the client: give each consumer a sink of its own. Without it, a dead letter delivered alone uses the broker's DLQ
 // (DelayLevelDLQ); a dead letter in a batch, and every dead letter in orderly mode (which has no
 // DelayLevelDLQ), is published by the consumer's own producer (see WithDeadLetterProducer), because
 // DelayLevelDLQ would dead-letter the whole batch.
@@ -113,6 +117,7 @@ type Consumer struct {
 	log     *zap.Logger
 	sink    DeadLetterSink
 	push    PushConsumer
+	ensure  EnsureTopicsFunc // nil without WithEnsureTopics
 
 	// runCtx is the parent of every handler context; cancelRun ends in-flight handlers when the drain
 	// timeout is over.
@@ -127,7 +132,10 @@ type Consumer struct {
 
 	mu       sync.Mutex
 	stopping bool
-	inflight sync.WaitGroup
+	// unstarted is set when Start returned before starting the client (WithEnsureTopics failed): the
+	// client's Shutdown panics on a client that never started, so Shutdown leaves it alone.
+	unstarted bool
+	inflight  sync.WaitGroup
 	// clientDown is closed when Shutdown has shut the client down; callbacks that must not be answered
 	// (late, cancelled by Shutdown, or waiting for the store when it began) wait for it.
 	clientDown chan struct{}
@@ -178,7 +186,7 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	runCtx, cancel := context.WithCancel(context.Background())
 	c := &Consumer{cfg: cfg, handler: h, log: o.logger, sink: o.sink, push: push, runCtx: runCtx, cancelRun: cancel,
 		gate: newGate(runCtx, cfg.Group, push, o.probe, o.observer, o.logger), filters: filters, observer: o.observer,
-		letters: &letterProducer{newProducer: o.producer}, clientDown: make(chan struct{})}
+		letters: &letterProducer{newProducer: o.producer}, clientDown: make(chan struct{}), ensure: o.ensureTopics}
 	if o.observed {
 		c.lag = newLagPoller(runCtx, cfg, push, o.observer)
 	}
@@ -207,7 +215,8 @@ func (c *Consumer) mode() Mode {
 	return Concurrent
 }
 
-// Start starts consuming, and with WithObserver the lag poller (every Config.LagInterval). The client's
+// Start starts consuming, and with WithObserver the lag poller (every Config.LagInterval). With
+// WithEnsureTopics it first creates the group's topics, and fails with that error. The client's
 // Start fails when a subscribed topic has no route on the name server (create topics first). With
 // Credentials, a broker that refuses them fails Start with an *ACLError (wrapped). It returns ErrStopped
 // after Shutdown.
@@ -218,6 +227,11 @@ func (c *Consumer) Start() error {
 	if stopping {
 		return ErrStopped
 	}
+	if err := c.ensureTopics(); err != nil {
+		c.setUnstarted(true)
+		return err
+	}
+	c.setUnstarted(false)
 	c.announceSubscriptions() // before the client starts: its first callback may come at once
 	if err := c.push.Start(); err != nil {
 		return fmt.Errorf("rmqguard consumer %s: start: %w", c.cfg.Group, err)
@@ -238,7 +252,8 @@ func (c *Consumer) Start() error {
 // back) and shuts the client down, which persists the committed offsets. A message whose handler was
 // cancelled, or that was waiting for the store, is not answered at all (never dead-lettered, its attempt
 // not spent): it comes back after a restart as it was. A store health gate that is closed stays closed:
-// the client is never resumed. The consumer's own dead-letter producer, if started, is shut down last.
+// the client is never resumed. The consumer's own dead-letter producer, if started, is shut down last,
+// and then a DeadLetterSink that implements io.Closer is closed.
 // It returns the client's shutdown error, or context.DeadlineExceeded wrapped when handlers had to be
 // cancelled. Calling it twice is safe.
 func (c *Consumer) Shutdown(ctx context.Context) error {
@@ -278,16 +293,34 @@ func (c *Consumer) Shutdown(ctx context.Context) error {
 	}
 	err := func() error {
 		defer close(c.clientDown) // even if the client panics, late callbacks must not wait forever
+		c.mu.Lock()
+		unstarted := c.unstarted
+		c.mu.Unlock()
+		if unstarted {
+			return nil
+		}
 		return c.push.Shutdown()
 	}()
 	if perr := c.letters.shutdown(); perr != nil {
 		err = errors.Join(err, fmt.Errorf("dead-letter producer: %w", perr))
+	}
+	if closer, ok := c.sink.(io.Closer); ok {
+		if serr := closer.Close(); serr != nil {
+			err = errors.Join(err, fmt.Errorf("dead-letter sink: %w", serr))
+		}
 	}
 	c.log.Info("consumer stopped", zap.String("group", c.cfg.Group), zap.Error(errors.Join(drainErr, err)))
 	if err != nil {
 		return errors.Join(drainErr, fmt.Errorf("rmqguard consumer %s: shutdown client: %w", c.cfg.Group, err))
 	}
 	return drainErr
+}
+
+// setUnstarted records whether Start returned before starting the client.
+func (c *Consumer) setUnstarted(v bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unstarted = v
 }
 
 // awaitDrain waits until drained is closed, timeout fires (DrainTimeout) or ctx ends, and returns the

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/rmqguard/rmqguard/internal/rmqadmin"
 )
@@ -15,12 +14,9 @@ import (
 var ErrWriteOnly = errors.New("dlq: the DLQ topic is write-only (perm 2)")
 
 // ErrNoDLQ means %DLQ%<group> does not exist: the group never dead-lettered anything, since the broker
-// creates the topic with the first dead letter (or rmqadmin.EnsureGroupTopics creates it in advance).
+// creates the topic with the first dead letter (or topics.EnsureGroup, consumer.WithEnsureTopics, creates it in advance).
 // It is not a failure: there is nothing to read.
 var ErrNoDLQ = errors.New("dlq: the DLQ topic does not exist (created on the first dead letter)")
-
-// permPollInterval is how often FixPerm asks the name server whether the new perm is visible.
-const permPollInterval = 200 * time.Millisecond
 
 // PermFix reports what FixPerm did.
 type PermFix struct {
@@ -76,46 +72,25 @@ func FixPerm(ctx context.Context, cluster Cluster, group string) (PermFix, error
 	return fix, waitReadable(ctx, cluster, topic)
 }
 
-// makeReadable sends the perm update to each broker whose perm lacks the read bit, recording it in fix.
+// makeReadable sends the perm update to each broker whose perm lacks the read bit (rmqadmin.MakeReadable),
+// recording the first change in fix.
 func makeReadable(ctx context.Context, cluster Cluster, topic string, route []rmqadmin.QueueData, fix *PermFix) error {
-	for _, q := range route {
-		if q.Readable() {
-			continue
-		}
-		if q.BrokerAddr == "" {
-			return fmt.Errorf("dlq: fix perm of %s: broker %s has no master registered", topic, q.BrokerName)
-		}
-		perm := q.Perm | rmqadmin.PermRead
-		err := rmqadmin.UpdateTopic(ctx, q.BrokerAddr, rmqadmin.TopicConfig{Topic: topic,
-			ReadQueues: q.ReadQueues, WriteQueues: q.WriteQueues, Perm: perm}, cluster.Credentials)
-		if err != nil {
-			return fmt.Errorf("dlq: fix perm of %s on broker %s (%s): %w", topic, q.BrokerName, q.BrokerAddr, err)
-		}
-		if !fix.Changed {
-			fix.Before, fix.After, fix.Changed = q.Perm, perm, true
-		}
+	changed, err := rmqadmin.MakeReadable(ctx, topic, route, cluster.Credentials)
+	if len(changed) > 0 {
+		fix.Before, fix.After, fix.Changed = changed[0].Perm, changed[0].Perm|rmqadmin.PermRead, true
+	}
+	if err != nil {
+		return fmt.Errorf("dlq: fix perm: %w", err)
 	}
 	return nil
 }
 
-// waitReadable polls the route until every broker's queues are readable, or ctx ends.
+// waitReadable waits until the route shows every broker's queues readable (rmqadmin.WaitReadable).
 func waitReadable(ctx context.Context, cluster Cluster, topic string) error {
-	ticker := time.NewTicker(permPollInterval)
-	defer ticker.Stop()
-	for {
-		route, err := dlqRoute(ctx, cluster, topic)
-		if err != nil {
-			return fmt.Errorf("dlq: fix perm: route after the update: %w", err)
-		}
-		if len(unreadable(route)) == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("dlq: fix perm of %s: the route still shows it unreadable: %w", topic, ctx.Err())
-		case <-ticker.C:
-		}
+	if err := rmqadmin.WaitReadable(ctx, cluster.NameServers, topic); err != nil {
+		return fmt.Errorf("dlq: fix perm: %w", err)
 	}
+	return nil
 }
 
 // dlqRoute returns topic's route from the name server, or an error wrapping ErrNoDLQ when it has none.

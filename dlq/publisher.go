@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
@@ -45,9 +46,40 @@ var ErrNotStored = consumer.ErrDeadLetterNotStored
 type Publisher struct {
 	producer Producer
 	now      func() time.Time
+
+	// owned is the producer StartPublisher started (nil for NewPublisher's); Close shuts it down.
+	owned  interface{ Shutdown() error }
+	mu     sync.RWMutex
+	closed bool
 }
 
-// NewPublisher returns a Publisher sending through p, a started producer. It returns an error if p is nil.
+// ErrPublisherClosed is returned by DeadLetter after Close. The consumer then falls back as for any
+// failed publish (see consumer.DeadLetterSink): no message is acknowledged without a DLQ entry.
+var ErrPublisherClosed = errors.New("dlq: publisher closed")
+
+// Close stops the Publisher: later DeadLetter calls return ErrPublisherClosed, and a producer that
+// StartPublisher started is shut down (its error returned, wrapped). A producer given to NewPublisher
+// belongs to the caller and is left running. Calling Close twice is safe. It makes Publisher an io.Closer,
+// which consumer.Consumer.Shutdown closes.
+func (p *Publisher) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	if p.owned == nil {
+		return nil
+	}
+	if err := p.owned.Shutdown(); err != nil {
+		return fmt.Errorf("dlq: close publisher: shut down producer: %w", err)
+	}
+	return nil
+}
+
+// NewPublisher returns a Publisher sending through p, a started producer that stays the caller's (Close
+// does not shut it down). It returns an error if p is nil. StartPublisher builds and owns the producer
+// from settings instead, which is what most consumers want.
 //
 // On a cluster with ACL or a namespace, build p from a Cluster, which gives it the name servers, the
 // credentials and the group in the namespace, and no client namespace option (the client would prefix the
@@ -65,8 +97,14 @@ func NewPublisher(p Producer) (*Publisher, error) {
 }
 
 // DeadLetter sends a copy of d's message to %DLQ%<d.Group> (%DLQ%<d.Namespace>%<d.Group> in a namespace) and returns nil only when the broker answered
-// SEND_OK. Errors wrap the send error, or ErrNotStored with the status (consumer.SendDeadLetter).
+// SEND_OK. Errors wrap the send error, or ErrNotStored with the status (consumer.SendDeadLetter);
+// ErrPublisherClosed after Close.
 func (p *Publisher) DeadLetter(ctx context.Context, d *consumer.Delivery, reason string) error {
+	p.mu.RLock() // held during the send: Close waits for sends in flight before shutting the producer down
+	defer p.mu.RUnlock()
+	if p.closed {
+		return ErrPublisherClosed
+	}
 	if err := consumer.SendDeadLetter(ctx, p.producer, d, reason, p.now()); err != nil {
 		return fmt.Errorf("dlq: %w", err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/topics"
 )
 
 func newTopicCmd(g *globalOptions) *cobra.Command {
@@ -27,10 +27,12 @@ func newTopicEnsureCmd(g *globalOptions) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "ensure TOPIC...",
-		Short: "Create topics that have no route yet (existing topics are left unchanged)",
+		Short: "Create topics that have no route yet; print created, exists or updated per topic",
 		Long: "Create each TOPIC on the broker with --queues read and write queues and perm 6 (read+write),\n" +
 			"but only when the name server has no route for it, then wait until the route is visible.\n" +
-			"An existing topic is never re-created, so its perm and queue counts stay as they are.",
+			"An existing topic is never re-created: its queue counts stay as they are, and so does its perm,\n" +
+			"except a write-only %DLQ% topic, which is made readable (perm 6).\n" +
+			"Prints one line per topic: \"topic T: created\", \"topic T: exists\" or \"topic T: updated\".",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return errors.New("no topic: usage: rmqguard topic ensure [--queues N] TOPIC...")
@@ -45,17 +47,22 @@ func newTopicEnsureCmd(g *globalOptions) *cobra.Command {
 			if broker == "" {
 				return errors.New("no broker: pass --broker host:port or set " + envBrokerAddr)
 			}
-			access, err := g.adminOptions()
-			if err != nil {
+			if queues < 1 {
+				return fmt.Errorf("--queues %d: must be at least 1", queues)
+			}
+			if err := g.access.validate(); err != nil {
 				return err
 			}
+			cluster := topics.Cluster{NameServers: ns, Broker: broker, Namespace: g.access.namespace,
+				Credentials: g.access.credentials()}
 			ctx, cancel := context.WithTimeout(cmd.Context(), g.timeout)
 			defer cancel()
 			for _, topic := range args {
-				if err := rmqadmin.EnsureTopic(ctx, ns, broker, topic, queues, access...); err != nil {
+				res, err := topics.Ensure(ctx, cluster, topics.Topic{Name: topic, Queues: queues})
+				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "topic %s: ok\n", topic)
+				fmt.Fprintf(cmd.OutOrStdout(), "topic %s: %s\n", topic, res[0].State)
 			}
 			return nil
 		},

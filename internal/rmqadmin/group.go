@@ -12,11 +12,12 @@ import (
 // The broker would create both on first use, but a consumer only notices a topic that appears after it
 // started on its next route refresh (30 s in rocketmq-client-go), which delays the first retries by that
 // much; and brokers before 4.9.2 create the DLQ write-only (perm 2), which the replay tool cannot read.
-// Errors are EnsureTopic's. With WithNamespace(ns) the topics are %RETRY%ns%group and %DLQ%ns%group.
+// A write-only DLQ is made readable. brokerAddr "" means every master broker. Errors are EnsureTopicState's.
+// With WithNamespace(ns) the topics are %RETRY%ns%group and %DLQ%ns%group.
 func EnsureGroupTopics(ctx context.Context, nameServers []string, brokerAddr, group string, opts ...Option) error {
 	ns := newAccess(opts).namespace
 	for _, topic := range []string{consumer.NamespacedRetryTopic(ns, group), consumer.NamespacedDLQTopic(ns, group)} {
-		if err := EnsureTopic(ctx, nameServers, brokerAddr, topic, 1, opts...); err != nil {
+		if _, err := EnsureTopicState(ctx, nameServers, brokerAddr, topic, 1, opts...); err != nil {
 			return err
 		}
 	}

@@ -1,5 +1,7 @@
 // Package rmqadmin holds the few RocketMQ administration steps the project's tooling needs: creating a topic
 // explicitly (the local broker runs with autoCreateTopicEnable=false) and probing a topic with one test send.
+// The topic creation (EnsureTopicState, MakeReadable) is the one implementation behind the public package
+// topics, which users call; this package keeps the functional options the project's tools and tests use.
 //
 // It talks to the name server and broker over the remoting protocol of
 // github.com/apache/rocketmq-client-go/v2, so it works against 4.x and 5.x brokers (no gRPC proxy needed).
@@ -48,93 +50,6 @@ func validateNameServers(nameServers []string) error {
 // shares one client per ClientID (IP@instance) and a shared client would mix up options.
 func instanceName(kind string) string {
 	return "rmqguard-" + kind + "-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-}
-
-// EnsureTopic makes sure topic exists with a route on the name servers, creating it when it has none.
-//
-// nameServers are "host:port" name server addresses (at least one); brokerAddr is the "host:port" remoting
-// address of the master broker that is to hold the topic (e.g. 127.0.0.1:10911); queues is the read and write
-// queue count of a newly created topic (must be ≥ 1). A new topic is created with perm 6 (read and write).
-//
-// EnsureTopic first waits (WaitBrokerRegistered) until the name servers list brokerAddr, so that a broker that
-// has just started is not mistaken for one without the topic. The topic is then created only when the name
-// server answers that it has no route (TOPIC_NOT_EXIST): an existing
-// topic is left as it is, whatever its queue count or perm, because re-issuing CreateTopic could change them.
-// After creating it, EnsureTopic polls every RoutePollInterval until the route is visible or ctx ends.
-//
-// Errors: invalid arguments; the name server or broker unreachable; ctx done before the broker registered or
-// the route became visible (wrapping ctx.Err()); ErrNoWritableQueues when the existing route has no writable
-// queue; with ACL on and keys that the broker refuses, the client's refusal (see ACLError).
-//
-// opts give credentials and a namespace (WithCredentials, WithNamespace): topic is then created as
-// "ns%topic" (names already in the namespace, such as "%DLQ%ns%G", are kept).
-func EnsureTopic(ctx context.Context, nameServers []string, brokerAddr, topic string, queues int, opts ...Option) error {
-	if err := validateNameServers(nameServers); err != nil {
-		return fmt.Errorf("ensure topic %q: %w", topic, err)
-	}
-	if strings.TrimSpace(topic) == "" {
-		return errors.New("ensure topic: empty topic name")
-	}
-	if strings.TrimSpace(brokerAddr) == "" {
-		return fmt.Errorf("ensure topic %q: empty broker address", topic)
-	}
-	if queues < 1 {
-		return fmt.Errorf("ensure topic %q: queue count %d must be at least 1", topic, queues)
-	}
-
-	acc := newAccess(opts)
-	topic = acc.name(topic)
-	// Until the broker has registered, the name server answers TOPIC_NOT_EXIST for topics the broker has,
-	// and creating them again could change their perm: wait for the registration first.
-	if err := WaitBrokerRegistered(ctx, nameServers, brokerAddr); err != nil {
-		return fmt.Errorf("ensure topic %q: %w", topic, err)
-	}
-
-	// The name server has no ACL; ask the broker whether it takes the credentials, so that wrong keys fail
-	// here with an *ACLError even when the topic exists.
-	if err := CheckAccess(ctx, brokerAddr, acc.credentials); err != nil {
-		return fmt.Errorf("ensure topic %q: %w", topic, err)
-	}
-	adm, err := admin.NewAdmin(acc.adminOptions(nameServers)...)
-	if err != nil {
-		return fmt.Errorf("ensure topic %q: new admin client: %w", topic, err)
-	}
-	defer adm.Close()
-
-	exists, writable, err := routeState(ctx, adm, topic)
-	if err != nil {
-		return fmt.Errorf("ensure topic %q: query route from name server %v: %w", topic, nameServers, err)
-	}
-	if exists {
-		if !writable {
-			return fmt.Errorf("ensure topic %q: %w", topic, ErrNoWritableQueues)
-		}
-		return nil
-	}
-
-	// Created with a signed request of our own: the client's admin.CreateTopic neither signs it nor reports
-	// the broker's answer (see createTopic).
-	if err := createTopic(ctx, brokerAddr, topic, queues, acc.credentials); err != nil {
-		return fmt.Errorf("ensure topic %q: create on broker %s: %w", topic, brokerAddr, err)
-	}
-
-	ticker := time.NewTicker(RoutePollInterval)
-	defer ticker.Stop()
-	for {
-		exists, writable, err = routeState(ctx, adm, topic)
-		if err != nil {
-			return fmt.Errorf("ensure topic %q: query route after create: %w", topic, err)
-		}
-		if exists && writable {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("ensure topic %q: route not visible on name server after create on broker %s: %w",
-				topic, brokerAddr, ctx.Err())
-		case <-ticker.C:
-		}
-	}
 }
 
 // routeState asks the name server for topic's route. exists is false (and err nil) when the name server

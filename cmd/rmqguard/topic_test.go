@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/testenv"
+)
+
+// runTopicEnsure runs `rmqguard topic ensure` with args and returns stdout and the exit code.
+func runTopicEnsure(ns, broker string, args ...string) (string, int) {
+	root := newRootCmd()
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs(append([]string{"--namesrv", ns, "--timeout", "30s", "topic", "ensure", "--broker", broker}, args...))
+	code := exitCode(root.Execute())
+	return out.String() + errOut.String(), code
+}
+
+// `topic ensure` says per topic whether it created it, found it, or made a write-only DLQ readable; a
+// second run reports "exists"; exit 0 each time, 1 for a queue count below 1.
+func TestI9_CLI_TopicEnsureReportsCreatedExistsUpdated(t *testing.T) {
+	ns, broker := testenv.NameServer(t), testenv.Broker(t)
+	group := testenv.Unique("cli-topics")
+	retry, dlqTopic := consumer.RetryTopic(group), consumer.DLQTopic(group)
+	writeOnly := consumer.DLQTopic(group + "-old")
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		for _, tp := range []string{retry, dlqTopic, writeOnly} {
+			_ = rmqadmin.DeleteTopic(ctx, []string{ns}, broker, tp)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, rmqadmin.UpdateTopic(ctx, broker, rmqadmin.TopicConfig{Topic: writeOnly, ReadQueues: 1, WriteQueues: 1,
+		Perm: rmqadmin.PermWrite}, consumer.Credentials{}))
+	require.Eventually(t, func() bool {
+		r, err := rmqadmin.TopicRoute(ctx, []string{ns}, writeOnly)
+		return err == nil && len(r) == 1
+	}, 10*time.Second, 100*time.Millisecond)
+
+	out, code := runTopicEnsure(ns, broker, "--queues", "1", retry, dlqTopic, writeOnly)
+	require.Equal(t, 0, code, out)
+	assert.Equal(t, "topic "+retry+": created\ntopic "+dlqTopic+": created\ntopic "+writeOnly+": updated\n", out)
+
+	out, code = runTopicEnsure(ns, broker, "--queues", "1", retry, dlqTopic, writeOnly)
+	require.Equal(t, 0, code, out)
+	assert.Equal(t, "topic "+retry+": exists\ntopic "+dlqTopic+": exists\ntopic "+writeOnly+": exists\n", out)
+
+	out, code = runTopicEnsure(ns, broker, "--queues", "0", retry)
+	assert.Equal(t, 1, code, out)
+}

@@ -1,0 +1,69 @@
+package consumer_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmqguard/rmqguard/consumer"
+)
+
+// WithEnsureTopics runs before the client starts; its error fails Start (the client is never started) and
+// keeps the topic and broker the function named.
+func TestI9_EnsureTopicsRunsBeforeTheClientAndItsErrorFailsStart(t *testing.T) {
+	var got consumer.Config
+	var hadDeadline bool
+	fail := errors.New(`ensure topic "%RETRY%cg": create on broker 127.0.0.1:10911: refused`)
+	ensure := func(ctx context.Context, cfg consumer.Config) error {
+		got = cfg
+		_, hadDeadline = ctx.Deadline()
+		return fail
+	}
+	c, fp := newConsumer(t, validConfig(), handlerReturning(consumer.Processed(), nil), consumer.WithEnsureTopics(ensure))
+
+	err := c.Start()
+
+	require.ErrorIs(t, err, fail)
+	assert.Contains(t, err.Error(), "ensure topics")
+	assert.Contains(t, err.Error(), "127.0.0.1:10911")
+	assert.Equal(t, validConfig().Group, got.Group)
+	assert.Equal(t, consumer.DefaultMaxAttempts, got.MaxAttempts, "the Config after defaults")
+	assert.True(t, hadDeadline, "bounded")
+	assert.NotContains(t, fp.Calls(), "start")
+	require.NoError(t, c.Shutdown(context.Background()))
+	assert.NotContains(t, fp.Calls(), "shutdown", "the client panics when shut down before it started")
+}
+
+func TestI9_EnsureTopicsSuccessStartsTheClient(t *testing.T) {
+	calls := 0
+	ensure := func(context.Context, consumer.Config) error { calls++; return nil }
+	c, fp := newConsumer(t, validConfig(), handlerReturning(consumer.Processed(), nil), consumer.WithEnsureTopics(ensure))
+	require.NoError(t, c.Start())
+	require.NoError(t, c.Shutdown(context.Background()))
+	assert.Equal(t, 1, calls)
+	assert.Equal(t, []string{"subscribe ORDER", "start", "suspend", "shutdown"}, fp.Calls())
+}
+
+// closingSink is a DeadLetterSink that is also an io.Closer.
+type closingSink struct {
+	closed int
+	err    error
+}
+
+func (s *closingSink) DeadLetter(context.Context, *consumer.Delivery, string) error { return nil }
+func (s *closingSink) Close() error                                                 { s.closed++; return s.err }
+
+// Shutdown closes a sink that implements io.Closer, once, after the client; its error is returned.
+func TestI9_ShutdownClosesACloserSink(t *testing.T) {
+	sink := &closingSink{err: errors.New("producer shutdown failed")}
+	c, _ := newConsumer(t, validConfig(), handlerReturning(consumer.Processed(), nil), consumer.WithDeadLetterSink(sink))
+	require.NoError(t, c.Start())
+
+	err := c.Shutdown(context.Background())
+	require.ErrorIs(t, err, sink.err)
+	require.NoError(t, c.Shutdown(context.Background()))
+	assert.Equal(t, 1, sink.closed)
+}

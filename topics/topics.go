@@ -1,0 +1,162 @@
+// Package topics creates RocketMQ topics up front: a business topic, and a consumer group's retry topic
+// (%RETRY%<group>) and dead-letter topic (%DLQ%<group>), which the broker would otherwise create only on
+// the group's first retry and first dead letter.
+//
+// Why up front: the client notices a topic that appears after it started only on its next route refresh
+// (every 30 s in rocketmq-client-go), so the first retries of a brand-new group come that much late; and
+// brokers before 4.9.2 create a DLQ write-only (perm 2), which nobody can read back. Ensure is idempotent:
+// it creates what has no route, makes a write-only DLQ readable, keeps the queue counts of every topic
+// that exists, and reports per topic what it found (Created, Exists, Updated).
+//
+// The package is named after what it manages (the client's own package for cluster operations is called
+// admin, and covers more). It speaks the remoting protocol of rocketmq-client-go/v2 (4.x and 5.x brokers,
+// no gRPC proxy) and signs its requests with ACL credentials when given; the broker's refusals come back as
+// *consumer.ACLError. A consumer runs it in Start with consumer.WithEnsureTopics(topics.ForConsumer).
+package topics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+)
+
+// DefaultQueues is the read and write queue count of a new business topic when Topic.Queues is 0.
+const DefaultQueues = 4
+
+// GroupTopicQueues is the queue count of a new %RETRY% or %DLQ% topic: one queue each, as the broker
+// itself creates them.
+const GroupTopicQueues = 1
+
+// State says what Ensure found and did for one topic; its String is "created", "exists" or "updated".
+type State = rmqadmin.State
+
+const (
+	// Exists: the topic had a route and was left as it was.
+	Exists = rmqadmin.Exists
+	// Created: the topic had no route; it was created (perm 6) and its route is visible.
+	Created = rmqadmin.Created
+	// Updated: a %DLQ% topic was not readable on some broker; the read bit was added, queue counts kept.
+	Updated = rmqadmin.Updated
+)
+
+// Cluster says how to reach the cluster and where new topics go.
+type Cluster struct {
+	// NameServers are "host:port" name server addresses. Required.
+	NameServers []string
+	// Broker is the "host:port" address of the master broker that is to hold new topics; "" (default)
+	// means every master broker the name servers list, which is what a group's retry and DLQ topics need
+	// (a retried message goes back to the broker it came from).
+	Broker string
+	// Namespace is the RocketMQ namespace ("" = none): topic T is created as "ns%T", and a group's topics
+	// as "%RETRY%ns%G" and "%DLQ%ns%G" (consumer.InNamespace).
+	Namespace string
+	// Credentials are the ACL keys every request is signed with; the zero value means no ACL.
+	Credentials consumer.Credentials
+}
+
+// Validate returns the problems of c, each naming the field: no name server, a blank one, one key without
+// the other, an invalid namespace.
+func (c Cluster) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("topics: cluster: %s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if len(c.NameServers) == 0 {
+		bad("NameServers", "required: give at least one name server address, e.g. 127.0.0.1:9876")
+	}
+	for i, ns := range c.NameServers {
+		if strings.TrimSpace(ns) == "" {
+			bad("NameServers", "entry %d is empty", i)
+		}
+	}
+	if (c.Credentials.AccessKey == "") != (c.Credentials.SecretKey == "") {
+		bad("Credentials", "give both AccessKey and SecretKey, or neither (%s)", c.Credentials)
+	}
+	if err := consumer.ValidateNamespace(c.Namespace); err != nil {
+		bad("Namespace", "%v", err)
+	}
+	return errors.Join(errs...)
+}
+
+// Topic is one topic to ensure.
+type Topic struct {
+	// Name is the topic as code names it, without the namespace (e.g. "ORDER", "%DLQ%inventory").
+	Name string
+	// Queues is the read and write queue count if the topic is created; 0 means DefaultQueues. An
+	// existing topic keeps its counts.
+	Queues int
+}
+
+// GroupTopics returns group's retry and dead-letter topics, %RETRY%<group> and %DLQ%<group>, with
+// GroupTopicQueues queues each (the namespace is added by Ensure).
+func GroupTopics(group string) []Topic {
+	return []Topic{
+		{Name: consumer.RetryTopic(group), Queues: GroupTopicQueues},
+		{Name: consumer.DLQTopic(group), Queues: GroupTopicQueues},
+	}
+}
+
+// Result is what Ensure did for one topic.
+type Result struct {
+	// Topic is the topic as the broker names it (namespace included).
+	Topic string
+	// State is Created, Exists or Updated.
+	State State
+}
+
+// String renders "<topic>: created|exists|updated".
+func (r Result) String() string { return r.Topic + ": " + r.State.String() }
+
+// Ensure makes sure each topic exists (see the package comment) and returns one Result per topic, in
+// order. It stops at the first failure and returns the results so far with the error, which names the
+// topic and, for a broker's refusal, the broker: an invalid Cluster or Topic; a name server or broker
+// unreachable; ctx done first (give ctx a deadline: a new topic's route is polled every 200 ms until the
+// name server shows it); an *consumer.ACLError; a business topic that exists without a writable queue.
+func Ensure(ctx context.Context, c Cluster, ts ...Topic) ([]Result, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	opts := []rmqadmin.Option{rmqadmin.WithCredentials(c.Credentials), rmqadmin.WithNamespace(c.Namespace)}
+	out := make([]Result, 0, len(ts))
+	for _, t := range ts {
+		queues := t.Queues
+		if queues == 0 {
+			queues = DefaultQueues
+		}
+		st, err := rmqadmin.EnsureTopicState(ctx, c.NameServers, c.Broker, t.Name, queues, opts...)
+		if err != nil {
+			return out, fmt.Errorf("topics: %w", err)
+		}
+		out = append(out, Result{Topic: consumer.InNamespace(c.Namespace, t.Name), State: st})
+	}
+	return out, nil
+}
+
+// EnsureGroup ensures group's retry and dead-letter topics (GroupTopics) on every broker c names.
+func EnsureGroup(ctx context.Context, c Cluster, group string) ([]Result, error) {
+	if strings.TrimSpace(group) == "" {
+		return nil, errors.New("topics: ensure group topics: empty group")
+	}
+	return Ensure(ctx, c, GroupTopics(group)...)
+}
+
+// ForConsumer ensures the retry and dead-letter topics of cfg's group on every master broker, with cfg's
+// name servers, namespace and credentials. It has the shape consumer.WithEnsureTopics takes:
+//
+//	c, err := consumer.New(cfg, handler, consumer.WithEnsureTopics(topics.ForConsumer))
+//
+// Business topics are not created: their queue count is the producers' capacity decision. With ACL the
+// account needs the right to create topics only while they are missing (a later start sends only a
+// signed heartbeat and a route query). Errors are EnsureGroup's, with the name servers; a broker that
+// refuses the keys gives a *consumer.ACLError naming it.
+func ForConsumer(ctx context.Context, cfg consumer.Config) error {
+	c := Cluster{NameServers: cfg.NameServers, Namespace: cfg.Namespace, Credentials: cfg.Credentials}
+	if _, err := EnsureGroup(ctx, c, cfg.Group); err != nil {
+		return fmt.Errorf("%w (name servers %s)", err, strings.Join(cfg.NameServers, ","))
+	}
+	return nil
+}

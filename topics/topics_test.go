@@ -1,0 +1,127 @@
+package topics_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/topics"
+)
+
+// Invalid settings fail before any request, each problem naming its field.
+func TestI9_Topics_ClusterValidateNamesTheField(t *testing.T) {
+	err := topics.Cluster{NameServers: []string{" "}, Namespace: "a%b",
+		Credentials: consumer.Credentials{AccessKey: "k"}}.Validate()
+	require.Error(t, err)
+	for _, field := range []string{"NameServers: entry 0 is empty", "Namespace:", "Credentials: give both"} {
+		assert.Contains(t, err.Error(), field)
+	}
+	assert.NotContains(t, err.Error(), "secret key set")
+	_, err = topics.Ensure(context.Background(), topics.Cluster{}, topics.Topic{Name: "T"})
+	assert.ErrorContains(t, err, "NameServers: required")
+	_, err = topics.EnsureGroup(context.Background(), topics.Cluster{NameServers: []string{"127.0.0.1:9876"}}, " ")
+	assert.ErrorContains(t, err, "empty group")
+}
+
+func TestI9_Topics_GroupTopicsAreRetryAndDLQWithOneQueue(t *testing.T) {
+	assert.Equal(t, []topics.Topic{{Name: "%RETRY%g", Queues: 1}, {Name: "%DLQ%g", Queues: 1}}, topics.GroupTopics("g"))
+	assert.Equal(t, "%DLQ%ns%g: updated", topics.Result{Topic: "%DLQ%ns%g", State: topics.Updated}.String())
+}
+
+// route returns topic's route from the shared name server, waiting until it is visible.
+func route(t *testing.T, ctx context.Context, ns, topic string) []rmqadmin.QueueData {
+	t.Helper()
+	for {
+		r, err := rmqadmin.TopicRoute(ctx, []string{ns}, topic)
+		if err == nil && len(r) > 0 {
+			return r
+		}
+		if !errors.Is(err, rmqadmin.ErrTopicNotExist) && err != nil || ctx.Err() != nil {
+			t.Fatalf("route of %s: %v (ctx %v)", topic, err, ctx.Err())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// On the real broker: a new group's topics are created (perm 6, one queue), a second run finds them, a
+// write-only DLQ is made readable with its queue counts kept, and an existing business topic keeps its
+// queue count whatever Queues says.
+func TestI9_Topics_CreatedExistsUpdatedOnTheBroker(t *testing.T) {
+	ns, broker := testenv.NameServer(t), testenv.Broker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cluster := topics.Cluster{NameServers: []string{ns}} // Broker "": every master the name server lists
+	group := testenv.Unique("rmqguard-topics")
+	cleanup(t, ns, broker, "%RETRY%"+group, "%DLQ%"+group)
+
+	res, err := topics.EnsureGroup(ctx, cluster, group)
+	require.NoError(t, err)
+	assert.Equal(t, []topics.Result{{Topic: "%RETRY%" + group, State: topics.Created}, {Topic: "%DLQ%" + group, State: topics.Created}}, res)
+	for _, topic := range []string{"%RETRY%" + group, "%DLQ%" + group} {
+		r := route(t, ctx, ns, topic)
+		require.Len(t, r, 1)
+		assert.Equal(t, rmqadmin.QueueData{BrokerName: r[0].BrokerName, BrokerAddr: r[0].BrokerAddr, ReadQueues: 1, WriteQueues: 1, Perm: 6}, r[0], topic)
+	}
+	res, err = topics.EnsureGroup(ctx, cluster, group)
+	require.NoError(t, err)
+	assert.Equal(t, []topics.State{topics.Exists, topics.Exists}, []topics.State{res[0].State, res[1].State}, "idempotent")
+
+	// A DLQ as brokers before 4.9.2 create it: write-only (perm 2), here with 2 read / 3 write queues.
+	old := testenv.Unique("rmqguard-topics-old")
+	cleanup(t, ns, broker, "%DLQ%"+old)
+	require.NoError(t, rmqadmin.UpdateTopic(ctx, broker, rmqadmin.TopicConfig{Topic: "%DLQ%" + old, ReadQueues: 2, WriteQueues: 3, Perm: rmqadmin.PermWrite}, consumer.Credentials{}))
+	require.Equal(t, 2, route(t, ctx, ns, "%DLQ%"+old)[0].Perm)
+	res, err = topics.Ensure(ctx, cluster, topics.Topic{Name: "%DLQ%" + old, Queues: 1})
+	require.NoError(t, err)
+	assert.Equal(t, topics.Updated, res[0].State)
+	r := route(t, ctx, ns, "%DLQ%"+old)[0]
+	assert.Equal(t, []int{6, 2, 3}, []int{r.Perm, r.ReadQueues, r.WriteQueues}, "readable, queue counts kept")
+	res, err = topics.Ensure(ctx, cluster, topics.Topic{Name: "%DLQ%" + old})
+	require.NoError(t, err)
+	assert.Equal(t, topics.Exists, res[0].State)
+
+	// A business topic: created with DefaultQueues on the broker given, then kept at that count.
+	biz := "RMQGUARD_TOPICS_" + strings.ReplaceAll(testenv.Unique("t"), "-", "_")
+	cleanup(t, ns, broker, biz)
+	one := topics.Cluster{NameServers: []string{ns}, Broker: broker}
+	res, err = topics.Ensure(ctx, one, topics.Topic{Name: biz})
+	require.NoError(t, err)
+	assert.Equal(t, topics.Created, res[0].State)
+	res, err = topics.Ensure(ctx, one, topics.Topic{Name: biz, Queues: 8})
+	require.NoError(t, err)
+	assert.Equal(t, topics.Exists, res[0].State)
+	r = route(t, ctx, ns, biz)[0]
+	assert.Equal(t, []int{6, topics.DefaultQueues, topics.DefaultQueues}, []int{r.Perm, r.ReadQueues, r.WriteQueues})
+}
+
+// A broker that does not answer fails Ensure with an error naming the topic and the broker.
+func TestI9_Topics_UnreachableBrokerIsNamed(t *testing.T) {
+	ns := testenv.NameServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err := topics.Ensure(ctx, topics.Cluster{NameServers: []string{ns}, Broker: "127.0.0.1:1"}, topics.Topic{Name: "RMQGUARD_NEVER"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `"RMQGUARD_NEVER"`)
+	assert.Contains(t, err.Error(), "127.0.0.1:1")
+}
+
+// cleanup deletes the test's topics when it ends.
+func cleanup(t *testing.T, ns, broker string, names ...string) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		for _, n := range names {
+			if err := rmqadmin.DeleteTopic(ctx, []string{ns}, broker, n); err != nil {
+				t.Logf("delete %s: %v", n, err)
+			}
+		}
+	})
+}
