@@ -4,7 +4,7 @@
 -- applied only when its version is the stored one plus one; the row moves forward in the same local
 -- transaction as the event's processed_event row and business writes, so a rollback leaves it where it was.
 -- event_id names the event that set the version. Key columns compare bytes exactly, like processed_event.
-CREATE TABLE IF NOT EXISTS aggregate_version (
+CREATE TABLE IF NOT EXISTS {{.Aggregate}} (
   consumer_group VARCHAR(255) NOT NULL,
   aggregate_type VARCHAR(64)  NOT NULL,
   aggregate_id   VARCHAR(128) NOT NULL,
@@ -15,4 +15,4 @@ CREATE TABLE IF NOT EXISTS aggregate_version (
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 -- +goose Down
-DROP TABLE IF EXISTS aggregate_version;
+DROP TABLE IF EXISTS {{.Aggregate}};
