@@ -168,10 +168,10 @@ func TestI9_TablePrefix_InvalidPrefixFailsNamingTheOption(t *testing.T) {
 	ctx := context.Background()
 
 	for prefix, why := range map[string]string{
-		"Billing_":                                 "only lowercase ASCII letters, digits and '_'",
-		"svc-a_":                                   "only lowercase ASCII letters, digits and '_'",
-		"x`; DROP TABLE orders; --":                "only lowercase ASCII letters, digits and '_'",
-		"1svc_":                                    "must not start with a digit",
+		"Billing_":                  "only lowercase ASCII letters, digits and '_'",
+		"svc-a_":                    "only lowercase ASCII letters, digits and '_'",
+		"x`; DROP TABLE orders; --": "only lowercase ASCII letters, digits and '_'",
+		"1svc_":                     "must not start with a digit",
 		"a_very_long_prefix_that_is_too_long_for_": "at most 39",
 	} {
 		_, err := dedup.NewStore(db, dedup.WithTablePrefix(prefix))
