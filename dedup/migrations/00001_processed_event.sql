@@ -1,4 +1,6 @@
 -- +goose Up
+-- dedup.Migrate renders this file as a Go text/template: the table is processed_event, or its name with
+-- dedup.WithTablePrefix (validated: lowercase letters, digits and '_').
 -- One row per business event that a consumer group has processed: the idempotency record.
 -- The key is (consumer_group, event_id): the same event is processed once per consumer group, and two
 -- groups (say, inventory and accounting) each process it once. The row is inserted in the same local

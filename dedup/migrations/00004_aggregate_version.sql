@@ -1,4 +1,6 @@
 -- +goose Up
+-- dedup.Migrate renders this file as a Go text/template: the table is aggregate_version, or its name with
+-- dedup.WithTablePrefix (validated: lowercase letters, digits and '_').
 -- The stored version of each aggregate, per dedup scope (consumer_group) and aggregate type, kept by
 -- middleware.Version when no user loader reads the version from the aggregate's own table. An event is
 -- applied only when its version is the stored one plus one; the row moves forward in the same local
