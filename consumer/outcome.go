@@ -15,7 +15,7 @@ const (
 	// KindDuplicate: the event ID was already processed by this consumer group; nothing was written.
 	KindDuplicate
 	// KindStale: the event carries an older aggregate version than the stored state; nothing was written
-	// (chapter 13.4: a stale event never overwrites newer state).
+	// (a stale event must never overwrite newer state: events of one aggregate can arrive out of order).
 	KindStale
 	// KindRetry: the message should be delivered again later (ConsumeRetryLater).
 	KindRetry

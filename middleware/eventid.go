@@ -129,8 +129,8 @@ type EventIDConfig struct {
 	// dedup.MaxEventIDLength (what the processed_event column holds).
 	MaxLength int
 	// FallbackToMsgID uses the RocketMQ message ID when no extractor finds an ID. Off by default: a message
-	// ID names one physical message, and a business re-send gets a new one (chapter 13.2), so the
-	// fallback lets re-sends through as new events. Turn it on only for producers that never re-send.
+	// ID names one physical message, and a business re-send gets a new one (the idempotency key must be
+	// the business event's ID, never the message's), so the fallback lets re-sends through as new events. Turn it on only for producers that never re-send.
 	FallbackToMsgID bool
 }
 
