@@ -64,10 +64,7 @@ func (s *Store) AggregateVersion(ctx context.Context, tx *sqlx.Tx, a Aggregate) 
 	if err := a.check(); err != nil {
 		return 0, err
 	}
-	res, err := tx.ExecContext(ctx,
-		`INSERT INTO aggregate_version (consumer_group, aggregate_type, aggregate_id, version, event_id, updated_at)
-		 VALUES (?, ?, ?, 0, '', UTC_TIMESTAMP(6))
-		 ON DUPLICATE KEY UPDATE version = LAST_INSERT_ID(version)`, a.Scope, a.Type, a.ID)
+	res, err := tx.ExecContext(ctx, s.q.aggregateRead, a.Scope, a.Type, a.ID)
 	if err != nil {
 		return 0, fmt.Errorf("dedup: read version of %s: %w", a, err)
 	}
@@ -91,9 +88,7 @@ func (s *Store) AdvanceAggregate(ctx context.Context, tx *sqlx.Tx, a Aggregate, 
 	if err := a.check(); err != nil {
 		return err
 	}
-	res, err := tx.ExecContext(ctx,
-		`UPDATE aggregate_version SET version = ?, event_id = ?, updated_at = UTC_TIMESTAMP(6)
-		 WHERE consumer_group = ? AND aggregate_type = ? AND aggregate_id = ? AND version = ?`,
+	res, err := tx.ExecContext(ctx, s.q.aggregateAdvance,
 		to, eventID, a.Scope, a.Type, a.ID, from)
 	if err != nil {
 		return fmt.Errorf("dedup: advance %s from version %d to %d: %w", a, from, to, err)
@@ -111,19 +106,21 @@ func (s *Store) AdvanceAggregate(ctx context.Context, tx *sqlx.Tx, a Aggregate, 
 // aggregateColumns are the columns of aggregate_version that AggregateVersion and AdvanceAggregate use.
 var aggregateColumns = []string{"consumer_group", "aggregate_type", "aggregate_id", "version", "event_id", "updated_at"}
 
-// CheckAggregateSchema verifies that aggregate_version, in the store's current database, exists with the
-// columns AggregateVersion and AdvanceAggregate use; middleware.Version calls it at construction unless it
+// CheckAggregateSchema verifies that the store's aggregate-version table (aggregate_version, or its name
+// with the store's WithTablePrefix), in the store's current database, exists with the columns
+// AggregateVersion and AdvanceAggregate use; middleware.Version calls it at construction unless it
 // is given a loader. It returns an error wrapping ErrSchema naming what is missing and the fix (run
 // Migrate), or the information_schema query's error, wrapped.
 func (s *Store) CheckAggregateSchema(ctx context.Context) error {
+	table := s.tables.Aggregate()
 	var cols []string
 	err := s.db.SelectContext(ctx, &cols, `SELECT LOWER(COLUMN_NAME) FROM information_schema.COLUMNS
-		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'aggregate_version'`)
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`, table)
 	if err != nil {
-		return fmt.Errorf("dedup: check schema: columns of aggregate_version: %w", err)
+		return fmt.Errorf("dedup: check schema: columns of %s: %w", table, err)
 	}
 	if len(cols) == 0 {
-		return fmt.Errorf("%w: aggregate_version is missing from the current database; fix: run dedup.Migrate", ErrSchema)
+		return fmt.Errorf("%w: %s is missing from the current database; fix: run dedup.Migrate%s", ErrSchema, table, s.tables.migrateHint())
 	}
 	var missing []string
 	for _, c := range aggregateColumns {
@@ -132,7 +129,7 @@ func (s *Store) CheckAggregateSchema(ctx context.Context) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%w: aggregate_version lacks column(s) %s; fix: run dedup.Migrate", ErrSchema, strings.Join(missing, ", "))
+		return fmt.Errorf("%w: %s lacks column(s) %s; fix: run dedup.Migrate%s", ErrSchema, table, strings.Join(missing, ", "), s.tables.migrateHint())
 	}
 	return nil
 }

@@ -33,7 +33,7 @@ func (s *Store) ConfirmBatch(ctx context.Context, txn *Txn, kept []*consumer.Del
 		return nil
 	}
 	var q strings.Builder
-	q.WriteString(`SELECT COUNT(*) FROM processed_event WHERE claim_token = ? AND (consumer_group, event_id) IN (`)
+	q.WriteString(s.q.confirmBatchHead)
 	args := make([]any, 0, 1+2*len(kept))
 	args = append(args, txn.token)
 	for i, d := range kept {

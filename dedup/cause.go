@@ -25,8 +25,7 @@ import (
 func (s *Store) DuplicateCause(ctx context.Context, txn *Txn, d *consumer.Delivery) (consumer.Cause, error) {
 	scope := s.Scope(d)
 	var msgID string
-	err := txn.Tx.GetContext(ctx, &msgID,
-		`SELECT msg_id FROM processed_event WHERE consumer_group = ? AND event_id = ?`, scope, d.EventID)
+	err := txn.Tx.GetContext(ctx, &msgID, s.q.cause, scope, d.EventID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", fmt.Errorf("dedup: duplicate cause scope %s event %s: the row is gone: %w", scope, d.EventID, err)
 	}

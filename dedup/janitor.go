@@ -46,6 +46,8 @@ type JanitorConfig struct {
 	BrokerRetention time.Duration
 	ReplayWindow    time.Duration
 	Force           bool
+	// TablePrefix is the prefix of the dedup tables (WithTablePrefix), as in PurgeConfig; default "".
+	TablePrefix string
 	// Logger receives leadership changes (info), purges that deleted rows (info) and errors (warn);
 	// default zap.NewNop.
 	Logger *zap.Logger
@@ -66,7 +68,8 @@ type Janitor struct {
 // NewJanitor returns a janitor of cfg.Scope on db. It returns an error naming the field when cfg.Scope is
 // empty or longer than MaxGroupLength, Retention is not positive or (without Force) shorter than
 // BrokerRetention + ReplayWindow (wrapping ErrWindowTooShort), Interval, Pause, BrokerRetention or
-// ReplayWindow is negative, or BatchSize is outside 1..MaxPurgeBatch; also when db is nil.
+// ReplayWindow is negative, BatchSize is outside 1..MaxPurgeBatch, or TablePrefix is not a valid prefix
+// (NewTables; wrapping ErrInvalidIdentifier); also when db is nil.
 func NewJanitor(db *sqlx.DB, cfg JanitorConfig) (*Janitor, error) {
 	if db == nil {
 		return nil, errors.New("dedup: NewJanitor: db is nil")
@@ -83,7 +86,11 @@ func NewJanitor(db *sqlx.DB, cfg JanitorConfig) (*Janitor, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256([]byte(cfg.Scope))
+	key := cfg.Scope
+	if cfg.TablePrefix != "" { // janitors of one scope in two prefixed schemas purge different tables
+		key = cfg.TablePrefix + "\x00" + cfg.Scope
+	}
+	sum := sha256.Sum256([]byte(key))
 	// MySQL lock names are at most 64 characters; a scope may have 255.
 	return &Janitor{db: db, cfg: cfg, lock: "rmqguard-dedup-janitor:" + hex.EncodeToString(sum[:16])}, nil
 }
@@ -104,16 +111,20 @@ func (c JanitorConfig) validate() error {
 	case c.BrokerRetention < 0 || c.ReplayWindow < 0:
 		return fmt.Errorf("dedup: janitor: BrokerRetention %s and ReplayWindow %s must not be negative", c.BrokerRetention, c.ReplayWindow)
 	}
+	if _, err := NewTables(c.TablePrefix); err != nil {
+		return fmt.Errorf("dedup: janitor: TablePrefix: %w", err)
+	}
 	return checkWindow("Retention", c.Retention, p.BrokerRetention, p.ReplayWindow, c.Force)
 }
 
 func (c JanitorConfig) purgeConfig() PurgeConfig {
 	return PurgeConfig{Scope: c.Scope, OlderThan: c.Retention, BatchSize: c.BatchSize, Pause: c.Pause,
-		Force: c.Force, BrokerRetention: c.BrokerRetention, ReplayWindow: c.ReplayWindow}
+		Force: c.Force, BrokerRetention: c.BrokerRetention, ReplayWindow: c.ReplayWindow, TablePrefix: c.TablePrefix}
 }
 
 // LockName returns the MySQL named lock that the scope's leader holds: "rmqguard-dedup-janitor:" and 32
-// hex digits of the scope's SHA-256 (lock names are at most 64 characters). IS_USED_LOCK(name) gives the
+// hex digits of the scope's SHA-256 (lock names are at most 64 characters); with a TablePrefix, of the
+// prefix, a NUL byte and the scope, so that the janitors of two prefixed schemas do not exclude each other. IS_USED_LOCK(name) gives the
 // leader's connection ID.
 func (j *Janitor) LockName() string { return j.lock }
 

@@ -1,37 +1,83 @@
 package dedup
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"path"
+	"testing/fstest"
+	"text/template"
 	"time"
 
 	"github.com/pressly/goose/v3"
 )
 
+// migrationFiles are the dedup schema's goose SQL migrations as text/template sources: {{.Processed}} and
+// {{.Aggregate}} stand for the table names of a Tables (see renderMigrations).
+//
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// VersionTable is the table in which goose records the dedup schema's applied migrations.
-const VersionTable = "rmqguard_dedup_db_version"
-
-// Migrations returns the embedded dedup schema migrations (goose SQL files), for tools that run
-// migrations themselves.
+// Migrations returns the dedup schema's migrations (goose SQL files) for the default table names, for
+// tools that run migrations themselves; MigrationsFor gives them for a prefix.
 func Migrations() fs.FS {
-	sub, err := fs.Sub(migrationFiles, "migrations")
+	fsys, err := renderMigrations(Tables{})
 	if err != nil {
-		panic(err) // the embedded folder is fixed at compile time
+		panic(err) // the embedded templates are fixed at compile time, and tested
 	}
-	return sub
+	return fsys
 }
 
-// Migrate applies the dedup schema (the processed_event and aggregate_version tables) to db, a MySQL or MariaDB database.
-// It is safe to run from several processes at once: they serialise on a MySQL named lock (GET_LOCK).
-// It returns the migrations it applied; none when the schema is current.
-func Migrate(ctx context.Context, db *sql.DB) ([]string, error) {
-	return RunMigrations(ctx, db, Migrations(), VersionTable)
+// MigrationsFor returns the dedup schema's migrations (goose SQL files) creating and altering the tables
+// of t, for tools that run migrations themselves; record them in t.Version(). It returns an error when an
+// embedded template fails to render, which the package's tests rule out.
+func MigrationsFor(t Tables) (fs.FS, error) { return renderMigrations(t) }
+
+// renderMigrations executes each embedded migration template with t's table names, into an in-memory
+// file system. The names are safe to write into SQL text: NewTables admits only letters, digits and '_'.
+func renderMigrations(t Tables) (fs.FS, error) {
+	files, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		return nil, fmt.Errorf("dedup: migrations: %w", err)
+	}
+	names := struct{ Processed, Aggregate string }{t.Processed(), t.Aggregate()}
+	out := make(fstest.MapFS, len(files))
+	for _, f := range files {
+		tmpl, err := template.ParseFS(migrationFiles, f)
+		if err != nil {
+			return nil, fmt.Errorf("dedup: migration %s: %w", f, err)
+		}
+		var b bytes.Buffer
+		if err := tmpl.Option("missingkey=error").Execute(&b, names); err != nil {
+			return nil, fmt.Errorf("dedup: migration %s: %w", f, err)
+		}
+		out[path.Base(f)] = &fstest.MapFile{Data: b.Bytes(), Mode: 0o444}
+	}
+	return out, nil
+}
+
+// Migrate applies the dedup schema (the processed_event and aggregate_version tables) to db, a MySQL or
+// MariaDB database, recording the applied migrations in VersionTable. With WithTablePrefix(p) among opts
+// (the only option it takes: the others configure a Store and are refused) the tables are
+// p + "processed_event", p + "aggregate_version" and p + VersionTable instead; pass the same option to
+// NewStore. It is safe to run from several processes at once: they serialise on a MySQL named lock
+// (GET_LOCK). It returns the migrations it applied (none when the schema is current), or an error: an
+// invalid option (naming it and why), or the migration's error, wrapped.
+func Migrate(ctx context.Context, db *sql.DB, opts ...Option) ([]string, error) {
+	t, err := tablesOption("Migrate", opts)
+	if err != nil {
+		return nil, err
+	}
+	fsys, err := renderMigrations(t)
+	if err != nil {
+		return nil, err
+	}
+	return RunMigrations(ctx, db, fsys, t.Version())
 }
 
 // RunMigrations applies the goose SQL migrations in fsys to db, recording them in versionTable, while
@@ -40,7 +86,7 @@ func Migrate(ctx context.Context, db *sql.DB) ([]string, error) {
 func RunMigrations(ctx context.Context, db *sql.DB, fsys fs.FS, versionTable string) ([]string, error) {
 	p, err := goose.NewProvider(goose.DialectMySQL, db, fsys,
 		goose.WithTableName(versionTable),
-		goose.WithSessionLocker(&namedLock{name: "rmqguard:" + versionTable, wait: 60 * time.Second}),
+		goose.WithSessionLocker(&namedLock{name: migrationLockName(versionTable), wait: 60 * time.Second}),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("migrate %s: %w", versionTable, err)
@@ -54,6 +100,17 @@ func RunMigrations(ctx context.Context, db *sql.DB, fsys fs.FS, versionTable str
 		applied = append(applied, r.Source.Path)
 	}
 	return applied, nil
+}
+
+// migrationLockName is the named lock of versionTable's migrations: "rmqguard:" + versionTable, or, when
+// that exceeds MySQL's 64 characters for lock names, "rmqguard:" and 32 hex digits of its SHA-256.
+func migrationLockName(versionTable string) string {
+	name := "rmqguard:" + versionTable
+	if len(name) <= maxIdentifierLength {
+		return name
+	}
+	sum := sha256.Sum256([]byte(versionTable))
+	return "rmqguard:" + hex.EncodeToString(sum[:16])
 }
 
 // namedLock is a goose SessionLocker on MySQL's GET_LOCK/RELEASE_LOCK, held by one connection.

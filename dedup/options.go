@@ -9,8 +9,44 @@ import (
 	"go.uber.org/zap"
 )
 
-// Option configures a Store (see NewStore).
-type Option func(*Store) error
+// Option configures a Store (see NewStore); Migrate and CheckSchema take WithTablePrefix alone.
+type Option func(*storeConfig) error
+
+// storeConfig is what the options set; NewStore builds the Store from it.
+type storeConfig struct {
+	scope  string
+	log    *zap.Logger
+	txDSN  string
+	tables Tables
+	// prefixed: WithTablePrefix was given; others: the names of the other options given, in order.
+	prefixed bool
+	others   []string
+}
+
+// apply runs opt on c.
+func (opt Option) apply(c *storeConfig) error { return opt(c) }
+
+// WithTablePrefix names the dedup schema's tables prefix + "processed_event", prefix + "aggregate_version"
+// and prefix + "rmqguard_dedup_db_version" (the migrations' version table) instead of the default names,
+// so that several dedup schemas share one database without sharing rows: the same event ID is processed
+// once in each. Give the same prefix to Migrate (which creates the tables), NewStore, and the
+// TablePrefix of PurgeConfig and JanitorConfig (`rmqguard dedup purge --table-prefix`). The default is no
+// prefix. The prefix may hold only lowercase ASCII letters, digits and '_', at most 39 characters, and the
+// names must not start with a digit (see NewTables); otherwise NewStore and Migrate fail with an error
+// naming WithTablePrefix and why. Given twice, it fails too.
+func WithTablePrefix(prefix string) Option {
+	return func(c *storeConfig) error {
+		if c.prefixed {
+			return fmt.Errorf("dedup: WithTablePrefix: given twice: a store has one set of tables")
+		}
+		t, err := NewTables(prefix)
+		if err != nil {
+			return fmt.Errorf("dedup: WithTablePrefix: %w", err)
+		}
+		c.tables, c.prefixed = t, true
+		return nil
+	}
+}
 
 // WithScope names the dedup scope: the value written to processed_event.consumer_group and checked by
 // Claim and Confirm, in place of the delivery's consumer group. By default (no WithScope) the scope is the
@@ -18,11 +54,12 @@ type Option func(*Store) error
 // that re-reading a topic applies nothing twice; two groups that must each process every event once need
 // two scopes. One Store serves one scope. The scope must be 1 to MaxGroupLength characters.
 func WithScope(scope string) Option {
-	return func(s *Store) error {
+	return func(c *storeConfig) error {
+		c.others = append(c.others, "WithScope")
 		if scope == "" || utf8.RuneCountInString(scope) > MaxGroupLength {
 			return fmt.Errorf("dedup: WithScope: scope %q must be 1 to %d characters (the consumer_group column)", scope, MaxGroupLength)
 		}
-		s.scope = scope
+		c.scope = scope
 		return nil
 	}
 }
@@ -30,11 +67,12 @@ func WithScope(scope string) Option {
 // WithLogger sets the logger of the store's transactions, which reports after-commit hooks that panicked.
 // The default logs nothing (zap.NewNop).
 func WithLogger(log *zap.Logger) Option {
-	return func(s *Store) error {
+	return func(c *storeConfig) error {
+		c.others = append(c.others, "WithLogger")
 		if log == nil {
 			return fmt.Errorf("dedup: WithLogger: logger is nil")
 		}
-		s.log = log
+		c.log = log
 		return nil
 	}
 }
@@ -56,26 +94,35 @@ const defaultTxPoolIdle = 64
 // several statements could end the transaction while looking like plain DML, so on this pool it fails
 // (MySQL 1064). An empty or unparsable dsn, or WithTxDSN given twice, fails here.
 func WithTxDSN(dsn string) Option {
-	return func(s *Store) error {
+	return func(c *storeConfig) error {
+		c.others = append(c.others, "WithTxDSN")
 		if dsn == "" {
 			return fmt.Errorf("dedup: WithTxDSN: dsn is empty")
 		}
-		if s.txdb != nil {
+		if c.txDSN != "" {
 			return fmt.Errorf("dedup: WithTxDSN: given twice: a store has one transaction pool")
 		}
-		c, err := newTxConnector(dsn)
-		if err != nil {
+		if _, err := newTxConnector(dsn); err != nil { // unparsable: fail at the option, as before
 			return err
 		}
-		pool := sql.OpenDB(c)
-		n := s.db.Stats().MaxOpenConnections
-		idle := n
-		if n == 0 {
-			idle = defaultTxPoolIdle
-		}
-		pool.SetMaxOpenConns(n)
-		pool.SetMaxIdleConns(idle)
-		s.txdb = sqlx.NewDb(pool, "mysql")
+		c.txDSN = dsn
 		return nil
 	}
+}
+
+// openTxPool opens the pool of WithTxDSN on dsn, bounded like db's pool (see WithTxDSN).
+func openTxPool(db *sqlx.DB, dsn string) (*sqlx.DB, error) {
+	c, err := newTxConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	pool := sql.OpenDB(c)
+	n := db.Stats().MaxOpenConnections
+	idle := n
+	if n == 0 {
+		idle = defaultTxPoolIdle
+	}
+	pool.SetMaxOpenConns(n)
+	pool.SetMaxIdleConns(idle)
+	return sqlx.NewDb(pool, "mysql"), nil
 }

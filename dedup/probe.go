@@ -8,7 +8,7 @@ import (
 )
 
 // Probe implements consumer.HealthProbe for the consumer's store health gate: it returns nil only when the
-// database answers and accepts writes to processed_event. It runs one statement on a connection of its own,
+// database answers and accepts writes to the store's processed-event table (see Tables). It runs one statement on a connection of its own,
 // an UPDATE that matches no row (WHERE FALSE: it takes no lock and changes nothing), which a read-only
 // server refuses with 1290 (or 1836) like any write. A connection that met a read-only server is closed,
 // not returned to the pool. Errors are wrapped and honour ctx.
@@ -17,7 +17,7 @@ func (s *Store) Probe(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("dedup: probe: connection: %w", err)
 	}
-	_, err = conn.ExecContext(ctx, `UPDATE processed_event SET result_status = result_status WHERE FALSE`)
+	_, err = conn.ExecContext(ctx, s.q.probe)
 	if retry.ReadOnly(err) {
 		discard(conn)
 	} else {

@@ -54,6 +54,9 @@ type PurgeConfig struct {
 	BrokerRetention time.Duration
 	// ReplayWindow is how long dead letters may be replayed; default DefaultReplayWindow.
 	ReplayWindow time.Duration
+	// TablePrefix is the prefix of the dedup tables (WithTablePrefix): Purge deletes from
+	// TablePrefix + "processed_event". Default "" (processed_event); see NewTables for what it may hold.
+	TablePrefix string
 }
 
 // withDefaults returns c with its zero fields set to their defaults.
@@ -70,7 +73,8 @@ func (c PurgeConfig) withDefaults() PurgeConfig {
 	return c
 }
 
-// Validate reports the first invalid field of c (after defaults), naming it; an OlderThan below
+// Validate reports the first invalid field of c (after defaults), naming it (an invalid TablePrefix wraps
+// ErrInvalidIdentifier); an OlderThan below
 // BrokerRetention + ReplayWindow without Force is an error wrapping ErrWindowTooShort.
 func (c PurgeConfig) Validate() error {
 	c = c.withDefaults()
@@ -85,6 +89,9 @@ func (c PurgeConfig) Validate() error {
 		return fmt.Errorf("dedup: purge: Pause %s must not be negative", c.Pause)
 	case c.BrokerRetention < 0 || c.ReplayWindow < 0:
 		return fmt.Errorf("dedup: purge: BrokerRetention %s and ReplayWindow %s must not be negative", c.BrokerRetention, c.ReplayWindow)
+	}
+	if _, err := NewTables(c.TablePrefix); err != nil {
+		return fmt.Errorf("dedup: purge: TablePrefix: %w", err)
 	}
 	return checkWindow("OlderThan", c.OlderThan, c.BrokerRetention, c.ReplayWindow, c.Force)
 }
@@ -120,7 +127,7 @@ func (r PurgeResult) RowsPerSecond() float64 {
 	return float64(r.Rows) / r.Elapsed.Seconds()
 }
 
-// Purge deletes the processed_event rows of cfg.Scope older than cfg.OlderThan, in batches of
+// Purge deletes the processed_event rows (in TablePrefix + "processed_event") of cfg.Scope older than cfg.OlderThan, in batches of
 // cfg.BatchSize: each batch reads the primary keys of the oldest rows with a plain (non-locking) SELECT on
 // the (consumer_group, consumed_at) index, then deletes those keys, repeating the consumed_at condition,
 // in a READ COMMITTED transaction of its own (record locks on those rows only, no gap locks), so claims
@@ -144,17 +151,36 @@ func purge(ctx context.Context, db *sqlx.DB, cfg PurgeConfig, beforeBatch func(c
 	return res, err
 }
 
+// purgeQueries are the statements of a purge, built once per purge from its table's name.
+type purgeQueries struct {
+	count, oldest, deleteHead string
+}
+
+// newPurgeQueries writes table, a valid identifier (NewTables), into the purge's statements.
+func newPurgeQueries(table string) purgeQueries {
+	return purgeQueries{
+		count: `SELECT COUNT(*) FROM ` + table + ` WHERE consumer_group = ? AND consumed_at < ?`,
+		oldest: `SELECT event_id FROM ` + table + `
+		WHERE consumer_group = ? AND consumed_at < ? ORDER BY consumed_at LIMIT ?`,
+		deleteHead: `DELETE FROM ` + table + ` WHERE consumer_group = ? AND consumed_at < ? AND event_id IN (?`,
+	}
+}
+
 // purgeRows fixes the cutoff on the database's clock, then counts (DryRun) or deletes batch by batch.
 func purgeRows(ctx context.Context, db *sqlx.DB, cfg PurgeConfig, beforeBatch func(context.Context) error) (PurgeResult, error) {
 	var res PurgeResult
+	t, err := NewTables(cfg.TablePrefix) // validated already
+	if err != nil {
+		return res, fmt.Errorf("dedup: purge: TablePrefix: %w", err)
+	}
+	q := newPurgeQueries(t.Processed())
 	cutoff, err := purgeCutoff(ctx, db, cfg.OlderThan)
 	if err != nil {
 		return res, err
 	}
 	res.Cutoff = cutoff
 	if cfg.DryRun {
-		err := db.GetContext(ctx, &res.Rows,
-			`SELECT COUNT(*) FROM processed_event WHERE consumer_group = ? AND consumed_at < ?`, cfg.Scope, cutoff)
+		err := db.GetContext(ctx, &res.Rows, q.count, cfg.Scope, cutoff)
 		if err != nil {
 			return res, fmt.Errorf("dedup: purge scope %s: count: %w", cfg.Scope, err)
 		}
@@ -167,7 +193,7 @@ func purgeRows(ctx context.Context, db *sqlx.DB, cfg PurgeConfig, beforeBatch fu
 				return res, err
 			}
 		}
-		found, deleted, err := purgeBatch(ctx, db, cfg.Scope, cutoff, cfg.BatchSize)
+		found, deleted, err := purgeBatch(ctx, db, q, cfg.Scope, cutoff, cfg.BatchSize)
 		if err != nil {
 			return res, fmt.Errorf("dedup: purge scope %s batch %d: %w", cfg.Scope, res.Batches+1, err)
 		}
@@ -196,10 +222,9 @@ func purgeCutoff(ctx context.Context, db *sqlx.DB, olderThan time.Duration) (str
 
 // purgeBatch deletes up to limit of scope's rows older than cutoff. It returns how many it found and how
 // many it deleted (fewer when another purge deleted some first).
-func purgeBatch(ctx context.Context, db *sqlx.DB, scope, cutoff string, limit int) (found int, deleted int64, err error) {
+func purgeBatch(ctx context.Context, db *sqlx.DB, q purgeQueries, scope, cutoff string, limit int) (found int, deleted int64, err error) {
 	var ids []string
-	err = db.SelectContext(ctx, &ids, `SELECT event_id FROM processed_event
-		WHERE consumer_group = ? AND consumed_at < ? ORDER BY consumed_at LIMIT ?`, scope, cutoff, limit)
+	err = db.SelectContext(ctx, &ids, q.oldest, scope, cutoff, limit)
 	if err != nil || len(ids) == 0 {
 		return 0, 0, err
 	}
@@ -208,8 +233,7 @@ func purgeBatch(ctx context.Context, db *sqlx.DB, scope, cutoff string, limit in
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	query := `DELETE FROM processed_event WHERE consumer_group = ? AND consumed_at < ? AND event_id IN (?` +
-		strings.Repeat(", ?", len(ids)-1) + `)`
+	query := q.deleteHead + strings.Repeat(", ?", len(ids)-1) + `)`
 	tx, err := db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return len(ids), 0, err

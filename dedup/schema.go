@@ -14,7 +14,8 @@ import (
 // schemaCheckTimeout bounds the queries NewStore runs to check the schema.
 const schemaCheckTimeout = 5 * time.Second
 
-// ErrSchema means processed_event is not the table the store relies on: it is missing, a column Claim
+// ErrSchema means processed_event (or its name with WithTablePrefix, which the wrapping error then gives) is
+// not the table the store relies on: it is missing, a column Claim
 // writes is missing, its primary key is not exactly (consumer_group, event_id), or a key column does not
 // compare bytes exactly. The last matters most: with a case- or accent-insensitive collation (any _ci
 // collation) the primary key makes `Ord-7aB` and `ord-7ab` one event, so the second is dropped as a
@@ -36,18 +37,34 @@ type column struct {
 	Collation string `db:"COLLATION_NAME"`
 }
 
-// CheckSchema verifies that processed_event, in db's current database, exists with the columns the store
-// writes, that its primary key is exactly (consumer_group, event_id) with no prefix lengths, and that both
-// key columns compare bytes exactly: a binary type or a _bin collation (such as utf8mb4_bin, which
-// migration 00001 uses). It returns an error wrapping ErrSchema that names each problem and the ALTER
-// TABLE (or dedup.Migrate) that fixes it, or the error of the information_schema queries.
-func CheckSchema(ctx context.Context, db *sqlx.DB) error {
-	cols, err := tableColumns(ctx, db)
+// CheckSchema verifies that processed_event (or, with WithTablePrefix among opts, its prefixed name; no
+// other option is accepted), in db's current database, exists with the columns the store writes, that its
+// primary key is exactly (consumer_group, event_id) with no prefix lengths, and that both key columns
+// compare bytes exactly: a binary type or a _bin collation (such as utf8mb4_bin, which migration 00001
+// uses). It returns an error wrapping ErrSchema that names the table, each problem and the ALTER TABLE (or
+// dedup.Migrate) that fixes it, the error of an invalid option, or the error of the information_schema
+// queries.
+func CheckSchema(ctx context.Context, db *sqlx.DB, opts ...Option) error {
+	t, err := tablesOption("CheckSchema", opts)
+	if err != nil {
+		return err
+	}
+	return checkSchema(ctx, db, t)
+}
+
+// checkSchema is CheckSchema on the processed-event table of t.
+func checkSchema(ctx context.Context, db *sqlx.DB, t Tables) error {
+	table := t.Processed()
+	where := "" // the default table is named by ErrSchema's text already
+	if t.prefix != "" {
+		where = table + ": "
+	}
+	cols, err := tableColumns(ctx, db, table)
 	if err != nil {
 		return err
 	}
 	if len(cols) == 0 {
-		return fmt.Errorf("%w: the table is missing from the current database; fix: run dedup.Migrate", ErrSchema)
+		return fmt.Errorf("%w: %sthe table is missing from the current database; fix: run dedup.Migrate%s", ErrSchema, where, t.migrateHint())
 	}
 	var problems, fixes []string
 	for _, name := range requiredColumns {
@@ -56,9 +73,9 @@ func CheckSchema(ctx context.Context, db *sqlx.DB) error {
 		}
 	}
 	if len(problems) > 0 {
-		fixes = append(fixes, "run dedup.Migrate")
+		fixes = append(fixes, "run dedup.Migrate"+t.migrateHint())
 	}
-	pk, err := primaryKey(ctx, db)
+	pk, err := primaryKey(ctx, db, table)
 	if err != nil {
 		return err
 	}
@@ -68,7 +85,7 @@ func CheckSchema(ctx context.Context, db *sqlx.DB) error {
 		if len(pk) == 0 {
 			drop = ""
 		}
-		fixes = append(fixes, "ALTER TABLE processed_event "+drop+"ADD PRIMARY KEY (consumer_group, event_id);")
+		fixes = append(fixes, "ALTER TABLE "+table+" "+drop+"ADD PRIMARY KEY (consumer_group, event_id);")
 	}
 	var modify []string
 	for _, name := range keyColumns {
@@ -80,21 +97,21 @@ func CheckSchema(ctx context.Context, db *sqlx.DB) error {
 		modify = append(modify, fmt.Sprintf("MODIFY %s %s CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL", name, c.Type))
 	}
 	if len(modify) > 0 {
-		fixes = append(fixes, "ALTER TABLE processed_event "+strings.Join(modify, ", ")+";")
+		fixes = append(fixes, "ALTER TABLE "+table+" "+strings.Join(modify, ", ")+";")
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("%w: %s; fix: %s", ErrSchema, strings.Join(problems, "; "), strings.Join(fixes, " "))
+		return fmt.Errorf("%w: %s%s; fix: %s", ErrSchema, where, strings.Join(problems, "; "), strings.Join(fixes, " "))
 	}
 	return nil
 }
 
-// tableColumns returns processed_event's columns by name; none when the table does not exist.
-func tableColumns(ctx context.Context, db *sqlx.DB) (map[string]column, error) {
+// tableColumns returns table's columns by name; none when the table does not exist.
+func tableColumns(ctx context.Context, db *sqlx.DB, table string) (map[string]column, error) {
 	var rows []column
 	err := db.SelectContext(ctx, &rows, `SELECT COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, COALESCE(COLLATION_NAME, '') AS COLLATION_NAME
-		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'processed_event'`)
+		FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`, table)
 	if err != nil {
-		return nil, fmt.Errorf("dedup: check schema: columns of processed_event: %w", err)
+		return nil, fmt.Errorf("dedup: check schema: columns of %s: %w", table, err)
 	}
 	cols := make(map[string]column, len(rows))
 	for _, c := range rows {
@@ -103,17 +120,17 @@ func tableColumns(ctx context.Context, db *sqlx.DB) (map[string]column, error) {
 	return cols, nil
 }
 
-// primaryKey returns the columns of processed_event's primary key in order; a column indexed by a prefix
-// only is returned as "name(length)".
-func primaryKey(ctx context.Context, db *sqlx.DB) ([]string, error) {
+// primaryKey returns the columns of table's primary key in order; a column indexed by a prefix only is
+// returned as "name(length)".
+func primaryKey(ctx context.Context, db *sqlx.DB, table string) ([]string, error) {
 	var pk []string
 	err := db.SelectContext(ctx, &pk, `SELECT CASE WHEN SUB_PART IS NULL THEN LOWER(COLUMN_NAME)
 			ELSE CONCAT(LOWER(COLUMN_NAME), '(', SUB_PART, ')') END
 		FROM information_schema.STATISTICS
-		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'processed_event' AND INDEX_NAME = 'PRIMARY'
-		ORDER BY SEQ_IN_INDEX`)
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND INDEX_NAME = 'PRIMARY'
+		ORDER BY SEQ_IN_INDEX`, table)
 	if err != nil {
-		return nil, fmt.Errorf("dedup: check schema: primary key of processed_event: %w", err)
+		return nil, fmt.Errorf("dedup: check schema: primary key of %s: %w", table, err)
 	}
 	return pk, nil
 }

@@ -1,7 +1,8 @@
 // Package dedup keeps the idempotency record of the idempotency chapter: one processed_event row per dedup
 // scope (by default the consumer group) and business event ID, inserted in the same local transaction as
 // the handler's business writes. The database's unique key, not an assumption that retries never overlap,
-// settles concurrent deliveries. Rows older than the dedup window are removed by Purge or a Janitor.
+// settles concurrent deliveries. Rows older than the dedup window are removed by Purge or a Janitor. The
+// tables can carry a prefix (WithTablePrefix), so that several dedup schemas share a database.
 package dedup
 
 import (
@@ -56,29 +57,46 @@ type Store struct {
 	txdb  *sqlx.DB // the pool of WithTxDSN (autocommit off, tracked connections); nil: Begin uses db
 	scope string   // "" = the delivery's consumer group
 	log   *zap.Logger
+	// tables are the schema's table names (WithTablePrefix); q the statements naming them, built once.
+	tables Tables
+	q      queries
 }
 
-// NewStore returns a Store on db, configured by opts (WithScope, WithLogger). db must hold the dedup
-// schema (see Migrate): NewStore checks it (CheckSchema, bounded by a 5 s timeout) and returns an error
-// wrapping ErrSchema, with the ALTER TABLE that fixes it, when processed_event is missing, its primary key
-// is not (consumer_group, event_id), or a key column does not compare bytes exactly. It also returns an
-// error when db is nil, an option is invalid, the check's queries fail, or the pool of WithTxDSN cannot
-// connect or reaches another server or database than db (host name, port and database compared). When it
-// fails it closes the pool of WithTxDSN.
+// NewStore returns a Store on db, configured by opts (WithScope, WithLogger, WithTxDSN, WithTablePrefix).
+// db must hold the dedup schema (see Migrate, with the same WithTablePrefix): NewStore checks it
+// (CheckSchema, bounded by a 5 s timeout) and returns an error wrapping ErrSchema, with the ALTER TABLE
+// that fixes it, when the processed-event table (processed_event, or its prefixed name) is missing, its
+// primary key is not (consumer_group, event_id), or a key column does not compare bytes exactly. It also
+// returns an error when db is nil, an option is invalid (the error names the option and why), the check's
+// queries fail, or the pool of WithTxDSN cannot connect or reaches another server or database than db
+// (host name, port and database compared). When it fails it closes the pool of WithTxDSN.
 func NewStore(db *sqlx.DB, opts ...Option) (*Store, error) {
 	if db == nil {
 		return nil, errors.New("dedup: NewStore: db is nil")
 	}
-	s := &Store{db: db, log: zap.NewNop()}
+	var c storeConfig
 	for _, opt := range opts {
-		if err := opt(s); err != nil {
-			_ = s.Close() // the pool of an earlier WithTxDSN
+		if opt == nil {
+			return nil, errors.New("dedup: NewStore: an option is nil")
+		}
+		if err := opt.apply(&c); err != nil {
 			return nil, err
 		}
 	}
+	s := &Store{db: db, log: zap.NewNop(), scope: c.scope, tables: c.tables, q: newQueries(c.tables)}
+	if c.log != nil {
+		s.log = c.log
+	}
+	if c.txDSN != "" {
+		pool, err := openTxPool(db, c.txDSN)
+		if err != nil {
+			return nil, err
+		}
+		s.txdb = pool
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), schemaCheckTimeout)
 	defer cancel()
-	if err := CheckSchema(ctx, db); err != nil {
+	if err := checkSchema(ctx, db, s.tables); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("dedup: NewStore: %w", err)
 	}
@@ -149,6 +167,9 @@ func (s *Store) TxStats() sql.DBStats {
 	return s.db.Stats()
 }
 
+// Tables returns the names of the store's tables (WithTablePrefix; the default names without it).
+func (s *Store) Tables() Tables { return s.tables }
+
 // DB returns the database the store writes to.
 func (s *Store) DB() *sqlx.DB { return s.db }
 
@@ -177,18 +198,15 @@ func (s *Store) insertRow(ctx context.Context, ex sqlx.ExecerContext, d *consume
 	if utf8.RuneCountInString(scope) > MaxGroupLength {
 		return retry.Permanentf("dedup: consumer group %q is longer than %d characters", scope, MaxGroupLength)
 	}
-	_, err := ex.ExecContext(ctx,
-		`INSERT INTO processed_event
-		   (consumer_group, event_id, event_type, aggregate_id, topic, msg_id, consumed_at, result_status, claim_token)
-		 VALUES (?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(6), ?, ?)`,
+	_, err := ex.ExecContext(ctx, s.q.claim,
 		scope, d.EventID, cut(d.EventType, MaxEventTypeLength), cut(d.AggregateID, MaxAggregateIDLength),
 		d.Topic, d.Msg.MsgId, status, token)
 	if key, dup := retry.DuplicateKey(err); dup {
 		// The insert touches processed_event only, whose one unique key is its primary key; a 1062 naming
 		// another key means the table is not the schema this store expects.
 		if key != dedupKey && key != "" {
-			return fmt.Errorf("dedup: claim scope %s event %s: duplicate on unexpected key %q of processed_event: %w",
-				scope, d.EventID, key, err)
+			return fmt.Errorf("dedup: claim scope %s event %s: duplicate on unexpected key %q of %s: %w",
+				scope, d.EventID, key, s.tables.Processed(), err)
 		}
 		return fmt.Errorf("%w: scope %s event %s", ErrDuplicate, scope, d.EventID)
 	}
@@ -216,9 +234,7 @@ func (s *Store) Confirm(ctx context.Context, txn *Txn, d *consumer.Delivery) err
 	}
 	var n int
 	scope := s.Scope(d)
-	err := txn.Tx.GetContext(ctx, &n,
-		`SELECT COUNT(*) FROM processed_event WHERE consumer_group = ? AND event_id = ? AND claim_token = ?`,
-		scope, d.EventID, txn.token)
+	err := txn.Tx.GetContext(ctx, &n, s.q.confirm, scope, d.EventID, txn.token)
 	if err != nil {
 		return fmt.Errorf("dedup: confirm scope %s event %s: %w", scope, d.EventID, err)
 	}
@@ -242,8 +258,7 @@ func cut(s string, n int) string {
 // committed processed_event row for eventID.
 func (s *Store) Processed(ctx context.Context, scope, eventID string) (bool, error) {
 	var n int
-	err := s.db.GetContext(ctx, &n,
-		`SELECT COUNT(*) FROM processed_event WHERE consumer_group = ? AND event_id = ?`, scope, eventID)
+	err := s.db.GetContext(ctx, &n, s.q.processed, scope, eventID)
 	if err != nil {
 		return false, fmt.Errorf("dedup: lookup scope %s event %s: %w", scope, eventID, err)
 	}

@@ -20,7 +20,7 @@ const envMySQLDSN = "RMQGUARD_MYSQL_DSN"
 func newDedupCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dedup",
-		Short: "Maintain the dedup table (processed_event)",
+		Short: "Maintain the dedup table (processed_event, or <prefix>processed_event with --table-prefix)",
 	}
 	cmd.AddCommand(newDedupPurgeCmd(g))
 	return cmd
@@ -42,7 +42,8 @@ func newDedupPurgeCmd(g *globalOptions) *cobra.Command {
 			"--batch rows per short transaction, safe while consumers run. A window shorter than\n" +
 			"--broker-retention + --replay-window is refused unless --force: a purged key lets a message the\n" +
 			"broker still holds, or a replayed dead letter, apply twice. --dry-run counts and deletes nothing.\n" +
-			"The global --timeout applies only when given; Ctrl-C stops between batches.",
+			"--table-prefix names the dedup tables' prefix (dedup.WithTablePrefix): rows are deleted from\n" +
+			"<prefix>processed_event. The global --timeout applies only when given; Ctrl-C stops between batches.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := commandContext(cmd, g)
@@ -61,6 +62,7 @@ func newDedupPurgeCmd(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.cfg.Force, "force", false, "allow a window shorter than --broker-retention + --replay-window")
 	f.DurationVar(&o.cfg.BrokerRetention, "broker-retention", dedup.DefaultBrokerRetention, "the broker's message retention (fileReservedTime)")
 	f.DurationVar(&o.cfg.ReplayWindow, "replay-window", dedup.DefaultReplayWindow, "how long dead letters may be replayed")
+	f.StringVar(&o.cfg.TablePrefix, "table-prefix", "", "prefix of the dedup tables, as given to dedup.WithTablePrefix (default none: processed_event)")
 	return cmd
 }
 
@@ -76,6 +78,9 @@ func (o *purgeOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	case o.cfg.OlderThan == 0:
 		return errors.New("no window: pass --older-than, e.g. 168h")
 	}
+	if _, err := dedup.NewTables(o.cfg.TablePrefix); err != nil {
+		return fmt.Errorf("--table-prefix: %w", err)
+	}
 	if err := o.cfg.Validate(); err != nil { // before connecting
 		return err
 	}
@@ -90,7 +95,11 @@ func (o *purgeOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	if o.cfg.DryRun {
 		verb = "would delete"
 	}
-	fmt.Fprintf(out, "dedup purge group=%s: %s %d rows in %d batches of at most %d (consumed_at < %s UTC) in %s, %.0f rows/s\n",
-		o.cfg.Scope, verb, res.Rows, res.Batches, o.cfg.BatchSize, res.Cutoff, res.Elapsed.Round(time.Millisecond), res.RowsPerSecond())
+	head := "dedup purge"
+	if o.cfg.TablePrefix != "" {
+		head += " table=" + o.cfg.TablePrefix + dedup.ProcessedTable
+	}
+	fmt.Fprintf(out, "%s group=%s: %s %d rows in %d batches of at most %d (consumed_at < %s UTC) in %s, %.0f rows/s\n",
+		head, o.cfg.Scope, verb, res.Rows, res.Batches, o.cfg.BatchSize, res.Cutoff, res.Elapsed.Round(time.Millisecond), res.RowsPerSecond())
 	return err
 }

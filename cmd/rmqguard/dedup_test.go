@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -43,4 +44,48 @@ func TestF22_CLI_DedupPurge(t *testing.T) {
 	var left int
 	require.NoError(t, db.Get(&left, `SELECT COUNT(*) FROM processed_event WHERE consumer_group = ?`, group))
 	assert.Equal(t, 2, left, "the two rows younger than 203 h stay")
+}
+
+// I9 item 7 through the CLI: --table-prefix purges the prefixed table (and names it), leaving
+// processed_event alone; an invalid prefix is refused naming the flag, before connecting.
+func TestI9_CLI_DedupPurgeTablePrefix(t *testing.T) {
+	db := testenv.MySQL(t)
+	dsn := testenv.Env("RMQGUARD_TEST_MYSQL_DSN", testenv.DefaultMySQLDSN)
+	prefix := strings.ReplaceAll(testenv.Unique("cli"), "-", "_") + "_"
+	tables, err := dedup.NewTables(prefix)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		for _, table := range []string{tables.Processed(), tables.Aggregate(), tables.Version()} {
+			_, _ = db.Exec(`DROP TABLE IF EXISTS ` + table) // this test's own tables
+		}
+	})
+	_, err = dedup.Migrate(t.Context(), db.DB, dedup.WithTablePrefix(prefix))
+	require.NoError(t, err)
+	group := testenv.Unique("cli-purge-prefix")
+	t.Cleanup(func() { _, _ = db.Exec(`DELETE FROM processed_event WHERE consumer_group = ?`, group) })
+	for _, table := range []string{tables.Processed(), "processed_event"} {
+		_, err = db.Exec(`INSERT INTO `+table+` (consumer_group, event_id, topic, msg_id, consumed_at, result_status)
+			SELECT ?, CONCAT('e-', seq), 'T', 'm', UTC_TIMESTAMP(6) - INTERVAL (200 + seq) HOUR, 'SUCCESS' FROM seq_1_to_3`, group)
+		require.NoError(t, err)
+	}
+	run := func(args ...string) (string, error) {
+		root := newRootCmd()
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetArgs(append([]string{"dedup", "purge", "--mysql-dsn", dsn, "--group", group, "--older-than", "170h"}, args...))
+		err := root.Execute()
+		return out.String(), err
+	}
+
+	_, err = run("--table-prefix", "Bad-")
+	require.ErrorIs(t, err, dedup.ErrInvalidIdentifier)
+	assert.Contains(t, err.Error(), "--table-prefix: ")
+	out, err := run("--table-prefix", prefix)
+	require.NoError(t, err)
+	assert.Contains(t, out, fmt.Sprintf("dedup purge table=%sprocessed_event group=%s: deleted 3 rows", prefix, group))
+	var left, other int
+	require.NoError(t, db.Get(&left, `SELECT COUNT(*) FROM `+tables.Processed()+` WHERE consumer_group = ?`, group))
+	require.NoError(t, db.Get(&other, `SELECT COUNT(*) FROM processed_event WHERE consumer_group = ?`, group))
+	assert.Equal(t, 0, left)
+	assert.Equal(t, 3, other, "processed_event is another schema's table")
 }

@@ -26,6 +26,7 @@ import (
 type replayOptions struct {
 	scanFlags                                   // --group, the filters, --limit, event ID flags, --fix-perm
 	scope, targetTopic, fromFile, dsn, operator string
+	tablePrefix                                 string // dedup.WithTablePrefix of the consumer's store
 	rate                                        float64
 	dryRun, force, yes, verbose                 bool
 }
@@ -43,7 +44,8 @@ func newDLQReplayCmd(g *globalOptions) *cobra.Command {
 			"Safe twice: each letter is claimed in the dlq_replay audit table (created in the --mysql-dsn database\n" +
 			"on first use) before it is sent; a letter already sent, or claimed by a replay that did not record\n" +
 			"its send, is skipped unless --force. A letter whose event ID the dedup scope (--scope, default the\n" +
-			"group) already processed is skipped, also with --force: the consumer would count it as a duplicate.\n" +
+			"group) already processed is skipped, also with --force: the consumer would count it as a duplicate\n" +
+			"(its row in processed_event, or <prefix>processed_event with --table-prefix).\n" +
 			"--dry-run decides everything and sends and records nothing. Without --yes a replay of more than one\n" +
 			"letter asks on a terminal and is refused otherwise. The global --timeout applies only when given;\n" +
 			"Ctrl-C stops between letters.\n\n" +
@@ -67,6 +69,7 @@ func newDLQReplayCmd(g *globalOptions) *cobra.Command {
 	// The default is read at run time, so that --help never prints the password.
 	f.StringVar(&o.dsn, "mysql-dsn", "", "MySQL DSN of the dedup database, which also holds the replay audit (default $"+envMySQLDSN+")")
 	f.StringVar(&o.scope, "scope", "", "dedup scope checked for already processed events (default: the group)")
+	f.StringVar(&o.tablePrefix, "table-prefix", "", "prefix of the dedup tables, as given to dedup.WithTablePrefix (default none: processed_event)")
 	f.StringVar(&o.operator, "operator", "", "who runs the replay, recorded in the audit and on each message (default user@host)")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "print a line for every letter, not only for those not sent")
 	return cmd
@@ -93,6 +96,9 @@ func (o *replayOptions) validate() (dlq.ScanOptions, error) {
 		return opts, usageError("--target-topic %q: a handler must never see a %s or %s topic", o.targetTopic, consumer.RetryTopicPrefix, consumer.DLQTopicPrefix)
 	case o.fromFile != "" && (opts.Filter != dlq.Filter{} || opts.Limit != 0 || o.fixPerm):
 		return opts, usageError("--from-file replays the whole file: filters, --limit and --fix-perm apply to DLQ scans only")
+	}
+	if _, err := dedup.NewTables(o.tablePrefix); err != nil {
+		return opts, usageError("--table-prefix: %v", err)
 	}
 	if o.operator == "" {
 		o.operator = defaultOperator()
@@ -202,6 +208,19 @@ func (o *replayOptions) confirm(cmd *cobra.Command, n int) error {
 	return nil
 }
 
+// processedChecker is what tells whether the scope processed an event: the processed_event table, or with
+// --table-prefix a dedup store on the prefixed tables (NewStore checks that they exist).
+func (o *replayOptions) processedChecker(db *sqlx.DB) (dlq.ProcessedChecker, error) {
+	if o.tablePrefix == "" {
+		return dlq.NewMySQLProcessed(db)
+	}
+	store, err := dedup.NewStore(db, dedup.WithTablePrefix(o.tablePrefix))
+	if err != nil {
+		return nil, fmt.Errorf("--table-prefix: %w", err)
+	}
+	return store, nil // no WithTxDSN: Close has nothing to close
+}
+
 // isTerminal reports whether r is a terminal.
 func isTerminal(r any) bool {
 	f, ok := r.(*os.File)
@@ -224,7 +243,7 @@ func (o *replayOptions) replay(ctx context.Context, cmd *cobra.Command, g *globa
 	if err != nil {
 		return dlq.ReplayReport{}, failure(err)
 	}
-	processed, err := dlq.NewMySQLProcessed(db)
+	processed, err := o.processedChecker(db)
 	if err != nil {
 		return dlq.ReplayReport{}, failure(err)
 	}

@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -24,6 +26,7 @@ func TestDLQReplay_UsageErrorsExit2(t *testing.T) {
 		"since":              {[]string{"--group", "cg", "--since", "yesterday"}, "--since: \"yesterday\" is neither an RFC 3339 time nor a duration"},
 		"file with a filter": {[]string{"--group", "cg", "--from-file", "x.jsonl", "--key", "k"}, "filters, --limit and --fix-perm apply to DLQ scans only"},
 		"unknown flag":       {[]string{"--group", "cg", "--bogus"}, "unknown flag"},
+		"table prefix":       {[]string{"--group", "cg", "--table-prefix", "Bad-"}, "--table-prefix: dedup: not a plain SQL identifier"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Setenv(envMySQLDSN, "")
@@ -61,4 +64,34 @@ func TestF17_CLI_ReplayWriteOnlyDLQ(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, errOut, "%DLQ%"+w.group+" was write-only (perm 2); made readable (perm 6), 1 read / 1 write queues kept")
 	assert.Contains(t, out, "selected 1, sent 0, would send 1,")
+}
+
+// I9 item 7 through `dlq replay`: with --table-prefix the already-processed check reads the prefixed
+// dedup table (a letter whose event has a row there is skipped), without it processed_event.
+func TestI9_CLI_ReplayChecksThePrefixedDedupTable(t *testing.T) {
+	w := newCLIDLQ(t, 6)
+	w.publish("e-1", "OrderCreated", "invalid JSON", []byte(`{}`), nil)
+	w.publish("e-2", "OrderCreated", "invalid JSON", []byte(`{}`), nil)
+	db := testenv.MySQL(t)
+	dsn := testenv.Env("RMQGUARD_TEST_MYSQL_DSN", testenv.DefaultMySQLDSN)
+	prefix := strings.ReplaceAll(testenv.Unique("cli"), "-", "_") + "_"
+	tables, err := dedup.NewTables(prefix)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		for _, table := range []string{tables.Processed(), tables.Aggregate(), tables.Version()} {
+			_, _ = db.Exec(`DROP TABLE IF EXISTS ` + table) // this test's own tables
+		}
+	})
+	_, err = dedup.Migrate(t.Context(), db.DB, dedup.WithTablePrefix(prefix))
+	require.NoError(t, err)
+	_, err = db.Exec(`INSERT INTO `+tables.Processed()+` (consumer_group, event_id, topic, msg_id, consumed_at, result_status)
+		VALUES (?, 'e-1', 'ORDER', 'm', UTC_TIMESTAMP(6), 'SUCCESS')`, w.group)
+	require.NoError(t, err)
+
+	out, errOut, code := w.rmqguard("replay", "--mysql-dsn", dsn, "--dry-run", "--table-prefix", prefix)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "selected 2, sent 0, would send 1, skipped: already replayed 0, uncertain 0, already processed 1,")
+	out, errOut, code = w.rmqguard("replay", "--mysql-dsn", dsn, "--dry-run")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "selected 2, sent 0, would send 2, skipped: already replayed 0, uncertain 0, already processed 0,")
 }

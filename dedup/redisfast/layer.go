@@ -59,7 +59,9 @@ type Observer interface {
 // Config configures a Layer.
 type Config struct {
 	// Prefix starts every key of the layer (required, e.g. "rmqguard:"), so that several applications or
-	// tests share one Redis. A key is Prefix + "done:" + len(scope) + ":" + scope + ":" + event ID.
+	// tests share one Redis. A key is Prefix + "done:" + len(scope) + ":" + scope + ":" + event ID; when the
+	// store is a *dedup.Store on prefixed tables (dedup.WithTablePrefix), "done:" is followed by the table
+	// prefix and "@", so that two schemas sharing Prefix never answer for each other's events.
 	Prefix string
 	// TTL is how long a "done" key lives (required, > 0). Past it the database decides again; a TTL
 	// longer than the dedup window (the processed_event retention) would answer for rows already purged.
@@ -84,6 +86,8 @@ type Layer struct {
 	store dedup.TxStore
 	rdb   redis.UniversalClient
 	cfg   Config
+	// keyHead starts every done key: Prefix + "done:" (+ the store's table prefix + "@", see Config.Prefix).
+	keyHead string
 	// quietUntil is when the cool-down after the last failed command ends (Unix nanoseconds; 0: none).
 	quietUntil atomic.Int64
 }
@@ -118,7 +122,18 @@ func New(store dedup.TxStore, rdb redis.UniversalClient, cfg Config) (*Layer, er
 	if cfg.Cooldown == 0 {
 		cfg.Cooldown = DefaultCooldown
 	}
-	return &Layer{store: store, rdb: rdb, cfg: cfg}, nil
+	return &Layer{store: store, rdb: rdb, cfg: cfg, keyHead: keyHead(cfg.Prefix, store)}, nil
+}
+
+// keyHead is the start of store's done keys: prefix + "done:", followed by the table prefix of a store on
+// prefixed tables and "@" (a character no table prefix holds), so that such keys never equal the keys of a
+// store on other tables (dedup.Tables).
+func keyHead(prefix string, store dedup.TxStore) string {
+	head := prefix + "done:"
+	if s, ok := store.(interface{ Tables() dedup.Tables }); ok && s.Tables().Prefix() != "" {
+		head += s.Tables().Prefix() + "@"
+	}
+	return head
 }
 
 // honoursDeadline reports whether rdb's commands end at their context's deadline (ContextTimeoutEnabled);
@@ -135,10 +150,10 @@ func honoursDeadline(rdb redis.UniversalClient) bool {
 	return true
 }
 
-// Key returns the "done" key of d's event in its scope.
+// Key returns the "done" key of d's event in its scope (see Config.Prefix for its shape).
 func (l *Layer) Key(d *consumer.Delivery) string {
 	scope := l.store.Scope(d)
-	return l.cfg.Prefix + "done:" + strconv.Itoa(len(scope)) + ":" + scope + ":" + d.EventID
+	return l.keyHead + strconv.Itoa(len(scope)) + ":" + scope + ":" + d.EventID
 }
 
 // Done looks d's "done" key up (one GET, bounded by Config.Timeout). A key means the event's row committed:

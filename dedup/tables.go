@@ -1,0 +1,124 @@
+package dedup
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Default names of the dedup schema's tables (no prefix).
+const (
+	// ProcessedTable is the default name of the table holding one row per processed event.
+	ProcessedTable = "processed_event"
+	// AggregateTable is the default name of the table holding each aggregate's stored version.
+	AggregateTable = "aggregate_version"
+	// VersionTable is the default name of the table in which goose records the dedup schema's applied
+	// migrations.
+	VersionTable = "rmqguard_dedup_db_version"
+)
+
+// maxPrefixLength is the longest table prefix: the longest name it starts, VersionTable (25 characters),
+// must stay within MySQL's 64.
+const maxPrefixLength = maxIdentifierLength - len(VersionTable)
+
+// Tables names the three tables of one dedup schema: Prefix followed by ProcessedTable, AggregateTable and
+// VersionTable. Several schemas can live in one database side by side, each with its own prefix (two
+// services sharing a database, a blue/green pair), and do not see each other's rows. The zero Tables is
+// the default schema, without a prefix. Build one with NewTables, or give the prefix to WithTablePrefix,
+// PurgeConfig.TablePrefix or JanitorConfig.TablePrefix.
+type Tables struct {
+	prefix string
+}
+
+// NewTables returns the tables of prefix ("" for the default names). The prefix may hold only lowercase
+// ASCII letters, digits and '_' (a table name is case-sensitive on some servers and folded to lower case on
+// others, lower_case_table_names, so an upper-case prefix could name two tables or one), and every table
+// name it makes must pass ValidIdentifier: it must not start with a digit and may have at most 39
+// characters (64 minus the 25 of VersionTable). It returns an error wrapping ErrInvalidIdentifier that
+// quotes the prefix and says why.
+func NewTables(prefix string) (Tables, error) {
+	if len(prefix) > maxPrefixLength {
+		return Tables{}, fmt.Errorf("%w: table prefix %q has %d characters, at most %d (%s%s must fit MySQL's %d)",
+			ErrInvalidIdentifier, prefix, len(prefix), maxPrefixLength, prefix, VersionTable, maxIdentifierLength)
+	}
+	for _, r := range prefix {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			return Tables{}, fmt.Errorf("%w: table prefix %q may hold only lowercase ASCII letters, digits and '_' "+
+				"(table names are case-sensitive on some servers and not on others)", ErrInvalidIdentifier, prefix)
+		}
+	}
+	t := Tables{prefix: prefix}
+	for _, name := range []string{t.Processed(), t.Aggregate(), t.Version()} {
+		if err := ValidIdentifier(name); err != nil {
+			return Tables{}, fmt.Errorf("table prefix %q: table name: %w", prefix, err)
+		}
+	}
+	return t, nil
+}
+
+// Prefix returns the prefix of the table names ("" for the default schema).
+func (t Tables) Prefix() string { return t.prefix }
+
+// Processed returns the name of the processed-event table: Prefix + ProcessedTable.
+func (t Tables) Processed() string { return t.prefix + ProcessedTable }
+
+// Aggregate returns the name of the aggregate-version table: Prefix + AggregateTable.
+func (t Tables) Aggregate() string { return t.prefix + AggregateTable }
+
+// Version returns the name of the goose version table of the dedup migrations: Prefix + VersionTable.
+func (t Tables) Version() string { return t.prefix + VersionTable }
+
+// queries are the statements of a Store, built once from its Tables (table names cannot be placeholders).
+type queries struct {
+	claim, confirm, processed, cause, probe string
+	aggregateRead, aggregateAdvance         string
+	confirmBatchHead                        string
+}
+
+// newQueries writes t's names into the store's statements; t's names are valid identifiers (NewTables).
+func newQueries(t Tables) queries {
+	p, a := t.Processed(), t.Aggregate()
+	return queries{
+		claim: `INSERT INTO ` + p + `
+		   (consumer_group, event_id, event_type, aggregate_id, topic, msg_id, consumed_at, result_status, claim_token)
+		 VALUES (?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(6), ?, ?)`,
+		confirm:   `SELECT COUNT(*) FROM ` + p + ` WHERE consumer_group = ? AND event_id = ? AND claim_token = ?`,
+		processed: `SELECT COUNT(*) FROM ` + p + ` WHERE consumer_group = ? AND event_id = ?`,
+		cause:     `SELECT msg_id FROM ` + p + ` WHERE consumer_group = ? AND event_id = ?`,
+		probe:     `UPDATE ` + p + ` SET result_status = result_status WHERE FALSE`,
+		aggregateRead: `INSERT INTO ` + a + ` (consumer_group, aggregate_type, aggregate_id, version, event_id, updated_at)
+		 VALUES (?, ?, ?, 0, '', UTC_TIMESTAMP(6))
+		 ON DUPLICATE KEY UPDATE version = LAST_INSERT_ID(version)`,
+		aggregateAdvance: `UPDATE ` + a + ` SET version = ?, event_id = ?, updated_at = UTC_TIMESTAMP(6)
+		 WHERE consumer_group = ? AND aggregate_type = ? AND aggregate_id = ? AND version = ?`,
+		confirmBatchHead: `SELECT COUNT(*) FROM ` + p + ` WHERE claim_token = ? AND (consumer_group, event_id) IN (`,
+	}
+}
+
+// tablesOption reads the prefix a list of options sets, for the functions that take a Store's options but
+// use only WithTablePrefix (Migrate, CheckSchema): any other option is refused, naming caller, since it
+// would be ignored.
+func tablesOption(caller string, opts []Option) (Tables, error) {
+	var c storeConfig
+	for _, opt := range opts {
+		if opt == nil {
+			return Tables{}, fmt.Errorf("dedup: %s: an option is nil", caller)
+		}
+		if err := opt.apply(&c); err != nil {
+			return Tables{}, fmt.Errorf("dedup: %s: %w", caller, err)
+		}
+	}
+	if len(c.others) > 0 {
+		return Tables{}, fmt.Errorf("dedup: %s: takes only WithTablePrefix; %s configure(s) a Store, pass it to NewStore",
+			caller, strings.Join(c.others, ", "))
+	}
+	return c.tables, nil
+}
+
+// migrateHint is what follows "run dedup.Migrate" in a fix: nothing for the default tables, else the
+// option that names these.
+func (t Tables) migrateHint() string {
+	if t.prefix == "" {
+		return ""
+	}
+	return fmt.Sprintf(" with WithTablePrefix(%q)", t.prefix)
+}
