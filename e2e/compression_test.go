@@ -116,3 +116,49 @@ func TestE2E_Issue9Item8_JavaCompressedBodiesReachTheHandlerDecodedOthersAreDead
 		}
 	}
 }
+
+func TestE2E_Issue9Item8_TheBrokersOwnLetterOfAJavaCompressedMessageIsReadableAndReplaysDecoded(t *testing.T) {
+	w := newWorld(t, 1)
+	zstdFlag := consumer.SysFlagCompressed | consumer.SysFlagZSTD
+	plain := []byte(`{"eventId":"` + w.run + `-zstd","orderNo":"O-1"}`)
+	stored := compressAs(t, zstdFlag, plain)
+	sendRaw(t, testenv.Broker(t), w.topic, rawMessage{body: stored, sysFlag: zstdFlag,
+		properties: map[string]string{"EVENT_ID": w.run + "-zstd"}})
+
+	var mu sync.Mutex
+	var replayed []byte
+	handler := func(_ context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		if d.Msg.GetProperty(consumer.PropReplayID) == "" {
+			return consumer.DeadLetter("rejected before the replay"), nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		replayed = d.Msg.Body
+		return consumer.Processed(), nil
+	}
+	// No DeadLetterSink: a message alone is dead-lettered by the broker (DelayLevelDLQ), which copies the
+	// stored body and SysFlag.
+	w.start(consumer.Config{MaxAttempts: 3}, handler)
+
+	var res dlq.ScanResult
+	require.Eventually(t, func() bool {
+		var err error
+		res, err = dlq.Scan(w.ctx, dlq.Cluster{NameServers: w.ns}, w.group, dlq.ScanOptions{})
+		return err == nil && len(res.Letters) >= 1
+	}, 60*time.Second, 500*time.Millisecond, "the message reaches %%DLQ%%%s", w.group)
+	require.Len(t, res.Letters, 1)
+	l := res.Letters[0]
+	assert.Equal(t, stored, l.Body, "the broker's letter holds the stored ZSTD frame")
+	assert.Equal(t, strconv.Itoa(int(zstdFlag)), l.Property(consumer.PropBodySysFlag), "the Letter names its SysFlag")
+
+	// What dlq.Replay sends: the Go producer cannot set the SysFlag, the property carries it.
+	w.send(dlq.ReplayMessage(l, "", w.group, w.topic, dlq.Provenance{ReplayID: "r-" + w.run, Operator: "e2e", At: time.Now()}))
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return replayed != nil
+	}, 60*time.Second, 500*time.Millisecond, "the replay is handled")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, string(plain), string(replayed), "the replayed letter reaches the handler decoded")
+}
