@@ -22,7 +22,7 @@ var plainOrder = []byte(`{"eventId":"e-1","orderNo":"O-1","note":"zwölf Bücher
 
 // lz4Java frames body as the Java client's Lz4Compressor does (lz4-java LZ4FrameOutputStream defaults:
 // LZ4 frame format, independent 4 MB blocks, no content checksum).
-func lz4Java(t *testing.T, body []byte) []byte {
+func lz4Java(t testing.TB, body []byte) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	w := lz4.NewWriter(&buf)
@@ -36,7 +36,7 @@ func lz4Java(t *testing.T, body []byte) []byte {
 
 // zstdJava frames body as the Java client's ZstdCompressor does (zstd-jni ZstdOutputStream: one
 // streamed Zstandard frame, no checksum).
-func zstdJava(t *testing.T, body []byte) []byte {
+func zstdJava(t testing.TB, body []byte) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	w, err := zstd.NewWriter(&buf, zstd.WithEncoderCRC(false), zstd.WithEncoderConcurrency(1))
@@ -49,7 +49,7 @@ func zstdJava(t *testing.T, body []byte) []byte {
 }
 
 // zlibJava compresses body as the Java client's ZlibCompressor does (DeflaterOutputStream: RFC 1950).
-func zlibJava(t *testing.T, body []byte) []byte {
+func zlibJava(t testing.TB, body []byte) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	w, err := zlib.NewWriterLevel(&buf, 5)
@@ -200,4 +200,27 @@ func TestIssue9Item8_ALetterOfADecodedBodyIsPlainAndCarriesNoBodySysFlag(t *test
 	assert.Equal(t, plainOrder, p.sent[0].Body, "the handler's dead letter carries the body it saw")
 	assert.Empty(t, p.sent[0].GetProperty(consumer.PropBodySysFlag))
 	require.NoError(t, c.Shutdown(context.Background()))
+}
+
+// BenchmarkDecodeBody measures what every delivery pays before the chain: a plain body (a property
+// lookup), a zlib body the client already inflated (a CRC-32 of the body), and an LZ4 / ZSTD decode.
+func BenchmarkDecodeBody(b *testing.B) {
+	big := bytes.Repeat(plainOrder, 64) // ~5 KB, over the Java client's 4 KB threshold
+	inflated := storedMsg(zlibJava(b, big), consumer.SysFlagCompressed|consumer.SysFlagZlib)
+	inflated.Body = big
+	for name, m := range map[string]*primitive.MessageExt{
+		"plain":         storedMsg(big, 0),
+		"zlib-inflated": inflated,
+		"lz4":           storedMsg(lz4Java(b, big), consumer.SysFlagCompressed|consumer.SysFlagLZ4),
+		"zstd":          storedMsg(zstdJava(b, big), consumer.SysFlagCompressed|consumer.SysFlagZSTD),
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := consumer.DecodeBody(m); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

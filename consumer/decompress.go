@@ -1,9 +1,6 @@
 package consumer
 
-import (
-	"context"
-	"errors"
-)
+import "context"
 
 // decompressing wraps h so that the chain sees every body decompressed: a body still compressed
 // (StoredCompression: an LZ4 or ZSTD body from a Java 5.x producer, which the Go client passes on as
@@ -33,8 +30,5 @@ func decompressing(h Handler) Handler {
 func undecodable(err error) Outcome {
 	o := DeadLetter(err.Error())
 	o.Cause = CausePermanent
-	if !errors.Is(err, ErrUnsupportedCompression) && !errors.Is(err, ErrCorruptCompressedBody) {
-		o.Cause = CauseOther
-	}
 	return o
 }
