@@ -1,11 +1,7 @@
 package e2e
 
 import (
-	"encoding/binary"
-	"encoding/json"
-	"fmt"
-	"io"
-	"net"
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +9,8 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rmqguard/rmqguard/internal/remoting"
 )
 
 // rawMessage is a message sent by sendRaw: what the Go producer cannot express (a SysFlag with the
@@ -23,11 +21,14 @@ type rawMessage struct {
 	properties map[string]string
 }
 
-// sendRaw sends m to queue 0 of topic on the broker at addr with one SEND_MESSAGE request (code 10) of
-// RocketMQ's remoting protocol (JSON header), as a Java producer does, and requires the broker's SUCCESS.
-// The Go producer always computes the SysFlag itself (0, or 1 = zlib for bodies over 4 KB) and offers no
-// way to set the codec bits 0x100 (LZ4) / 0x200 (ZSTD), so this is how a Go test makes the broker store
-// a Java 5.x producer's compressed message.
+// requestSendMessage is the remoting request code of SEND_MESSAGE (RequestCode.SEND_MESSAGE).
+const requestSendMessage = 10
+
+// sendRaw sends m to queue 0 of topic on the broker at addr with one SEND_MESSAGE request, its SysFlag
+// as given, the way a Java producer sends it, and requires the broker's SUCCESS. The Go producer always
+// computes the SysFlag itself (0, or 1 = zlib for bodies over 4 KB) and offers no way to set the codec
+// bits 0x100 (LZ4) / 0x200 (ZSTD), so this is how a Go test makes the broker store a Java 5.x
+// producer's compressed message.
 func sendRaw(t *testing.T, addr, topic string, m rawMessage) {
 	t.Helper()
 	props := map[string]string{primitive.PropertyUniqueClientMessageIdKeyIndex: primitive.CreateUniqID(),
@@ -37,51 +38,17 @@ func sendRaw(t *testing.T, addr, topic string, m rawMessage) {
 	}
 	var sb strings.Builder
 	for k, v := range props {
-		sb.WriteString(k + "\x01" + v + "\x02")
+		sb.WriteString(k + "\x01" + v + "\x02") // the client's name/value and property separators
 	}
-	header, err := json.Marshal(map[string]any{
-		"code": 10, "language": "GO", "version": 317, "opaque": 1, "flag": 0, "serializeTypeCurrentRPC": "JSON",
-		"extFields": map[string]string{
-			"producerGroup": "rmqguard-e2e-raw", "topic": topic, "defaultTopic": "TBW102",
-			"defaultTopicQueueNums": "4", "queueId": "0", "sysFlag": strconv.Itoa(int(m.sysFlag)),
-			"bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10), "flag": "0",
-			"properties": sb.String(), "reconsumeTimes": "0", "unitMode": "false", "batch": "false",
-		},
-	})
+	ext := map[string]string{
+		"producerGroup": "rmqguard-e2e-raw", "topic": topic, "defaultTopic": "TBW102",
+		"defaultTopicQueueNums": "4", "queueId": "0", "sysFlag": strconv.Itoa(int(m.sysFlag)),
+		"bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10), "flag": "0",
+		"properties": sb.String(), "reconsumeTimes": "0", "unitMode": "false", "batch": "false",
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a, err := remoting.Call(ctx, addr, requestSendMessage, ext, m.body, remoting.Credentials{})
 	require.NoError(t, err)
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	require.NoError(t, err)
-	defer conn.Close()
-	require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
-	frame := make([]byte, 8, 8+len(header)+len(m.body))
-	binary.BigEndian.PutUint32(frame[0:4], uint32(4+len(header)+len(m.body)))
-	binary.BigEndian.PutUint32(frame[4:8], uint32(len(header))) // serialize type 0 (JSON) in the high byte
-	frame = append(append(frame, header...), m.body...)
-	_, err = conn.Write(frame)
-	require.NoError(t, err)
-	code, remark, err := readRemotingResponse(conn)
-	require.NoError(t, err)
-	require.Equal(t, 0, code, "broker answered %d: %s", code, remark)
-}
-
-// readRemotingResponse reads one remoting frame and returns its header's code and remark.
-func readRemotingResponse(r io.Reader) (code int, remark string, err error) {
-	var lengths [8]byte
-	if _, err := io.ReadFull(r, lengths[:]); err != nil {
-		return 0, "", fmt.Errorf("read response length: %w", err)
-	}
-	total := binary.BigEndian.Uint32(lengths[0:4])
-	headerLen := binary.BigEndian.Uint32(lengths[4:8]) & 0xFFFFFF
-	rest := make([]byte, total-4)
-	if _, err := io.ReadFull(r, rest); err != nil {
-		return 0, "", fmt.Errorf("read response: %w", err)
-	}
-	var h struct {
-		Code   int    `json:"code"`
-		Remark string `json:"remark"`
-	}
-	if err := json.Unmarshal(rest[:headerLen], &h); err != nil {
-		return 0, "", fmt.Errorf("decode response header: %w", err)
-	}
-	return h.Code, h.Remark, nil
+	require.Equal(t, 0, a.Code, "broker answered %d: %s", a.Code, a.Remark)
 }
