@@ -184,7 +184,7 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 		return nil, fmt.Errorf("rmqguard consumer %s: create push consumer: %w", cfg.Group, err)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	c := &Consumer{cfg: cfg, handler: h, log: o.logger, sink: o.sink, push: push, runCtx: runCtx, cancelRun: cancel,
+	c := &Consumer{cfg: cfg, handler: decompressing(h), log: o.logger, sink: o.sink, push: push, runCtx: runCtx, cancelRun: cancel,
 		gate: newGate(runCtx, cfg.Group, push, o.probe, o.observer, o.logger), filters: filters, observer: o.observer,
 		letters: &letterProducer{newProducer: o.producer}, clientDown: make(chan struct{}), ensure: o.ensureTopics}
 	if o.observed {

@@ -47,13 +47,18 @@ func systemProperty(k string) bool {
 // DeadLetterMessage builds the dead letter of d: topic %DLQ%<group> (%DLQ%<namespace>%<group> when
 // d.Namespace is set, the broker's name: send it through a producer without a namespace option), the
 // original body, tag, KEYS and user properties, RETRY_TOPIC set to the original topic (in the namespace,
-// as the broker writes it), and the PropDeadLetter* metadata with reason and at.
+// as the broker writes it), and the PropDeadLetter* metadata with reason and at. A body that is still
+// compressed (StoredCompression) is sent as it is, with PropBodySysFlag naming its SysFlag.
 func DeadLetterMessage(d *Delivery, reason string, at time.Time) *primitive.Message {
 	msg := primitive.NewMessage(NamespacedDLQTopic(d.Namespace, d.Group), d.Msg.Body)
 	for k, v := range d.Msg.GetProperties() {
-		if !systemProperty(k) {
+		if !systemProperty(k) && k != PropBodySysFlag {
 			msg.WithProperty(k, v)
 		}
+	}
+	if flag := StoredCompression(d.Msg); flag != 0 {
+		// The producer cannot set the letter's SysFlag: the codec travels as a property.
+		msg.WithProperty(PropBodySysFlag, strconv.Itoa(int(flag)))
 	}
 	msg.WithProperty(primitive.PropertyRetryTopic, InNamespace(d.Namespace, d.Topic))
 	msg.WithProperty(PropDeadLetterReason, reason)

@@ -22,7 +22,9 @@ func RetryTopic(group string) string { return RetryTopicPrefix + group }
 // Delivery is one message as the middleware chain sees it: the client's message plus what the chain
 // learns about it. Middlewares fill EventID, EventType, AggregateID and Version as they go.
 type Delivery struct {
-	// Msg is the message as the client delivered it. Never nil.
+	// Msg is the message as the client delivered it, never nil, except that a body the client left
+	// compressed (a Java 5.x producer's LZ4 or ZSTD body) is already decoded when the chain runs, with the
+	// compressed flag cleared from Msg.SysFlag (see DecodeBody).
 	Msg *primitive.MessageExt
 	// Group is the consumer group, without the namespace (Config.Group).
 	Group string

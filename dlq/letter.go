@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/rmqguard/rmqguard/consumer"
 )
 
 // Letter is one message read from a consumer group's dead-letter queue, %DLQ%<group>, with what rmqguard
@@ -49,7 +50,8 @@ type Letter struct {
 	// Properties are all the letter's properties as stored (user and system ones), TAGS and KEYS included;
 	// not the MIN_OFFSET/MAX_OFFSET the client adds when it pulls.
 	Properties map[string]string `json:"properties"`
-	// Body is the message body as stored (JSON encodes it as base64).
+	// Body is the message body as stored (JSON encodes it as base64); when it is still compressed (an LZ4
+	// or ZSTD body, or one that failed to decode) Properties[consumer.PropBodySysFlag] holds its SysFlag.
 	Body []byte `json:"body"`
 }
 
@@ -76,6 +78,12 @@ func NewLetter(group string, m *primitive.MessageExt) Letter {
 	// decorations, not properties of the letter.
 	delete(l.Properties, primitive.PropertyMinOffset)
 	delete(l.Properties, primitive.PropertyMaxOffset)
+	// A body still compressed (the broker's own dead letter of an LZ4 or ZSTD message keeps its SysFlag,
+	// which the Letter has no field for) is described by consumer.PropBodySysFlag, so that an export
+	// stays readable and a replay is decoded by the consumer.
+	if flag := consumer.StoredCompression(m); flag != 0 {
+		l.Properties[consumer.PropBodySysFlag] = strconv.Itoa(int(flag))
+	}
 	l.EventID = m.GetProperty("EVENT_ID")
 	l.EventType = firstNonEmpty(m.GetProperty("EVENT_TYPE"), l.Tags)
 	if l.MsgID == "" {

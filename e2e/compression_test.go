@@ -1,0 +1,164 @@
+package e2e
+
+import (
+	"bytes"
+	"compress/zlib"
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/internal/testenv"
+)
+
+// compressAs compresses body in the framing of the Java 5.x client's codec for sysFlag: an LZ4 frame
+// (lz4-java LZ4FrameOutputStream), a Zstandard frame (zstd-jni ZstdOutputStream), a zlib stream
+// (java.util.zip.DeflaterOutputStream).
+func compressAs(t *testing.T, sysFlag int32, body []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	var w interface {
+		Write([]byte) (int, error)
+		Close() error
+	}
+	switch sysFlag & consumer.SysFlagCompressionMask {
+	case consumer.SysFlagLZ4:
+		lw := lz4.NewWriter(&buf)
+		require.NoError(t, lw.Apply(lz4.BlockSizeOption(lz4.Block4Mb), lz4.ChecksumOption(false)))
+		w = lw
+	case consumer.SysFlagZSTD:
+		zw, err := zstd.NewWriter(&buf, zstd.WithEncoderCRC(false), zstd.WithEncoderConcurrency(1))
+		require.NoError(t, err)
+		w = zw
+	default:
+		w = zlib.NewWriter(&buf)
+	}
+	_, err := w.Write(body)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	return buf.Bytes()
+}
+
+func TestE2E_Issue9Item8_JavaCompressedBodiesReachTheHandlerDecodedOthersAreDeadLetteredWithTheirFlag(t *testing.T) {
+	w := newWorld(t, 1)
+	broker := testenv.Broker(t)
+	body := func(id string) []byte {
+		return []byte(`{"eventId":"` + id + `","orderNo":"O-` + id + `","note":"zwölf Bücher, 十二本"}`)
+	}
+	lz4Flag := consumer.SysFlagCompressed | consumer.SysFlagLZ4
+	zstdFlag := consumer.SysFlagCompressed | consumer.SysFlagZSTD
+	zlibFlag := consumer.SysFlagCompressed | consumer.SysFlagZlib
+	unknownFlag := consumer.SysFlagCompressed | 4<<8
+	sent := map[string]rawMessage{
+		"lz4":     {body: compressAs(t, lz4Flag, body(w.run+"-lz4")), sysFlag: lz4Flag},
+		"zstd":    {body: compressAs(t, zstdFlag, body(w.run+"-zstd")), sysFlag: zstdFlag},
+		"zlib":    {body: compressAs(t, zlibFlag, body(w.run+"-zlib")), sysFlag: zlibFlag},
+		"plain":   {body: body(w.run + "-plain")},
+		"unknown": {body: []byte("a codec from the future"), sysFlag: unknownFlag},
+		"corrupt": {body: []byte("not an LZ4 frame"), sysFlag: lz4Flag},
+	}
+	for name, m := range sent {
+		m.properties = map[string]string{"EVENT_ID": w.run + "-" + name, "CASE": name}
+		sendRaw(t, broker, w.topic, m)
+	}
+
+	var mu sync.Mutex
+	seen := map[string][]byte{}
+	handler := func(_ context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[d.Msg.GetProperty("CASE")] = d.Msg.Body
+		return consumer.Processed(), nil
+	}
+	publisher, err := dlq.NewPublisher(w.prod)
+	require.NoError(t, err)
+	w.start(consumer.Config{MaxAttempts: 3}, handler, consumer.WithDeadLetterSink(publisher))
+
+	var res dlq.ScanResult
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		handled := len(seen)
+		mu.Unlock()
+		res, err = dlq.Scan(w.ctx, dlq.Cluster{NameServers: w.ns}, w.group, dlq.ScanOptions{})
+		return handled >= 4 && err == nil && len(res.Letters) >= 2
+	}, 60*time.Second, 500*time.Millisecond, "4 messages handled, 2 dead-lettered")
+
+	mu.Lock()
+	for _, name := range []string{"lz4", "zstd", "zlib", "plain"} {
+		assert.Equal(t, string(body(w.run+"-"+name)), string(seen[name]), "%s: the handler sees the plain body", name)
+	}
+	assert.NotContains(t, seen, "unknown", "the chain never sees a body it cannot read")
+	assert.NotContains(t, seen, "corrupt")
+	mu.Unlock()
+
+	require.Len(t, res.Letters, 2)
+	for _, l := range res.Letters {
+		name := l.Property("CASE")
+		assert.Equal(t, sent[name].body, l.Body, "%s: the letter keeps the stored body", name)
+		assert.Equal(t, strconv.Itoa(int(sent[name].sysFlag)), l.Property(consumer.PropBodySysFlag),
+			"%s: the letter names the body's SysFlag", name)
+		assert.Equal(t, 0, l.Attempts, "%s: dead-lettered on its first delivery, never retried", name)
+		switch name {
+		case "unknown":
+			assert.Contains(t, l.Reason, "unsupported compression (type 4, SysFlag 1025)")
+		case "corrupt":
+			assert.Contains(t, l.Reason, "corrupt compressed body (lz4, SysFlag 257)")
+		default:
+			t.Errorf("unexpected letter %s: %s", name, l.Reason)
+		}
+	}
+}
+
+func TestE2E_Issue9Item8_TheBrokersOwnLetterOfAJavaCompressedMessageIsReadableAndReplaysDecoded(t *testing.T) {
+	w := newWorld(t, 1)
+	zstdFlag := consumer.SysFlagCompressed | consumer.SysFlagZSTD
+	plain := []byte(`{"eventId":"` + w.run + `-zstd","orderNo":"O-1"}`)
+	stored := compressAs(t, zstdFlag, plain)
+	sendRaw(t, testenv.Broker(t), w.topic, rawMessage{body: stored, sysFlag: zstdFlag,
+		properties: map[string]string{"EVENT_ID": w.run + "-zstd"}})
+
+	var mu sync.Mutex
+	var replayed []byte
+	handler := func(_ context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		if d.Msg.GetProperty(consumer.PropReplayID) == "" {
+			return consumer.DeadLetter("rejected before the replay"), nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		replayed = d.Msg.Body
+		return consumer.Processed(), nil
+	}
+	// No DeadLetterSink: a message alone is dead-lettered by the broker (DelayLevelDLQ), which copies the
+	// stored body and SysFlag.
+	w.start(consumer.Config{MaxAttempts: 3}, handler)
+
+	var res dlq.ScanResult
+	require.Eventually(t, func() bool {
+		var err error
+		res, err = dlq.Scan(w.ctx, dlq.Cluster{NameServers: w.ns}, w.group, dlq.ScanOptions{})
+		return err == nil && len(res.Letters) >= 1
+	}, 60*time.Second, 500*time.Millisecond, "the message reaches %%DLQ%%%s", w.group)
+	require.Len(t, res.Letters, 1)
+	l := res.Letters[0]
+	assert.Equal(t, stored, l.Body, "the broker's letter holds the stored ZSTD frame")
+	assert.Equal(t, strconv.Itoa(int(zstdFlag)), l.Property(consumer.PropBodySysFlag), "the Letter names its SysFlag")
+
+	// What dlq.Replay sends: the Go producer cannot set the SysFlag, the property carries it.
+	w.send(dlq.ReplayMessage(l, "", w.group, w.topic, dlq.Provenance{ReplayID: "r-" + w.run, Operator: "e2e", At: time.Now()}))
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return replayed != nil
+	}, 60*time.Second, 500*time.Millisecond, "the replay is handled")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, string(plain), string(replayed), "the replayed letter reaches the handler decoded")
+}
