@@ -16,10 +16,11 @@ import (
 // wireObserver reads the world's topic with a plain rocketmq-client-go push consumer of a group of its own
 // (no rmqguard in between), so a test sees each message as the broker stored it: its SysFlag (compressed flag
 // and codec bits), its BodyCRC, and the body as the client hands it on (zlib inflated by the client, LZ4 and
-// ZSTD as stored). It does not move the world's group's offsets.
+// ZSTD as stored). It does not move the world's group's offsets. A message delivered twice (a rebalance)
+// counts once.
 type wireObserver struct {
 	mu   sync.Mutex
-	msgs map[string][]*primitive.MessageExt // by EVENT_ID
+	msgs map[string]map[string]*primitive.MessageExt // by EVENT_ID, then message ID
 }
 
 // observeWire starts the observer from the topic's first offset; it is shut down when the test ends.
@@ -33,14 +34,17 @@ func (w *world) observeWire() *wireObserver {
 		rmq.WithInstance(group),
 		rmq.WithConsumeFromWhere(rmq.ConsumeFromFirstOffset))
 	require.NoError(w.t, err)
-	o := &wireObserver{msgs: map[string][]*primitive.MessageExt{}}
+	o := &wireObserver{msgs: map[string]map[string]*primitive.MessageExt{}}
 	require.NoError(w.t, pc.Subscribe(w.topic, rmq.MessageSelector{},
 		func(_ context.Context, msgs ...*primitive.MessageExt) (rmq.ConsumeResult, error) {
 			o.mu.Lock()
 			defer o.mu.Unlock()
 			for _, m := range msgs {
 				id := m.GetProperty("EVENT_ID")
-				o.msgs[id] = append(o.msgs[id], m)
+				if o.msgs[id] == nil {
+					o.msgs[id] = map[string]*primitive.MessageExt{}
+				}
+				o.msgs[id][m.MsgId] = m
 			}
 			return rmq.ConsumeSuccess, nil
 		}))
@@ -64,5 +68,9 @@ func (o *wireObserver) count() int {
 func (o *wireObserver) of(eventID string) []*primitive.MessageExt {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return append([]*primitive.MessageExt(nil), o.msgs[eventID]...)
+	var out []*primitive.MessageExt
+	for _, m := range o.msgs[eventID] {
+		out = append(out, m)
+	}
+	return out
 }
