@@ -57,26 +57,25 @@ func TestE2E_Issue9Item9_JavaProducerEveryWayOfSendingIsAppliedOnceByTheExampleC
 	events := len(caseOf)
 
 	// Wait until every message has its final decision (a dead letter too, so that one fails below, not here).
-	decided := map[string]float64{}
-	final := func() (float64, error) {
-		var sum float64
+	final := func() (decided map[string]float64, sum float64, err error) {
+		decided = map[string]float64{}
 		for _, outcome := range []string{"processed", "duplicate", "stale", "dead_letter", "dead_lettered"} {
 			n, err := example.counter(w.ctx, w.group, w.topic, outcome)
 			if err != nil {
-				return 0, err
+				return nil, 0, err
 			}
 			decided[outcome] = n
 			sum += n
 		}
-		return sum, nil
+		return decided, sum, nil
 	}
-	if !assert.Eventually(t, func() bool {
-		sum, err := final()
+	ok := assert.Eventually(t, func() bool {
+		_, sum, err := final()
 		return err == nil && sum >= float64(len(sent)) && wire.count() >= len(sent)
-	}, 90*time.Second, 100*time.Millisecond) {
-		_, err := final()
-		t.Fatalf("not every message decided: %v of %d (scrape: %v); %d on the wire", decided, len(sent), err, wire.count())
-	}
+	}, 90*time.Second, 100*time.Millisecond)
+	decided, _, err := final()
+	require.NoError(t, err)
+	require.True(t, ok, "not every message decided: %v of %d; %d on the wire", decided, len(sent), wire.count())
 
 	// On the wire: what the Java client stored.
 	for id, kase := range caseOf {
