@@ -19,7 +19,7 @@ SERVICES_MODE ?= $(shell timeout 20 docker info >/dev/null 2>&1 && echo docker |
 # Topics the demo and the tests use; created explicitly because the broker runs with autoCreateTopicEnable=false.
 TOPICS = RMQGUARD_PROBE RMQGUARD_DEMO_ORDER RMQGUARD_TEST_ORDER
 
-.PHONY: up down demo test test-unit test-rules bench bench-e2e bench-purge lint mutate chaos
+.PHONY: up down demo test test-unit test-rules interop-java bench bench-e2e bench-purge lint mutate chaos
 
 # ------------------------------------------------------------------------------------------------ services
 
@@ -62,12 +62,19 @@ chaos: up ## faults under load on a stack of its own (MariaDB restart/read-only/
 # RMQGUARD_REQUIRE_SERVICES=1 is set here, not left to the caller. `make test-unit` is the no-service run.
 # dedup/redisfast's Redis-down tests start a redis-server of their own on 16399 (testenv.StartRedis): the binary
 # comes with `make up` in local mode (deploy/local/up.sh installs redis-server); in docker mode install it.
-test: up test-rules ## unit, integration (MariaDB, Redis) and end-to-end (broker) tests, Prometheus rules, dedup's tests again on the caller's pool (no WithTxDSN); a missing service fails the run
+test: up test-rules interop-java ## unit, integration (MariaDB, Redis) and end-to-end (broker) tests, Prometheus rules, dedup's tests again on the caller's pool (no WithTxDSN); a missing service fails the run
 	@command -v redis-server >/dev/null || { echo "make test: redis-server not found; dedup/redisfast's tests start their own (apt-get install redis-server)" >&2; exit 1; }
 	@source deploy/local/env.sh && export RMQGUARD_REQUIRE_SERVICES=1 && \
 		$(GO) test -race $(GOTEST_FLAGS) $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/internal/chaos$$') && \
 		$(GO) test $(GOTEST_FLAGS) ./e2e/ ./internal/chaos/ && \
 		RMQGUARD_TEST_DEDUP_TXPOOL=0 $(GO) test -race $(GOTEST_FLAGS) ./dedup/
+
+# The Java producer of e2e's interop test (TestE2E_Issue9Item9_JavaProducer…): official RocketMQ Java client,
+# built with Maven into interop/java-producer/target (git-ignored) when missing or older than its sources. The test
+# runs the same script itself, so `go test -run JavaProducer ./e2e/` works alone; here a missing java or mvn
+# fails `make test` before the long run starts.
+interop-java: ## build the Java producer of the interop test (Maven; needs java 17+ and mvn)
+	@scripts/interop-java.sh
 
 # promtool comes with the Debian package prometheus, which `make up` installs in local mode; installed here
 # when missing (e.g. in docker mode; the demo-ratio test in cmd/example-consumer runs the prometheus binary too).

@@ -107,12 +107,12 @@ type OrderCancelled struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// decodeJSON parses body into v, rejecting unknown fields; a leading UTF-8 byte-order mark is skipped
-// (RFC 8259 lets a parser ignore it; some producers write one). The error is permanent: a body that cannot
-// be read never will be, so it goes to the DLQ with the reason instead of looping.
+// decodeJSON parses body into v; fields v does not declare are ignored (producers evolve: one that adds a
+// field must not break its consumers); a leading UTF-8 byte-order mark is skipped (RFC 8259 lets a parser
+// ignore it; some producers write one). The error is permanent: a body that cannot be read never will be,
+// so it goes to the DLQ with the reason instead of looping.
 func decodeJSON(body []byte, v any, eventType string) error {
 	dec := json.NewDecoder(bytes.NewReader(bytes.TrimPrefix(body, []byte("\uFEFF"))))
-	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return retry.Permanent(fmt.Errorf("shop: %s body is not valid JSON: %w", eventType, err))
 	}
