@@ -30,8 +30,8 @@ func TestDecode_UnknownFieldIsAccepted(t *testing.T) {
 
 func TestDecode_InvalidBodyIsPermanent(t *testing.T) {
 	for name, body := range map[string]string{
-		"not json":      `not json`,
-		"no quantity":   `{"orderNo":"o-1","skuId":"s"}`,
+		"not json":    `not json`,
+		"no quantity": `{"orderNo":"o-1","skuId":"s"}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := shop.Decode([]byte(body))
