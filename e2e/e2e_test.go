@@ -142,7 +142,7 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 		byCase[key] = l
 	}
 	require.Contains(t, byCase, plan.PoisonEventID)
-	assert.Contains(t, byCase[plan.PoisonEventID].GetProperty(dlq.PropReason), "not valid JSON")
+	assert.Contains(t, byCase[plan.PoisonEventID].GetProperty(dlq.PropReason), "undecodable body")
 	assert.Equal(t, run+"-poison", byCase[plan.PoisonEventID].GetKeys())
 	require.Contains(t, byCase, "no-id")
 	assert.Contains(t, byCase["no-id"].GetProperty(dlq.PropReason), "unidentifiable")

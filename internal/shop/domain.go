@@ -58,6 +58,9 @@ type Shop struct {
 	orders       *dedup.States
 	changes      *dedup.Actions
 	transactions *dedup.Actions
+	// handlers maps each event type to its typed handler (dedup.Typed: the JSON body decoded into the
+	// event's type); built by New, read only.
+	handlers map[string]dedup.TxHandler
 }
 
 // New returns the domain's handlers. It fails only if the table names do not pass dedup's identifier
@@ -75,21 +78,25 @@ func New() (*Shop, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shop: account_transaction: %w", err)
 	}
-	return &Shop{orders: orders, changes: changes, transactions: transactions}, nil
+	s := &Shop{orders: orders, changes: changes, transactions: transactions}
+	s.handlers = map[string]dedup.TxHandler{
+		EventOrderCreated:    dedup.Typed(consumer.JSON{}, s.OrderCreated),
+		EventOrderPaid:       dedup.Typed(consumer.JSON{}, s.OrderPaid),
+		EventPaymentCaptured: dedup.Typed(consumer.JSON{}, s.PaymentCaptured),
+		EventOrderCancelled:  dedup.Typed(consumer.JSON{}, s.OrderCancelled),
+	}
+	return s, nil
 }
 
 // Handle routes d by its event type (Delivery.EventType: the EVENT_TYPE property, else the tag) to the
-// event's handler. An unknown type is a permanent error: the message goes to the DLQ with the reason.
+// event's handler, which gets the body decoded as JSON into the event's type (fields it does not know are
+// accepted: producers evolve). A body that is not JSON of that shape is dead-lettered at once with the
+// reason "undecodable body: …" (dedup.Typed); one whose fields are invalid is a permanent error (the DLQ,
+// with the problems listed). An unknown type is a permanent error: the message goes to the DLQ with the
+// reason.
 func (s *Shop) Handle(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
-	switch d.EventType {
-	case EventOrderCreated:
-		return s.OrderCreated(ctx, tx, d)
-	case EventOrderPaid:
-		return s.OrderPaid(ctx, tx, d)
-	case EventPaymentCaptured:
-		return s.PaymentCaptured(ctx, tx, d)
-	case EventOrderCancelled:
-		return s.OrderCancelled(ctx, tx, d)
+	if h, ok := s.handlers[d.EventType]; ok {
+		return h(ctx, tx, d)
 	}
 	return consumer.Outcome{}, retry.Permanentf("shop: unknown event type %q (want one of %v)", d.EventType, EventTypes())
 }
@@ -101,7 +108,7 @@ func HandleOrderCreated(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) 
 	if err != nil {
 		return consumer.Outcome{}, err
 	}
-	return s.OrderCreated(ctx, tx, d)
+	return s.handlers[EventOrderCreated](ctx, tx, d)
 }
 
 // LoadOrderVersion is the example's middleware.VersionLoader: the order's version column, 0 when the order

@@ -1,12 +1,11 @@
 package shop
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -107,16 +106,22 @@ type OrderCancelled struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// decodeJSON parses body into v; fields v does not declare are ignored (producers evolve: one that adds a
-// field must not break its consumers); a leading UTF-8 byte-order mark is skipped (RFC 8259 lets a parser
-// ignore it; some producers write one). The error is permanent: a body that cannot be read never will be,
-// so it goes to the DLQ with the reason instead of looping.
-func decodeJSON(body []byte, v any, eventType string) error {
-	dec := json.NewDecoder(bytes.NewReader(bytes.TrimPrefix(body, []byte("\uFEFF"))))
-	if err := dec.Decode(v); err != nil {
-		return retry.Permanent(fmt.Errorf("shop: %s body is not valid JSON: %w", eventType, err))
+// body is a decoded event body that can check its own fields.
+type body interface {
+	// check returns nil, or a permanent error listing the body's problems.
+	check() error
+}
+
+// decode parses body as JSON into an event of type T (consumer.JSON: fields T does not know are accepted,
+// a leading UTF-8 byte-order mark is skipped) and checks it. Errors are permanent: a body that cannot be
+// read never will be, so it goes to the DLQ with the reason instead of looping; one that is not JSON wraps
+// consumer.ErrUndecodableBody, as in the typed handlers.
+func decode[T body](body []byte, eventType string) (T, error) {
+	var e T
+	if err := (consumer.JSON{}).Decode(body, &e); err != nil {
+		return e, retry.Permanent(fmt.Errorf("shop: %s: %w: %w", eventType, consumer.ErrUndecodableBody, err))
 	}
-	return nil
+	return e, e.check()
 }
 
 // checks collects the problems of one decoded body.
@@ -142,12 +147,25 @@ func (c checks) err(eventType string) error {
 	return retry.Permanent(fmt.Errorf("shop: invalid %s: %s", eventType, strings.Join(c, "; ")))
 }
 
-// Decode parses and validates an OrderCreated body. Errors are permanent (see DecodeOrderPaid).
-func Decode(body []byte) (OrderCreated, error) {
-	var e OrderCreated
-	if err := decodeJSON(body, &e, EventOrderCreated); err != nil {
-		return e, err
-	}
+// Decode parses and validates an OrderCreated body. Errors are permanent (retry.Permanent): a body that
+// cannot be read never will be.
+func Decode(body []byte) (OrderCreated, error) { return decode[OrderCreated](body, EventOrderCreated) }
+
+// DecodeOrderPaid parses and validates an OrderPaid body. Errors are permanent.
+func DecodeOrderPaid(body []byte) (OrderPaid, error) { return decode[OrderPaid](body, EventOrderPaid) }
+
+// DecodePaymentCaptured parses and validates a PaymentCaptured body. Errors are permanent.
+func DecodePaymentCaptured(body []byte) (PaymentCaptured, error) {
+	return decode[PaymentCaptured](body, EventPaymentCaptured)
+}
+
+// DecodeOrderCancelled parses and validates an OrderCancelled body. Errors are permanent.
+func DecodeOrderCancelled(body []byte) (OrderCancelled, error) {
+	return decode[OrderCancelled](body, EventOrderCancelled)
+}
+
+// check validates an OrderCreated: order number and SKU of 1..64 characters, quantity > 0, amount ≥ 0.
+func (e OrderCreated) check() error {
 	var c checks
 	c.id("orderNo", e.OrderNo)
 	c.id("skuId", e.SkuID)
@@ -160,28 +178,20 @@ func Decode(body []byte) (OrderCreated, error) {
 	if e.AmountCents < 0 {
 		c = append(c, "amountCents must be ≥ 0")
 	}
-	return e, c.err(EventOrderCreated)
+	return c.err(EventOrderCreated)
 }
 
-// DecodeOrderPaid parses and validates an OrderPaid body. Errors are permanent (retry.Permanent): a body
-// that cannot be read never will be.
-func DecodeOrderPaid(body []byte) (OrderPaid, error) {
-	var e OrderPaid
-	if err := decodeJSON(body, &e, EventOrderPaid); err != nil {
-		return e, err
-	}
+// check validates an OrderPaid: order number and payment ID of 1..64 characters.
+func (e OrderPaid) check() error {
 	var c checks
 	c.id("orderNo", e.OrderNo)
 	c.id("paymentId", e.PaymentID)
-	return e, c.err(EventOrderPaid)
+	return c.err(EventOrderPaid)
 }
 
-// DecodePaymentCaptured parses and validates a PaymentCaptured body. Errors are permanent.
-func DecodePaymentCaptured(body []byte) (PaymentCaptured, error) {
-	var e PaymentCaptured
-	if err := decodeJSON(body, &e, EventPaymentCaptured); err != nil {
-		return e, err
-	}
+// check validates a PaymentCaptured: payment and account IDs of 1..64 characters, an order number of at
+// most 64, amount > 0.
+func (e PaymentCaptured) check() error {
 	var c checks
 	c.id("paymentId", e.PaymentID)
 	c.id("accountId", e.AccountID)
@@ -191,16 +201,12 @@ func DecodePaymentCaptured(body []byte) (PaymentCaptured, error) {
 	if e.AmountCents <= 0 {
 		c = append(c, "amountCents must be > 0")
 	}
-	return e, c.err(EventPaymentCaptured)
+	return c.err(EventPaymentCaptured)
 }
 
-// DecodeOrderCancelled parses and validates an OrderCancelled body. Errors are permanent.
-func DecodeOrderCancelled(body []byte) (OrderCancelled, error) {
-	var e OrderCancelled
-	if err := decodeJSON(body, &e, EventOrderCancelled); err != nil {
-		return e, err
-	}
+// check validates an OrderCancelled: an order number of 1..64 characters.
+func (e OrderCancelled) check() error {
 	var c checks
 	c.id("orderNo", e.OrderNo)
-	return e, c.err(EventOrderCancelled)
+	return c.err(EventOrderCancelled)
 }

@@ -16,9 +16,11 @@ import (
 // (CancelUnpaid), which cancels the same orders in transactions of its own: the conditional UPDATE lets
 // one of them move the order, the other finds it stale; and the release is the business action
 // ReleaseChangeID, so even two movers would give one release (S6).
-func (s *Shop) OrderCancelled(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
-	e, err := DecodeOrderCancelled(d.Msg.Body)
-	if err != nil {
+//
+// e is the event's body, decoded by Handle (dedup.Typed with consumer.JSON); its fields are checked first,
+// and invalid ones are a permanent error listing the problems (the DLQ at once).
+func (s *Shop) OrderCancelled(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery, e OrderCancelled) (consumer.Outcome, error) {
+	if err := e.check(); err != nil {
 		return consumer.Outcome{}, err
 	}
 	v := eventVersion(d, VersionSettled)

@@ -21,9 +21,11 @@ var ErrInjected = errors.New("shop: injected transient failure (failOnce)")
 // that action was new (dedup.ActionApplied). A 1062 on the orders table is returned as an error (a retry:
 // the Version middleware then finds the order at version 1 and acknowledges the event as stale); an event
 // whose version is not 1 is a permanent error (an order starts at version 1).
-func (s *Shop) OrderCreated(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
-	e, err := Decode(d.Msg.Body)
-	if err != nil {
+//
+// e is the event's body, decoded by Handle (dedup.Typed with consumer.JSON); its fields are checked first,
+// and invalid ones are a permanent error listing the problems (the DLQ at once).
+func (s *Shop) OrderCreated(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery, e OrderCreated) (consumer.Outcome, error) {
+	if err := e.check(); err != nil {
 		return consumer.Outcome{}, err
 	}
 	if e.FailOnce && d.Attempt == 0 {

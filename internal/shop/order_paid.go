@@ -23,9 +23,11 @@ import (
 //     with the reason: no redelivery can make it legal, and an operator must look at it (a refund, say).
 //
 // Orders from before migration 00002 (status CREATED) can be paid like WAIT_PAY ones.
-func (s *Shop) OrderPaid(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
-	e, err := DecodeOrderPaid(d.Msg.Body)
-	if err != nil {
+//
+// e is the event's body, decoded by Handle (dedup.Typed with consumer.JSON); its fields are checked first,
+// and invalid ones are a permanent error listing the problems (the DLQ at once).
+func (s *Shop) OrderPaid(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery, e OrderPaid) (consumer.Outcome, error) {
+	if err := e.check(); err != nil {
 		return consumer.Outcome{}, err
 	}
 	v := eventVersion(d, VersionSettled)

@@ -19,9 +19,11 @@ import (
 // outcome is consumer.Duplicate: the balance does not move, the event is linked to the payment in
 // account_transaction_event (for Reconcile) and its dedup row commits. An account that
 // does not exist (yet) is a transient error: retried, then dead-lettered as exhausted.
-func (s *Shop) PaymentCaptured(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
-	e, err := DecodePaymentCaptured(d.Msg.Body)
-	if err != nil {
+//
+// e is the event's body, decoded by Handle (dedup.Typed with consumer.JSON); its fields are checked first,
+// and invalid ones are a permanent error listing the problems (the DLQ at once).
+func (s *Shop) PaymentCaptured(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery, e PaymentCaptured) (consumer.Outcome, error) {
+	if err := e.check(); err != nil {
 		return consumer.Outcome{}, err
 	}
 	now := time.Now().UTC()

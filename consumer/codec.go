@@ -1,0 +1,45 @@
+package consumer
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// Codec decodes a message body into a value of the handler's type. It is the decode step of the typed
+// handlers (HandleWith, dedup.HandleWith).
+//
+// Decode parses body into v, a non-nil pointer (the typed handlers pass a *T). It must not keep body or
+// any slice of it after it returns: the body belongs to the message, which the client reuses. It returns
+// an error when body cannot be decoded; the typed handlers dead-letter such a message at once with the
+// error as its reason (no redelivery decodes it better). A Codec is called from many goroutines at once
+// and must be safe for that.
+type Codec interface {
+	Decode(body []byte, v any) error
+}
+
+// CodecFunc adapts a function to a Codec: CodecFunc(f).Decode(body, v) is f(body, v). The same rules as
+// Codec.Decode apply to f.
+type CodecFunc func(body []byte, v any) error
+
+// Decode calls f(body, v).
+func (f CodecFunc) Decode(body []byte, v any) error { return f(body, v) }
+
+// JSON is the Codec of JSON bodies (encoding/json), the default of the typed handlers (HandleJSON). Its
+// zero value is ready to use and it holds no state.
+//
+// Fields of the body that the target type does not have are ignored, not refused: producers evolve, and a
+// producer that adds a field must not break the consumers that do not know it yet. A leading UTF-8
+// byte-order mark is skipped (RFC 8259 lets a parser ignore it, and some producers write one). Anything
+// after the JSON value other than white space, an empty body, and a value of the wrong JSON type for a
+// field are errors. The body "null" decodes to the zero value of the target type without error: check
+// the fields the handler needs.
+type JSON struct{}
+
+// utf8BOM is the UTF-8 byte-order mark.
+const utf8BOM = "\uFEFF"
+
+// Decode parses body into v with json.Unmarshal after dropping a leading UTF-8 byte-order mark; json.Unmarshal
+// does not keep body.
+func (JSON) Decode(body []byte, v any) error {
+	return json.Unmarshal(bytes.TrimPrefix(body, []byte(utf8BOM)), v)
+}
