@@ -54,6 +54,7 @@ type options struct {
 	observed bool // WithObserver was given: poll the lag
 
 	ensureTopics EnsureTopicsFunc
+	publisher    DeadLetterPublisherFunc
 }
 
 // WithLogger sets the logger for the consumer's own lines. Default: zap.NewNop().
@@ -112,12 +113,13 @@ var ErrStopped = errors.New("rmqguard consumer: stopped")
 // Consumer wraps the client's push consumer: every message runs through the Handler (usually a
 // middleware chain), and its Outcome becomes the client's result in Resolve.
 type Consumer struct {
-	cfg     Config
-	handler Handler
-	log     *zap.Logger
-	sink    DeadLetterSink
-	push    PushConsumer
-	ensure  EnsureTopicsFunc // nil without WithEnsureTopics
+	cfg       Config
+	handler   Handler
+	log       *zap.Logger
+	sink      DeadLetterSink
+	push      PushConsumer
+	ensure    EnsureTopicsFunc        // nil without WithEnsureTopics
+	publisher DeadLetterPublisherFunc // nil without WithDeadLetterPublisher; builds sink in Start
 
 	// runCtx is the parent of every handler context; cancelRun ends in-flight handlers when the drain
 	// timeout is over.
@@ -157,6 +159,9 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if err := checkSinkOptions(o); err != nil {
+		return nil, err
+	}
 	filters := make(map[string]tagFilter, len(cfg.Subscriptions))
 	for _, s := range cfg.Subscriptions {
 		filters[s.Topic], _ = parseTagExpression(s.Expression) // Validate checked it
@@ -186,7 +191,8 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	runCtx, cancel := context.WithCancel(context.Background())
 	c := &Consumer{cfg: cfg, handler: decompressing(h), log: o.logger, sink: o.sink, push: push, runCtx: runCtx, cancelRun: cancel,
 		gate: newGate(runCtx, cfg.Group, push, o.probe, o.observer, o.logger), filters: filters, observer: o.observer,
-		letters: &letterProducer{newProducer: o.producer}, clientDown: make(chan struct{}), ensure: o.ensureTopics}
+		letters: &letterProducer{newProducer: o.producer}, clientDown: make(chan struct{}), ensure: o.ensureTopics,
+		publisher: o.publisher}
 	if o.observed {
 		c.lag = newLagPoller(runCtx, cfg, push, o.observer)
 	}
@@ -231,9 +237,14 @@ func (c *Consumer) Start() error {
 		c.setUnstarted(true)
 		return err
 	}
+	if err := c.startPublisher(); err != nil {
+		c.setUnstarted(true)
+		return err
+	}
 	c.setUnstarted(false)
 	c.announceSubscriptions() // before the client starts: its first callback may come at once
 	if err := c.push.Start(); err != nil {
+		c.closePublisher()
 		return fmt.Errorf("rmqguard consumer %s: start: %w", c.cfg.Group, err)
 	}
 	if err := c.checkAccess(); err != nil {

@@ -55,6 +55,7 @@ var ErrDuplicate = errors.New("dedup: event already processed by this consumer g
 type Store struct {
 	db    *sqlx.DB
 	txdb  *sqlx.DB // the pool of WithTxDSN (autocommit off, tracked connections); nil: Begin uses db
+	owned *sqlx.DB // db when Open opened it: Close closes it too; nil: db is the caller's
 	scope string   // "" = the delivery's consumer group
 	log   *zap.Logger
 	// tables are the schema's table names (WithTablePrefix); q the statements naming them, built once.
@@ -138,16 +139,21 @@ func (s *Store) checkSameDatabase(ctx context.Context) error {
 
 // Close closes the store's own transaction pool (WithTxDSN), if any: its idle connections at once, each
 // connection in use when its transaction finishes (Close does not wait; a transaction that runs still
-// commits or rolls back), and a later Begin fails. db is the caller's and stays open. It returns the pool's
-// Close error.
+// commits or rolls back), and a later Begin fails. db is the caller's and stays open, unless Open opened
+// it: then it is closed too. It returns the pools' Close errors, joined.
 func (s *Store) Close() error {
-	if s.txdb == nil {
-		return nil
+	var errs []error
+	if s.txdb != nil {
+		if err := s.txdb.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("dedup: close the transaction pool: %w", err))
+		}
 	}
-	if err := s.txdb.Close(); err != nil {
-		return fmt.Errorf("dedup: close the transaction pool: %w", err)
+	if s.owned != nil {
+		if err := s.owned.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("dedup: close the pool Open opened: %w", err))
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Scope returns the dedup scope of d: the store's scope (WithScope), or else d's consumer group.
