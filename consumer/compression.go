@@ -10,7 +10,6 @@ import (
 	"strconv"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 )
 
@@ -105,10 +104,17 @@ func storedBody(msg *primitive.MessageExt) bool {
 }
 
 // DecodeBody returns msg's body decompressed when it is still compressed (StoredCompression), by the
-// codec bits: zlib (RFC 1950), LZ4 (frame format), ZSTD (frame format). decoded is false, and body is
-// msg.Body, when there was nothing to decode. Errors wrap ErrUnsupportedCompression or
-// ErrCorruptCompressedBody with the codec's name.
+// codec bits: zlib (RFC 1950), LZ4 (frame format), ZSTD (frame format, at most MaxDecodedBody bytes and a
+// window of at most MaxDecodedBody). decoded is false, and body is msg.Body, when there was nothing to
+// decode. Errors wrap ErrUnsupportedCompression or ErrCorruptCompressedBody with the codec's name.
+// DecodeBody builds a ZSTD decoder for each ZSTD body; a Consumer holds one for all its deliveries.
 func DecodeBody(msg *primitive.MessageExt) (body []byte, decoded bool, err error) {
+	return decodeBody(msg, decodeZSTDOnce)
+}
+
+// decodeBody is DecodeBody with the ZSTD decoding given: decodeZSTD turns a whole ZSTD body into the
+// decoded bytes.
+func decodeBody(msg *primitive.MessageExt, decodeZSTD func([]byte) ([]byte, error)) (body []byte, decoded bool, err error) {
 	flag := StoredCompression(msg)
 	if flag == 0 {
 		return msg.Body, false, nil
@@ -126,13 +132,11 @@ func DecodeBody(msg *primitive.MessageExt) (body []byte, decoded bool, err error
 	case SysFlagLZ4:
 		r = lz4.NewReader(bytes.NewReader(msg.Body))
 	case SysFlagZSTD:
-		zr, zerr := zstd.NewReader(bytes.NewReader(msg.Body), zstd.WithDecoderConcurrency(1),
-			zstd.WithDecoderMaxMemory(MaxDecodedBody))
+		out, zerr := decodeZSTD(msg.Body)
 		if zerr != nil {
 			return nil, false, fmt.Errorf("%w (%s, SysFlag %d): %w", ErrCorruptCompressedBody, name, flag, zerr)
 		}
-		defer zr.Close()
-		r = zr
+		return out, true, nil
 	default:
 		return nil, false, fmt.Errorf("%w (%s, SysFlag %d): rmqguard reads zlib, lz4 and zstd",
 			ErrUnsupportedCompression, name, flag)

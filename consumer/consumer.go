@@ -130,7 +130,8 @@ type Consumer struct {
 	filters  map[string]tagFilter // topic → its subscription's tags
 	observer Observer
 	letters  *letterProducer
-	lag      *lagPoller // nil without WithObserver
+	lag      *lagPoller   // nil without WithObserver
+	zstd     *zstdDecoder // the ZSTD decoder of every delivery's body; closed by Shutdown
 
 	mu       sync.Mutex
 	stopping bool
@@ -189,7 +190,8 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 		return nil, fmt.Errorf("rmqguard consumer %s: create push consumer: %w", cfg.Group, err)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	c := &Consumer{cfg: cfg, handler: decompressing(h), log: o.logger, sink: o.sink, push: push, runCtx: runCtx, cancelRun: cancel,
+	zd := &zstdDecoder{}
+	c := &Consumer{cfg: cfg, handler: decompressing(h, zd), zstd: zd, log: o.logger, sink: o.sink, push: push, runCtx: runCtx, cancelRun: cancel,
 		gate: newGate(runCtx, cfg.Group, push, o.probe, o.observer, o.logger), filters: filters, observer: o.observer,
 		letters: &letterProducer{newProducer: o.producer}, clientDown: make(chan struct{}), ensure: o.ensureTopics,
 		publisher: o.publisher}
@@ -266,7 +268,7 @@ func (c *Consumer) Start() error {
 // the client is never resumed. The consumer's own dead-letter producer, if started, is shut down last,
 // and then a DeadLetterSink that implements io.Closer is closed.
 // It returns the client's shutdown error, or context.DeadlineExceeded wrapped when handlers had to be
-// cancelled. Calling it twice is safe.
+// cancelled. The consumer's ZSTD decoder is freed once the client is down. Calling it twice is safe.
 func (c *Consumer) Shutdown(ctx context.Context) error {
 	c.mu.Lock()
 	if c.stopping {
@@ -312,6 +314,7 @@ func (c *Consumer) Shutdown(ctx context.Context) error {
 		}
 		return c.push.Shutdown()
 	}()
+	c.zstd.close() // after the client: no delivery decodes any more
 	if perr := c.letters.shutdown(); perr != nil {
 		err = errors.Join(err, fmt.Errorf("dead-letter producer: %w", perr))
 	}

@@ -39,7 +39,9 @@ type Delivery struct {
 	// MaxAttempts is the consumer group's MaxReconsumeTimes (Config.MaxAttempts): the delivery with
 	// Attempt == MaxAttempts is the last one; a retry asked for then ends in the DLQ. 0 when unknown.
 	MaxAttempts int
-	// EventID is the business event ID, the idempotency key (chapter 13.2); empty until extracted.
+	// EventID is the business event ID, the idempotency key: a stable ID the producer gives the business
+	// event, never the RocketMQ message ID, because a business re-send of the same event gets a new message
+	// ID and would be applied twice. Empty until extracted.
 	EventID string
 	// EventType names the kind of business event (e.g. "OrderCreated"); empty until extracted.
 	EventType string

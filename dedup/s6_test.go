@@ -24,7 +24,7 @@ import (
 // s6Actions is the number of business actions each S6 run races on.
 const s6Actions = 50
 
-// s6Domain is one business action kind of the chapter: a unique-keyed action row and the effect it
+// s6Domain is one kind of business action: a unique-keyed action row and the effect it
 // carries (stock or balance), applied only when the action row was inserted.
 type s6Domain struct {
 	actions *dedup.Actions

@@ -1,4 +1,4 @@
-// Package dedup keeps the idempotency record of the idempotency chapter: one processed_event row per dedup
+// Package dedup keeps the idempotency record of consumed events: one processed_event row per dedup
 // scope (by default the consumer group) and business event ID, inserted in the same local transaction as
 // the handler's business writes. The database's unique key, not an assumption that retries never overlap,
 // settles concurrent deliveries. Rows older than the dedup window are removed by Purge or a Janitor. The

@@ -10,7 +10,9 @@ import (
 )
 
 // Version checks each event's aggregate version against the stored one, inside the dedup transaction, so
-// that a stale event never overwrites newer state (the idempotency chapter's version precondition). Put it
+// that a stale event never overwrites newer state: an event may arrive after a newer one for the same
+// aggregate (a retry, a replay, another queue), so a state change is applied only when its version follows
+// the stored one, as a precondition checked in the transaction that writes it. Put it
 // after Dedup: it takes the transaction from the context; without one every message fails with an error
 // wrapping dedup.ErrNoTx that says so, and is retried. The stored version comes from cfg.Load, or else from
 // store's aggregate_version table, keyed by the dedup scope (store.Scope), cfg.AggregateType and the

@@ -1,4 +1,4 @@
-// Command example-consumer is rmqguard wired for the idempotency chapter's example domain: orders
+// Command example-consumer is rmqguard wired for an example business domain: orders
 // (WAIT_PAY → PAID | CANCELLED, versioned), inventory and accounts.
 //
 //	example-consumer run        consume OrderCreated, OrderPaid, PaymentCaptured and OrderCancelled through the

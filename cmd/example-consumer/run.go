@@ -26,9 +26,9 @@ import (
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dedup/redisfast"
 	"github.com/rmqguard/rmqguard/dlq"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
 	"github.com/rmqguard/rmqguard/internal/shop"
 	"github.com/rmqguard/rmqguard/metrics"
+	"github.com/rmqguard/rmqguard/topics"
 )
 
 type runOptions struct {
@@ -132,7 +132,6 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	access := []rmqadmin.Option{rmqadmin.WithCredentials(cred), rmqadmin.WithNamespace(namespace)}
 	cfg := consumer.Config{
 		NameServers:       nameServers,
 		Group:             s.group,
@@ -190,29 +189,25 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	}
 	defer stopJanitor()
 
-	// Topics are created explicitly. The group's retry and DLQ topics are created up front too: the
-	// consumer then sees its first retries at once, and the DLQ is readable (perm 6) with a place for
-	// dead letters published with their reason.
+	// The business topic is created here (4 queues: its queue count is the producers' capacity decision);
+	// the group's retry and DLQ topics are ensured by the consumer's Start (WithEnsureTopics below), so the
+	// first retries come at once and the DLQ is readable (perm 6) for dead letters published with their reason.
 	setupCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	if err := rmqadmin.EnsureTopic(setupCtx, nameServers, s.broker, s.topic, 4, access...); err != nil {
-		return err
-	}
-	if err := rmqadmin.EnsureGroupTopics(setupCtx, nameServers, s.broker, s.group, access...); err != nil {
+	cluster := topics.Cluster{NameServers: nameServers, Broker: s.broker, Namespace: namespace, Credentials: cred}
+	if _, err := topics.Ensure(setupCtx, cluster, topics.Topic{Name: s.topic, Queues: 4}); err != nil {
 		return err
 	}
 
-	// The publisher's producer has the credentials but no namespace option: a dead letter names its topic
-	// in full (%DLQ%<namespace>%<group>).
-	prod, err := rmqadmin.StartProducer(nameServers, s.group+"-dlq", access...)
-	if err != nil {
-		return fmt.Errorf("dlq publisher: %w", err)
-	}
-	defer func() { _ = prod.Shutdown() }()
-	publisher, err := dlq.NewPublisher(prod)
+	// The publisher owns its producer (group <group>-dlq, in the namespace); the consumer's Shutdown closes
+	// it. The deferred Close covers a return before Shutdown (Close is idempotent).
+	publisher, err := dlq.StartPublisher(dlq.PublisherConfig{
+		NameServers: nameServers, Group: s.group, Namespace: namespace, Credentials: cred,
+	})
 	if err != nil {
 		return err
 	}
+	defer func() { _ = publisher.Close() }()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -237,7 +232,7 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	// consumer's final decisions (messages, duplicates by cause, dead letters by reason, attempts), the
 	// handlers in flight and the lag, polled every --lag-interval.
 	c, err := consumer.New(cfg, handler, consumer.WithLogger(log), consumer.WithDeadLetterSink(publisher),
-		consumer.WithHealthProbe(store), consumer.WithObserver(m))
+		consumer.WithHealthProbe(store), consumer.WithObserver(m), consumer.WithEnsureTopics(topics.ForConsumer))
 	if err != nil {
 		return err
 	}

@@ -18,8 +18,8 @@ import (
 // shutdownTimeout bounds a consumer's shutdown after its drain.
 const shutdownTimeout = 30 * time.Second
 
-// startRmqguard drains b through consumer.New and the standard chain (Metrics, Logging with a no-op
-// logger, Recover, Classify, EventID, Deadline(0) — the deadline is consumer.Config.HandlerTimeout,
+// startRmqguard drains b through consumer.New and the standard chain (Metrics, Recover with a no-op
+// logger, Classify, EventID, Deadline(0) — the deadline is consumer.Config.HandlerTimeout,
 // -handler-timeout —, Dedup on the store, wrapped by
 // layer unless nil) around a handler that inserts the same business row as the baseline, with
 // consumer.Config.BatchSize batch.
@@ -110,7 +110,8 @@ func startChain(env *environment, o options, b backlog, group string, tr *tracke
 }
 
 // chain is the standard chain of the README and the example consumer, outermost first, without the
-// example's domain steps (order aggregate check, version).
+// example's domain steps (order aggregate check, version). middleware.Logging is not in it: it is a
+// debugging aid outside the recommended chain (the consumer logs each final decision itself).
 func chain(store dedup.TxStore, m *metrics.Metrics, o options, h dedup.TxHandler) (consumer.Handler, error) {
 	eventID, err := middleware.EventID(middleware.EventIDConfig{
 		Extractors: []middleware.Extractor{middleware.FromProperty("EVENT_ID"), middleware.FromJSONField("eventId")},
@@ -119,6 +120,6 @@ func chain(store dedup.TxStore, m *metrics.Metrics, o options, h dedup.TxHandler
 		return nil, err
 	}
 	log := zap.NewNop()
-	return middleware.Chain(dedup.Handle(h), middleware.Metrics(m), middleware.Logging(log), middleware.Recover(log),
+	return middleware.Chain(dedup.Handle(h), middleware.Metrics(m), middleware.Recover(log),
 		middleware.Classify(), eventID, middleware.Deadline(0), middleware.Dedup(store)), nil // Deadline(0): HandlerTimeout, inline
 }

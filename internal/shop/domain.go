@@ -34,8 +34,9 @@ const (
 	KindPayment = "PAYMENT"
 )
 
-// Business unique keys (the chapter's change_id and transaction_id): one row per business action, whoever
-// records it first — a message, its re-send under another event ID, or the compensation job.
+// Business unique keys (inventory_change.change_id, account_transaction.transaction_id): one row per business
+// action, derived from the action itself (not the event ID), whoever records it first — a message, its
+// re-send under another event ID, or the compensation job.
 
 // ReserveChangeID is the inventory_change key of an order's stock reservation.
 func ReserveChangeID(orderNo string) string { return "reserve:" + orderNo }

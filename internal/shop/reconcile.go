@@ -47,8 +47,8 @@ func (r ReconcileReport) Verdict() string {
 	return fmt.Sprintf("reconcile: FAILED %d differences", len(r.Differences))
 }
 
-// Reconcile checks the domain's invariants in db (the idempotency chapter's reconciliation, run after the
-// fact because a bug or a hand-made fix can break what the unique keys protect):
+// Reconcile checks the domain's invariants in db, after the fact, because a bug or a hand-made fix can break
+// what the unique keys protect:
 //
 //   - per account, SUM(account_transaction.amount) = account.balance (and no transactions without account);
 //   - per SKU, inventory.on_hand = SUM(inventory_change.quantity) (and no changes without inventory row);

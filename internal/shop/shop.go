@@ -1,4 +1,4 @@
-// Package shop is the example business domain of the idempotency chapter — orders (WAIT_PAY → PAID |
+// Package shop is the example business domain — orders (WAIT_PAY → PAID |
 // CANCELLED, with a version), inventory reservations and releases keyed by change_id, accounts and their
 // transactions keyed by transaction_id — used by cmd/example-consumer, the chaos runs and the integration
 // tests. Handler writes go through the dedup transaction, so a business effect and its processed_event row
