@@ -27,37 +27,46 @@ import (
 // then either.
 func Timeout(d time.Duration) consumer.Middleware {
 	own := newOwnDeadline("middleware.Timeout", d)
-	return func(next consumer.Handler) consumer.Handler {
-		return func(ctx context.Context, dl *consumer.Delivery) (consumer.Outcome, error) {
-			run := startRun(ctx, own)
-			var cancel context.CancelFunc
-			if d > 0 {
-				ctx, cancel = run.withDeadline(ctx)
-			} else {
-				ctx, cancel = context.WithCancel(ctx)
-			}
-			defer cancel()
-			type result struct {
-				o   consumer.Outcome
-				err error
-			}
-			done := make(chan result, 1)
-			go func() {
-				var r result
-				defer func() {
-					if p := recover(); p != nil {
-						r = result{panicRetry(), newPanicError(p)}
-					}
-					done <- r
-				}()
-				r.o, r.err = next(ctx, dl)
+	return (&timeoutMW{d: d, own: own}).wrap
+}
+
+// timeoutMW is a Timeout middleware; its wrap method value identifies it to Chain.
+type timeoutMW struct {
+	d   time.Duration
+	own *ownDeadline
+}
+
+func (w *timeoutMW) wrap(next consumer.Handler) consumer.Handler {
+	d, own := w.d, w.own
+	return func(ctx context.Context, dl *consumer.Delivery) (consumer.Outcome, error) {
+		run := startRun(ctx, own)
+		var cancel context.CancelFunc
+		if d > 0 {
+			ctx, cancel = run.withDeadline(ctx)
+		} else {
+			ctx, cancel = context.WithCancel(ctx)
+		}
+		defer cancel()
+		type result struct {
+			o   consumer.Outcome
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			var r result
+			defer func() {
+				if p := recover(); p != nil {
+					r = result{panicRetry(), newPanicError(p)}
+				}
+				done <- r
 			}()
-			select {
-			case r := <-done:
-				return r.o, r.err
-			case <-ctx.Done():
-				return run.expired(ctx, "handler did not return before its deadline", nil)
-			}
+			r.o, r.err = next(ctx, dl)
+		}()
+		select {
+		case r := <-done:
+			return r.o, r.err
+		case <-ctx.Done():
+			return run.expired(ctx, "handler did not return before its deadline", nil)
 		}
 	}
 }
