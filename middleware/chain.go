@@ -48,9 +48,10 @@ func orderErr(format string, args ...any) error {
 // wrapping ErrChainOrder that says what to move where:
 //   - Dedup without EventID before it (Dedup needs the event ID EventID sets);
 //   - Version without Dedup before it (Version runs inside the dedup transaction);
-//   - Timeout outside Recover (see Timeout: the panic it recovers on its own goroutine comes back as a
-//     *PanicError that Recover must be outside to log, and a Recover inside Timeout would run on that
-//     goroutine, leaving Timeout and everything outside it unguarded on the consumer's goroutine);
+//   - Timeout outside Recover. Timeout recovers a panic on its own goroutine itself and returns it as a
+//     *PanicError, so none escapes either way; the rule keeps Recover, which logs each panic once with the
+//     handler's stack, on the consumer's goroutine around Timeout and whatever sits between them, as in the
+//     recommended order (a Recover inside Timeout runs on Timeout's per-message goroutine);
 //   - a handler made by dedup.Handle (dedup.IsTxHandler) without Dedup in the chain;
 //   - a standard middleware twice (Deadline and Timeout count as one).
 //

@@ -7,7 +7,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 )
 
-// Timeout is the deadline for handlers that ignore their context: it runs the rest of the chain on a
+// Timeout is the deadline only for handlers that ignore their context: it runs the rest of the chain on a
 // goroutine of its own (one per message) and returns at the deadline even if the handler has not. Handlers
 // that honour their context (Dedup and database/sql calls made with ctx do) need only the consumer's
 // Config.HandlerTimeout, or Deadline, which costs no goroutine.
@@ -24,7 +24,7 @@ import (
 // that carries that goroutine's stack, for Recover to log. With d ≤ 0 only the parent's deadline applies,
 // still enforced. In a batch (consumer.Config.BatchSize > 1) the members share a transaction begun with the
 // batch's context instead, and Dedup loses it when a member was abandoned still running, so nothing commits
-// then either.
+// then either. Chain refuses Timeout outside Recover, and Timeout together with Deadline.
 func Timeout(d time.Duration) consumer.Middleware {
 	own := newOwnDeadline("middleware.Timeout", d)
 	return (&timeoutMW{d: d, own: own}).wrap
