@@ -18,7 +18,10 @@ func TestIsTxHandler_RecognisesHandleResultsOnly(t *testing.T) {
 		return consumer.Processed(), nil
 	}
 	typed := func() consumer.Handler { return dedup.Handle(tx) } // an adapter built by calling Handle
-	plain := func(context.Context, *consumer.Delivery) (consumer.Outcome, error) { calls++; return consumer.Processed(), nil }
+	plain := func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
+		calls++
+		return consumer.Processed(), nil
+	}
 	h := dedup.Handle(tx)
 	hidden := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) { return h(ctx, d) }
 

@@ -129,7 +129,7 @@ func TestStandard_ErrorsComeBackThroughConsumerNew(t *testing.T) {
 		want string
 		is   error
 	}{
-		"nil Store": {middleware.StandardConfig{}, "middleware.Dedup: store is nil", middleware.ErrNilDependency},
+		"nil Store":       {middleware.StandardConfig{}, "middleware.Dedup: store is nil", middleware.ErrNilDependency},
 		"typed-nil Store": {middleware.StandardConfig{Store: (*dedup.Store)(nil)}, "did dedup.NewStore fail?", middleware.ErrNilDependency},
 		"bad EventID config": {middleware.StandardConfig{Store: store, EventID: middleware.EventIDConfig{MaxLength: -1}},
 			"consumer.New: handler: middleware.Standard: EventID: event ID config: MaxLength", nil},
