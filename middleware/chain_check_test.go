@@ -179,3 +179,21 @@ func TestStandard_ProcessesAMessageOnceOnMariaDB(t *testing.T) {
 	assert.Equal(t, consumer.KindDuplicate, o.Kind)
 	assert.Equal(t, 1, ledger.Count(t, run+"-e1"), "applied once")
 }
+
+// A nil logger is zap.NewNop(): Recover still recovers, Logging writes nothing; neither panics.
+func TestRecoverAndLogging_NilLoggerIsANop(t *testing.T) {
+	panics := func(context.Context, *consumer.Delivery) (consumer.Outcome, error) { panic("handler bug") }
+
+	o, err := middleware.Chain(panics, middleware.Logging(nil), middleware.Recover(nil))(context.Background(), delivery("ORDER", "", nil))
+
+	require.ErrorIs(t, err, middleware.ErrPanic)
+	assert.Equal(t, consumer.KindRetry, o.Kind)
+}
+
+// Dedup(nil) applied by hand, outermost, is still reported by consumer.New.
+func TestDedup_NilStoreAppliedByHandFailsConsumerNew(t *testing.T) {
+	err := newConsumer(t, middleware.Dedup(nil)(plain))
+
+	require.ErrorIs(t, err, middleware.ErrNilDependency)
+	assert.Contains(t, err.Error(), "did dedup.NewStore fail?")
+}
