@@ -147,12 +147,17 @@ type Consumer struct {
 // New validates cfg (a *ConfigError per bad field, joined) and builds the client's push consumer with
 // cfg's group, name servers, instance name, MaxReconsumeTimes, goroutines, batch size and consume
 // timeout, and with Orderly the client's orderly consumption and SuspendTime. It subscribes every topic but does not start consuming: call Start.
+// A nil h is a *ConfigError; an h made by Refuse (middleware.Chain and middleware.Standard return one for a
+// wrong chain) is its error wrapped as "consumer.New: handler: <err>". New never calls any other h.
 func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if h == nil {
 		return nil, &ConfigError{Field: "Handler", Problem: "required"}
+	}
+	if err := Refused(h); err != nil {
+		return nil, fmt.Errorf("consumer.New: handler: %w", err)
 	}
 	cfg = cfg.withDefaults()
 	o := options{logger: zap.NewNop(), push: newClientPushConsumer, observer: nopObserver{},

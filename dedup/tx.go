@@ -3,6 +3,7 @@ package dedup
 import (
 	"context"
 	"errors"
+	"reflect"
 
 	"github.com/jmoiron/sqlx"
 
@@ -36,12 +37,27 @@ type TxHandler func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (con
 
 // Handle adapts a TxHandler into a consumer.Handler that takes the transaction from the context.
 // Without one (no dedup middleware in the chain) it returns ErrNoTx and an unset outcome (a retry).
+// Its result is recognisable by IsTxHandler, and so is every handler that is the result of a call to Handle
+// (a typed adapter that returns Handle(...) is one); middleware.Chain uses that to refuse a chain without
+// middleware.Dedup around it.
 func Handle(h TxHandler) consumer.Handler {
-	return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-		tx, ok := TxFromContext(ctx)
-		if !ok {
-			return consumer.Outcome{}, ErrNoTx
-		}
-		return h(ctx, tx, d)
+	return (&txHandler{h: h}).handle
+}
+
+// txHandler is a TxHandler adapted by Handle.
+type txHandler struct{ h TxHandler }
+
+func (t *txHandler) handle(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	tx, ok := TxFromContext(ctx)
+	if !ok {
+		return consumer.Outcome{}, ErrNoTx
 	}
+	return t.h(ctx, tx, d)
+}
+
+// IsTxHandler reports whether h was returned by Handle, i.e. needs the transaction of middleware.Dedup. It
+// compares code pointers (every Handle result shares the one of (*txHandler).handle's method value) and never
+// calls h; a handler that wraps a Handle result in a function of its own is not recognised.
+func IsTxHandler(h consumer.Handler) bool {
+	return h != nil && reflect.ValueOf(h).Pointer() == reflect.ValueOf((*txHandler)(nil).handle).Pointer()
 }

@@ -28,38 +28,43 @@ import (
 // error is passed on for logging; an outcome already set to dead letter or unavailable is kept; a success
 // without error is unchanged.
 func Classify() consumer.Middleware {
-	return func(next consumer.Handler) consumer.Handler {
-		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-			o, err := next(ctx, d)
-			if o.Kind == consumer.KindDeadLetter && o.Cause == "" && err != nil {
-				return withCause(o, permanentCause(err)), err
-			}
-			if o.Kind == consumer.KindDeadLetter || o.Kind == consumer.KindUnavailable || (err == nil && o.Kind.Acknowledges()) {
-				return o, err
-			}
-			if err != nil {
-				switch retry.Classify(err) {
-				case retry.ClassPermanent:
-					return withCause(consumer.DeadLetter(err.Error()), permanentCause(err)), err
-				case retry.ClassInfrastructure:
-					return consumer.Unavailable(err.Error()), err
-				}
-				delay := 0
-				if o.Kind == consumer.KindRetry {
-					delay = o.DelayLevel
-				}
-				o = withCause(consumer.Retry(delay, err.Error()), o.Cause)
-			}
-			if d.LastAttempt() && !errors.Is(ctx.Err(), context.Canceled) {
-				reason := o.Reason
-				if reason == "" {
-					reason = "no outcome"
-				}
-				letter := consumer.DeadLetter(fmt.Sprintf("retries exhausted after %d deliveries: %s", d.Attempt+1, reason))
-				return withCause(letter, exhaustedCause(o, err)), err
-			}
+	return (&classifyMW{}).wrap
+}
+
+// classifyMW is the middleware of Classify; its wrap method value identifies it to Chain.
+type classifyMW struct{}
+
+func (w *classifyMW) wrap(next consumer.Handler) consumer.Handler {
+	return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		o, err := next(ctx, d)
+		if o.Kind == consumer.KindDeadLetter && o.Cause == "" && err != nil {
+			return withCause(o, permanentCause(err)), err
+		}
+		if o.Kind == consumer.KindDeadLetter || o.Kind == consumer.KindUnavailable || (err == nil && o.Kind.Acknowledges()) {
 			return o, err
 		}
+		if err != nil {
+			switch retry.Classify(err) {
+			case retry.ClassPermanent:
+				return withCause(consumer.DeadLetter(err.Error()), permanentCause(err)), err
+			case retry.ClassInfrastructure:
+				return consumer.Unavailable(err.Error()), err
+			}
+			delay := 0
+			if o.Kind == consumer.KindRetry {
+				delay = o.DelayLevel
+			}
+			o = withCause(consumer.Retry(delay, err.Error()), o.Cause)
+		}
+		if d.LastAttempt() && !errors.Is(ctx.Err(), context.Canceled) {
+			reason := o.Reason
+			if reason == "" {
+				reason = "no outcome"
+			}
+			letter := consumer.DeadLetter(fmt.Sprintf("retries exhausted after %d deliveries: %s", d.Attempt+1, reason))
+			return withCause(letter, exhaustedCause(o, err)), err
+		}
+		return o, err
 	}
 }
 

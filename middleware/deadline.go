@@ -31,20 +31,26 @@ import (
 // stack, to Recover.
 func Deadline(d time.Duration) consumer.Middleware {
 	own := newOwnDeadline("middleware.Deadline", d)
-	return func(next consumer.Handler) consumer.Handler {
-		return func(ctx context.Context, dl *consumer.Delivery) (consumer.Outcome, error) {
-			run := startRun(ctx, own)
-			if run.ownIsEarlier() {
-				var cancel context.CancelFunc
-				ctx, cancel = run.withDeadline(ctx)
-				defer cancel()
-			}
-			o, err := next(ctx, dl)
-			if ctx.Err() == nil {
-				return o, err
-			}
-			return run.expired(ctx, "handler returned after its deadline", err)
+	return (&deadlineMW{own: own}).wrap
+}
+
+// deadlineMW is a Deadline middleware; its wrap method value identifies it to Chain.
+type deadlineMW struct{ own *ownDeadline }
+
+func (w *deadlineMW) wrap(next consumer.Handler) consumer.Handler {
+	own := w.own
+	return func(ctx context.Context, dl *consumer.Delivery) (consumer.Outcome, error) {
+		run := startRun(ctx, own)
+		if run.ownIsEarlier() {
+			var cancel context.CancelFunc
+			ctx, cancel = run.withDeadline(ctx)
+			defer cancel()
 		}
+		o, err := next(ctx, dl)
+		if ctx.Err() == nil {
+			return o, err
+		}
+		return run.expired(ctx, "handler returned after its deadline", err)
 	}
 }
 

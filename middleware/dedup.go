@@ -38,48 +38,60 @@ import (
 //
 // In a batch (consumer.Config.BatchSize > 1, consumer.BatchFromContext) the members of one callback share
 // one transaction instead, a SAVEPOINT per member and one COMMIT after the last; see dedup_batch.go.
+//
+// A nil store (nil, or a nil *dedup.Store left by a failed dedup.NewStore) makes Chain (and so consumer.New)
+// refuse the chain with an error wrapping ErrNilDependency; Dedup itself cannot return an error.
 func Dedup(store dedup.TxStore) consumer.Middleware {
-	return func(next consumer.Handler) consumer.Handler {
-		return func(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {
-			if d.EventID == "" {
-				return consumer.Outcome{}, retry.Permanent(fmt.Errorf("dedup: %w (put middleware.EventID before middleware.Dedup)", ErrUnidentifiable))
-			}
-			if cause, done := store.Done(ctx, d); done {
-				o := consumer.Duplicate()
-				o.Cause = cause
-				return o, nil
-			}
-			if b := consumer.BatchFromContext(ctx); b != nil {
-				return dedupInBatch(ctx, store, b, d, next)
-			}
-			txn, err := store.Begin(ctx)
-			if err != nil {
-				return consumer.Outcome{}, err
-			}
-			// Releases the key unless the transaction committed (after Commit, it does nothing); a connection
-			// that met a read-only server (err) is closed instead of returned to the pool.
-			defer func() { _ = txn.RollbackAfter(err) }()
-			if err := store.Claim(ctx, txn, d); err != nil {
-				if errors.Is(err, dedup.ErrDuplicate) {
-					return duplicate(ctx, store, txn, d), nil
-				}
-				return consumer.Outcome{}, err
-			}
-			o, err = next(dedup.WithTxn(ctx, txn), d)
-			if err == nil && o.Kind == consumer.KindStale {
-				return stale(ctx, store, txn, d, o)
-			}
-			if err != nil || (o.Kind != consumer.KindProcessed && o.Kind != consumer.KindDuplicate) {
-				return o, err
-			}
-			if err := store.Confirm(ctx, txn, d); err != nil {
-				return consumer.Outcome{}, err
-			}
-			if err := txn.Commit(); err != nil {
-				return consumer.Outcome{}, fmt.Errorf("dedup: commit group %s event %s: %w", d.Group, d.EventID, err)
-			}
+	if isNil(store) {
+		return refuse(fmt.Errorf("%w: middleware.Dedup: store is nil — did dedup.NewStore fail? check its error", ErrNilDependency))
+	}
+	return (&dedupMW{store: store}).wrap
+}
+
+// dedupMW is a Dedup middleware; its wrap method value identifies it to Chain.
+type dedupMW struct{ store dedup.TxStore }
+
+func (w *dedupMW) wrap(next consumer.Handler) consumer.Handler {
+	store := w.store
+	return func(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {
+		if d.EventID == "" {
+			return consumer.Outcome{}, retry.Permanent(fmt.Errorf("dedup: %w (put middleware.EventID before middleware.Dedup)", ErrUnidentifiable))
+		}
+		if cause, done := store.Done(ctx, d); done {
+			o := consumer.Duplicate()
+			o.Cause = cause
 			return o, nil
 		}
+		if b := consumer.BatchFromContext(ctx); b != nil {
+			return dedupInBatch(ctx, store, b, d, next)
+		}
+		txn, err := store.Begin(ctx)
+		if err != nil {
+			return consumer.Outcome{}, err
+		}
+		// Releases the key unless the transaction committed (after Commit, it does nothing); a connection
+		// that met a read-only server (err) is closed instead of returned to the pool.
+		defer func() { _ = txn.RollbackAfter(err) }()
+		if err := store.Claim(ctx, txn, d); err != nil {
+			if errors.Is(err, dedup.ErrDuplicate) {
+				return duplicate(ctx, store, txn, d), nil
+			}
+			return consumer.Outcome{}, err
+		}
+		o, err = next(dedup.WithTxn(ctx, txn), d)
+		if err == nil && o.Kind == consumer.KindStale {
+			return stale(ctx, store, txn, d, o)
+		}
+		if err != nil || (o.Kind != consumer.KindProcessed && o.Kind != consumer.KindDuplicate) {
+			return o, err
+		}
+		if err := store.Confirm(ctx, txn, d); err != nil {
+			return consumer.Outcome{}, err
+		}
+		if err := txn.Commit(); err != nil {
+			return consumer.Outcome{}, fmt.Errorf("dedup: commit group %s event %s: %w", d.Group, d.EventID, err)
+		}
+		return o, nil
 	}
 }
 

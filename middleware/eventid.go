@@ -161,18 +161,24 @@ func EventID(cfg EventIDConfig) (consumer.Middleware, error) {
 			}
 		}
 	}
-	return func(next consumer.Handler) consumer.Handler {
-		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-			id, err := extractID(cfg, d)
-			if err != nil {
-				return withCause(consumer.DeadLetter(err.Error()), consumer.CauseUnidentifiable), retry.Permanent(err)
-			}
-			d.EventID = id
-			d.EventType = first(cfg.TypeExtractors, d)
-			d.AggregateID = first(cfg.AggregateExtractors, d)
-			return next(ctx, d)
+	return (&eventIDMW{cfg: cfg}).wrap, nil
+}
+
+// eventIDMW is an EventID middleware; its wrap method value identifies it to Chain.
+type eventIDMW struct{ cfg EventIDConfig }
+
+func (w *eventIDMW) wrap(next consumer.Handler) consumer.Handler {
+	cfg := w.cfg
+	return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		id, err := extractID(cfg, d)
+		if err != nil {
+			return withCause(consumer.DeadLetter(err.Error()), consumer.CauseUnidentifiable), retry.Permanent(err)
 		}
-	}, nil
+		d.EventID = id
+		d.EventType = first(cfg.TypeExtractors, d)
+		d.AggregateID = first(cfg.AggregateExtractors, d)
+		return next(ctx, d)
+	}
 }
 
 // miss is one extractor that found nothing, kept to explain a dead letter (no event ID, no aggregate version).

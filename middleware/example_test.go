@@ -52,3 +52,18 @@ func wire(ctx context.Context, dsn string, log *zap.Logger) error {
 func Example_wiring() {
 	_ = wire
 }
+
+// Example_standard builds the recommended chain in one call. A nil store (dedup.NewStore failed) or a bad
+// EventIDConfig is not a panic here: consumer.New returns the error. Compiled, not run (it needs a broker).
+func Example_standard() {
+	_ = func(db *sqlx.DB, log *zap.Logger, h consumer.Handler) error {
+		store, err := dedup.NewStore(db)
+		if err != nil {
+			return err
+		}
+		handler := middleware.Standard(h, middleware.StandardConfig{Logger: log, Store: store})
+		_, err = consumer.New(consumer.Config{NameServers: []string{"127.0.0.1:9876"}, Group: "inventory",
+			Subscriptions: []consumer.Subscription{{Topic: "ORDER"}}}, handler)
+		return err
+	}
+}

@@ -17,29 +17,39 @@ import (
 // look (consumer.WithLogger), so Logging is not part of the recommended chain. A message's chain may run
 // more than once before its decision (a batch handled again after losing its shared transaction, a run
 // repeated after a wait for the store): Logging writes a line for each run, the consumer one per message.
+// A nil log is zap.NewNop() (no lines).
 func Logging(log *zap.Logger) consumer.Middleware {
-	return func(next consumer.Handler) consumer.Handler {
-		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-			if !log.Core().Enabled(zapcore.DebugLevel) {
-				return next(ctx, d) // no line is written: no need to time the run
-			}
-			start := time.Now()
-			o, err := next(ctx, d)
-			if ce := log.Check(zapcore.DebugLevel, "handler run"); ce != nil {
-				fields := []zap.Field{
-					zap.String("group", d.Group), zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId),
-					zap.String("keys", d.Msg.GetKeys()), zap.String("event_id", d.EventID), zap.Int("attempt", d.Attempt),
-					zap.Stringer("outcome", o.Kind), zap.Duration("duration", time.Since(start)),
-				}
-				if o.Reason != "" {
-					fields = append(fields, zap.String("reason", o.Reason))
-				}
-				if err != nil {
-					fields = append(fields, zap.Error(err))
-				}
-				ce.Write(fields...)
-			}
-			return o, err
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return (&loggingMW{log: log}).wrap
+}
+
+// loggingMW is a Logging middleware; its wrap method value identifies it to Chain.
+type loggingMW struct{ log *zap.Logger }
+
+func (w *loggingMW) wrap(next consumer.Handler) consumer.Handler {
+	log := w.log
+	return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		if !log.Core().Enabled(zapcore.DebugLevel) {
+			return next(ctx, d) // no line is written: no need to time the run
 		}
+		start := time.Now()
+		o, err := next(ctx, d)
+		if ce := log.Check(zapcore.DebugLevel, "handler run"); ce != nil {
+			fields := []zap.Field{
+				zap.String("group", d.Group), zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId),
+				zap.String("keys", d.Msg.GetKeys()), zap.String("event_id", d.EventID), zap.Int("attempt", d.Attempt),
+				zap.Stringer("outcome", o.Kind), zap.Duration("duration", time.Since(start)),
+			}
+			if o.Reason != "" {
+				fields = append(fields, zap.String("reason", o.Reason))
+			}
+			if err != nil {
+				fields = append(fields, zap.Error(err))
+			}
+			ce.Write(fields...)
+		}
+		return o, err
 	}
 }

@@ -3,6 +3,7 @@ package middleware
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/rmqguard/rmqguard/consumer"
@@ -19,23 +20,33 @@ import (
 // combined and dead letters are published. Labels use the original topic (restored from RETRY_TOPIC).
 // Each chain keeps the rmqguard_handle_duration_seconds series of the (group, topic) pairs it has seen (up
 // to 256), so a message costs no label lookup; those series must not be deleted from m.HandleDuration.
+// A nil m makes Chain (and so consumer.New) refuse the chain with an error wrapping ErrNilDependency.
 func Metrics(m *metrics.Metrics) consumer.Middleware {
-	return func(next consumer.Handler) consumer.Handler {
-		durations := newDurationSeries(m.HandleDuration)
-		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-			start := time.Now()
-			o, err := next(ctx, d)
-			durations.observer(d.Group, d.Topic).Observe(time.Since(start).Seconds())
-			if err != nil {
-				m.Errors.WithLabelValues(d.Group, d.Topic, retry.Classify(err).String()).Inc()
-				if errors.Is(err, ErrPanic) {
-					m.Panics.WithLabelValues(d.Group, d.Topic).Inc()
-				}
-				if errors.Is(err, ErrUnidentifiable) {
-					m.Unidentifiable.WithLabelValues(d.Group, d.Topic).Inc()
-				}
+	if m == nil {
+		return refuse(fmt.Errorf("%w: middleware.Metrics: m is nil: pass the *metrics.Metrics you registered, or leave Metrics out", ErrNilDependency))
+	}
+	return (&metricsMW{m: m}).wrap
+}
+
+// metricsMW is a Metrics middleware; its wrap method value identifies it to Chain.
+type metricsMW struct{ m *metrics.Metrics }
+
+func (w *metricsMW) wrap(next consumer.Handler) consumer.Handler {
+	m := w.m
+	durations := newDurationSeries(m.HandleDuration)
+	return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		start := time.Now()
+		o, err := next(ctx, d)
+		durations.observer(d.Group, d.Topic).Observe(time.Since(start).Seconds())
+		if err != nil {
+			m.Errors.WithLabelValues(d.Group, d.Topic, retry.Classify(err).String()).Inc()
+			if errors.Is(err, ErrPanic) {
+				m.Panics.WithLabelValues(d.Group, d.Topic).Inc()
 			}
-			return o, err
+			if errors.Is(err, ErrUnidentifiable) {
+				m.Unidentifiable.WithLabelValues(d.Group, d.Topic).Inc()
+			}
 		}
+		return o, err
 	}
 }

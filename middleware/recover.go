@@ -58,21 +58,30 @@ func panicRetry() consumer.Outcome {
 // "stacktrace" on its logger (zap's production config adds one at error level, Recover's own frames,
 // not the handler's). The consumer then logs the message's decision (a retry, or a dead letter on the
 // last delivery) without a stack. A transaction opened inside is rolled back by the middleware that
-// opened it (deferred rollback).
+// opened it (deferred rollback). A nil log is zap.NewNop(): panics are still recovered, not logged.
 func Recover(log *zap.Logger) consumer.Middleware {
+	if log == nil {
+		log = zap.NewNop()
+	}
 	log = log.WithOptions(zap.AddStacktrace(zap.LevelEnablerFunc(func(zapcore.Level) bool { return false })))
-	return func(next consumer.Handler) consumer.Handler {
-		return func(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {
-			defer func() {
-				if r := recover(); r != nil {
-					o, err = panicRetry(), newPanicError(r)
-				}
-				if err != nil {
-					logIfPanic(log, d, err)
-				}
-			}()
-			return next(ctx, d)
-		}
+	return (&recoverMW{log: log}).wrap
+}
+
+// recoverMW is a Recover middleware; its wrap method value identifies it to Chain.
+type recoverMW struct{ log *zap.Logger }
+
+func (w *recoverMW) wrap(next consumer.Handler) consumer.Handler {
+	log := w.log
+	return func(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				o, err = panicRetry(), newPanicError(r)
+			}
+			if err != nil {
+				logIfPanic(log, d, err)
+			}
+		}()
+		return next(ctx, d)
 	}
 }
 

@@ -50,11 +50,17 @@ func Version(store *dedup.Store, cfg VersionConfig) (consumer.Middleware, error)
 	for _, t := range cfg.EventTypes {
 		v.types[t] = true
 	}
-	return func(next consumer.Handler) consumer.Handler {
-		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-			return v.handle(ctx, d, next)
-		}
-	}, nil
+	return (&versionMW{v: v}).wrap, nil
+}
+
+// versionMW is a Version middleware; its wrap method value identifies it to Chain.
+type versionMW struct{ v *versionCheck }
+
+func (w *versionMW) wrap(next consumer.Handler) consumer.Handler {
+	v := w.v
+	return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		return v.handle(ctx, d, next)
+	}
 }
 
 // versionCheck is one Version middleware's configuration.

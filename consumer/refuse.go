@@ -1,0 +1,46 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"reflect"
+)
+
+// errNoReason is the error of Refuse(nil).
+var errNoReason = errors.New("handler refused without a reason")
+
+// refusal is a handler that could not be built: err says why.
+type refusal struct{ err error }
+
+// handle answers a nil Delivery (New asking) with the refusal's error; a real message (a chain that bypassed
+// New's check, e.g. a refused handler wrapped by hand) becomes a dead letter whose reason is that error.
+func (r *refusal) handle(_ context.Context, d *Delivery) (Outcome, error) {
+	if d == nil {
+		return Outcome{}, r.err
+	}
+	return DeadLetter("handler could not be built: " + r.err.Error()), nil
+}
+
+// Refuse returns a Handler that stands for a handler which could not be built, because of err (a wrong
+// middleware chain, a nil store, a bad middleware config): New given it (or given a Refused handler
+// outermost) returns err wrapped as "consumer.New: handler: <err>", so a wrong chain fails at construction.
+// New recognises it by identity, without calling user code and at no cost per message. If it ever runs on
+// a message (it was wrapped by hand in another handler, which hides it from New), it dead-letters the
+// message with the reason "handler could not be built: <err>" and no error, so nothing is retried forever
+// nor acknowledged as processed. A nil err is replaced by a generic one.
+func Refuse(err error) Handler {
+	if err == nil {
+		err = errNoReason
+	}
+	return (&refusal{err: err}).handle
+}
+
+// Refused returns the error of a handler made by Refuse, or nil for any other handler (which it never
+// calls). It compares code pointers: every Refuse result shares the one of (*refusal).handle's method value.
+func Refused(h Handler) error {
+	if h == nil || reflect.ValueOf(h).Pointer() != reflect.ValueOf((*refusal)(nil).handle).Pointer() {
+		return nil
+	}
+	_, err := h(context.Background(), nil) // our own code: answers a nil Delivery with its error
+	return err
+}

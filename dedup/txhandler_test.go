@@ -1,0 +1,34 @@
+package dedup_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/stretchr/testify/assert"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dedup"
+)
+
+func TestIsTxHandler_RecognisesHandleResultsOnly(t *testing.T) {
+	calls := 0
+	tx := func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
+		calls++
+		return consumer.Processed(), nil
+	}
+	typed := func() consumer.Handler { return dedup.Handle(tx) } // an adapter built by calling Handle
+	plain := func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
+		calls++
+		return consumer.Processed(), nil
+	}
+	h := dedup.Handle(tx)
+	hidden := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) { return h(ctx, d) }
+
+	assert.True(t, dedup.IsTxHandler(dedup.Handle(tx)))
+	assert.True(t, dedup.IsTxHandler(typed()))
+	assert.False(t, dedup.IsTxHandler(plain))
+	assert.False(t, dedup.IsTxHandler(hidden), "a function of its own around Handle's result is not recognised")
+	assert.False(t, dedup.IsTxHandler(nil))
+	assert.Zero(t, calls, "IsTxHandler never calls the handler")
+}

@@ -1,0 +1,199 @@
+package middleware_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/jmoiron/sqlx"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/metrics"
+	"github.com/rmqguard/rmqguard/middleware"
+)
+
+// newConsumer calls consumer.New with a valid config and a push-consumer factory the test fails on: a
+// refused handler must be reported before any client is built.
+func newConsumer(t *testing.T, h consumer.Handler) error {
+	t.Helper()
+	_, err := consumer.New(consumer.Config{NameServers: []string{"127.0.0.1:9876"}, Group: "cg",
+		Subscriptions: []consumer.Subscription{{Topic: "ORDER"}}}, h,
+		consumer.WithPushConsumer(func([]rmq.Option) (consumer.PushConsumer, error) {
+			t.Error("a client was built for a refused handler")
+			return nil, errors.New("unexpected")
+		}))
+	return err
+}
+
+func plain(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
+	return consumer.Processed(), nil
+}
+
+var txPlain = dedup.Handle(func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
+	return consumer.Processed(), nil
+})
+
+func TestChain_WrongChainsFailConsumerNewWithTheFix(t *testing.T) {
+	eventID, err := middleware.EventID(middleware.EventIDConfig{})
+	require.NoError(t, err)
+	version, err := middleware.Version(nil, middleware.VersionConfig{AggregateType: "order",
+		Load: func(context.Context, *sqlx.Tx, string) (int64, error) { return 0, nil }})
+	require.NoError(t, err)
+	store := new(dedup.Store) // never used: the chains below are refused before any message
+	recov, classify := middleware.Recover(zap.NewNop()), middleware.Classify()
+	for name, tc := range map[string]struct {
+		h    consumer.Handler
+		mws  []consumer.Middleware
+		want string
+		is   error
+	}{
+		"Dedup before EventID": {plain, []consumer.Middleware{recov, classify, middleware.Dedup(store), eventID},
+			"consumer.New: handler: middleware.Dedup (position 3) needs middleware.EventID before it: move EventID before Dedup", middleware.ErrChainOrder},
+		"Dedup without EventID": {txPlain, []consumer.Middleware{classify, middleware.Dedup(store)},
+			"middleware.Dedup (position 2) needs middleware.EventID before it: add middleware.EventID before Dedup", middleware.ErrChainOrder},
+		"Version before Dedup": {txPlain, []consumer.Middleware{eventID, version, middleware.Dedup(store)},
+			"middleware.Version (position 2) needs middleware.Dedup before it: move Dedup before Version", middleware.ErrChainOrder},
+		"Version without Dedup": {plain, []consumer.Middleware{eventID, version},
+			"add middleware.Dedup before Version", middleware.ErrChainOrder},
+		"Timeout outside Recover": {plain, []consumer.Middleware{middleware.Timeout(time.Second), recov, classify},
+			"middleware.Timeout (position 1) must be inside middleware.Recover (position 2): move Recover before Timeout", middleware.ErrChainOrder},
+		"dedup.Handle without Dedup": {txPlain, []consumer.Middleware{recov, classify, eventID},
+			"add middleware.Dedup(store) to the chain, after EventID", middleware.ErrChainOrder},
+		"two Dedups": {txPlain, []consumer.Middleware{eventID, middleware.Dedup(store), middleware.Dedup(store)},
+			"middleware.Dedup (position 3) repeats middleware.Dedup (position 2): keep one of them", middleware.ErrChainOrder},
+		"two EventIDs": {plain, []consumer.Middleware{eventID, classify, eventID},
+			"middleware.EventID (position 3) repeats middleware.EventID (position 1)", middleware.ErrChainOrder},
+		"Deadline and Timeout": {plain, []consumer.Middleware{middleware.Deadline(0), middleware.Timeout(time.Second)},
+			"middleware.Timeout (position 2) repeats middleware.Deadline (position 1)", middleware.ErrChainOrder},
+		"Dedup(nil)": {txPlain, []consumer.Middleware{eventID, middleware.Dedup(nil)},
+			"position 2: nil dependency: middleware.Dedup: store is nil — did dedup.NewStore fail? check its error", middleware.ErrNilDependency},
+		"Dedup of a typed-nil *dedup.Store": {txPlain, []consumer.Middleware{eventID, middleware.Dedup((*dedup.Store)(nil))},
+			"middleware.Dedup: store is nil — did dedup.NewStore fail?", middleware.ErrNilDependency},
+		"Metrics(nil)": {plain, []consumer.Middleware{middleware.Metrics(nil), recov},
+			"middleware.Metrics: m is nil", middleware.ErrNilDependency},
+		"nil middleware": {plain, []consumer.Middleware{recov, nil},
+			"the middleware at position 2 is nil", middleware.ErrNilDependency},
+		"nil handler": {nil, []consumer.Middleware{recov},
+			"middleware.Chain: the handler is nil", middleware.ErrNilDependency},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := newConsumer(t, middleware.Chain(tc.h, tc.mws...))
+
+			require.ErrorIs(t, err, tc.is)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+func TestChain_UserMiddlewaresAreAllowedAnywhereAndNotCalledByTheCheck(t *testing.T) {
+	eventID, err := middleware.EventID(middleware.EventIDConfig{})
+	require.NoError(t, err)
+	built := 0
+	user := func(next consumer.Handler) consumer.Handler { built++; return next }
+
+	refused := middleware.Chain(txPlain, user, middleware.Recover(nil), user, eventID, user)
+	require.ErrorIs(t, consumer.Refused(refused), middleware.ErrChainOrder)
+	assert.Zero(t, built, "a refused chain calls no user middleware")
+
+	h := middleware.Chain(plain, user, middleware.Classify(), user, eventID, user)
+	require.NoError(t, consumer.Refused(h))
+	assert.Equal(t, 3, built, "each wrapped once, when the chain is built")
+	o, err := h(context.Background(), delivery("ORDER", "", map[string]string{"EVENT_ID": "e-1"}))
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindProcessed, o.Kind)
+}
+
+func TestChain_RefusedHandlerPassesThroughUnwrapped(t *testing.T) {
+	errX := errors.New("could not build the handler")
+	wrapped := 0
+
+	h := middleware.Chain(consumer.Refuse(errX), func(next consumer.Handler) consumer.Handler { wrapped++; return next })
+
+	assert.ErrorIs(t, newConsumer(t, h), errX)
+	assert.Zero(t, wrapped)
+}
+
+func TestStandard_ErrorsComeBackThroughConsumerNew(t *testing.T) {
+	store := new(dedup.Store)
+	for name, tc := range map[string]struct {
+		cfg  middleware.StandardConfig
+		want string
+		is   error
+	}{
+		"nil Store":       {middleware.StandardConfig{}, "middleware.Dedup: store is nil", middleware.ErrNilDependency},
+		"typed-nil Store": {middleware.StandardConfig{Store: (*dedup.Store)(nil)}, "did dedup.NewStore fail?", middleware.ErrNilDependency},
+		"bad EventID config": {middleware.StandardConfig{Store: store, EventID: middleware.EventIDConfig{MaxLength: -1}},
+			"consumer.New: handler: middleware.Standard: EventID: event ID config: MaxLength", nil},
+		"Version without store or Load": {middleware.StandardConfig{Store: dedupTxStore{store}, Version: &middleware.VersionConfig{AggregateType: "order"}},
+			"consumer.New: handler: middleware.Standard: Version: ", nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := newConsumer(t, middleware.Standard(plain, tc.cfg))
+
+			require.Error(t, err)
+			if tc.is != nil {
+				require.ErrorIs(t, err, tc.is)
+			}
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// dedupTxStore is a TxStore that is not a *dedup.Store (as a fast-path layer is): Version gets no store.
+type dedupTxStore struct{ dedup.TxStore }
+
+// The recommended chain, built by Standard, processes a message once on the real MariaDB: the effect and
+// the dedup row commit together, and a redelivery is a duplicate that does not run the handler again.
+func TestStandard_ProcessesAMessageOnceOnMariaDB(t *testing.T) {
+	db := testenv.MySQL(t)
+	store, err := dedup.NewStore(db)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+	run, group := testenv.Unique("std"), testenv.Unique("cg")
+	ledger := testenv.NewLedger(t, db, run)
+	m, err := metrics.New(prometheus.NewRegistry())
+	require.NoError(t, err)
+	h := middleware.Standard(dedup.Handle(ledger.Handler(func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
+		return consumer.Processed(), nil // the ledger appends the effect
+	})), middleware.StandardConfig{Metrics: m, Store: store})
+	require.NoError(t, consumer.Refused(h))
+	msg := &primitive.MessageExt{MsgId: run + "-msg", Message: primitive.Message{Topic: "ORDER", Body: []byte(`{}`)}}
+	msg.WithProperty("EVENT_ID", run+"-e1")
+
+	o, err := h(context.Background(), consumer.NewDelivery(group, msg))
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindProcessed, o.Kind)
+
+	msg.ReconsumeTimes = 1
+	o, err = h(context.Background(), consumer.NewDelivery(group, msg))
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindDuplicate, o.Kind)
+	assert.Equal(t, 1, ledger.Count(t, run+"-e1"), "applied once")
+}
+
+// A nil logger is zap.NewNop(): Recover still recovers, Logging writes nothing; neither panics.
+func TestRecoverAndLogging_NilLoggerIsANop(t *testing.T) {
+	panics := func(context.Context, *consumer.Delivery) (consumer.Outcome, error) { panic("handler bug") }
+
+	o, err := middleware.Chain(panics, middleware.Logging(nil), middleware.Recover(nil))(context.Background(), delivery("ORDER", "", nil))
+
+	require.ErrorIs(t, err, middleware.ErrPanic)
+	assert.Equal(t, consumer.KindRetry, o.Kind)
+}
+
+// Dedup(nil) applied by hand, outermost, is still reported by consumer.New.
+func TestDedup_NilStoreAppliedByHandFailsConsumerNew(t *testing.T) {
+	err := newConsumer(t, middleware.Dedup(nil)(plain))
+
+	require.ErrorIs(t, err, middleware.ErrNilDependency)
+	assert.Contains(t, err.Error(), "did dedup.NewStore fail?")
+}

@@ -1,0 +1,56 @@
+package middleware
+
+import (
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/metrics"
+)
+
+// StandardConfig configures Standard.
+type StandardConfig struct {
+	// Metrics, when set, puts Metrics outermost; nil (the default) leaves it out.
+	Metrics *metrics.Metrics
+	// Logger is Recover's logger for recovered panics; nil (the default) is zap.NewNop().
+	Logger *zap.Logger
+	// EventID configures EventID; the zero value reads the EVENT_ID property (see EventIDConfig).
+	EventID EventIDConfig
+	// Store is Dedup's store: a *dedup.Store, or a fast-path layer wrapping one. Required: a nil Store (or
+	// a nil *dedup.Store left by a failed dedup.NewStore) is refused.
+	Store dedup.TxStore
+	// Version, when set, adds Version(store, *Version) inside Dedup, with Store as its store when Store is
+	// a *dedup.Store (otherwise VersionConfig.Load is needed); nil (the default) leaves Version out.
+	Version *VersionConfig
+}
+
+// Standard returns h in rmqguard's recommended chain, outermost first:
+//
+//	Metrics (if cfg.Metrics != nil) → Recover(cfg.Logger) → Classify → EventID(cfg.EventID) → Deadline(0) →
+//	Dedup(cfg.Store) → Version(cfg.Version, if set) → h
+//
+// The result is exactly Chain(h, that list): copy the list into Chain to change it. A bad EventID or
+// Version config, a nil Store or nil h come back as consumer.Refuse(err), so consumer.New returns err
+// ("consumer.New: handler: …"); Version's construction checks the aggregate_version table (see Version).
+func Standard(h consumer.Handler, cfg StandardConfig) consumer.Handler {
+	var mws []consumer.Middleware
+	if cfg.Metrics != nil {
+		mws = append(mws, Metrics(cfg.Metrics))
+	}
+	eventID, err := EventID(cfg.EventID)
+	if err != nil {
+		return consumer.Refuse(fmt.Errorf("middleware.Standard: EventID: %w", err))
+	}
+	mws = append(mws, Recover(cfg.Logger), Classify(), eventID, Deadline(0), Dedup(cfg.Store))
+	if cfg.Version != nil {
+		store, _ := cfg.Store.(*dedup.Store)
+		version, err := Version(store, *cfg.Version)
+		if err != nil {
+			return consumer.Refuse(fmt.Errorf("middleware.Standard: Version: %w", err))
+		}
+		mws = append(mws, version)
+	}
+	return Chain(h, mws...)
+}
