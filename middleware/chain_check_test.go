@@ -68,6 +68,10 @@ func TestChain_WrongChainsFailConsumerNewWithTheFix(t *testing.T) {
 			"middleware.Timeout (position 1) must be inside middleware.Recover (position 2): move Recover before Timeout", middleware.ErrChainOrder},
 		"dedup.Handle without Dedup": {txPlain, []consumer.Middleware{recov, classify, eventID},
 			"add middleware.Dedup(store) to the chain, after EventID", middleware.ErrChainOrder},
+		"dedup.HandleJSON without Dedup": {dedup.HandleJSON(func(context.Context, *sqlx.Tx, *consumer.Delivery, struct{}) (consumer.Outcome, error) {
+			return consumer.Processed(), nil
+		}), []consumer.Middleware{recov, classify, eventID},
+			"add middleware.Dedup(store) to the chain, after EventID", middleware.ErrChainOrder},
 		"two Dedups": {txPlain, []consumer.Middleware{eventID, middleware.Dedup(store), middleware.Dedup(store)},
 			"middleware.Dedup (position 3) repeats middleware.Dedup (position 2): keep one of them", middleware.ErrChainOrder},
 		"two EventIDs": {plain, []consumer.Middleware{eventID, classify, eventID},
