@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/stretchr/testify/assert"
@@ -87,4 +88,29 @@ func TestIssue9_SinkWiringMistakesFailNew(t *testing.T) {
 			assert.Equal(t, "WithDeadLetterSink", cfgErr.Field)
 		})
 	}
+}
+
+// Run starts the consumer, consumes until its context ends, then shuts it down; a failed Start is returned
+// at once and leaves nothing running.
+func TestIssue9_RunStartsConsumesAndShutsDownWhenTheContextEnds(t *testing.T) {
+	c, fp := newConsumer(t, validConfig(), handlerReturning(consumer.Processed(), nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	require.Eventually(t, func() bool { return assert.ObjectsAreEqual([]string{"subscribe ORDER", "start"}, fp.Calls()) },
+		5*time.Second, 5*time.Millisecond)
+	result, _ := fp.deliver(t, "ORDER", orderMsg("k1"))
+	assert.Equal(t, rmq.ConsumeSuccess, result)
+
+	cancel()
+	require.NoError(t, <-done)
+	assert.Equal(t, []string{"subscribe ORDER", "start", "suspend", "shutdown"}, fp.Calls())
+
+	sink := &recordingSink{}
+	c, fp = newConsumer(t, validConfig(), handlerReturning(consumer.Processed(), nil),
+		consumer.WithDeadLetterPublisher(func(consumer.Config) (consumer.DeadLetterSink, error) { return sink, nil }))
+	fp.startErr = errors.New("no route")
+	require.ErrorIs(t, c.Run(context.Background()), fp.startErr, "returns at once: the context never ends")
+	assert.Equal(t, 1, sink.closed)
+	assert.ErrorIs(t, c.Start(), consumer.ErrStopped, "the failed Run shut the consumer down")
 }

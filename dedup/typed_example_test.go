@@ -2,8 +2,6 @@ package dedup_test
 
 import (
 	"context"
-	"os"
-	"strings"
 	"testing"
 
 	"github.com/jmoiron/sqlx"
@@ -11,6 +9,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
 // OrderCreated is the JSON body of the README's typed handler example.
@@ -38,29 +37,7 @@ func Example_typedHandler() {
 // The README's "Typed handlers" code block is typedHandler's returned expression, line for line (leading
 // blanks aside), so the code users copy is the code that compiles.
 func TestREADMETypedHandlerIsTheCompiledExample(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
-	require.NoError(t, err)
-	_, section, ok := strings.Cut(string(readme), "\n### Typed handlers\n")
-	require.True(t, ok, "README has no \"### Typed handlers\" section")
-	_, block, ok := strings.Cut(section, "```go\n")
-	require.True(t, ok)
-	block, _, ok = strings.Cut(block, "\n```")
-	require.True(t, ok)
-
-	src, err := os.ReadFile("typed_example_test.go")
-	require.NoError(t, err)
-	_, body, ok := strings.Cut(string(src), "func typedHandler() consumer.Handler {\n\treturn ")
-	require.True(t, ok)
-	body, _, ok = strings.Cut(body, "\n}\n")
-	require.True(t, ok)
-	require.Equal(t, lines(block), lines(body))
-}
-
-// lines returns s's lines without their leading and trailing blanks.
-func lines(s string) []string {
-	var out []string
-	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
-		out = append(out, strings.TrimSpace(l))
-	}
-	return out
+	block := testenv.READMEBlock(t, "### Typed handlers")
+	body := testenv.Between(t, "typed_example_test.go", "func typedHandler() consumer.Handler {\n\treturn ", "\n}\n")
+	require.Equal(t, testenv.Lines(block), testenv.Lines(body))
 }

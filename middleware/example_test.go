@@ -10,22 +10,39 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
+	"github.com/rmqguard/rmqguard/topics"
 )
 
-// wire is the README's wiring example; Example_wiring keeps it compiling.
+// wire is the README's "Wiring a consumer" example, the pieces Standard and dedup.Open put together, each
+// error checked; Example_wiring keeps it compiling and TestREADMEWiringIsTheCompiledExample keeps the README
+// equal to it.
 func wire(ctx context.Context, dsn string, log *zap.Logger) error {
-	db := sqlx.MustOpen("mysql", dsn)
-	if _, err := dedup.Migrate(ctx, db.DB); err != nil {
+	db, err := sqlx.Open("mysql", dsn) // your pool; the dedup store shares it for its own reads
+	if err != nil {
 		return err
 	}
-	store, _ := dedup.NewStore(db, dedup.WithTxDSN(dsn)) // transactions on a pool of its own: BEGIN, claim, writes, COMMIT
+	if _, err := dedup.Migrate(ctx, db.DB); err != nil { // processed_event, aggregate_version tables
+		return err
+	}
+	store, err := dedup.NewStore(db, dedup.WithTxDSN(dsn)) // transactions on a pool of its own: BEGIN, claim, writes, COMMIT
+	if err != nil {
+		return err
+	}
 	defer store.Close()
-	m, _ := metrics.New(prometheus.DefaultRegisterer)
-	eventID, _ := middleware.EventID(middleware.EventIDConfig{})
+	m, err := metrics.New(prometheus.DefaultRegisterer)
+	if err != nil {
+		return err
+	}
+	eventID, err := middleware.EventID(middleware.EventIDConfig{}) // the EVENT_ID property
+	if err != nil {
+		return err
+	}
 	handler := middleware.Chain(
 		dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+			// business writes go through tx: they commit with the dedup row, or not at all
 			_, err := tx.ExecContext(ctx, "INSERT INTO orders (order_no) VALUES (?)", d.AggregateID)
 			return consumer.Processed(), err
 		}),
@@ -35,16 +52,13 @@ func wire(ctx context.Context, dsn string, log *zap.Logger) error {
 		NameServers: []string{"127.0.0.1:9876"}, Group: "inventory",
 		Subscriptions: []consumer.Subscription{{Topic: "ORDER", Expression: "OrderCreated"}},
 		MaxAttempts:   3, HandlerTimeout: 10 * time.Second, // the deadline of each message
-	}, handler, consumer.WithLogger(log), consumer.WithHealthProbe(store), consumer.WithObserver(m))
+	}, handler, consumer.WithLogger(log), // one line per message at its final decision, see Logs
+		consumer.WithHealthProbe(store), consumer.WithObserver(m), // pause on a store outage; final-decision metrics, lag
+		consumer.WithEnsureTopics(topics.ForConsumer), consumer.WithDeadLetterPublisher(dlq.ForConsumer))
 	if err != nil {
-		return err
+		return err // an invalid Config names the field; a wrongly ordered chain names the fix
 	}
-	if err := c.Start(); err != nil {
-		return err
-	}
-	defer c.Shutdown(context.Background())
-	<-ctx.Done()
-	return nil
+	return c.Run(ctx) // Start; when ctx ends, Shutdown: drains in-flight handlers, then stops the client
 }
 
 // Example_wiring shows a consumer wired with the standard chain (the README's example). It is compiled,

@@ -1,0 +1,17 @@
+package middleware_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmqguard/rmqguard/internal/testenv"
+)
+
+// The README's "Wiring a consumer" code block is wire's body, line for line (leading blanks aside): the
+// code users copy is the code that compiles.
+func TestREADMEWiringIsTheCompiledExample(t *testing.T) {
+	block := testenv.READMEBlock(t, "## Wiring a consumer")
+	body := testenv.Between(t, "example_test.go", "func wire(ctx context.Context, dsn string, log *zap.Logger) error {\n", "\n}\n")
+	require.Equal(t, testenv.Lines(block), testenv.Lines(body))
+}
