@@ -252,7 +252,7 @@ func (c *Consumer) Start() error {
 	c.announceSubscriptions() // before the client starts: its first callback may come at once
 	if err := c.push.Start(); err != nil {
 		c.closePublisher()
-		return fmt.Errorf("rmqguard consumer %s: start: %w", c.cfg.Group, err)
+		return fmt.Errorf("rmqguard consumer %s: start: %w (the client fails here when a subscribed topic has no route: create it first, e.g. rmqguard topic ensure)", c.cfg.Group, err)
 	}
 	if err := c.checkAccess(); err != nil {
 		return err

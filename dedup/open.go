@@ -18,9 +18,12 @@ const openPingTimeout = 10 * time.Second
 // with autocommit off — and the other opts (WithScope, WithLogger, WithTablePrefix; a WithTxDSN among them
 // takes the place of dsn's). The returned Store owns the pool: Close closes it too. Use Migrate and
 // NewStore instead when the schema is migrated by another tool or the pool is shared with other code.
-// Errors name the step that failed (open, connect, migrate, NewStore) and wrap its error; on failure
+// Errors name the step that failed (an empty dsn, open, connect, migrate, NewStore) and wrap its error; on failure
 // nothing stays open.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	if dsn == "" {
+		return nil, fmt.Errorf("dedup: Open: dsn is empty (a go-sql-driver/mysql DSN, e.g. app:secret@tcp(127.0.0.1:3306)/shop?parseTime=true)")
+	}
 	db, err := sqlx.Open("mysql", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("dedup: Open: %w", err)

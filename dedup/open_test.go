@@ -60,6 +60,13 @@ func TestOpen_WrongPasswordFailsAtConnect(t *testing.T) {
 	assert.Contains(t, err.Error(), "dedup: Open: connect")
 }
 
+// An empty DSN (an unset environment variable) is named as such, not as the server's access-denied error for an empty user.
+func TestOpen_EmptyDSNIsNamed(t *testing.T) {
+	_, err := dedup.Open(context.Background(), "")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "dsn is empty")
+}
+
 // An invalid option fails Open before it connects, naming the option.
 func TestOpen_InvalidOptionNamesIt(t *testing.T) {
 	_, err := dedup.Open(context.Background(), "u:p@tcp(127.0.0.1:1)/x", dedup.WithTablePrefix("Bad-Prefix"))

@@ -26,12 +26,13 @@ import (
 
 // The README's minimal consumer (examples/minimal), run as a user runs it — its own process, its own
 // database holding only an orders table, the environment of deploy/local/env.sh — applies each event once:
-// an event sent again and again until its effect shows is one row; a body that is not JSON is a letter in
-// %DLQ%inventory with its reason; SIGTERM stops it cleanly (exit 0).
+// an event sent again and again until its effect shows is one row, so is an order sent again under another
+// event ID; a body that is not JSON is a letter in %DLQ%inventory with its reason; SIGTERM stops it cleanly
+// (exit 0).
 func TestE2E_Issue9_READMEMinimalConsumerAppliesEachEventOnce(t *testing.T) {
 	ns := testenv.NameServer(t)
 	broker := testenv.Broker(t)
-	testenv.MySQL(t) // the server is up (or the test fails under RMQGUARD_REQUIRE_SERVICES)
+	testenv.MySQL(t)          // the server is up (or the test fails under RMQGUARD_REQUIRE_SERVICES)
 	rlog.SetLogLevel("error") // the test's own producer and DLQ reader
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -83,9 +84,19 @@ func TestE2E_Issue9_READMEMinimalConsumerAppliesEachEventOnce(t *testing.T) {
 		require.NoError(t, db.Get(&n, "SELECT COUNT(*) FROM orders"))
 		return n == len(orders)
 	}, 90*time.Second, time.Second, "the minimal consumer applied the orders; its log:\n%s", &logs)
+	// The same order under another event ID (a producer that lost its event ID): the business key makes it
+	// the same order, processed, not retried.
+	again := run + "-again"
+	_, err = prod.SendSync(ctx, orderCreated(again, `{"orderNo":"`+orders[0]+`","quantity":2}`))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, db.Get(&n, "SELECT COUNT(*) FROM processed_event WHERE consumer_group = ? AND event_id = ?", group, again))
+		return n == 1
+	}, 60*time.Second, time.Second, "the re-created order's event is processed; log:\n%s", &logs)
 	var rows []string
 	require.NoError(t, db.Select(&rows, "SELECT order_no FROM orders ORDER BY order_no"))
-	assert.Equal(t, orders, rows, "one row per order, whatever the copies")
+	assert.Equal(t, orders, rows, "one row per order, whatever the copies and event IDs")
 	var claims int
 	require.NoError(t, db.Get(&claims, "SELECT COUNT(*) FROM processed_event WHERE consumer_group = ? AND event_id LIKE ?", group, run+"-e%"))
 	assert.Equal(t, len(orders), claims, "dedup.Open created processed_event; one row per event")

@@ -53,6 +53,8 @@ func orderErr(format string, args ...any) error {
 //     *PanicError, so none escapes either way; the rule keeps Recover, which logs each panic once with the
 //     handler's stack, on the consumer's goroutine around Timeout and whatever sits between them, as in the
 //     recommended order (a Recover inside Timeout runs on Timeout's per-message goroutine);
+//   - Dedup without Classify anywhere in the chain (a permanent error, e.g. MySQL 1406 or an undecodable
+//     body, would be retried on every delivery, then dead-lettered by the broker without its reason);
 //   - a handler made by dedup.Handle (dedup.IsTxHandler) without Dedup in the chain;
 //   - a standard middleware twice (Deadline and Timeout count as one).
 //
@@ -109,6 +111,12 @@ func checkChain(h consumer.Handler, mws []consumer.Middleware) error {
 func checkOrder(h consumer.Handler, pos map[kind]int) error {
 	if d, ok := pos[kindDedup]; ok && !before(pos, kindEventID, d) {
 		return orderErr("middleware.Dedup (position %d) needs middleware.EventID before it: %s", d, fix(pos, kindEventID, "EventID", "Dedup"))
+	}
+	if d, ok := pos[kindDedup]; ok {
+		if _, ok := pos[kindClassify]; !ok {
+			return orderErr("middleware.Dedup (position %d) needs middleware.Classify in the chain: add it before EventID "+
+				"(without it a permanent error is retried on every delivery and then moved to the DLQ by the broker, without its reason)", d)
+		}
 	}
 	if v, ok := pos[kindVersion]; ok && !before(pos, kindDedup, v) {
 		return orderErr("middleware.Version (position %d) needs middleware.Dedup before it: %s", v, fix(pos, kindDedup, "Dedup", "Version"))

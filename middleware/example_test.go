@@ -19,7 +19,7 @@ import (
 // wire is the README's "Wiring a consumer" example, the pieces Standard and dedup.Open put together, each
 // error checked; Example_wiring keeps it compiling and TestREADMEWiringIsTheCompiledExample keeps the README
 // equal to it.
-func wire(ctx context.Context, dsn string, log *zap.Logger) error {
+func wire(ctx context.Context, dsn string, logger *zap.Logger) error {
 	db, err := sqlx.Open("mysql", dsn) // your pool; the dedup store shares it for its own reads
 	if err != nil {
 		return err
@@ -46,13 +46,13 @@ func wire(ctx context.Context, dsn string, log *zap.Logger) error {
 			_, err := tx.ExecContext(ctx, "INSERT INTO orders (order_no) VALUES (?)", d.AggregateID)
 			return consumer.Processed(), err
 		}),
-		middleware.Metrics(m), middleware.Recover(log), middleware.Classify(),
+		middleware.Metrics(m), middleware.Recover(logger), middleware.Classify(),
 		eventID, middleware.Deadline(0), middleware.Dedup(store)) // Deadline(0): the consumer's HandlerTimeout, inline
 	c, err := consumer.New(consumer.Config{
 		NameServers: []string{"127.0.0.1:9876"}, Group: "inventory",
 		Subscriptions: []consumer.Subscription{{Topic: "ORDER", Expression: "OrderCreated"}},
 		MaxAttempts:   3, HandlerTimeout: 10 * time.Second, // the deadline of each message
-	}, handler, consumer.WithLogger(log), // one line per message at its final decision, see Logs
+	}, handler, consumer.WithLogger(logger), // one line per message at its final decision, see Logs
 		consumer.WithHealthProbe(store), consumer.WithObserver(m), // pause on a store outage; final-decision metrics, lag
 		consumer.WithEnsureTopics(topics.ForConsumer), consumer.WithDeadLetterPublisher(dlq.ForConsumer))
 	if err != nil {

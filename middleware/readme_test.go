@@ -12,6 +12,6 @@ import (
 // code users copy is the code that compiles.
 func TestREADMEWiringIsTheCompiledExample(t *testing.T) {
 	block := testenv.READMEBlock(t, "## Wiring a consumer")
-	body := testenv.Between(t, "example_test.go", "func wire(ctx context.Context, dsn string, log *zap.Logger) error {\n", "\n}\n")
+	body := testenv.Between(t, "example_test.go", "func wire(ctx context.Context, dsn string, logger *zap.Logger) error {\n", "\n}\n")
 	require.Equal(t, testenv.Lines(block), testenv.Lines(body))
 }

@@ -27,9 +27,11 @@ type OrderCreated struct {
 	Quantity int    `json:"quantity"`
 }
 
-// applyOrderCreated writes through tx: the order commits with the event's dedup row, or not at all.
+// applyOrderCreated writes through tx: the order commits with the event's dedup row, or not at all. The order
+// number is the business key: an order created again under another event ID is the same order.
 func applyOrderCreated(ctx context.Context, tx *sqlx.Tx, _ *consumer.Delivery, e OrderCreated) (consumer.Outcome, error) {
-	_, err := tx.ExecContext(ctx, "INSERT INTO orders (order_no, quantity) VALUES (?, ?)", e.OrderNo, e.Quantity)
+	_, err := tx.ExecContext(ctx, "INSERT INTO orders (order_no, quantity) VALUES (?, ?) ON DUPLICATE KEY UPDATE order_no = order_no",
+		e.OrderNo, e.Quantity)
 	return consumer.Processed(), err
 }
 
@@ -43,8 +45,8 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger := zap.Must(zap.NewProduction())
-	consumer.BridgeClientLog(logger) // the RocketMQ client's own lines into the same log, its chatter at debug
-	store, err := dedup.Open(ctx, os.Getenv("RMQGUARD_MYSQL_DSN")) // connects, creates the dedup tables
+	consumer.BridgeClientLog(logger) // the RocketMQ client's own lines into this log, its chatter at debug
+	store, err := dedup.Open(ctx, os.Getenv("RMQGUARD_MYSQL_DSN"))
 	if err != nil {
 		return err
 	}

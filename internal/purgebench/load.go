@@ -39,7 +39,7 @@ func newLoad(db *sqlx.DB, scope string, workers int) (*load, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := middleware.Chain(dedup.Handle(shop.HandleOrderCreated), eventID, middleware.Dedup(store))
+	h := middleware.Chain(dedup.Handle(shop.HandleOrderCreated), middleware.Classify(), eventID, middleware.Dedup(store))
 	return &load{scope: scope, workers: workers, handler: h}, nil
 }
 
