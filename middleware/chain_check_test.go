@@ -138,7 +138,9 @@ func TestStandard_ErrorsComeBackThroughConsumerNew(t *testing.T) {
 		"bad EventID config": {middleware.StandardConfig{Store: store, EventID: middleware.EventIDConfig{MaxLength: -1}},
 			"consumer.New: handler: middleware.Standard: EventID: event ID config: MaxLength", nil},
 		"Version without store or Load": {middleware.StandardConfig{Store: dedupTxStore{store}, Version: &middleware.VersionConfig{AggregateType: "order"}},
-			"consumer.New: handler: middleware.Standard: Version: ", nil},
+			"consumer.New: handler: middleware.Standard: Version: Store is a middleware_test.dedupTxStore, not a *dedup.Store: set VersionConfig.Load", nil},
+		"nil Store with Version": {middleware.StandardConfig{Version: &middleware.VersionConfig{AggregateType: "order"}},
+			"middleware.Dedup: store is nil", middleware.ErrNilDependency},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := newConsumer(t, middleware.Standard(plain, tc.cfg))
