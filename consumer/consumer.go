@@ -255,6 +255,7 @@ func (c *Consumer) Start() error {
 		return fmt.Errorf("rmqguard consumer %s: start: %w", c.cfg.Group, err)
 	}
 	if err := c.checkAccess(); err != nil {
+		c.closePublisher() // the client is shut down: nothing will send through it
 		return err
 	}
 	if c.lag != nil {
