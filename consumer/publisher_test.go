@@ -114,3 +114,23 @@ func TestIssue9_RunStartsConsumesAndShutsDownWhenTheContextEnds(t *testing.T) {
 	assert.Equal(t, 1, sink.closed)
 	assert.ErrorIs(t, c.Start(), consumer.ErrStopped, "the failed Run shut the consumer down")
 }
+
+// A second Start whose client start fails must not close the publisher the first Start built: the running
+// consumer still sends its dead letters through it.
+func TestIssue9_FailedSecondStartKeepsTheRunningConsumersPublisher(t *testing.T) {
+	sink := &recordingSink{}
+	built := 0
+	c, fp := newConsumer(t, validConfig(), handlerReturning(consumer.DeadLetter("bad order"), nil),
+		consumer.WithDeadLetterPublisher(func(consumer.Config) (consumer.DeadLetterSink, error) { built++; return sink, nil }))
+	require.NoError(t, c.Start())
+	fp.startErr = errors.New("no route")
+	require.ErrorIs(t, c.Start(), fp.startErr)
+	assert.Equal(t, 1, built, "the second Start keeps the sink")
+	assert.Zero(t, sink.closed, "the running consumer's publisher stays open")
+
+	result, _ := fp.deliver(t, "ORDER", orderMsg("k1"))
+	assert.Equal(t, rmq.ConsumeSuccess, result)
+	assert.Len(t, sink.letters, 1, "the letter went through the publisher")
+	require.NoError(t, c.Shutdown(context.Background()))
+	assert.Equal(t, 1, sink.closed)
+}
