@@ -54,7 +54,8 @@ func orderErr(format string, args ...any) error {
 //     handler's stack, on the consumer's goroutine around Timeout and whatever sits between them, as in the
 //     recommended order (a Recover inside Timeout runs on Timeout's per-message goroutine);
 //   - a handler made by dedup.Handle (dedup.IsTxHandler) without Dedup in the chain;
-//   - a standard middleware twice (Deadline and Timeout count as one).
+//   - a standard middleware twice (Deadline and Timeout count as one), except Version: each checks only its
+//     VersionConfig.EventTypes, so a chain may hold one Version per aggregate type, all after Dedup.
 //
 // A middleware built from a nil dependency (Dedup(nil), Metrics(nil)) or a nil h or middleware is refused
 // with an error wrapping ErrNilDependency; a refused h (consumer.Refuse) is returned as it is. Other
@@ -89,6 +90,9 @@ func checkChain(h consumer.Handler, mws []consumer.Middleware) error {
 			continue
 		case kindRefused:
 			return fmt.Errorf("position %d: %w", i+1, consumer.Refused(mw(nil)))
+		}
+		if _, seen := pos[kindVersion]; seen && k == kindVersion {
+			continue // one Version per aggregate type; the first one's position is the one checked
 		}
 		slot := k
 		if k == kindTimeout {

@@ -203,3 +203,23 @@ func TestDedup_NilStoreAppliedByHandFailsConsumerNew(t *testing.T) {
 	require.ErrorIs(t, err, middleware.ErrNilDependency)
 	assert.Contains(t, err.Error(), "did dedup.NewStore fail?")
 }
+
+// Version checks only its own EventTypes, so a consumer of two aggregates' events puts one Version per
+// aggregate inside Dedup: Chain accepts that, and still refuses a second Version before Dedup.
+func TestChain_OneVersionPerAggregateTypeIsAccepted(t *testing.T) {
+	eventID, err := middleware.EventID(middleware.EventIDConfig{})
+	require.NoError(t, err)
+	load := func(context.Context, *sqlx.Tx, string) (int64, error) { return 0, nil }
+	orders, err := middleware.Version(nil, middleware.VersionConfig{AggregateType: "order", EventTypes: []string{"OrderCreated"}, Load: load})
+	require.NoError(t, err)
+	payments, err := middleware.Version(nil, middleware.VersionConfig{AggregateType: "payment", EventTypes: []string{"PaymentCaptured"}, Load: load})
+	require.NoError(t, err)
+	store := new(dedup.Store)
+
+	h := middleware.Chain(txPlain, middleware.Recover(nil), middleware.Classify(), eventID, middleware.Dedup(store), orders, payments)
+	require.NoError(t, consumer.Refused(h))
+
+	err = consumer.Refused(middleware.Chain(txPlain, eventID, orders, middleware.Dedup(store), payments))
+	require.ErrorIs(t, err, middleware.ErrChainOrder)
+	assert.Contains(t, err.Error(), "middleware.Version (position 2) needs middleware.Dedup before it: move Dedup before Version")
+}
