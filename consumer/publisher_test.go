@@ -105,6 +105,8 @@ func TestIssue9_RunStartsConsumesAndShutsDownWhenTheContextEnds(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 	assert.Equal(t, []string{"subscribe ORDER", "start", "suspend", "shutdown"}, fp.Calls())
+	require.ErrorIs(t, c.Run(context.Background()), consumer.ErrStopped, "a second Run returns at once: the context never ends")
+	assert.Equal(t, []string{"subscribe ORDER", "start", "suspend", "shutdown"}, fp.Calls(), "and touches no client")
 
 	sink := &recordingSink{}
 	c, fp = newConsumer(t, validConfig(), handlerReturning(consumer.Processed(), nil),
