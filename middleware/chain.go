@@ -60,7 +60,9 @@ func orderErr(format string, args ...any) error {
 // A middleware built from a nil dependency (Dedup(nil), Metrics(nil)) or a nil h or middleware is refused
 // with an error wrapping ErrNilDependency; a refused h (consumer.Refuse) is returned as it is. Other
 // middlewares are allowed anywhere and are not called by the check. A chain composed by hand (mw(h))
-// is not checked. The handler Chain returns costs nothing more per message than the wrapped chain.
+// is not checked. Each Chain call is checked alone: a Chain used as a part of another chain (e.g. a
+// router's branch, Chain(h, Dedup(store)) inside a chain that has EventID) is refused for what only the
+// outer chain provides; build the whole chain in one Chain call, or compose such a part by hand. The handler Chain returns costs nothing more per message than the wrapped chain.
 func Chain(h consumer.Handler, mws ...consumer.Middleware) consumer.Handler {
 	if consumer.Refused(h) != nil {
 		return h
