@@ -32,7 +32,8 @@ func (f CodecFunc) Decode(body []byte, v any) error { return f(body, v) }
 // byte-order mark is skipped (RFC 8259 lets a parser ignore it, and some producers write one). Anything
 // after the JSON value other than white space, an empty body, and a value of the wrong JSON type for a
 // field are errors. The body "null" decodes to the zero value of the target type without error: check
-// the fields the handler needs.
+// the fields the handler needs (a typed handler whose type is a pointer dead-letters it instead of
+// passing a nil pointer: see DecodeAs).
 type JSON struct{}
 
 // utf8BOM is the UTF-8 byte-order mark.

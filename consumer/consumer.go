@@ -244,17 +244,19 @@ func (c *Consumer) Start() error {
 		c.setUnstarted(true)
 		return err
 	}
-	if err := c.startPublisher(); err != nil {
+	built, err := c.startPublisher()
+	if err != nil {
 		c.setUnstarted(true)
 		return err
 	}
 	c.setUnstarted(false)
 	c.announceSubscriptions() // before the client starts: its first callback may come at once
 	if err := c.push.Start(); err != nil {
-		c.closePublisher()
+		c.closePublisher(built)
 		return fmt.Errorf("rmqguard consumer %s: start: %w (the client fails here when a subscribed topic has no route: create it first, e.g. rmqguard topic ensure)", c.cfg.Group, err)
 	}
 	if err := c.checkAccess(); err != nil {
+		c.closePublisher(built) // the client is shut down: nothing will send through it
 		return err
 	}
 	if c.lag != nil {

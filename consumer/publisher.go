@@ -39,25 +39,27 @@ func checkSinkOptions(o options) error {
 	return nil
 }
 
-// startPublisher builds the sink of WithDeadLetterPublisher, once; a sink already there is kept.
-func (c *Consumer) startPublisher() error {
+// startPublisher builds the sink of WithDeadLetterPublisher, once; a sink already there (a Start before
+// this one built it) is kept. built reports whether this call built it: only then may a failed Start close it.
+func (c *Consumer) startPublisher() (built bool, err error) {
 	if c.publisher == nil || c.sink != nil {
-		return nil
+		return false, nil
 	}
 	sink, err := c.publisher(c.cfg)
 	if err != nil {
-		return fmt.Errorf("rmqguard consumer %s: start: dead-letter publisher: %w", c.cfg.Group, err)
+		return false, fmt.Errorf("rmqguard consumer %s: start: dead-letter publisher: %w", c.cfg.Group, err)
 	}
 	if sink == nil {
-		return fmt.Errorf("rmqguard consumer %s: start: dead-letter publisher: the publisher function returned no sink", c.cfg.Group)
+		return false, fmt.Errorf("rmqguard consumer %s: start: dead-letter publisher: the publisher function returned no sink", c.cfg.Group)
 	}
 	c.sink = sink
-	return nil
+	return true, nil
 }
 
-// closePublisher closes the sink startPublisher built, after a Start that failed later.
-func (c *Consumer) closePublisher() {
-	if c.publisher == nil || c.sink == nil {
+// closePublisher closes the sink startPublisher built, after the Start that built it failed later (built);
+// a sink an earlier Start built is the running consumer's and stays.
+func (c *Consumer) closePublisher(built bool) {
+	if !built || c.sink == nil {
 		return
 	}
 	if closer, ok := c.sink.(io.Closer); ok {

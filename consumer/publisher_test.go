@@ -105,6 +105,8 @@ func TestIssue9_RunStartsConsumesAndShutsDownWhenTheContextEnds(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 	assert.Equal(t, []string{"subscribe ORDER", "start", "suspend", "shutdown"}, fp.Calls())
+	require.ErrorIs(t, c.Run(context.Background()), consumer.ErrStopped, "a second Run returns at once: the context never ends")
+	assert.Equal(t, []string{"subscribe ORDER", "start", "suspend", "shutdown"}, fp.Calls(), "and touches no client")
 
 	sink := &recordingSink{}
 	c, fp = newConsumer(t, validConfig(), handlerReturning(consumer.Processed(), nil),
@@ -113,4 +115,24 @@ func TestIssue9_RunStartsConsumesAndShutsDownWhenTheContextEnds(t *testing.T) {
 	require.ErrorIs(t, c.Run(context.Background()), fp.startErr, "returns at once: the context never ends")
 	assert.Equal(t, 1, sink.closed)
 	assert.ErrorIs(t, c.Start(), consumer.ErrStopped, "the failed Run shut the consumer down")
+}
+
+// A second Start whose client start fails must not close the publisher the first Start built: the running
+// consumer still sends its dead letters through it.
+func TestIssue9_FailedSecondStartKeepsTheRunningConsumersPublisher(t *testing.T) {
+	sink := &recordingSink{}
+	built := 0
+	c, fp := newConsumer(t, validConfig(), handlerReturning(consumer.DeadLetter("bad order"), nil),
+		consumer.WithDeadLetterPublisher(func(consumer.Config) (consumer.DeadLetterSink, error) { built++; return sink, nil }))
+	require.NoError(t, c.Start())
+	fp.startErr = errors.New("no route")
+	require.ErrorIs(t, c.Start(), fp.startErr)
+	assert.Equal(t, 1, built, "the second Start keeps the sink")
+	assert.Zero(t, sink.closed, "the running consumer's publisher stays open")
+
+	result, _ := fp.deliver(t, "ORDER", orderMsg("k1"))
+	assert.Equal(t, rmq.ConsumeSuccess, result)
+	assert.Len(t, sink.letters, 1, "the letter went through the publisher")
+	require.NoError(t, c.Shutdown(context.Background()))
+	assert.Equal(t, 1, sink.closed)
 }

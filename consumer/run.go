@@ -14,7 +14,9 @@ import (
 // ends, Shutdown's error: nil after a clean stop, context.DeadlineExceeded wrapped when handlers still
 // running at Config.DrainTimeout had to be cancelled (their messages come back after a restart, no attempt
 // spent). ctx's own end is the normal way to stop and is not an error. Shutdown runs on a context of its
-// own, bounded by DrainTimeout (plus the client's shutdown), not on the ended ctx.
+// own, bounded by DrainTimeout (plus up to 5 s for cancelled handlers to return, and the client's
+// shutdown), not on the ended ctx. A Consumer runs once: Run after a Shutdown (or a Run that returned)
+// returns ErrStopped at once.
 func (c *Consumer) Run(ctx context.Context) error {
 	if err := c.Start(); err != nil {
 		return errors.Join(err, c.Shutdown(context.Background()))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/rmqguard/rmqguard/retry"
 )
@@ -47,18 +48,30 @@ func HandleWith[T any](codec Codec, fn TypedHandler[T]) Handler {
 
 // DecodeAs decodes d.Msg.Body into a new T with codec; it is the decode step of every typed handler
 // (HandleWith, dedup.HandleWith), for handlers that route several types themselves. On success it returns
-// the T, the zero Outcome and nil. When the codec fails it returns the zero T, the outcome to return —
+// the T, the zero Outcome and nil. When T is a pointer type, a body the codec decodes to a nil T (JSON
+// "null") counts as undecodable ("the body decodes to a nil *Order"): the handler would dereference it.
+// When the codec fails it returns the zero T, the outcome to return —
 // DeadLetter("undecodable body: <the codec's error>") with Cause CausePermanent — and that error, marked
 // retry.Permanent and wrapping ErrUndecodableBody and the codec's error (errors.Is/As reach both). codec
 // must not be nil.
 func DecodeAs[T any](codec Codec, d *Delivery) (T, Outcome, error) {
 	var msg T
-	if err := codec.Decode(d.Msg.Body, &msg); err != nil {
+	err := codec.Decode(d.Msg.Body, &msg)
+	if err == nil && isNilPointer(&msg) {
+		err = fmt.Errorf("the body decodes to a nil %T", msg)
+	}
+	if err != nil {
 		err = retry.Permanent(fmt.Errorf("%w: %w", ErrUndecodableBody, err))
 		var zero T
 		return zero, undecodable(err), err
 	}
 	return msg, Outcome{}, nil
+}
+
+// isNilPointer reports whether *v is a nil pointer: what a pointer type T decodes to from a JSON "null".
+func isNilPointer[T any](v *T) bool {
+	rv := reflect.ValueOf(v).Elem()
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 // mustTyped panics when a typed handler is built without a codec or without its function.

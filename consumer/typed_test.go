@@ -136,3 +136,32 @@ func TestJSON_DoesNotChangeTheBody(t *testing.T) {
 	assert.Equal(t, keep, string(body))
 	assert.Equal(t, payment{PaymentID: "p-1"}, p)
 }
+
+// With a pointer type T, a JSON body "null" decodes to a nil *T without error; the handler would dereference
+// it and panic (a retry through Recover, on every delivery). It is an undecodable body instead: a dead letter
+// at once, and the handler never runs.
+func TestHandleJSON_NullBodyForAPointerTypeIsDeadLetteredNotANilPointer(t *testing.T) {
+	calls := 0
+	h := consumer.HandleJSON(func(_ context.Context, _ *consumer.Delivery, p *payment) (consumer.Outcome, error) {
+		calls++
+		return consumer.Processed(), nil
+	})
+	for _, body := range []string{`null`, " null \n"} {
+		o, err := h(context.Background(), typedDelivery(body))
+		require.Error(t, err, "%q", body)
+		assert.ErrorIs(t, err, consumer.ErrUndecodableBody)
+		assert.Equal(t, consumer.KindDeadLetter, o.Kind)
+		assert.Equal(t, "undecodable body: the body decodes to a nil *consumer_test.payment", o.Reason)
+	}
+	assert.Zero(t, calls)
+
+	var got *payment
+	o, err := consumer.HandleJSON(func(_ context.Context, _ *consumer.Delivery, p *payment) (consumer.Outcome, error) {
+		got = p
+		return consumer.Processed(), nil
+	})(context.Background(), typedDelivery(`{"paymentId":"p-1"}`))
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindProcessed, o.Kind)
+	require.NotNil(t, got)
+	assert.Equal(t, "p-1", got.PaymentID)
+}

@@ -32,3 +32,14 @@ func TestIsTxHandler_RecognisesHandleResultsOnly(t *testing.T) {
 	assert.False(t, dedup.IsTxHandler(nil))
 	assert.Zero(t, calls, "IsTxHandler never calls the handler")
 }
+
+// Handle(nil) is a wiring mistake: it is a refused handler (consumer.New fails naming it), not a handler that
+// panics on every message.
+func TestHandle_NilHandlerIsRefused(t *testing.T) {
+	h := dedup.Handle(nil)
+	err := consumer.Refused(h)
+	assert.ErrorContains(t, err, "dedup.Handle: the handler function is nil")
+	o, herr := h(context.Background(), &consumer.Delivery{})
+	assert.NoError(t, herr)
+	assert.Equal(t, consumer.KindDeadLetter, o.Kind, "run anyway (hidden from consumer.New), it dead-letters instead of panicking")
+}

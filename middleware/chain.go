@@ -56,12 +56,15 @@ func orderErr(format string, args ...any) error {
 //   - Dedup without Classify anywhere in the chain (a permanent error, e.g. MySQL 1406 or an undecodable
 //     body, would be retried on every delivery, then dead-lettered by the broker without its reason);
 //   - a handler made by dedup.Handle (dedup.IsTxHandler) without Dedup in the chain;
-//   - a standard middleware twice (Deadline and Timeout count as one).
+//   - a standard middleware twice (Deadline and Timeout count as one), except Version: each checks only its
+//     VersionConfig.EventTypes, so a chain may hold one Version per aggregate type, all after Dedup.
 //
 // A middleware built from a nil dependency (Dedup(nil), Metrics(nil)) or a nil h or middleware is refused
 // with an error wrapping ErrNilDependency; a refused h (consumer.Refuse) is returned as it is. Other
 // middlewares are allowed anywhere and are not called by the check. A chain composed by hand (mw(h))
-// is not checked. The handler Chain returns costs nothing more per message than the wrapped chain.
+// is not checked. Each Chain call is checked alone: a Chain used as a part of another chain (e.g. a
+// router's branch, Chain(h, Dedup(store)) inside a chain that has EventID) is refused for what only the
+// outer chain provides; build the whole chain in one Chain call, or compose such a part by hand. The handler Chain returns costs nothing more per message than the wrapped chain.
 func Chain(h consumer.Handler, mws ...consumer.Middleware) consumer.Handler {
 	if consumer.Refused(h) != nil {
 		return h
@@ -91,6 +94,9 @@ func checkChain(h consumer.Handler, mws []consumer.Middleware) error {
 			continue
 		case kindRefused:
 			return fmt.Errorf("position %d: %w", i+1, consumer.Refused(mw(nil)))
+		}
+		if _, seen := pos[kindVersion]; seen && k == kindVersion {
+			continue // one Version per aggregate type; the first one's position is the one checked
 		}
 		slot := k
 		if k == kindTimeout {

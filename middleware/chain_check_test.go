@@ -140,7 +140,9 @@ func TestStandard_ErrorsComeBackThroughConsumerNew(t *testing.T) {
 		"bad EventID config": {middleware.StandardConfig{Store: store, EventID: middleware.EventIDConfig{MaxLength: -1}},
 			"consumer.New: handler: middleware.Standard: EventID: event ID config: MaxLength", nil},
 		"Version without store or Load": {middleware.StandardConfig{Store: dedupTxStore{store}, Version: &middleware.VersionConfig{AggregateType: "order"}},
-			"consumer.New: handler: middleware.Standard: Version: ", nil},
+			"consumer.New: handler: middleware.Standard: Version: Store is a middleware_test.dedupTxStore, not a *dedup.Store: set VersionConfig.Load", nil},
+		"nil Store with Version": {middleware.StandardConfig{Version: &middleware.VersionConfig{AggregateType: "order"}},
+			"middleware.Dedup: store is nil", middleware.ErrNilDependency},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := newConsumer(t, middleware.Standard(plain, tc.cfg))
@@ -202,4 +204,24 @@ func TestDedup_NilStoreAppliedByHandFailsConsumerNew(t *testing.T) {
 
 	require.ErrorIs(t, err, middleware.ErrNilDependency)
 	assert.Contains(t, err.Error(), "did dedup.NewStore fail?")
+}
+
+// Version checks only its own EventTypes, so a consumer of two aggregates' events puts one Version per
+// aggregate inside Dedup: Chain accepts that, and still refuses a second Version before Dedup.
+func TestChain_OneVersionPerAggregateTypeIsAccepted(t *testing.T) {
+	eventID, err := middleware.EventID(middleware.EventIDConfig{})
+	require.NoError(t, err)
+	load := func(context.Context, *sqlx.Tx, string) (int64, error) { return 0, nil }
+	orders, err := middleware.Version(nil, middleware.VersionConfig{AggregateType: "order", EventTypes: []string{"OrderCreated"}, Load: load})
+	require.NoError(t, err)
+	payments, err := middleware.Version(nil, middleware.VersionConfig{AggregateType: "payment", EventTypes: []string{"PaymentCaptured"}, Load: load})
+	require.NoError(t, err)
+	store := new(dedup.Store)
+
+	h := middleware.Chain(txPlain, middleware.Recover(nil), middleware.Classify(), eventID, middleware.Dedup(store), orders, payments)
+	require.NoError(t, consumer.Refused(h))
+
+	err = consumer.Refused(middleware.Chain(txPlain, eventID, orders, middleware.Dedup(store), payments))
+	require.ErrorIs(t, err, middleware.ErrChainOrder)
+	assert.Contains(t, err.Error(), "middleware.Version (position 2) needs middleware.Dedup before it: move Dedup before Version")
 }

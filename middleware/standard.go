@@ -44,8 +44,12 @@ func Standard(h consumer.Handler, cfg StandardConfig) consumer.Handler {
 		return consumer.Refuse(fmt.Errorf("middleware.Standard: EventID: %w", err))
 	}
 	mws = append(mws, Recover(cfg.Logger), Classify(), eventID, Deadline(0), Dedup(cfg.Store))
-	if cfg.Version != nil {
-		store, _ := cfg.Store.(*dedup.Store)
+	if cfg.Version != nil && !isNil(cfg.Store) { // a nil Store: Chain refuses Dedup(nil), the cause
+		store, ok := cfg.Store.(*dedup.Store)
+		if !ok && cfg.Version.Load == nil {
+			return consumer.Refuse(fmt.Errorf("middleware.Standard: Version: Store is a %T, not a *dedup.Store: set VersionConfig.Load "+
+				"(Version reads the aggregate_version table only through a *dedup.Store)", cfg.Store))
+		}
 		version, err := Version(store, *cfg.Version)
 		if err != nil {
 			return consumer.Refuse(fmt.Errorf("middleware.Standard: Version: %w", err))

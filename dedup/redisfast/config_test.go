@@ -32,6 +32,10 @@ func TestNew_InvalidConfigNamesTheField(t *testing.T) {
 	}
 	_, err := redisfast.New(nil, rdb, ok)
 	assert.ErrorContains(t, err, "store is nil")
+	_, err = redisfast.New((*dedup.Store)(nil), rdb, ok) // the store of a dedup.NewStore whose error was dropped
+	assert.ErrorContains(t, err, "store is a nil *dedup.Store")
+	_, err = redisfast.New((*redisfast.Layer)(nil), rdb, ok)
+	assert.ErrorContains(t, err, "store is a nil *redisfast.Layer")
 	_, err = redisfast.New(store, nil, ok)
 	assert.ErrorContains(t, err, "rdb is nil")
 	_, err = redisfast.New(store, rdb, ok)

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -94,7 +95,8 @@ type Layer struct {
 
 var _ dedup.TxStore = (*Layer)(nil)
 
-// New returns the layer of store on rdb. It returns an error naming the field when store or rdb is nil,
+// New returns the layer of store on rdb. It returns an error naming the field when store (also a nil
+// pointer in the interface, e.g. the *dedup.Store of a dedup.NewStore that failed) or rdb is nil,
 // Prefix is empty, TTL is not positive, Timeout is negative or above MaxTimeout, Cooldown is negative, or
 // rdb is a go-redis *Client, *ClusterClient or *Ring whose options leave ContextTimeoutEnabled off (its
 // commands would wait for the client's ReadTimeout, 3 s by default, whatever Config.Timeout says).
@@ -102,6 +104,8 @@ func New(store dedup.TxStore, rdb redis.UniversalClient, cfg Config) (*Layer, er
 	switch {
 	case store == nil:
 		return nil, errors.New("redisfast: New: store is nil")
+	case isNilPointer(store):
+		return nil, fmt.Errorf("redisfast: New: store is a nil %T: check the error of the call that built it (dedup.NewStore?)", store)
 	case rdb == nil:
 		return nil, errors.New("redisfast: New: rdb is nil")
 	case cfg.Prefix == "":
@@ -134,6 +138,12 @@ func keyHead(prefix string, store dedup.TxStore) string {
 		head += s.Tables().Prefix() + "@"
 	}
 	return head
+}
+
+// isNilPointer reports whether store holds a nil pointer (a typed nil).
+func isNilPointer(store dedup.TxStore) bool {
+	v := reflect.ValueOf(store)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // honoursDeadline reports whether rdb's commands end at their context's deadline (ContextTimeoutEnabled);
