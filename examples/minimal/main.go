@@ -44,7 +44,7 @@ func run() error {
 	defer stop()
 	logger := zap.Must(zap.NewProduction())
 	consumer.BridgeClientLog(logger) // the RocketMQ client's own lines into the same log, its chatter at debug
-	store, err := dedup.Open(ctx, os.Getenv("RMQGUARD_MYSQL_DSN")) // connects, creates the dedup tables
+	store, err := dedup.Open(ctx, os.Getenv("RMQGUARD_MYSQL_DSN"))
 	if err != nil {
 		return err
 	}
