@@ -69,6 +69,9 @@ func TestHandleJSON_UndecodableBodyIsDeadLetteredAtOnce(t *testing.T) {
 		"trailing data":  `{"paymentId":"p-1"} {"paymentId":"p-2"}`,
 		"truncated":      `{"paymentId":"p-1","amountCents":`,
 		"array not obj.": `[1,2]`,
+		"null":           `null`,
+		"null, spaces":   " null\n",
+		"null after BOM": "\xEF\xBB\xBFnull",
 	} {
 		t.Run(name, func(t *testing.T) {
 			var r paymentRecorder
