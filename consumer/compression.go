@@ -108,7 +108,7 @@ func storedBody(msg *primitive.MessageExt) bool {
 
 // DecodeBody returns msg's body decompressed when it is still compressed (StoredCompression), by the
 // codec bits: zlib (RFC 1950), LZ4 (frame format), ZSTD (frame format, at most MaxDecodedBody bytes and a
-// window of at most MaxDecodedBody). decoded is false, and body is msg.Body, when there was nothing to
+// declared window of at most 128 MiB). decoded is false, and body is msg.Body, when there was nothing to
 // decode. Errors wrap ErrUnsupportedCompression or ErrCorruptCompressedBody with the codec's name.
 // DecodeBody builds a ZSTD decoder for each ZSTD body; a Consumer holds one for all its deliveries.
 func DecodeBody(msg *primitive.MessageExt) (body []byte, decoded bool, err error) {
