@@ -3,6 +3,7 @@ package consumer
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 )
 
 // Codec decodes a message body into a value of the handler's type. It is the decode step of the typed
@@ -30,17 +31,24 @@ func (f CodecFunc) Decode(body []byte, v any) error { return f(body, v) }
 // Fields of the body that the target type does not have are ignored, not refused: producers evolve, and a
 // producer that adds a field must not break the consumers that do not know it yet. A leading UTF-8
 // byte-order mark is skipped (RFC 8259 lets a parser ignore it, and some producers write one). Anything
-// after the JSON value other than white space, an empty body, and a value of the wrong JSON type for a
-// field are errors. The body "null" decodes to the zero value of the target type without error: check
-// the fields the handler needs (a typed handler whose type is a pointer dead-letters it instead of
-// passing a nil pointer: see DecodeAs).
+// after the JSON value other than white space, an empty body, a body that is the JSON literal null, and a
+// value of the wrong JSON type for a field are errors. null is refused because encoding/json would leave
+// the target at its zero value without an error, and a handler would then apply an empty event (an order
+// with no number) instead of the message going to the DLQ.
 type JSON struct{}
 
 // utf8BOM is the UTF-8 byte-order mark.
 const utf8BOM = "\uFEFF"
 
+// errJSONNull is the error of a body that is the JSON literal null.
+var errJSONNull = errors.New("the body is JSON null, not a value")
+
 // Decode parses body into v with json.Unmarshal after dropping a leading UTF-8 byte-order mark; json.Unmarshal
-// does not keep body.
+// does not keep body. A body that is null (white space around it allowed) is an error, and v is left as it is.
 func (JSON) Decode(body []byte, v any) error {
-	return json.Unmarshal(bytes.TrimPrefix(body, []byte(utf8BOM)), v)
+	body = bytes.TrimPrefix(body, []byte(utf8BOM))
+	if string(bytes.TrimSpace(body)) == "null" {
+		return errJSONNull
+	}
+	return json.Unmarshal(body, v)
 }

@@ -37,7 +37,10 @@ const (
 const PropBodySysFlag = "RMQGUARD_BODY_SYSFLAG"
 
 // MaxDecodedBody is the largest body rmqguard decompresses: 64 MiB. A larger one is a corrupt body
-// (the broker's own limit for a stored message is 4 MiB by default).
+// (the broker's own limit for a stored message is 4 MiB by default). It bounds only the bodies rmqguard
+// decodes itself (LZ4, ZSTD, and zlib the client left as stored): a zlib body the client inflates (the
+// usual case) is inflated by rocketmq-client-go before rmqguard sees it, without any limit, so a stored
+// body of 4 MiB can become gigabytes in the consumer's memory, and reaches the handler at whatever size.
 const MaxDecodedBody = 64 << 20
 
 // ErrUnsupportedCompression means the message's SysFlag names a codec rmqguard cannot read (bits 8–10
@@ -105,7 +108,7 @@ func storedBody(msg *primitive.MessageExt) bool {
 
 // DecodeBody returns msg's body decompressed when it is still compressed (StoredCompression), by the
 // codec bits: zlib (RFC 1950), LZ4 (frame format), ZSTD (frame format, at most MaxDecodedBody bytes and a
-// window of at most MaxDecodedBody). decoded is false, and body is msg.Body, when there was nothing to
+// declared window of at most 128 MiB). decoded is false, and body is msg.Body, when there was nothing to
 // decode. Errors wrap ErrUnsupportedCompression or ErrCorruptCompressedBody with the codec's name.
 // DecodeBody builds a ZSTD decoder for each ZSTD body; a Consumer holds one for all its deliveries.
 func DecodeBody(msg *primitive.MessageExt) (body []byte, decoded bool, err error) {

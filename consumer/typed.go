@@ -28,7 +28,7 @@ func HandleJSON[T any](fn TypedHandler[T]) Handler {
 // idempotent HTTP API); a handler that writes through it uses dedup.HandleWith.
 //
 // T is the message's value type, e.g. a struct: the codec decodes into a *T, and fn gets the T. A body the
-// codec cannot decode (for JSON also an empty body) never reaches fn: the handler returns a dead letter
+// codec cannot decode (for JSON also an empty body and null) never reaches fn: the handler returns a dead letter
 // (KindDeadLetter, CausePermanent, reason "undecodable body: …") and a permanent error wrapping
 // ErrUndecodableBody, so the message goes to %DLQ%<group> at once instead of being retried, on every
 // delivery.

@@ -2,6 +2,7 @@ package consumer_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -69,6 +70,9 @@ func TestHandleJSON_UndecodableBodyIsDeadLetteredAtOnce(t *testing.T) {
 		"trailing data":  `{"paymentId":"p-1"} {"paymentId":"p-2"}`,
 		"truncated":      `{"paymentId":"p-1","amountCents":`,
 		"array not obj.": `[1,2]`,
+		"null":           `null`,
+		"null, spaces":   " null\n",
+		"null after BOM": "\xEF\xBB\xBFnull",
 	} {
 		t.Run(name, func(t *testing.T) {
 			var r paymentRecorder
@@ -137,12 +141,13 @@ func TestJSON_DoesNotChangeTheBody(t *testing.T) {
 	assert.Equal(t, payment{PaymentID: "p-1"}, p)
 }
 
-// With a pointer type T, a JSON body "null" decodes to a nil *T without error; the handler would dereference
-// it and panic (a retry through Recover, on every delivery). It is an undecodable body instead: a dead letter
-// at once, and the handler never runs.
+// With a pointer type T, a codec that decodes "null" to a nil *T without error (encoding/json's Unmarshal;
+// consumer.JSON refuses null itself) would hand the handler a nil pointer to dereference (a panic, a retry
+// through Recover, on every delivery). It is an undecodable body instead: a dead letter at once, and the
+// handler never runs.
 func TestHandleJSON_NullBodyForAPointerTypeIsDeadLetteredNotANilPointer(t *testing.T) {
 	calls := 0
-	h := consumer.HandleJSON(func(_ context.Context, _ *consumer.Delivery, p *payment) (consumer.Outcome, error) {
+	h := consumer.HandleWith(consumer.CodecFunc(json.Unmarshal), func(_ context.Context, _ *consumer.Delivery, p *payment) (consumer.Outcome, error) {
 		calls++
 		return consumer.Processed(), nil
 	})

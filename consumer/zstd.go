@@ -18,17 +18,33 @@ type zstdDecoder struct {
 	closed bool
 }
 
+// maxZSTDWindow is the largest window a ZSTD frame may declare: 128 MiB (window log 27), the default
+// limit of the reference decoder. The Java client's ZSTD compressor streams without a content size, so
+// its frames declare the window of their level, not of the body: 128 MiB at level 22 for a body of a few
+// KB. DecodeAll decodes into the output, so a large declared window costs no memory of its own.
+const maxZSTDWindow = 128 << 20
+
 // newZSTDDecoder builds a decoder for DecodeAll: up to GOMAXPROCS decodes at once (more would only
-// queue for the CPUs), and at most MaxDecodedBody decoded bytes and window, so that a hostile frame is
-// refused (zstd.ErrDecoderSizeExceeded, zstd.ErrWindowSizeExceeded) instead of allocating gigabytes.
-// Used only with DecodeAll (no stream), it starts no goroutines.
+// queue for the CPUs), a window of at most maxZSTDWindow (zstd.ErrWindowSizeExceeded), and at most
+// maxZSTDWindow decoded bytes, the decoder's own limit, which it cannot set below the window; limitZSTD
+// then refuses anything over MaxDecodedBody. So a hostile frame is refused instead of allocating
+// gigabytes. Used only with DecodeAll (no stream), it starts no goroutines.
 func newZSTDDecoder() (*zstd.Decoder, error) {
 	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0),
-		zstd.WithDecoderMaxMemory(MaxDecodedBody), zstd.WithDecoderMaxWindow(MaxDecodedBody))
+		zstd.WithDecoderMaxMemory(maxZSTDWindow), zstd.WithDecoderMaxWindow(maxZSTDWindow))
 	if err != nil {
 		return nil, fmt.Errorf("new zstd decoder: %w", err)
 	}
 	return d, nil
+}
+
+// limitZSTD returns DecodeAll's result, or an error wrapping zstd.ErrDecoderSizeExceeded when the body
+// decoded to more than MaxDecodedBody bytes.
+func limitZSTD(out []byte, err error) ([]byte, error) {
+	if err == nil && len(out) > MaxDecodedBody {
+		return nil, fmt.Errorf("decoded body exceeds %d bytes: %w", MaxDecodedBody, zstd.ErrDecoderSizeExceeded)
+	}
+	return out, err
 }
 
 // decodeZSTDOnce decodes body with a decoder built for it alone.
@@ -38,7 +54,7 @@ func decodeZSTDOnce(body []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer d.Close()
-	return d.DecodeAll(body, nil)
+	return limitZSTD(d.DecodeAll(body, nil))
 }
 
 // decode decodes a whole ZSTD body with the shared decoder, building it on first use.
@@ -46,7 +62,7 @@ func (z *zstdDecoder) decode(body []byte) ([]byte, error) {
 	z.mu.RLock()
 	if z.dec != nil {
 		defer z.mu.RUnlock()
-		return z.dec.DecodeAll(body, nil)
+		return limitZSTD(z.dec.DecodeAll(body, nil))
 	}
 	closed := z.closed
 	z.mu.RUnlock()

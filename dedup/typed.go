@@ -24,7 +24,7 @@ func HandleJSON[T any](fn TypedTxHandler[T]) consumer.Handler {
 // needs middleware.Dedup (and middleware.EventID before it) as for any Handle.
 //
 // The body is decoded inside the dedup transaction, after the claim: a duplicate is acknowledged without
-// decoding, and a body the codec cannot decode (for JSON also an empty body) is dead-lettered at once
+// decoding, and a body the codec cannot decode (for JSON also an empty body and null) is dead-lettered at once
 // (consumer.KindDeadLetter, consumer.CausePermanent, reason "undecodable body: …", with a permanent error
 // wrapping consumer.ErrUndecodableBody). A dead letter is not a success, so the transaction rolls back and
 // no processed_event row is kept; a redelivery of the message is dead-lettered the same way, never retried

@@ -221,7 +221,7 @@ func TestChain_OneVersionPerAggregateTypeIsAccepted(t *testing.T) {
 	h := middleware.Chain(txPlain, middleware.Recover(nil), middleware.Classify(), eventID, middleware.Dedup(store), orders, payments)
 	require.NoError(t, consumer.Refused(h))
 
-	err = consumer.Refused(middleware.Chain(txPlain, eventID, orders, middleware.Dedup(store), payments))
+	err = consumer.Refused(middleware.Chain(txPlain, middleware.Classify(), eventID, orders, middleware.Dedup(store), payments))
 	require.ErrorIs(t, err, middleware.ErrChainOrder)
-	assert.Contains(t, err.Error(), "middleware.Version (position 2) needs middleware.Dedup before it: move Dedup before Version")
+	assert.Contains(t, err.Error(), "middleware.Version (position 3) needs middleware.Dedup before it: move Dedup before Version")
 }

@@ -199,7 +199,7 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 		return err
 	}
 
-	// The publisher owns its producer (group <group>-dlq, in the namespace); the consumer's Shutdown closes
+	// The publisher owns its producer (group <group>-rmqguard-dlq, in the namespace); the consumer's Shutdown closes
 	// it. The deferred Close covers a return before Shutdown (Close is idempotent).
 	publisher, err := dlq.StartPublisher(dlq.PublisherConfig{
 		NameServers: nameServers, Group: s.group, Namespace: namespace, Credentials: cred,

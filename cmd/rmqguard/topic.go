@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 
@@ -35,23 +34,24 @@ func newTopicEnsureCmd(g *globalOptions) *cobra.Command {
 			"Prints one line per topic: \"topic T: created\", \"topic T: exists\" or \"topic T: updated\".",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return errors.New("no topic: usage: rmqguard topic ensure [--queues N] TOPIC...")
+				return usageError("no topic: usage: rmqguard topic ensure [--queues N] TOPIC...")
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// A missing or invalid setting is a usage error (exit 2), found before the broker is asked.
 			ns, err := g.requireNameServers()
 			if err != nil {
-				return err
+				return usageError("%w", err)
 			}
 			if broker == "" {
-				return errors.New("no broker: pass --broker host:port or set " + envBrokerAddr)
+				return usageError("no broker: pass --broker host:port or set %s", envBrokerAddr)
 			}
 			if queues < 1 {
-				return fmt.Errorf("--queues %d: must be at least 1", queues)
+				return usageError("--queues %d: must be at least 1", queues)
 			}
 			if err := g.access.validate(); err != nil {
-				return err
+				return usageError("%w", err)
 			}
 			cluster := topics.Cluster{NameServers: ns, Broker: broker, Namespace: g.access.namespace,
 				Credentials: g.access.credentials()}

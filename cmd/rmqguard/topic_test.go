@@ -26,7 +26,7 @@ func runTopicEnsure(ns, broker string, args ...string) (string, int) {
 }
 
 // `topic ensure` says per topic whether it created it, found it, or made a write-only DLQ readable; a
-// second run reports "exists"; exit 0 each time, 1 for a queue count below 1.
+// second run reports "exists"; exit 0 each time, 2 (a usage error) for a queue count below 1.
 func TestI9_CLI_TopicEnsureReportsCreatedExistsUpdated(t *testing.T) {
 	ns, broker := testenv.NameServer(t), testenv.Broker(t)
 	group := testenv.Unique("cli-topics")
@@ -57,5 +57,25 @@ func TestI9_CLI_TopicEnsureReportsCreatedExistsUpdated(t *testing.T) {
 	assert.Equal(t, "topic "+retry+": exists\ntopic "+dlqTopic+": exists\ntopic "+writeOnly+": exists\n", out)
 
 	out, code = runTopicEnsure(ns, broker, "--queues", "0", retry)
-	assert.Equal(t, 1, code, out)
+	assert.Equal(t, exitUsage, code, out)
+}
+
+// A missing or invalid setting of `topic ensure` is a usage error, exit 2 as for every rmqguard command
+// (the README's "2 for a usage error"), found before any name server is dialled: the addresses here
+// reach nothing, so a command that got as far as the broker would fail with 1.
+func TestI9_CLI_TopicEnsureUsageErrorsExit2(t *testing.T) {
+	const ns, broker = "127.0.0.1:1", "127.0.0.1:1"
+	for name, args := range map[string][]string{
+		"no topic":          {},
+		"queues below 1":    {"--queues", "0", "T"},
+		"no broker":         {"--broker", "", "T"},
+		"access key alone":  {"--access-key", "ak", "T"},
+		"invalid namespace": {"--namespace", "a%b", "T"},
+		"an unknown flag":   {"--bogus", "T"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, code := runTopicEnsure(ns, broker, args...)
+			assert.Equal(t, exitUsage, code, out)
+		})
+	}
 }
