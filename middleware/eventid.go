@@ -137,7 +137,7 @@ type EventIDConfig struct {
 // EventID finds each message's business event ID (the idempotency key), event type and aggregate ID and
 // stores them on the Delivery. A message whose ID is missing, empty, not valid UTF-8 or longer than
 // MaxLength is dead-lettered at once (Cause consumer.CauseUnidentifiable) with a reason naming every source
-// tried; the error is permanent (retry.Permanent) and wraps ErrUnidentifiable. It returns an error naming the field when cfg is invalid.
+// tried and the fix (the producer sets the ID, or EventIDConfig.Extractors names where it is); the error is permanent (retry.Permanent) and wraps ErrUnidentifiable. It returns an error naming the field when cfg is invalid.
 func EventID(cfg EventIDConfig) (consumer.Middleware, error) {
 	if len(cfg.Extractors) == 0 {
 		cfg.Extractors = []Extractor{FromProperty("EVENT_ID")}
@@ -198,7 +198,7 @@ func extractID(cfg EventIDConfig, d *consumer.Delivery) (string, error) {
 	}
 	switch {
 	case id == "":
-		return "", fmt.Errorf("%w (%s)", ErrUnidentifiable, explain(misses))
+		return "", fmt.Errorf("%w (%s): the producer must set it, or EventIDConfig.Extractors must name where it is", ErrUnidentifiable, explain(misses))
 	case !utf8.ValidString(id):
 		return "", fmt.Errorf("%w: event ID is not valid UTF-8", ErrUnidentifiable)
 	case utf8.RuneCountInString(id) > cfg.MaxLength:

@@ -139,6 +139,7 @@ func TestEventID_F11_MissingIDIsDeadLetteredNeverRetried(t *testing.T) {
 
 	requireUnidentifiable(t, o, err, s)
 	assert.Contains(t, o.Reason, "property EVENT_ID")
+	assert.Contains(t, o.Reason, "the producer must set it, or EventIDConfig.Extractors must name where it is", "the letter says how to fix it")
 }
 
 // KEYS usually carry a business key such as the order number, shared by every event of the order; taken as
