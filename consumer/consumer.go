@@ -147,8 +147,9 @@ type Consumer struct {
 // New validates cfg (a *ConfigError per bad field, joined) and builds the client's push consumer with
 // cfg's group, name servers, instance name, MaxReconsumeTimes, goroutines, batch size and consume
 // timeout, and with Orderly the client's orderly consumption and SuspendTime. It subscribes every topic but does not start consuming: call Start.
-// A nil h is a *ConfigError; an h made by Refuse (middleware.Chain and middleware.Standard return one for a
-// wrong chain) is its error wrapped as "consumer.New: handler: <err>". New never calls any other h.
+// A nil h is a *ConfigError; an h made by Refuse or Pending (middleware.Chain and middleware.Standard return
+// one for a wrong or an incomplete chain) is its error wrapped as "consumer.New: handler: <err>". New never
+// calls any other h.
 func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -35,12 +35,48 @@ func Refuse(err error) Handler {
 	return (&refusal{err: err}).handle
 }
 
-// Refused returns the error of a handler made by Refuse, or nil for any other handler (which it never
-// calls). It compares code pointers: every Refuse result shares the one of (*refusal).handle's method value.
+// pending is a handler that runs but that New refuses: h is the handler, err why it is not complete.
+type pending struct {
+	h   Handler
+	err error
+}
+
+// handle answers a nil Delivery (New asking) with err and runs h on a real message.
+func (p *pending) handle(ctx context.Context, d *Delivery) (Outcome, error) {
+	if d == nil {
+		return Outcome{}, p.err
+	}
+	return p.h(ctx, d)
+}
+
+// Pending returns a Handler that runs h on every message but that New refuses with err, as it refuses
+// Refuse(err): it stands for a part of a handler that is incomplete alone and is meant to be completed
+// by what wraps it (middleware.Chain returns one for a chain missing a middleware an outer chain may
+// provide, and unwraps it when an outer Chain completes it). Unlike a Refuse handler, a Pending one
+// wrapped by hand in another handler (hidden from New, e.g. a router's branch) runs h on each message,
+// at the cost of one more call and a nil check. Refused returns err for it. A nil err is replaced by a
+// generic one; a nil h gives Refuse(err).
+func Pending(h Handler, err error) Handler {
+	if err == nil {
+		err = errNoReason
+	}
+	if h == nil {
+		return Refuse(err)
+	}
+	return (&pending{h: h, err: err}).handle
+}
+
+// Refused returns the error of a handler made by Refuse or Pending, or nil for any other handler (which
+// it never calls). It compares code pointers: every Refuse result shares the one of (*refusal).handle's
+// method value, every Pending result the one of (*pending).handle's.
 func Refused(h Handler) error {
-	if h == nil || reflect.ValueOf(h).Pointer() != reflect.ValueOf((*refusal)(nil).handle).Pointer() {
+	if h == nil {
 		return nil
 	}
-	_, err := h(context.Background(), nil) // our own code: answers a nil Delivery with its error
-	return err
+	switch reflect.ValueOf(h).Pointer() {
+	case reflect.ValueOf((*refusal)(nil).handle).Pointer(), reflect.ValueOf((*pending)(nil).handle).Pointer():
+		_, err := h(context.Background(), nil) // our own code: answers a nil Delivery with its error
+		return err
+	}
+	return nil
 }

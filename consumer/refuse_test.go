@@ -57,3 +57,40 @@ func TestRefuse_OnAMessageIsADeadLetterWithTheReason(t *testing.T) {
 func TestRefuse_NilErrorStillRefuses(t *testing.T) {
 	assert.Error(t, consumer.Refused(consumer.Refuse(nil)))
 }
+
+func TestPending_RunsTheHandlerButNewRefusesIt(t *testing.T) {
+	errX := errors.New("middleware.Dedup (position 1) needs middleware.EventID before it")
+	runs := 0
+	h := consumer.Pending(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
+		runs++
+		return consumer.Processed(), nil
+	}, errX)
+	factory := consumer.WithPushConsumer(func([]rmq.Option) (consumer.PushConsumer, error) {
+		t.Error("a client was built for a pending handler")
+		return newFakePush(), nil
+	})
+
+	c, err := consumer.New(validConfig(), h, factory)
+	require.ErrorIs(t, err, errX)
+	assert.Nil(t, c)
+	assert.Equal(t, "consumer.New: handler: "+errX.Error(), err.Error())
+	assert.Zero(t, runs, "New does not run the handler")
+
+	o, err := h(context.Background(), consumer.NewDelivery("cg", orderMsg("k-1")))
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindProcessed, o.Kind, "on a message it runs, it is not a dead letter")
+	assert.Equal(t, 1, runs)
+}
+
+func TestPending_NilHandlerIsARefusalAndNilErrorStillRefuses(t *testing.T) {
+	errX := errors.New("incomplete")
+	h := consumer.Pending(nil, errX)
+	require.ErrorIs(t, consumer.Refused(h), errX)
+	o, err := h(context.Background(), consumer.NewDelivery("cg", orderMsg("k-1")))
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
+
+	assert.Error(t, consumer.Refused(consumer.Pending(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
+		return consumer.Processed(), nil
+	}, nil)))
+}

@@ -17,13 +17,14 @@ package middleware
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 )
 
-// ErrChainOrder marks Chain's refusal of a wrong order of rmqguard's standard middlewares (a middleware
-// without the one it needs outside it, the same middleware twice, a dedup.Handle handler without Dedup);
+// ErrChainOrder marks Chain's refusal of a wrong or incomplete order of rmqguard's standard middlewares (a
+// middleware without the one it needs outside it, the same middleware twice, a dedup.Handle handler without Dedup);
 // test it with errors.Is. The message names the middlewares, their positions (1 = outermost) and the fix.
 var ErrChainOrder = errors.New("middleware chain in the wrong order")
 
@@ -41,12 +42,29 @@ func orderErr(format string, args ...any) error {
 	return &chainError{msg: fmt.Sprintf(format, args...)}
 }
 
+// incompleteChainError is an order that lacks a middleware a chain around it may still provide (EventID
+// or Classify for Dedup, Dedup for Version or a dedup.Handle handler). Chain returns the chain it built as
+// consumer.Pending with this error; an outer Chain given that handler checks its own middlewares followed
+// by kinds as one chain around a handler that is transactional if tx, and wraps h, not the pending handler.
+type incompleteChainError struct {
+	msg   string
+	kinds []kind           // the kind of each middleware of the built chain, outermost first (kindUser included)
+	tx    bool             // the innermost handler is a dedup.Handle handler
+	h     consumer.Handler // the built chain, without the consumer.Pending layer
+}
+
+func (e *incompleteChainError) Error() string        { return e.msg }
+func (e *incompleteChainError) Is(target error) bool { return target == ErrChainOrder }
+
+// missingErr is an *incompleteChainError whose chain Chain fills in.
+func missingErr(format string, args ...any) error {
+	return &incompleteChainError{msg: fmt.Sprintf(format, args...)}
+}
+
 // Chain wraps h in mws; the first middleware is the outermost, so Chain(h, a, b) runs a, then b, then h.
 //
-// It checks the chain once, at build time, and returns consumer.Refuse(err) instead when it is wrong, so
-// consumer.New fails with err ("consumer.New: handler: …") rather than every message going to the DLQ.
-// It knows rmqguard's standard middlewares by identity (never calling them) and refuses, with an error
-// wrapping ErrChainOrder that says what to move where:
+// It checks the chain once, at build time, knowing rmqguard's standard middlewares by identity (never
+// calling them), and returns an error wrapping ErrChainOrder that says what to move or add where for:
 //   - Dedup without EventID before it (Dedup needs the event ID EventID sets);
 //   - Version without Dedup before it (Version runs inside the dedup transaction);
 //   - Timeout outside Recover. Timeout recovers a panic on its own goroutine itself and returns it as a
@@ -60,97 +78,169 @@ func orderErr(format string, args ...any) error {
 //     VersionConfig.EventTypes, so a chain may hold one Version per aggregate type, all after Dedup.
 //
 // A middleware built from a nil dependency (Dedup(nil), Metrics(nil)) or a nil h or middleware is refused
-// with an error wrapping ErrNilDependency; a refused h (consumer.Refuse) is returned as it is. Other
-// middlewares are allowed anywhere and are not called by the check. A chain composed by hand (mw(h))
-// is not checked. Each Chain call is checked alone: a Chain used as a part of another chain (e.g. a
-// router's branch, Chain(h, Dedup(store)) inside a chain that has EventID) is refused for what only the
-// outer chain provides; build the whole chain in one Chain call, or compose such a part by hand. The handler Chain returns costs nothing more per message than the wrapped chain.
+// with an error wrapping ErrNilDependency. A wrong chain, one that no chain around it can mend (a
+// middleware twice, a nil dependency, a needed middleware present but inside the one needing it, Timeout
+// outside Recover), comes back as consumer.Refuse(err). An incomplete chain, one that only lacks EventID,
+// Classify or Dedup, which a chain around it may provide, comes back as consumer.Pending(chain, err): it
+// runs, but consumer.New given it fails with err ("consumer.New: handler: …"), as for a wrong chain. A
+// Chain given such a pending h checks its mws and h's middlewares as one chain (positions counted over
+// both, outermost first; "in the inner chain" marks h's) and wraps h's chain without the pending layer:
+// complete, it is an ordinary handler; so Chain(Chain(txH, Dedup(store)), Recover(nil), Classify(),
+// eventID) is accepted, and a Chain in a router's branch may leave to the chain around the router what
+// every branch needs. A branch hidden from consumer.New (called by your own handler) that no chain
+// completes runs incomplete: build each branch complete, or check it yourself with consumer.Refused.
+// A refused h (consumer.Refuse) is returned as it is. A complete h is not inspected: its middlewares are
+// not counted with mws. Other middlewares are allowed anywhere and are not called by the check; a chain
+// composed by hand (mw(h)) is not checked. A complete chain costs nothing more per message than the
+// wrapped middlewares; a pending one, one call and a nil check more until an outer Chain unwraps it.
 func Chain(h consumer.Handler, mws ...consumer.Middleware) consumer.Handler {
-	if consumer.Refused(h) != nil {
-		return h
+	c := chainKinds{tx: dedup.IsTxHandler(h)}
+	if err := consumer.Refused(h); err != nil {
+		var inner *incompleteChainError
+		if !errors.As(err, &inner) {
+			return h
+		}
+		h, c.inner, c.tx = inner.h, inner.kinds, inner.tx
 	}
-	if err := checkChain(h, mws); err != nil {
+	if err := c.collect(h, mws); err != nil {
+		return consumer.Refuse(err)
+	}
+	err := c.check()
+	var missing *incompleteChainError
+	if err != nil && !errors.As(err, &missing) {
 		return consumer.Refuse(err)
 	}
 	for i := len(mws) - 1; i >= 0; i-- {
 		h = mws[i](h)
 	}
+	if missing != nil {
+		missing.kinds, missing.tx, missing.h = c.kinds, c.tx, h
+		return consumer.Pending(h, missing)
+	}
 	return h
 }
 
-// checkChain returns why h wrapped in mws (outermost first) must not run, or nil.
-func checkChain(h consumer.Handler, mws []consumer.Middleware) error {
+// chainKinds is the chain Chain checks: the kind of each middleware, outermost first, and whether the
+// innermost handler is a dedup.Handle handler.
+type chainKinds struct {
+	kinds []kind // mws' kinds, then inner
+	inner []kind // the kinds of a pending inner chain's middlewares, outermost first
+	outer int    // how many of kinds are the outer Chain's own (the rest are the inner chain's)
+	tx    bool
+	pos   map[kind]int // 1-based position of each standard middleware in kinds
+}
+
+// collect fills c with the kinds of mws then c.inner, and returns why they can never run: a nil h or
+// middleware, a refused middleware, a standard middleware twice.
+func (c *chainKinds) collect(h consumer.Handler, mws []consumer.Middleware) error {
 	if h == nil {
 		return fmt.Errorf("%w: middleware.Chain: the handler is nil", ErrNilDependency)
 	}
-	pos := map[kind]int{} // 1-based position of each standard middleware
+	c.kinds = make([]kind, 0, len(mws)+len(c.inner))
 	for i, mw := range mws {
 		if mw == nil {
 			return fmt.Errorf("%w: middleware.Chain: the middleware at position %d is nil", ErrNilDependency, i+1)
 		}
 		k := kindOf(mw)
-		switch k {
-		case kindUser:
-			continue
-		case kindRefused:
+		if k == kindRefused {
 			return fmt.Errorf("position %d: %w", i+1, consumer.Refused(mw(nil)))
 		}
-		if _, seen := pos[kindVersion]; seen && k == kindVersion {
+		c.kinds = append(c.kinds, k)
+	}
+	c.outer = len(c.kinds)
+	c.kinds = append(c.kinds, c.inner...)
+	c.pos = map[kind]int{}
+	for i, k := range c.kinds {
+		if k == kindUser {
+			continue
+		}
+		if _, seen := c.pos[kindVersion]; seen && k == kindVersion {
 			continue // one Version per aggregate type; the first one's position is the one checked
 		}
 		slot := k
 		if k == kindTimeout {
 			slot = kindDeadline // one deadline middleware per chain
 		}
-		if p, ok := pos[slot]; ok {
-			return orderErr("%s (position %d) repeats %s (position %d): keep one of them", k, i+1, kindAt(mws, p), p)
+		if p, ok := c.pos[slot]; ok {
+			return orderErr("%s (%s) repeats %s (%s): keep one of them", k, c.at(i+1), c.kinds[p-1], c.at(p))
 		}
-		pos[slot] = i + 1
+		c.pos[slot] = i + 1
 		if k == kindTimeout {
-			pos[kindTimeout] = i + 1
+			c.pos[kindTimeout] = i + 1
 		}
-	}
-	return checkOrder(h, pos)
-}
-
-// checkOrder applies Chain's order rules to the positions of the standard middlewares.
-func checkOrder(h consumer.Handler, pos map[kind]int) error {
-	if d, ok := pos[kindDedup]; ok && !before(pos, kindEventID, d) {
-		return orderErr("middleware.Dedup (position %d) needs middleware.EventID before it: %s", d, fix(pos, kindEventID, "EventID", "Dedup"))
-	}
-	if d, ok := pos[kindDedup]; ok {
-		if _, ok := pos[kindClassify]; !ok {
-			return orderErr("middleware.Dedup (position %d) needs middleware.Classify in the chain: add it before EventID "+
-				"(without it a permanent error is retried on every delivery and then moved to the DLQ by the broker, without its reason)", d)
-		}
-	}
-	if v, ok := pos[kindVersion]; ok && !before(pos, kindDedup, v) {
-		return orderErr("middleware.Version (position %d) needs middleware.Dedup before it: %s", v, fix(pos, kindDedup, "Dedup", "Version"))
-	}
-	if t, ok := pos[kindTimeout]; ok {
-		if r, ok := pos[kindRecover]; ok && r > t {
-			return orderErr("middleware.Timeout (position %d) must be inside middleware.Recover (position %d): move Recover before Timeout", t, r)
-		}
-	}
-	if _, ok := pos[kindDedup]; !ok && dedup.IsTxHandler(h) {
-		return orderErr("the handler is a dedup.Handle transactional handler and needs the dedup transaction: add middleware.Dedup(store) to the chain, after EventID")
 	}
 	return nil
 }
 
-// before reports whether k is in the chain at a position before p.
-func before(pos map[kind]int, k kind, p int) bool {
-	q, ok := pos[k]
-	return ok && q < p
-}
-
-// fix says how to put the middleware named need (of kind k) before the one named by.
-func fix(pos map[kind]int, k kind, need, by string) string {
-	if _, ok := pos[k]; ok {
-		return fmt.Sprintf("move %s before %s", need, by)
+// check applies Chain's order rules to c's positions. A broken rule (a *chainError) wins over a missing
+// middleware (an *incompleteChainError), which a chain around this one may still provide.
+func (c *chainKinds) check() error {
+	var missing error
+	for _, err := range []error{c.needBefore(kindDedup, kindEventID), c.dedupNeedsClassify(), c.needBefore(kindVersion, kindDedup),
+		c.timeoutInsideRecover(), c.txNeedsDedup()} {
+		var m *incompleteChainError
+		switch {
+		case err == nil:
+		case errors.As(err, &m):
+			if missing == nil {
+				missing = err
+			}
+		default:
+			return err
+		}
 	}
-	return fmt.Sprintf("add middleware.%s before %s", need, by)
+	return missing
 }
 
-// kindAt is the kind of the middleware at 1-based position p.
-func kindAt(mws []consumer.Middleware, p int) kind { return kindOf(mws[p-1]) }
+// dedupNeedsClassify: Dedup needs Classify anywhere in the chain, which a chain around it may add.
+func (c *chainKinds) dedupNeedsClassify() error {
+	d, ok := c.pos[kindDedup]
+	if _, classify := c.pos[kindClassify]; !ok || classify {
+		return nil
+	}
+	return missingErr("middleware.Dedup (%s) needs middleware.Classify in the chain: add it before EventID "+
+		"(without it a permanent error is retried on every delivery and then moved to the DLQ by the broker, without its reason)", c.at(d))
+}
+
+// timeoutInsideRecover: Timeout must not be outside Recover, which no chain around it can mend.
+func (c *chainKinds) timeoutInsideRecover() error {
+	t, ok := c.pos[kindTimeout]
+	if r, recov := c.pos[kindRecover]; ok && recov && r > t {
+		return orderErr("middleware.Timeout (%s) must be inside middleware.Recover (%s): move Recover before Timeout", c.at(t), c.at(r))
+	}
+	return nil
+}
+
+// txNeedsDedup: a dedup.Handle handler needs Dedup in the chain, which a chain around it may add.
+func (c *chainKinds) txNeedsDedup() error {
+	if _, ok := c.pos[kindDedup]; ok || !c.tx {
+		return nil
+	}
+	return missingErr("the handler is a dedup.Handle transactional handler and needs the dedup transaction: add middleware.Dedup(store) to the chain, after EventID")
+}
+
+// needBefore is the error of a middleware of kind by without one of kind need before it: a missing need
+// may still come from a chain around this one; a need present inside by cannot be mended from outside.
+func (c *chainKinds) needBefore(by, need kind) error {
+	p, ok := c.pos[by]
+	if !ok {
+		return nil
+	}
+	q, has := c.pos[need]
+	if has && q < p {
+		return nil
+	}
+	short := func(k kind) string { return strings.TrimPrefix(k.String(), "middleware.") }
+	if has {
+		return orderErr("%s (%s) needs %s before it: move %s before %s", by, c.at(p), need, short(need), short(by))
+	}
+	return missingErr("%s (%s) needs %s before it: add %s before %s", by, c.at(p), need, need, short(by))
+}
+
+// at names the 1-based position p, marking a middleware of the pending inner chain.
+func (c *chainKinds) at(p int) string {
+	if len(c.inner) > 0 && p > c.outer {
+		return fmt.Sprintf("position %d, in the inner chain", p)
+	}
+	return fmt.Sprintf("position %d", p)
+}

@@ -106,7 +106,7 @@ func TestChain_UserMiddlewaresAreAllowedAnywhereAndNotCalledByTheCheck(t *testin
 	built := 0
 	user := func(next consumer.Handler) consumer.Handler { built++; return next }
 
-	refused := middleware.Chain(txPlain, user, middleware.Recover(nil), user, eventID, user)
+	refused := middleware.Chain(plain, user, middleware.Timeout(time.Second), user, middleware.Recover(nil), user)
 	require.ErrorIs(t, consumer.Refused(refused), middleware.ErrChainOrder)
 	assert.Zero(t, built, "a refused chain calls no user middleware")
 

@@ -1,0 +1,144 @@
+package middleware_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/middleware"
+)
+
+// txCounter is a dedup.Handle handler that counts its runs and whether it got the dedup transaction.
+type txCounter struct {
+	runs int
+	tx   bool
+}
+
+func (c *txCounter) handler() consumer.Handler {
+	return dedup.Handle(func(_ context.Context, tx *sqlx.Tx, _ *consumer.Delivery) (consumer.Outcome, error) {
+		c.runs++
+		c.tx = tx != nil
+		return consumer.Processed(), nil
+	})
+}
+
+func newEventID(t *testing.T) consumer.Middleware {
+	t.Helper()
+	eventID, err := middleware.EventID(middleware.EventIDConfig{})
+	require.NoError(t, err)
+	return eventID
+}
+
+// An inner Chain lacking what only the outer Chain provides (EventID, Classify) is refused by consumer.New
+// alone, with the fix, and accepted once an outer Chain completes it: the composed chain runs the handler
+// in the dedup transaction, committed once.
+func TestChain_IncompleteInnerChainIsCompletedByTheOuterOne(t *testing.T) {
+	f, dedupMW := newDedup(t)
+	var c txCounter
+	inner := middleware.Chain(c.handler(), dedupMW)
+
+	err := newConsumer(t, inner)
+	require.ErrorIs(t, err, middleware.ErrChainOrder)
+	assert.Equal(t, "consumer.New: handler: middleware.Dedup (position 1) needs middleware.EventID before it: add middleware.EventID before Dedup", err.Error())
+
+	var wrapped consumer.Handler // what the outer chain's innermost middleware wraps
+	innermost := func(next consumer.Handler) consumer.Handler { wrapped = next; return next }
+	h := middleware.Chain(inner, middleware.Recover(nil), middleware.Classify(), newEventID(t), innermost)
+	require.NoError(t, consumer.Refused(h), "consumer.New accepts the composed chain")
+	require.NoError(t, consumer.Refused(wrapped), "the outer chain wraps the inner chain itself, not its pending layer")
+
+	o, err := h(context.Background(), delivery("ORDER", "", map[string]string{"EVENT_ID": "e-1"}))
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindProcessed, o.Kind)
+	assert.Equal(t, txCounter{runs: 1, tx: true}, c)
+	begins, commits, rollbacks := f.counts()
+	assert.Equal(t, [3]int{1, 1, 0}, [3]int{begins, commits, rollbacks})
+}
+
+// A chain still incomplete after an outer Chain stays pending, with positions counted over both lists;
+// the next Chain around it completes it.
+func TestChain_StillIncompleteStaysPendingUntilCompleted(t *testing.T) {
+	f, dedupMW := newDedup(t)
+	var c txCounter
+	mid := middleware.Chain(middleware.Chain(c.handler(), dedupMW), newEventID(t))
+
+	err := newConsumer(t, mid)
+	require.ErrorIs(t, err, middleware.ErrChainOrder)
+	assert.Contains(t, err.Error(), "consumer.New: handler: middleware.Dedup (position 2, in the inner chain) needs middleware.Classify in the chain")
+
+	h := middleware.Chain(mid, middleware.Recover(nil), middleware.Classify())
+	require.NoError(t, consumer.Refused(h))
+	o, err := h(context.Background(), delivery("ORDER", "", map[string]string{"EVENT_ID": "e-1"}))
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindProcessed, o.Kind)
+	assert.Equal(t, 1, c.runs)
+	_, commits, _ := f.counts()
+	assert.Equal(t, 1, commits)
+}
+
+// A router's branch built with Chain may leave EventID and Classify to the chain around the router:
+// consumer.New cannot see the branch, and the branch runs on a real message instead of dead-lettering it.
+func TestChain_PendingBranchInARouterRunsOnARealMessage(t *testing.T) {
+	f, dedupMW := newDedup(t)
+	var c txCounter
+	branches := map[string]consumer.Handler{"ORDER": middleware.Chain(c.handler(), dedupMW)}
+	require.ErrorIs(t, consumer.Refused(branches["ORDER"]), middleware.ErrChainOrder, "the branch alone is incomplete")
+	router := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		return branches[d.Topic](ctx, d)
+	}
+	h := middleware.Chain(router, middleware.Recover(nil), middleware.Classify(), newEventID(t))
+	require.NoError(t, consumer.Refused(h))
+
+	o, err := h(context.Background(), delivery("ORDER", "", map[string]string{"EVENT_ID": "e-1"}))
+
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindProcessed, o.Kind, "not dead-lettered: %s", o.Reason)
+	assert.Equal(t, txCounter{runs: 1, tx: true}, c)
+	_, commits, _ := f.counts()
+	assert.Equal(t, 1, commits)
+}
+
+// Version inside, Dedup outside is the right order across the two chains; the reverse cannot be mended
+// by any outer chain and is refused, as is a middleware in both chains.
+func TestChain_InnerAndOuterAreCheckedAsOneChain(t *testing.T) {
+	_, dedupMW := newDedup(t)
+	version, err := middleware.Version(nil, middleware.VersionConfig{AggregateType: "order",
+		Load: func(context.Context, *sqlx.Tx, string) (int64, error) { return 0, nil }})
+	require.NoError(t, err)
+	eventID := newEventID(t)
+
+	accepted := middleware.Chain(middleware.Chain(txPlain, version), middleware.Recover(nil), middleware.Classify(), eventID, dedupMW)
+	require.NoError(t, consumer.Refused(accepted), "Dedup outside, Version inside")
+
+	for name, tc := range map[string]struct {
+		h    consumer.Handler
+		want string
+	}{
+		"Dedup in both": {middleware.Chain(middleware.Chain(txPlain, dedupMW), middleware.Classify(), eventID, dedupMW),
+			"consumer.New: handler: middleware.Dedup (position 4, in the inner chain) repeats middleware.Dedup (position 3): keep one of them"},
+		"Version outside Dedup": {middleware.Chain(middleware.Chain(txPlain, dedupMW), middleware.Classify(), eventID, version),
+			"consumer.New: handler: middleware.Version (position 3) needs middleware.Dedup before it: move Dedup before Version"},
+		"Timeout outside an inner Recover": {middleware.Chain(middleware.Chain(txPlain, middleware.Recover(nil), dedupMW), middleware.Timeout(time.Second), middleware.Classify(), eventID),
+			"consumer.New: handler: middleware.Timeout (position 1) must be inside middleware.Recover (position 4, in the inner chain): move Recover before Timeout"},
+		"EventID inside Dedup, one list": {middleware.Chain(txPlain, middleware.Classify(), dedupMW, eventID),
+			"consumer.New: handler: middleware.Dedup (position 2) needs middleware.EventID before it: move EventID before Dedup"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := newConsumer(t, tc.h)
+			require.ErrorIs(t, err, middleware.ErrChainOrder)
+			assert.Equal(t, tc.want, err.Error())
+
+			// refused for good, not pending: on a message (wrapped by hand, hidden from New) it is a dead letter
+			o, err := tc.h(context.Background(), delivery("ORDER", "", map[string]string{"EVENT_ID": "e-1"}))
+			require.NoError(t, err)
+			assert.Equal(t, consumer.KindDeadLetter, o.Kind)
+			assert.Contains(t, o.Reason, "handler could not be built: ")
+		})
+	}
+}
