@@ -55,6 +55,8 @@ type options struct {
 
 	ensureTopics EnsureTopicsFunc
 	publisher    DeadLetterPublisherFunc
+	// publisherGiven: WithDeadLetterPublisher was given (New refuses it with a nil function).
+	publisherGiven bool
 }
 
 // WithLogger sets the logger for the consumer's own lines. Default: zap.NewNop().

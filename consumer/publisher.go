@@ -18,15 +18,18 @@ type DeadLetterPublisherFunc func(cfg Config) (DeadLetterSink, error)
 //	consumer.New(cfg, h, consumer.WithDeadLetterPublisher(dlq.ForConsumer))
 //
 // f's error fails Start (wrapped, naming the step); a Start that fails after f succeeded closes the sink.
-// It takes the place of WithDeadLetterSink: New fails when both are given.
+// It takes the place of WithDeadLetterSink: New fails when both are given, and when f is nil.
 func WithDeadLetterPublisher(f DeadLetterPublisherFunc) Option {
-	return func(o *options) { o.publisher = f }
+	return func(o *options) { o.publisher, o.publisherGiven = f, true }
 }
 
 // checkSinkOptions is New's check of WithDeadLetterSink and WithDeadLetterPublisher: one of them at most,
 // and no nil sink behind a non-nil interface (the *dlq.Publisher of a StartPublisher that failed, whose
 // error was dropped), which would fail every dead letter instead of the construction.
 func checkSinkOptions(o options) error {
+	if o.publisherGiven && o.publisher == nil {
+		return &ConfigError{Field: "WithDeadLetterPublisher", Problem: "the function is nil (dlq.ForConsumer builds the publisher from the Config)"}
+	}
 	if o.sink != nil && o.publisher != nil {
 		return &ConfigError{Field: "WithDeadLetterSink", Problem: "given with WithDeadLetterPublisher: a consumer has one dead-letter sink, keep one of them"}
 	}

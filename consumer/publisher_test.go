@@ -77,15 +77,19 @@ func TestIssue9_DeadLetterPublisherErrorsFailStartAndLeaveNothingOpen(t *testing
 func TestIssue9_SinkWiringMistakesFailNew(t *testing.T) {
 	publisher := func(consumer.Config) (consumer.DeadLetterSink, error) { return &recordingSink{}, nil }
 	var dropped *recordingSink // what `p, _ := build()` leaves when build fails
-	for name, opts := range map[string][]consumer.Option{
-		"both":      {consumer.WithDeadLetterSink(&recordingSink{}), consumer.WithDeadLetterPublisher(publisher)},
-		"typed nil": {consumer.WithDeadLetterSink(dropped)},
+	for name, tc := range map[string]struct {
+		opts  []consumer.Option
+		field string
+	}{
+		"both":          {[]consumer.Option{consumer.WithDeadLetterSink(&recordingSink{}), consumer.WithDeadLetterPublisher(publisher)}, "WithDeadLetterSink"},
+		"typed nil":     {[]consumer.Option{consumer.WithDeadLetterSink(dropped)}, "WithDeadLetterSink"},
+		"nil publisher": {[]consumer.Option{consumer.WithDeadLetterPublisher(nil)}, "WithDeadLetterPublisher"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := consumer.New(validConfig(), handlerReturning(consumer.Processed(), nil), opts...)
+			_, err := consumer.New(validConfig(), handlerReturning(consumer.Processed(), nil), tc.opts...)
 			var cfgErr *consumer.ConfigError
 			require.ErrorAs(t, err, &cfgErr)
-			assert.Equal(t, "WithDeadLetterSink", cfgErr.Field)
+			assert.Equal(t, tc.field, cfgErr.Field)
 		})
 	}
 }
