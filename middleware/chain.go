@@ -91,15 +91,18 @@ func missingErr(format string, args ...any) error {
 // eventID) is accepted, and a Chain in a router's branch may leave to the chain around the router what
 // every branch needs. A branch hidden from consumer.New (called by your own handler) that no chain
 // completes runs incomplete: build each branch complete, or check it yourself with consumer.Refused.
-// A refused h (consumer.Refuse) is returned as it is. A complete h is not inspected: its middlewares are
+// A refused h (consumer.Refuse), or a Pending one not made by Chain (even one whose error wraps a Chain's),
+// is returned as it is. A complete h is not inspected: its middlewares are
 // not counted with mws. Other middlewares are allowed anywhere and are not called by the check; a chain
 // composed by hand (mw(h)) is not checked. A complete chain costs nothing more per message than the
 // wrapped middlewares; a pending one, one call and a nil check more until an outer Chain unwraps it.
 func Chain(h consumer.Handler, mws ...consumer.Middleware) consumer.Handler {
 	c := chainKinds{tx: dedup.IsTxHandler(h)}
 	if err := consumer.Refused(h); err != nil {
-		var inner *incompleteChainError
-		if !errors.As(err, &inner) {
+		// Only a Pending made by Chain itself carries its chain; an incomplete chain's error wrapped in
+		// another handler's refusal (a router refusing for a branch) is that handler's, not a chain to complete.
+		inner, ok := err.(*incompleteChainError) // the error itself, not errors.As
+		if !ok {
 			return h
 		}
 		h, c.inner, c.tx = inner.h, inner.kinds, inner.tx
