@@ -71,8 +71,10 @@ func missingErr(format string, args ...any) error {
 //     *PanicError, so none escapes either way; the rule keeps Recover, which logs each panic once with the
 //     handler's stack, on the consumer's goroutine around Timeout and whatever sits between them, as in the
 //     recommended order (a Recover inside Timeout runs on Timeout's per-message goroutine);
-//   - Dedup without Classify anywhere in the chain (a permanent error, e.g. MySQL 1406 or an undecodable
-//     body, would be retried on every delivery, then dead-lettered by the broker without its reason);
+//   - Dedup without Classify before it (without it, a permanent error, e.g. MySQL 1406 or an undecodable
+//     body, would be retried on every delivery, then dead-lettered by the broker without its reason; inside
+//     Dedup, it never sees Dedup's own store errors, so a store outage spends attempts instead of pausing
+//     consumption as consumer.Unavailable);
 //   - a handler made by dedup.Handle (dedup.IsTxHandler) without Dedup in the chain;
 //   - a standard middleware twice (Deadline and Timeout count as one), except Version: each checks only its
 //     VersionConfig.EventTypes, so a chain may hold one Version per aggregate type, all after Dedup.
@@ -89,15 +91,18 @@ func missingErr(format string, args ...any) error {
 // eventID) is accepted, and a Chain in a router's branch may leave to the chain around the router what
 // every branch needs. A branch hidden from consumer.New (called by your own handler) that no chain
 // completes runs incomplete: build each branch complete, or check it yourself with consumer.Refused.
-// A refused h (consumer.Refuse) is returned as it is. A complete h is not inspected: its middlewares are
+// A refused h (consumer.Refuse), or a Pending one not made by Chain (even one whose error wraps a Chain's),
+// is returned as it is. A complete h is not inspected: its middlewares are
 // not counted with mws. Other middlewares are allowed anywhere and are not called by the check; a chain
 // composed by hand (mw(h)) is not checked. A complete chain costs nothing more per message than the
 // wrapped middlewares; a pending one, one call and a nil check more until an outer Chain unwraps it.
 func Chain(h consumer.Handler, mws ...consumer.Middleware) consumer.Handler {
 	c := chainKinds{tx: dedup.IsTxHandler(h)}
 	if err := consumer.Refused(h); err != nil {
-		var inner *incompleteChainError
-		if !errors.As(err, &inner) {
+		// Only a Pending made by Chain itself carries its chain; an incomplete chain's error wrapped in
+		// another handler's refusal (a router refusing for a branch) is that handler's, not a chain to complete.
+		inner, ok := err.(*incompleteChainError) // the error itself, not errors.As
+		if !ok {
 			return h
 		}
 		h, c.inner, c.tx = inner.h, inner.kinds, inner.tx
@@ -192,11 +197,18 @@ func (c *chainKinds) check() error {
 	return missing
 }
 
-// dedupNeedsClassify: Dedup needs Classify anywhere in the chain, which a chain around it may add.
+// dedupNeedsClassify: Dedup needs Classify before it, which a chain around it may add; a Classify inside
+// Dedup cannot be mended from outside (a second Classify repeats it).
 func (c *chainKinds) dedupNeedsClassify() error {
 	d, ok := c.pos[kindDedup]
-	if _, classify := c.pos[kindClassify]; !ok || classify {
+	q, classify := c.pos[kindClassify]
+	if !ok || (classify && q < d) {
 		return nil
+	}
+	if classify {
+		return orderErr("middleware.Dedup (%s) needs middleware.Classify (%s) before it: move Classify before Dedup "+
+			"(inside Dedup it never sees Dedup's own errors: a store outage at BEGIN, the claim or COMMIT is retried, spending "+
+			"the message's attempts, instead of pausing consumption as consumer.Unavailable)", c.at(d), c.at(q))
 	}
 	return missingErr("middleware.Dedup (%s) needs middleware.Classify in the chain: add it before EventID "+
 		"(without it a permanent error is retried on every delivery and then moved to the DLQ by the broker, without its reason)", c.at(d))

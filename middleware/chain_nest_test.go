@@ -2,6 +2,7 @@ package middleware_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -139,6 +140,37 @@ func TestChain_InnerAndOuterAreCheckedAsOneChain(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, consumer.KindDeadLetter, o.Kind)
 			assert.Contains(t, o.Reason, "handler could not be built: ")
+		})
+	}
+}
+
+// A handler of the user's that refuses itself for a branch's incomplete chain, wrapping that chain's
+// error (a router built of Chains), stays refused in an outer Chain: the outer Chain completes only the
+// pending chains it was given, never one found inside another handler's error, which would replace the
+// router by its branch.
+func TestChain_ARefusalWrappingAnIncompleteChainStaysRefused(t *testing.T) {
+	_, dedupMW := newDedup(t)
+	var c txCounter
+	branch := middleware.Chain(c.handler(), dedupMW)
+	router := func(branches ...consumer.Handler) consumer.Handler {
+		for i, b := range branches {
+			if err := consumer.Refused(b); err != nil {
+				return consumer.Refuse(fmt.Errorf("router: branch %d: %w", i+1, err))
+			}
+		}
+		return branches[0]
+	}
+
+	for name, h := range map[string]consumer.Handler{
+		"Refuse":  router(plain, branch),
+		"Pending": consumer.Pending(plain, fmt.Errorf("router: %w", consumer.Refused(branch))),
+	} {
+		t.Run(name, func(t *testing.T) {
+			outer := middleware.Chain(h, middleware.Recover(nil), middleware.Classify(), newEventID(t))
+
+			err := newConsumer(t, outer)
+			require.ErrorIs(t, err, middleware.ErrChainOrder)
+			assert.Contains(t, err.Error(), "consumer.New: handler: router: ")
 		})
 	}
 }
