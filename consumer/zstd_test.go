@@ -45,6 +45,16 @@ func TestIssue9Item8_ZSTDFrameLargerThanTheLimitIsRefusedAsCorrupt(t *testing.T)
 	require.ErrorIs(t, err, zstd.ErrDecoderSizeExceeded)
 }
 
+// A body of exactly MaxDecodedBody bytes is still decoded: the limit refuses only what is larger.
+func TestIssue9Item8_ZSTDBodyOfExactlyTheLimitDecodes(t *testing.T) {
+	body := make([]byte, consumer.MaxDecodedBody)
+	var z consumer.ZSTDDecoder
+	defer z.Close()
+	out, err := z.Decode(zstdJava(t, body))
+	require.NoError(t, err)
+	require.Len(t, out, consumer.MaxDecodedBody)
+}
+
 // Close while decodes are in flight (Shutdown while late deliveries decode): Close waits for the decodes
 // that hold the shared decoder, and a decode that starts after it gets a decoder of its own; every decode
 // succeeds and -race finds no use of a freed decoder.
