@@ -44,6 +44,28 @@ func TestOpen_MigratesAndClaims(t *testing.T) {
 	assert.Error(t, err, "Close closed the pools Open opened")
 }
 
+// Open's transactions run on a pool of their own (WithTxDSN(dsn)): a transaction in progress holds a
+// connection of that pool, not of the pool Open reads through. A WithTxDSN given to Open takes its place.
+func TestOpen_TransactionsRunOnAPoolOfTheirOwn(t *testing.T) {
+	testenv.MySQL(t)
+	ctx := context.Background()
+	for name, opts := range map[string][]dedup.Option{
+		"default":         nil,
+		"WithTxDSN given": {dedup.WithTxDSN(testenv.MySQLDSN())},
+	} {
+		t.Run(name, func(t *testing.T) {
+			store, err := dedup.Open(ctx, testenv.MySQLDSN(), opts...)
+			require.NoError(t, err)
+			defer store.Close()
+			txn, err := store.Begin(ctx)
+			require.NoError(t, err)
+			defer func() { _ = txn.Rollback() }()
+			assert.Equal(t, 1, store.TxStats().InUse, "the transaction's connection")
+			assert.Equal(t, 0, store.DB().Stats().InUse, "the pool Open reads through is not the transactions' pool")
+		})
+	}
+}
+
 // A wrong password fails Open at its connect step with the server's error; nothing is left open.
 func TestOpen_WrongPasswordFailsAtConnect(t *testing.T) {
 	testenv.MySQL(t)

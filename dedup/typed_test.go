@@ -100,3 +100,13 @@ func TestHandleJSON_UndecodableBodyIsDeadLetteredOnEveryDeliveryWithoutARow(t *t
 		})
 	}
 }
+
+// A typed handler built without a codec or without its function fails where it is built, not on every
+// message.
+func TestTyped_NilCodecOrFunctionPanicsAtConstruction(t *testing.T) {
+	fn := func(context.Context, *sqlx.Tx, *consumer.Delivery, struct{}) (consumer.Outcome, error) {
+		return consumer.Processed(), nil
+	}
+	assert.PanicsWithValue(t, "dedup.Typed: codec is nil (consumer.JSON{} decodes JSON bodies)", func() { dedup.Typed(nil, fn) })
+	assert.PanicsWithValue(t, "dedup.Typed: the handler function is nil", func() { dedup.Typed[struct{}](consumer.JSON{}, nil) })
+}
