@@ -146,7 +146,7 @@ func TestStandard_ErrorsComeBackThroughConsumerNew(t *testing.T) {
 		"Version without store or Load": {middleware.StandardConfig{Store: dedupTxStore{store}, Version: &middleware.VersionConfig{AggregateType: "order"}},
 			"consumer.New: handler: middleware.Standard: Version: Store is a middleware_test.dedupTxStore, not a *dedup.Store: set VersionConfig.Load", nil},
 		"bad Version config": {middleware.StandardConfig{Store: store, Version: &middleware.VersionConfig{}},
-			"consumer.New: handler: middleware.Standard: Version: ", nil},
+			"consumer.New: handler: middleware.Standard: Version: version config: AggregateType", nil},
 		"nil Store with Version": {middleware.StandardConfig{Version: &middleware.VersionConfig{AggregateType: "order"}},
 			"middleware.Dedup: store is nil", middleware.ErrNilDependency},
 	} {
