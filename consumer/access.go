@@ -22,10 +22,10 @@ const accessCheckTimeout = 5 * time.Second
 
 // checkAccess asks every master broker the name servers list whether it accepts cfg.Credentials (one
 // signed heartbeat each), because rocketmq-client-go only logs refused heartbeats and pulls: a consumer with
-// a wrong secret would start and never receive a message. It runs only when credentials are set. A refusal
-// stops the client it runs after (its Shutdown is idempotent; the client panics when shut down before it
-// started) and is returned; a name server or broker it cannot reach is logged and not held against the start
-// (the client retries on its own, as without credentials).
+// a wrong secret would start and never receive a message. It runs only when credentials are set, and
+// before the client starts, so a refusal is returned with the client never started (Shutdown then leaves
+// it alone). A name server or broker it cannot reach is logged and not held against the start (the client
+// retries on its own, as without credentials).
 func (c *Consumer) checkAccess() error {
 	if c.cfg.Credentials.IsZero() {
 		return nil
@@ -36,7 +36,6 @@ func (c *Consumer) checkAccess() error {
 		remoting.Credentials{AccessKey: c.cfg.Credentials.AccessKey, SecretKey: c.cfg.Credentials.SecretKey})
 	var acl *ACLError
 	if errors.As(err, &acl) {
-		_ = c.push.Shutdown()
 		return fmt.Errorf("rmqguard consumer %s: start: %w", c.cfg.Group, err)
 	}
 	if err != nil {

@@ -137,10 +137,12 @@ type Consumer struct {
 
 	mu       sync.Mutex
 	stopping bool
-	// unstarted is set when Start returned before starting the client (WithEnsureTopics failed): the
-	// client's Shutdown panics on a client that never started, so Shutdown leaves it alone.
-	unstarted bool
-	inflight  sync.WaitGroup
+	// clientStarted is set just before Start first starts the client, and never cleared: the client's
+	// Shutdown panics on a client that never started, so Shutdown leaves it alone unless it is set (a Start
+	// that failed before the client, e.g. on WithEnsureTopics or an ACL refusal, leaves it unset; a failed
+	// second Start does not clear the first one's).
+	clientStarted bool
+	inflight      sync.WaitGroup
 	// clientDown is closed when Shutdown has shut the client down; callbacks that must not be answered
 	// (late, cancelled by Shutdown, or waiting for the store when it began) wait for it.
 	clientDown chan struct{}
@@ -244,23 +246,25 @@ func (c *Consumer) Start() error {
 		return ErrStopped
 	}
 	if err := c.ensureTopics(); err != nil {
-		c.setUnstarted(true)
 		return err
 	}
 	built, err := c.startPublisher()
 	if err != nil {
-		c.setUnstarted(true)
 		return err
 	}
-	c.setUnstarted(false)
+	if err := c.checkAccess(); err != nil {
+		// Before the client starts: shutting the client down while its first rebalance runs is a data race
+		// inside rocketmq-client-go (rmqClient.close is a plain bool), so a refused consumer never starts it.
+		c.closePublisher(built)
+		return err
+	}
+	c.mu.Lock()
+	c.clientStarted = true
+	c.mu.Unlock()
 	c.announceSubscriptions() // before the client starts: its first callback may come at once
 	if err := c.push.Start(); err != nil {
 		c.closePublisher(built)
 		return fmt.Errorf("rmqguard consumer %s: start: %w (the client fails here when a subscribed topic has no route: create it first, e.g. rmqguard topic ensure)", c.cfg.Group, err)
-	}
-	if err := c.checkAccess(); err != nil {
-		c.closePublisher(built) // the client is shut down: nothing will send through it
-		return err
 	}
 	if c.lag != nil {
 		c.lag.start()
@@ -278,7 +282,8 @@ func (c *Consumer) Start() error {
 // the client is never resumed. The consumer's own dead-letter producer, if started, is shut down last,
 // and then a DeadLetterSink that implements io.Closer is closed.
 // It returns the client's shutdown error, or context.DeadlineExceeded wrapped when handlers had to be
-// cancelled. The consumer's ZSTD decoder is freed once the client is down. Calling it twice is safe.
+// cancelled. The consumer's ZSTD decoder is freed once the client is down. Calling it twice is safe. A
+// client that Start never started (no Start, or one that failed before the client) is not shut down.
 func (c *Consumer) Shutdown(ctx context.Context) error {
 	c.mu.Lock()
 	if c.stopping {
@@ -317,9 +322,9 @@ func (c *Consumer) Shutdown(ctx context.Context) error {
 	err := func() error {
 		defer close(c.clientDown) // even if the client panics, late callbacks must not wait forever
 		c.mu.Lock()
-		unstarted := c.unstarted
+		started := c.clientStarted
 		c.mu.Unlock()
-		if unstarted {
+		if !started {
 			return nil
 		}
 		return c.push.Shutdown()
@@ -338,13 +343,6 @@ func (c *Consumer) Shutdown(ctx context.Context) error {
 		return errors.Join(drainErr, fmt.Errorf("rmqguard consumer %s: shutdown client: %w", c.cfg.Group, err))
 	}
 	return drainErr
-}
-
-// setUnstarted records whether Start returned before starting the client.
-func (c *Consumer) setUnstarted(v bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.unstarted = v
 }
 
 // awaitDrain waits until drained is closed, timeout fires (DrainTimeout) or ctx ends, and returns the

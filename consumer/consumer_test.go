@@ -403,6 +403,7 @@ func TestShutdown_F9_WaitsForInFlightHandlersToFinish(t *testing.T) {
 	cfg.DrainTimeout = time.Hour // the handler is released long before; no timing is asserted
 	c, fp := newConsumer(t, cfg, b.handle)
 	b.fp = fp
+	require.NoError(t, c.Start())
 
 	first := deliverAsync(fp, "ORDER", orderMsg("o-1"))
 	require.Equal(t, "o-1", <-b.started)
@@ -430,7 +431,7 @@ func TestShutdown_F9_WaitsForInFlightHandlersToFinish(t *testing.T) {
 	assert.NoError(t, <-b.ctxErr, "the finished handler was not cancelled")
 	r := <-first
 	assert.Equal(t, rmq.ConsumeSuccess, r.res, "the in-flight message committed and is acknowledged")
-	assert.Equal(t, []string{"subscribe ORDER", "suspend", "handler returned o-1", "shutdown"}, fp.Calls())
+	assert.Equal(t, []string{"subscribe ORDER", "start", "suspend", "handler returned o-1", "shutdown"}, fp.Calls())
 }
 
 func TestShutdown_ContextEndCancelsInFlightHandlers(t *testing.T) {
@@ -478,6 +479,7 @@ func TestShutdown_SuspendsBeforeShutdownAndIsIdempotent(t *testing.T) {
 func TestShutdown_ClientErrorIsReturned(t *testing.T) {
 	c, fp := newConsumer(t, validConfig(), handlerReturning(consumer.Processed(), nil))
 	fp.shutdownErr = errors.New("persist offsets failed")
+	require.NoError(t, c.Start())
 
 	err := c.Shutdown(context.Background())
 
@@ -492,6 +494,7 @@ func TestShutdown_LateCallbackIsReleasedEvenIfTheClientPanicsOnShutdown(t *testi
 	c, fp := newConsumer(t, cfg, b.handle)
 	b.fp = fp
 	fp.shutdownPanic = "client bug"
+	require.NoError(t, c.Start())
 
 	first := deliverAsync(fp, "ORDER", orderMsg("o-1"))
 	require.Equal(t, "o-1", <-b.started)

@@ -139,6 +139,7 @@ func TestShutdown_F19_WhilePausedNeitherHangsNorResumes(t *testing.T) {
 	cfg := validConfig()
 	cfg.DrainTimeout = time.Hour // the waiting callback must not hold the drain
 	c, fp := newConsumer(t, cfg, s.handle, consumer.WithHealthProbe(s), consumer.WithObserver(obs))
+	require.NoError(t, c.Start())
 	waiting := deliverAsync(fp, "ORDER", orderMsg("o-1"))
 	<-fp.suspended
 	<-s.probed
@@ -148,7 +149,7 @@ func TestShutdown_F19_WhilePausedNeitherHangsNorResumes(t *testing.T) {
 	r := <-waiting
 	assert.ErrorIs(t, r.err, consumer.ErrStopped, "not answered before the client was shut down")
 	assert.Zero(t, r.delay, "never dead-lettered")
-	assert.Equal(t, []string{"subscribe ORDER", "suspend", "suspend", "shutdown"}, fp.Calls())
+	assert.Equal(t, []string{"subscribe ORDER", "start", "suspend", "suspend", "shutdown"}, fp.Calls())
 	_, unpaused := obs.counts()
 	assert.Equal(t, 1, unpaused, "the pause gauge is cleared")
 	probes := s.probes.Load()

@@ -67,3 +67,26 @@ func TestI9_ShutdownClosesACloserSink(t *testing.T) {
 	require.NoError(t, c.Shutdown(context.Background()))
 	assert.Equal(t, 1, sink.closed)
 }
+
+// A second Start that fails before the client (here WithEnsureTopics) does not forget that the first one
+// started it: Shutdown still shuts the client down, which persists the committed offsets.
+func TestStart_AFailedSecondStartKeepsTheClientsShutdown(t *testing.T) {
+	var fail error
+	ensure := func(context.Context, consumer.Config) error { return fail }
+	c, fp := newConsumer(t, validConfig(), handlerReturning(consumer.Processed(), nil), consumer.WithEnsureTopics(ensure))
+	require.NoError(t, c.Start())
+	fail = errors.New("name server unreachable")
+
+	require.ErrorIs(t, c.Start(), fail)
+	require.NoError(t, c.Shutdown(context.Background()))
+	assert.Equal(t, []string{"subscribe ORDER", "start", "suspend", "shutdown"}, fp.Calls())
+}
+
+// Shutdown of a consumer that was never started leaves the client alone: the client panics when shut down
+// before it started.
+func TestShutdown_WithoutStartLeavesTheClientAlone(t *testing.T) {
+	c, fp := newConsumer(t, validConfig(), handlerReturning(consumer.Processed(), nil))
+	require.NoError(t, c.Shutdown(context.Background()))
+	assert.NotContains(t, fp.Calls(), "shutdown")
+	assert.ErrorIs(t, c.Start(), consumer.ErrStopped)
+}
