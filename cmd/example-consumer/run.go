@@ -194,7 +194,10 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	// first retries come at once and the DLQ is readable (perm 6) for dead letters published with their reason.
 	setupCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	cluster := topics.Cluster{NameServers: nameServers, Broker: s.broker, Namespace: namespace, Credentials: cred}
+	cluster := topics.Cluster{NameServers: nameServers, Namespace: namespace, Credentials: cred}
+	if s.broker != "" {
+		cluster.Brokers = []string{s.broker}
+	}
 	if _, err := topics.Ensure(setupCtx, cluster, topics.Topic{Name: s.topic, Queues: 4}); err != nil {
 		return err
 	}
