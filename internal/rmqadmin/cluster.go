@@ -2,10 +2,8 @@ package rmqadmin
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -98,54 +96,18 @@ type codeError struct {
 
 func (e *codeError) Error() string { return fmt.Sprintf("answered code %d: %s", e.Code, e.Remark) }
 
-// Master is a master broker (brokerId 0) as the name server's cluster table lists it.
-type Master struct {
-	// Name is the broker name (brokerName: the master/slave set), Addr the master's "host:port" remoting address.
-	Name, Addr string
-}
+// Master is a master broker: its name and remoting address.
+type Master = remoting.Master
 
-// Masters returns every master broker that the first answering name server lists (all its clusters),
-// sorted by broker name. Errors: invalid name servers; none answered (the last error); an answer that
-// cannot be decoded, or that lists no master.
+// Masters returns every master broker the first answering name server lists, sorted by broker name
+// (remoting.Masters). Errors: invalid name servers, and remoting.Masters'.
 func Masters(ctx context.Context, nameServers []string) ([]Master, error) {
 	if err := validateNameServers(nameServers); err != nil {
 		return nil, fmt.Errorf("master brokers: %w", err)
 	}
-	var lastErr error
-	for _, ns := range nameServers {
-		body, err := invokeNameServer(ctx, ns, reqGetBrokerClusterInfo, nil)
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		masters, err := parseMasters(body)
-		if err != nil {
-			return nil, fmt.Errorf("master brokers from name server %s: %w", ns, err)
-		}
-		if len(masters) == 0 {
-			return nil, fmt.Errorf("name server %s lists no master broker", ns)
-		}
-		return masters, nil
+	masters, err := remoting.Masters(ctx, nameServers)
+	if err != nil {
+		return nil, fmt.Errorf("master brokers: %w", err)
 	}
-	return nil, fmt.Errorf("master brokers: %w", lastErr)
-}
-
-// parseMasters decodes a ClusterInfo body's brokerAddrTable into its masters, sorted by name.
-func parseMasters(body []byte) ([]Master, error) {
-	var ci struct {
-		BrokerAddrTable map[string]struct {
-			BrokerAddrs map[string]string `json:"brokerAddrs"`
-		} `json:"brokerAddrTable"`
-	}
-	if err := json.Unmarshal(unquotedKey.ReplaceAll(body, []byte(`$1"$2":`)), &ci); err != nil {
-		return nil, fmt.Errorf("decode cluster table: %w", err)
-	}
-	var out []Master
-	for name, b := range ci.BrokerAddrTable {
-		if addr := b.BrokerAddrs["0"]; addr != "" {
-			out = append(out, Master{Name: name, Addr: addr})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return masters, nil
 }
