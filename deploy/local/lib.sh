@@ -62,7 +62,10 @@ wait_until() {
 # services_lock SCRIPT ARGS...: run SCRIPT again while holding $SERVICES/lock, so that up.sh and down.sh of
 # two clones take turns. flock -o: the servers the script starts do not inherit the lock.
 services_lock() {
-  [[ -z ${RMQGUARD_SERVICES_LOCKED:-} ]] || return 0
+  if [[ -n ${RMQGUARD_SERVICES_LOCKED:-} ]]; then
+    unset RMQGUARD_SERVICES_LOCKED # the run under the lock; the servers it starts do not see the marker
+    return 0
+  fi
   export RMQGUARD_SERVICES_LOCKED=1
   flock -n -o "$SERVICES/lock" true || log "waiting for another make up/down (lock $SERVICES/lock)"
   exec flock -o "$SERVICES/lock" "$@"
