@@ -68,7 +68,7 @@ services_lock() {
   fi
   export RMQGUARD_SERVICES_LOCKED=1
   flock -n -o "$SERVICES/lock" true || log "waiting for another make up/down (lock $SERVICES/lock)"
-  exec flock -o "$SERVICES/lock" "$@"
+  exec flock -o "$SERVICES/lock" bash "$@"
 }
 
 # stop_pidfile NAME PIDFILE PATTERN [TIMEOUT]: SIGTERM the process, wait for it to exit, SIGKILL after TIMEOUT s.
