@@ -1,8 +1,9 @@
 # rmqguard developer tasks.
 #
-# Services: `make up` starts MySQL (MariaDB without Docker), Redis and RocketMQ (name server + broker) on
-# 127.0.0.1 with `docker compose` when a Docker engine answers, else with deploy/local/up.sh (no Docker needed),
-# then creates the topics and probes the broker. `make down` stops them.
+# Services: `make up` starts MySQL (MariaDB without Docker), Redis, RocketMQ (name server + broker) and Prometheus
+# on 127.0.0.1 with `docker compose` when a Docker engine answers, else with deploy/local/up.sh (no Docker needed),
+# then creates the topics and probes the broker. One set per machine, shared by every clone: what already runs is
+# reused, whoever started it. `make down` stops them (for every clone).
 # Connection settings: `source deploy/local/env.sh` (defaults documented there and in deploy/local/README.md).
 
 SHELL := bash
@@ -23,18 +24,23 @@ TOPICS = RMQGUARD_PROBE RMQGUARD_DEMO_ORDER RMQGUARD_TEST_ORDER
 
 # ------------------------------------------------------------------------------------------------ services
 
-up: ## start the services (idempotent), create the topics, probe the broker
+# Docker: --no-recreate keeps containers that any clone started (their mounts name that clone's files);
+# `make down && make up` takes this checkout's. Prometheus's targets/ folder is the local mode's.
+up: ## start the services or reuse the running ones (idempotent), create the topics, probe the broker
 	@if [[ "$(SERVICES_MODE)" == docker ]]; then \
-		echo "+ $(COMPOSE) up -d --wait"; \
-		$(COMPOSE) up -d --wait; \
+		source deploy/local/env.sh; \
+		mkdir -p "$$RMQGUARD_SERVICES_DIR/prometheus/targets"; \
+		echo "+ $(COMPOSE) up -d --wait --no-recreate"; \
+		$(COMPOSE) up -d --wait --no-recreate; \
 		$(RMQGUARD) topic ensure --namesrv 127.0.0.1:9876 --broker 127.0.0.1:10911 --queues 4 --timeout 120s $(TOPICS); \
 		$(RMQGUARD) probe --namesrv 127.0.0.1:9876 --topic RMQGUARD_PROBE; \
 	else \
 		deploy/local/up.sh; \
 	fi
 
-down: ## stop the services that `make up` started
+down: ## stop the services that `make up` started (from any clone)
 	@if [[ "$(SERVICES_MODE)" == docker ]]; then \
+		source deploy/local/env.sh; \
 		echo "+ $(COMPOSE) down"; \
 		$(COMPOSE) down; \
 	else \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A RocketMQ name server and broker of their own, for chaos scenarios that stop or restart a broker without
-# touching the shared pair that `make up` starts on 9876/10911. Same jars (.local/rocketmq/lib, fetched by
-# up.sh) and the same broker.conf template (all delay levels 1 s). State under .local/instances/rmq-NAME.
+# touching the shared pair that `make up` starts on 9876/10911. Same jars (the machine's cache, lib.sh
+# fetch_rocketmq) and the same broker.conf template (all delay levels 1 s). State under this checkout's
+# .local/instances/rmq-NAME.
 #
 #   broker-instance.sh start NAME NS_PORT BROKER_PORT [EXTRA_CONF]  start the name server on 127.0.0.1:NS_PORT and
 #                                         the broker on 127.0.0.1:BROKER_PORT (it also binds BROKER_PORT-2 and, on all
@@ -24,7 +25,7 @@ set -Eeuo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 
 usage() {
-  sed -n '6,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '7,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -84,7 +85,7 @@ start)
   (($# == 4 || $# == 5)) || usage
   valid_port "$3" && valid_port "$4" || die "ports '$3' '$4': want 1027..65534"
   if (($# == 5)); then [[ -f $5 ]] || die "extra broker config '$5' is not a file"; fi
-  [[ -f $RMQ_LIB/.pom.sha256 ]] || die "no RocketMQ jars in $RMQ_LIB: run make up (deploy/local/up.sh) once"
+  fetch_rocketmq >&2
   mkdir -p "$home" "$RUN_DIR"
   if [[ -s $home/ports ]] && { pid_alive "$ns_pid" "$NAMESRV_MAIN" || pid_alive "$broker_pid" "$BROKER_MAIN"; }; then
     [[ $(<"$home/ports") == "$3 $4" ]] || die "broker instance $name already runs on ports $(<"$home/ports")"
@@ -103,7 +104,7 @@ join)
   [[ $3 =~ ^[^:]+:[0-9]+$ ]] || die "name server '$3': want host:port"
   valid_port "$4" || die "port '$4': want 1027..65534"
   if (($# == 5)); then [[ -f $5 ]] || die "extra broker config '$5' is not a file"; fi
-  [[ -f $RMQ_LIB/.pom.sha256 ]] || die "no RocketMQ jars in $RMQ_LIB: run make up (deploy/local/up.sh) once"
+  fetch_rocketmq >&2
   mkdir -p "$home/conf" "$RUN_DIR"
   if [[ -s $home/ports ]] && pid_alive "$broker_pid" "$BROKER_MAIN"; then
     [[ $(<"$home/ports") == "0 $4" && $(namesrv_addr) == "$3" ]] || die "broker instance $name already runs on port $(<"$home/ports") with $(namesrv_addr)"

@@ -1,17 +1,32 @@
 #!/usr/bin/env bash
-# Stop the services that deploy/local/up.sh started (those with a pid file under .local/run), newest first.
-# Servers that up.sh found already running and reused are not touched. State under .local is kept.
+# Stop the services that deploy/local/up.sh started (pid files in $RMQGUARD_SERVICES_DIR/run), newest first, for
+# every clone that uses them; then this checkout's own test and chaos servers (.local/run). Servers that up.sh
+# found already running and reused are not touched. State is kept.
 set -Eeuo pipefail
 
 # shellcheck source=deploy/local/lib.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
+services_lock "${BASH_SOURCE[0]}" "$@"
 trap 'echo "[down.sh] ERROR: exit $? at line $LINENO: $BASH_COMMAND" >&2' ERR
 
-"$LIB_DIR/prometheus-instance.sh" stop
-stop_pidfile "rocketmq broker" "$RUN_DIR/broker.pid" org.apache.rocketmq.broker.BrokerStartup 60
-stop_pidfile "rocketmq namesrv" "$RUN_DIR/namesrv.pid" org.apache.rocketmq.namesrv.NamesrvStartup 30
-stop_pidfile "redis" "$RUN_DIR/redis.pid" redis-server 30
-stop_pidfile "mariadb" "$RUN_DIR/mariadb.pid" mariadbd 60
+# stop_services RUN: the five services whose pid files are in RUN.
+stop_services() {
+  local run=$1
+  stop_pidfile prometheus "$run/prometheus.pid" "--web.listen-address=$RMQGUARD_PROMETHEUS_ADDR" 30
+  stop_pidfile "rocketmq broker" "$run/broker.pid" "$BROKER_MAIN" 60
+  stop_pidfile "rocketmq namesrv" "$run/namesrv.pid" "$NAMESRV_MAIN" 30
+  stop_pidfile "redis" "$run/redis.pid" redis-server 30
+  stop_pidfile "mariadb" "$run/mariadb.pid" mariadbd 60
+}
+
+stop_services "$SVC_RUN"
+# An older make up kept the services' pid files in the clone's .local/run.
+for svc in mariadb redis namesrv broker prometheus; do
+  [[ -e $RUN_DIR/$svc.pid ]] || continue
+  log "stopping the services an older make up started from this clone ($RUN_DIR)"
+  stop_services "$RUN_DIR"
+  break
+done
 # Throwaway MariaDB servers of tests and chaos scenarios (deploy/local/mariadb-instance.sh).
 for pidfile in "$RUN_DIR"/mdb-*.pid; do
   [[ -e $pidfile ]] || continue

@@ -38,7 +38,7 @@ type ACLStack struct {
 
 // StartACLBroker starts the ACL name server and broker, or reuses them when they run (a start takes
 // 5–20 s; a reuse milliseconds), and returns their addresses. Stop them with RemoveACLBroker (a TestMain
-// does it once the package's tests ran). Errors: the script's, with its output (no jars: run make up).
+// does it once the package's tests ran). Errors: the script's, with its output (e.g. no Maven to fetch the jars).
 func StartACLBroker() (ACLStack, error) {
 	conf := filepath.Join(repoRoot(), "deploy", "local", "rocketmq", "broker-acl.conf")
 	out, err := brokerInstance("start", ACLBrokerInstance, strconv.Itoa(ACLNameServerPort), strconv.Itoa(ACLBrokerPort), conf)
