@@ -39,7 +39,7 @@ import (
 // F42 on a cluster of two master brokers that the test starts (a name server of its own, so that the
 // shared cluster's "every master" stays one broker for the other tests): topics are ensured on each master,
 // and a group's DLQ is read, shown, exported, counted and replayed on both.
-func TestE2E_F42_TwoMasters(t *testing.T) {
+func TestE2E_F42_TopicsAndDLQOnEveryMasterOfATwoMasterCluster(t *testing.T) {
 	tm := testenv.StartTwoMasters(t)
 	rlog.SetLogLevel("error")
 	bin := buildRMQGuard(t)
