@@ -55,9 +55,9 @@ func newDLQListCmd(g *globalOptions) *cobra.Command {
 			"read from the dedup database (--mysql-dsn, default $" + envMySQLDSN + "): REPLAYED when and by whom the\n" +
 			"last replay sent it (\"-\" never; \"failed …\", \"uncertain …\" when a replay did not send it or did not\n" +
 			"record the send), PROCESSED whether the group's dedup scope has processed its event (since). Without a\n" +
-			"database the status shows \"?\". Each queue is read from its oldest letter to its end when the scan\n" +
-			"starts. An incomplete scan (a queue not readable, a pull error, the timeout, --limit reached with letters\n" +
-			"left) prints what it read, its problems on stderr, and exits 1.\n" +
+			"database, or one that cannot be read (then exit 1), the status shows \"?\". Each queue is read from its\n" +
+			"oldest letter to its end when the scan starts. An incomplete scan (a queue not readable, a pull error, the\n" +
+			"timeout, --limit reached with letters left) prints what it read, its problems on stderr, and exits 1.\n" +
 			"A DLQ that does not exist has no letters (exit 0); a write-only one (perm 2) is an error unless --fix-perm.",
 		Args: exactArgs(0, "no argument"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -73,15 +73,17 @@ func newDLQListCmd(g *globalOptions) *cobra.Command {
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), g.timeout)
 			defer cancel()
-			statuses, err := db.letterStatuses(ctx, f.group, g.access.namespace, res.Letters)
-			if err != nil {
-				return failure(fmt.Errorf("replay status: %w", err))
-			}
+			// A status that cannot be read leaves the letters listed, with "?", and exits 1.
+			statuses, statusErr := db.letterStatuses(ctx, f.group, g.access.namespace, res.Letters)
 			if db.dsn == "" && len(res.Letters) > 0 {
 				fmt.Fprintf(cmd.ErrOrStderr(), "replay status not known (?): pass --mysql-dsn or set %s (the dedup database, which holds the replay audit)\n", envMySQLDSN)
 			}
 			if err := printList(cmd.OutOrStdout(), output, listRows(res.Letters, statuses)); err != nil {
 				return failure(err)
+			}
+			if statusErr != nil {
+				_ = reportIncomplete(cmd.ErrOrStderr(), res)
+				return failure(fmt.Errorf("replay status not known (?): %w", statusErr))
 			}
 			return reportIncomplete(cmd.ErrOrStderr(), res)
 		},

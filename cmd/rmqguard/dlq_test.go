@@ -199,6 +199,11 @@ func TestCLI_DLQList_ShowsReplayStatusAndProcessedFromTheDatabase(t *testing.T) 
 	require.NotNil(t, rows[0].ReplayedAt)
 	assert.WithinDuration(t, time.Now(), *rows[0].ReplayedAt, time.Minute)
 	assert.Nil(t, rows[2].ReplayedAt)
+
+	out, errOut, code = w.rmqguard("list", "--mysql-dsn", "u:p@tcp(127.0.0.1:1)/db?timeout=1s")
+	assert.Equal(t, 1, code, "a database that cannot be read is a failure")
+	assert.Regexp(t, `^`+waiting.MsgID+`\s.*\s\?\s+\?$`, strings.Split(strings.TrimSpace(out), "\n")[3], "the letters are listed all the same")
+	assert.Contains(t, errOut, "replay status not known (?): ")
 }
 
 func TestCLI_DLQShow_JSONPrettyBinaryAsHexCutAtMaxBody(t *testing.T) {
