@@ -12,10 +12,11 @@ import (
 	"unicode/utf8"
 )
 
-// ExportFormat and ExportVersion identify an export file; ReadExport refuses any other format or version.
+// ExportFormat and ExportVersion identify an export file. WriteExport writes version 2 (letters name their
+// broker); ReadExport reads versions 1 and 2 and refuses any other format or version.
 const (
 	ExportFormat  = "rmqguard-dlq-export"
-	ExportVersion = 1
+	ExportVersion = 2
 )
 
 // maxExportLine bounds one line of an export file (a letter with its base64 body): the broker's default
@@ -132,8 +133,8 @@ func decodeHeader(b []byte, h *ExportHeader) error {
 	if h.Format != ExportFormat {
 		return fmt.Errorf("%w: line 1: format %q, want %q", ErrExportFormat, h.Format, ExportFormat)
 	}
-	if h.Version != ExportVersion {
-		return fmt.Errorf("%w: line 1: version %d, this rmqguard reads version %d", ErrExportFormat, h.Version, ExportVersion)
+	if h.Version < 1 || h.Version > ExportVersion {
+		return fmt.Errorf("%w: line 1: version %d, this rmqguard reads versions 1 to %d", ErrExportFormat, h.Version, ExportVersion)
 	}
 	if h.Group == "" {
 		return fmt.Errorf("%w: line 1: no group", ErrExportFormat)
@@ -174,7 +175,7 @@ func strictUnmarshal(b []byte, v any) error {
 // checkUTF8 returns an error naming the first field or property of l that is not valid UTF-8. RocketMQ
 // properties are bytes on the wire; encoding/json would silently replace the invalid ones by U+FFFD.
 func checkUTF8(l Letter) error {
-	fields := []struct{ name, value string }{{"group", l.Group}, {"topic", l.Topic}, {"store_id", l.StoreID},
+	fields := []struct{ name, value string }{{"group", l.Group}, {"topic", l.Topic}, {"broker", l.Broker}, {"store_id", l.StoreID},
 		{"msg_id", l.MsgID}, {"origin_topic", l.OriginTopic}, {"origin_msg_id", l.OriginMsgID}, {"event_id", l.EventID},
 		{"event_type", l.EventType}, {"reason", l.Reason}, {"tags", l.Tags}, {"keys", l.Keys}}
 	for _, f := range fields {

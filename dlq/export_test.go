@@ -15,9 +15,9 @@ import (
 func exportLetters() []dlq.Letter {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	return []dlq.Letter{
-		{Group: "g", Topic: "%DLQ%g", StoreID: "S1", MsgID: "M1", EventID: "e-1", FailedAt: at, BornAt: at,
+		{Group: "g", Topic: "%DLQ%g", Broker: "broker-a", StoreID: "S1", MsgID: "M1", EventID: "e-1", FailedAt: at, BornAt: at,
 			Properties: map[string]string{"EVENT_ID": "e-1", "traceparent": "00-abc"}, Body: []byte{0, 0xff, '{', '\n'}},
-		{Group: "g", Topic: "%DLQ%g", QueueID: 1, QueueOffset: 7, StoreID: "S2", MsgID: "M2", Body: []byte(`{"a":1}`),
+		{Group: "g", Topic: "%DLQ%g", Broker: "broker-b", QueueID: 1, QueueOffset: 7, StoreID: "S2", MsgID: "M2", Body: []byte(`{"a":1}`),
 			FailedAt: at, BornAt: at, Properties: map[string]string{}},
 	}
 }
@@ -45,7 +45,7 @@ func TestExport_ReadRefusesBadFiles(t *testing.T) {
 	require.NoError(t, dlq.WriteExport(&buf, dlq.ExportHeader{Group: "g", Complete: true}, exportLetters()))
 	lines := strings.SplitAfter(buf.String(), "\n")
 	cases := map[string]struct{ file, want string }{
-		"version":   {strings.Replace(lines[0], `"version":1`, `"version":9`, 1) + lines[1] + lines[2], "line 1: version 9"},
+		"version":   {strings.Replace(lines[0], `"version":2`, `"version":9`, 1) + lines[1] + lines[2], "line 1: version 9"},
 		"format":    {strings.Replace(lines[0], dlq.ExportFormat, "csv", 1) + lines[1] + lines[2], `line 1: format "csv"`},
 		"broken":    {lines[0] + lines[1] + lines[2][:20] + "\n", "line 3:"},
 		"group":     {lines[0] + lines[1] + strings.Replace(lines[2], `"group":"g"`, `"group":"h"`, 1), `line 3: letter of group "h"`},
@@ -61,5 +61,11 @@ func TestExport_ReadRefusesBadFiles(t *testing.T) {
 		})
 	}
 	assert.Error(t, dlq.WriteExport(&buf, dlq.ExportHeader{}, nil), "a header without group is refused")
+
+	// A version 1 file (before letters named their broker) is still read.
+	v1 := strings.Replace(lines[0], `"version":2`, `"version":1`, 1) + strings.Replace(lines[1], `"broker":"broker-a",`, "", 1) + lines[2]
+	_, letters, err := dlq.ReadExportFile(strings.NewReader(v1))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"", "broker-b"}, []string{letters[0].Broker, letters[1].Broker})
 	assert.ErrorContains(t, dlq.WriteExport(&buf, dlq.ExportHeader{Group: "x"}, exportLetters()), `of group "g", not "x"`)
 }

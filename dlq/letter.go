@@ -16,7 +16,10 @@ type Letter struct {
 	Group string `json:"group"`
 	// Topic is the DLQ topic it was read from, %DLQ%<group> (with the namespace, if any).
 	Topic string `json:"topic"`
-	// QueueID and QueueOffset locate the letter in the DLQ topic.
+	// Broker is the name of the broker (brokerName) whose share of the DLQ topic holds the letter: each
+	// master broker holds its own %DLQ%<group>. "" in an export file of version 1.
+	Broker string `json:"broker"`
+	// QueueID and QueueOffset locate the letter in the broker's share of the DLQ topic.
 	QueueID     int   `json:"queue_id"`
 	QueueOffset int64 `json:"queue_offset"`
 	// StoreID is the broker's ID of the stored letter (the offset message ID): unique per letter, also
@@ -60,6 +63,7 @@ func NewLetter(group string, m *primitive.MessageExt) Letter {
 	l := Letter{
 		Group:       group,
 		Topic:       m.Topic,
+		Broker:      m.Queue.BrokerName,
 		QueueID:     m.Queue.QueueId,
 		QueueOffset: m.QueueOffset,
 		StoreID:     m.OffsetMsgId,

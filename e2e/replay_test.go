@@ -211,8 +211,8 @@ func TestE2E_S5_F18_DLQReplaySafeTwiceToTheDeadLetteredGroupOnly(t *testing.T) {
 	assert.Equal(t, 1, code, "a letter with no origin makes the exit 1")
 	assert.Contains(t, out, "(dry run: nothing sent or recorded)")
 	assert.Contains(t, out, "selected 3, sent 0, would send 1, skipped: already replayed 0, uncertain 0, already processed 1, no origin 1; failed 0")
-	assert.Regexp(t, `skipped-already-processed +dlq=\S+ event=`+evB, out)
-	assert.Regexp(t, `skipped-no-origin +dlq=\S+ event=`+evC+`: no origin topic \(RETRY_TOPIC\); pass --target-topic`, out)
+	assert.Regexp(t, `skipped-already-processed +dlq=\S+ broker=\S+ event=`+evB, out)
+	assert.Regexp(t, `skipped-no-origin +dlq=\S+ broker=\S+ event=`+evC+`: no origin topic \(RETRY_TOPIC\); pass --target-topic`, out)
 	assert.Empty(t, auditRows(), "a dry run records nothing")
 
 	out, code = replay()
@@ -230,7 +230,7 @@ func TestE2E_S5_F18_DLQReplaySafeTwiceToTheDeadLetteredGroupOnly(t *testing.T) {
 	t.Logf("replay again:\n%s", out)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, out, "selected 3, sent 0, would send 0, skipped: already replayed 1, uncertain 0, already processed 1, no origin 1; failed 0")
-	assert.Regexp(t, `skipped-already-replayed +dlq=\S+ event=`+evA+` topic=`+topic+`: sent by replay `, out)
+	assert.Regexp(t, `skipped-already-replayed +dlq=\S+ broker=\S+ event=`+evA+` topic=`+topic+`: sent by replay `, out)
 
 	out, code = replay("--yes", "--target-topic", topic)
 	t.Logf("replay with --target-topic:\n%s", out)

@@ -30,7 +30,7 @@ func TestE2E_I9_EnsureTopicsInStartAndPublisherFromSettings(t *testing.T) {
 	topic, group := "RMQGUARD_E2E_"+strings.ReplaceAll(run, "-", "_"), "rmqguard-e2e-"+run
 	retryTopic, dlqTopic := consumer.RetryTopic(group), consumer.DLQTopic(group)
 	t.Cleanup(func() { deleteTopics(ns, broker, topic, retryTopic, dlqTopic) })
-	res, err := topics.Ensure(ctx, topics.Cluster{NameServers: ns, Broker: broker}, topics.Topic{Name: topic, Queues: 2})
+	res, err := topics.Ensure(ctx, topics.Cluster{NameServers: ns, Brokers: []string{broker}}, topics.Topic{Name: topic, Queues: 2})
 	require.NoError(t, err)
 	require.Equal(t, topics.Created, res[0].State)
 	for _, tp := range []string{retryTopic, dlqTopic} {

@@ -88,6 +88,11 @@ type Metrics struct {
 	// their tag (retried messages arrive through %RETRY%<group>, subscribed with "*"):
 	// rmqguard_unsubscribed_total{group,topic}.
 	UnsubscribedMessages *prometheus.CounterVec
+	// DLQLettersWaiting is the number of letters on %DLQ%<group>, over every master broker, that wait for an
+	// operator: no replay has sent them and their event has not been processed since
+	// (dlq.LetterStatus.Waiting): rmqguard_dlq_letters_waiting{group}. Set by a DLQ census (dlq.Monitor),
+	// not by the consumer; absent while no census has succeeded.
+	DLQLettersWaiting *prometheus.GaugeVec
 }
 
 // New creates the collectors and registers them on reg. It returns an error, wrapped, when reg is nil or
@@ -145,10 +150,13 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		UnsubscribedMessages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rmqguard_unsubscribed_total", Help: "Retried messages acknowledged without handling because their tag is no longer subscribed.",
 		}, gt),
+		DLQLettersWaiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "rmqguard_dlq_letters_waiting", Help: "Letters on the group's DLQ (every master broker) that no replay has sent and whose event is not processed.",
+		}, []string{LabelGroup}),
 	}
 	for _, c := range []prometheus.Collector{m.Messages, m.Duplicates, m.DeadLetters, m.Stale, m.Attempts, m.BatchRetried,
 		m.HandlersInFlight, m.ConsumerLag, m.HandleDuration, m.Panics, m.Unidentifiable, m.Errors,
-		m.ConsumptionPaused, m.ConsumptionPausedSeconds, m.UnsubscribedMessages} {
+		m.ConsumptionPaused, m.ConsumptionPausedSeconds, m.UnsubscribedMessages, m.DLQLettersWaiting} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: register: %w", err)
 		}

@@ -4,9 +4,11 @@
 //
 // Why up front: the client notices a topic that appears after it started only on its next route refresh
 // (every 30 s in rocketmq-client-go), so the first retries of a brand-new group come that much late; and
-// brokers before 4.9.2 create a DLQ write-only (perm 2), which nobody can read back. Ensure is idempotent:
-// it creates what has no route, makes a write-only DLQ readable, keeps the queue counts of every topic
-// that exists, and reports per topic what it found (Created, Exists, Updated).
+// brokers before 4.9.2 create a DLQ write-only (perm 2), which nobody can read back. Each master broker holds
+// its own queues of a topic, so Ensure works per master: by default on every master the name servers list.
+// It is idempotent: it creates the topic on each master that lacks it, makes a write-only DLQ readable, keeps
+// the queue counts of every topic that exists, and reports per topic and broker what it found (Created,
+// Exists, Updated).
 //
 // The package is named after what it manages (the client's own package for cluster operations is called
 // admin, and covers more). It speaks the remoting protocol of rocketmq-client-go/v2 (4.x and 5.x brokers,
@@ -47,10 +49,10 @@ const (
 type Cluster struct {
 	// NameServers are "host:port" name server addresses. Required.
 	NameServers []string
-	// Broker is the "host:port" address of the master broker that is to hold new topics; "" (default)
-	// means every master broker the name servers list, which is what a group's retry and DLQ topics need
-	// (a retried message goes back to the broker it came from).
-	Broker string
+	// Brokers are the "host:port" addresses of the master brokers that are to hold the topics; none
+	// (default) means every master broker the name servers list, which is what a group's retry and DLQ
+	// topics need (a retried message goes back to the broker it came from).
+	Brokers []string
 	// Namespace is the RocketMQ namespace ("" = none): topic T is created as "ns%T", and a group's topics
 	// as "%RETRY%ns%G" and "%DLQ%ns%G" (consumer.InNamespace).
 	Namespace string
@@ -75,6 +77,11 @@ func (c Cluster) Validate() error {
 	}
 	if (c.Credentials.AccessKey == "") != (c.Credentials.SecretKey == "") {
 		bad("Credentials", "give both AccessKey and SecretKey, or neither (%s)", c.Credentials)
+	}
+	for i, b := range c.Brokers {
+		if strings.TrimSpace(b) == "" {
+			bad("Brokers", "entry %d is empty", i)
+		}
 	}
 	if err := consumer.ValidateNamespace(c.Namespace); err != nil {
 		bad("Namespace", "%v", err)
@@ -104,16 +111,31 @@ func GroupTopics(group string) []Topic {
 type Result struct {
 	// Topic is the topic as the broker names it (namespace included).
 	Topic string
-	// State is Created, Exists or Updated.
+	// State sums Brokers up: Created when the topic was created on some broker, else Updated when it was
+	// made readable on some broker, else Exists.
 	State State
+	// Brokers say what was done on each master broker, sorted by broker name.
+	Brokers []BrokerResult
 }
 
 // String renders "<topic>: created|exists|updated".
 func (r Result) String() string { return r.Topic + ": " + r.State.String() }
 
-// Ensure makes sure each topic exists (see the package comment) and returns one Result per topic, in
-// order. It stops at the first failure and returns the results so far with the error, which names the
-// topic and, for a broker's refusal, the broker: an invalid Cluster or Topic; a name server or broker
+// BrokerResult is what Ensure did for one topic on one master broker.
+type BrokerResult struct {
+	// Broker is the broker name (brokerName), Addr its master's "host:port" address.
+	Broker, Addr string
+	// State is Created (the broker held no queue of the topic), Exists, or Updated.
+	State State
+}
+
+// String renders "<broker> (<addr>): created|exists|updated".
+func (b BrokerResult) String() string { return b.Broker + " (" + b.Addr + "): " + b.State.String() }
+
+// Ensure makes sure each topic exists on each master broker c names (see the package comment) and returns
+// one Result per topic, in order. It stops at the first failure and returns the results so far (the
+// failed topic's too when some broker was done) with the error, which names the topic and, for a broker's refusal, the broker: an invalid Cluster or Topic; a
+// broker named in c.Brokers that is not a master the name servers list; a name server or broker
 // unreachable; ctx done first (give ctx a deadline: a new topic's route is polled every 200 ms until the
 // name server shows it); an *consumer.ACLError; a business topic that exists without a writable queue.
 func Ensure(ctx context.Context, c Cluster, ts ...Topic) ([]Result, error) {
@@ -127,11 +149,17 @@ func Ensure(ctx context.Context, c Cluster, ts ...Topic) ([]Result, error) {
 		if queues == 0 {
 			queues = DefaultQueues
 		}
-		st, err := rmqadmin.EnsureTopicState(ctx, c.NameServers, c.Broker, t.Name, queues, opts...)
+		states, err := rmqadmin.EnsureTopicOn(ctx, c.NameServers, c.Brokers, t.Name, queues, opts...)
+		if len(states) > 0 {
+			r := Result{Topic: consumer.InNamespace(c.Namespace, t.Name), State: rmqadmin.Overall(states)}
+			for _, b := range states {
+				r.Brokers = append(r.Brokers, BrokerResult{Broker: b.Broker, Addr: b.Addr, State: b.State})
+			}
+			out = append(out, r)
+		}
 		if err != nil {
 			return out, fmt.Errorf("topics: %w", err)
 		}
-		out = append(out, Result{Topic: consumer.InNamespace(c.Namespace, t.Name), State: st})
 	}
 	return out, nil
 }

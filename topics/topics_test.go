@@ -34,6 +34,7 @@ func TestI9_Topics_ClusterValidateNamesTheField(t *testing.T) {
 func TestI9_Topics_GroupTopicsAreRetryAndDLQWithOneQueue(t *testing.T) {
 	assert.Equal(t, []topics.Topic{{Name: "%RETRY%g", Queues: 1}, {Name: "%DLQ%g", Queues: 1}}, topics.GroupTopics("g"))
 	assert.Equal(t, "%DLQ%ns%g: updated", topics.Result{Topic: "%DLQ%ns%g", State: topics.Updated}.String())
+	assert.Equal(t, "broker-b (10.0.0.2:10911): created", topics.BrokerResult{Broker: "broker-b", Addr: "10.0.0.2:10911", State: topics.Created}.String())
 }
 
 // route returns topic's route from the shared name server, waiting until it is visible.
@@ -58,17 +59,18 @@ func TestI9_Topics_CreatedExistsUpdatedOnTheBroker(t *testing.T) {
 	ns, broker := testenv.NameServer(t), testenv.Broker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cluster := topics.Cluster{NameServers: []string{ns}} // Broker "": every master the name server lists
+	cluster := topics.Cluster{NameServers: []string{ns}} // no Brokers: every master the name server lists
 	group := testenv.Unique("rmqguard-topics")
 	cleanup(t, ns, broker, "%RETRY%"+group, "%DLQ%"+group)
 
 	res, err := topics.EnsureGroup(ctx, cluster, group)
 	require.NoError(t, err)
-	assert.Equal(t, []topics.Result{{Topic: "%RETRY%" + group, State: topics.Created}, {Topic: "%DLQ%" + group, State: topics.Created}}, res)
-	for _, topic := range []string{"%RETRY%" + group, "%DLQ%" + group} {
+	for i, topic := range []string{"%RETRY%" + group, "%DLQ%" + group} {
 		r := route(t, ctx, ns, topic)
 		require.Len(t, r, 1)
 		assert.Equal(t, rmqadmin.QueueData{BrokerName: r[0].BrokerName, BrokerAddr: r[0].BrokerAddr, ReadQueues: 1, WriteQueues: 1, Perm: 6}, r[0], topic)
+		assert.Equal(t, topics.Result{Topic: topic, State: topics.Created,
+			Brokers: []topics.BrokerResult{{Broker: r[0].BrokerName, Addr: broker, State: topics.Created}}}, res[i])
 	}
 	res, err = topics.EnsureGroup(ctx, cluster, group)
 	require.NoError(t, err)
@@ -91,7 +93,7 @@ func TestI9_Topics_CreatedExistsUpdatedOnTheBroker(t *testing.T) {
 	// A business topic: created with DefaultQueues on the broker given, then kept at that count.
 	biz := "RMQGUARD_TOPICS_" + strings.ReplaceAll(testenv.Unique("t"), "-", "_")
 	cleanup(t, ns, broker, biz)
-	one := topics.Cluster{NameServers: []string{ns}, Broker: broker}
+	one := topics.Cluster{NameServers: []string{ns}, Brokers: []string{broker}}
 	res, err = topics.Ensure(ctx, one, topics.Topic{Name: biz})
 	require.NoError(t, err)
 	assert.Equal(t, topics.Created, res[0].State)
@@ -107,7 +109,7 @@ func TestI9_Topics_UnreachableBrokerIsNamed(t *testing.T) {
 	ns := testenv.NameServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	_, err := topics.Ensure(ctx, topics.Cluster{NameServers: []string{ns}, Broker: "127.0.0.1:1"}, topics.Topic{Name: "RMQGUARD_NEVER"})
+	_, err := topics.Ensure(ctx, topics.Cluster{NameServers: []string{ns}, Brokers: []string{"127.0.0.1:1"}}, topics.Topic{Name: "RMQGUARD_NEVER"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `"RMQGUARD_NEVER"`)
 	assert.Contains(t, err.Error(), "127.0.0.1:1")

@@ -40,6 +40,8 @@ type runOptions struct {
 	dedupRetention time.Duration
 	// lagInterval is how often the consumer lag (rmqguard_consumer_lag) is read from the client.
 	lagInterval time.Duration
+	// dlqInterval is how often the group's DLQ is counted (rmqguard_dlq_letters_waiting); 0 counts never.
+	dlqInterval time.Duration
 	// gapRetries and gapDelayLevel configure middleware.Version's handling of an order event that arrives
 	// before the events it follows.
 	gapRetries, gapDelayLevel int
@@ -75,6 +77,8 @@ func newRunCmd(s *settings) *cobra.Command {
 		"dedup window of the janitor that purges old processed_event rows (one leader per group); 0 runs none")
 	cmd.Flags().DurationVar(&o.lagInterval, "lag-interval", consumer.DefaultLagInterval,
 		"how often the consumer lag (rmqguard_consumer_lag) is read from the client")
+	cmd.Flags().DurationVar(&o.dlqInterval, "dlq-interval", dlq.DefaultMonitorInterval,
+		"how often the group's DLQ is read on every master and its letters waiting for a replay counted (rmqguard_dlq_letters_waiting); 0: never")
 	cmd.Flags().IntVar(&o.gapRetries, "gap-retries", 3,
 		"deliveries an order event ahead of the stored version (a gap: an earlier event has not arrived) is retried before it is dead-lettered")
 	cmd.Flags().IntVar(&o.gapDelayLevel, "gap-delay-level", 1, "broker delay level (1..18) of a version gap's retry (level 1: 1 s on a default broker)")
@@ -104,6 +108,9 @@ func (o runOptions) validate() error {
 	}
 	if o.dedupRetention < 0 {
 		errs = append(errs, fmt.Errorf("--dedup-retention %s: must be ≥ 0 (0: no janitor)", o.dedupRetention))
+	}
+	if o.dlqInterval < 0 {
+		errs = append(errs, fmt.Errorf("--dlq-interval %s: must be ≥ 0 (0: no DLQ census)", o.dlqInterval))
 	}
 	if o.drainTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--drain-timeout %s: must be positive", o.drainTimeout))
@@ -194,7 +201,10 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	// first retries come at once and the DLQ is readable (perm 6) for dead letters published with their reason.
 	setupCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	cluster := topics.Cluster{NameServers: nameServers, Broker: s.broker, Namespace: namespace, Credentials: cred}
+	cluster := topics.Cluster{NameServers: nameServers, Namespace: namespace, Credentials: cred}
+	if s.broker != "" {
+		cluster.Brokers = []string{s.broker}
+	}
 	if _, err := topics.Ensure(setupCtx, cluster, topics.Topic{Name: s.topic, Queues: 4}); err != nil {
 		return err
 	}
@@ -215,6 +225,11 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	if err != nil {
 		return err
 	}
+	stopMonitor, err := startDLQMonitor(ctx, db, cfg, m, o.dlqInterval, log)
+	if err != nil {
+		return err
+	}
+	defer stopMonitor()
 	// With a Redis address, Dedup asks Redis first (a done key: a duplicate without a transaction) and MySQL
 	// otherwise; the store stays the health probe and Version's store: Redis never decides.
 	fast, closeRedis, err := fastPath(ctx, store, reg, o.redis, log)
@@ -276,6 +291,44 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	err = c.Shutdown(shutdownCtx)
 	_ = srv.Shutdown(shutdownCtx)
 	return errors.Join(serveErr, err)
+}
+
+// startDLQMonitor runs a dlq.Monitor of the consumer's group beside it when interval > 0: every interval it
+// reads the group's DLQ on every master broker and exports the letters waiting for a replay
+// (rmqguard_dlq_letters_waiting{group}; the alert RmqguardDLQLettersWaiting). The replay audit table is
+// created first (it is empty until `rmqguard dlq replay` runs). The returned func stops it and waits for it.
+func startDLQMonitor(ctx context.Context, db *sqlx.DB, cfg consumer.Config, m *metrics.Metrics, interval time.Duration, log *zap.Logger) (func(), error) {
+	if interval == 0 {
+		return func() {}, nil
+	}
+	if _, err := dedup.RunMigrations(ctx, db.DB, dlq.AuditMigrations(), dlq.AuditVersionTable); err != nil {
+		return nil, fmt.Errorf("replay audit table: %w", err)
+	}
+	audit, err := dlq.NewMySQLAudit(db)
+	if err != nil {
+		return nil, err
+	}
+	processed, err := dlq.NewMySQLProcessed(db)
+	if err != nil {
+		return nil, err
+	}
+	mon, err := dlq.NewMonitor(dlq.MonitorConfig{
+		Cluster: dlq.Cluster{NameServers: cfg.NameServers, Namespace: cfg.Namespace, Credentials: cfg.Credentials},
+		Status:  dlq.StatusOptions{Group: cfg.Group, Namespace: cfg.Namespace, Audit: audit, Processed: processed},
+		// The chain reads the event ID from the EVENT_ID property, else the body's eventId (chain.go).
+		EventIDProperty: shop.PropEventID, EventIDJSONField: "eventId",
+		Interval: interval, Metrics: m, Logger: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("--dlq-interval: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = mon.Run(ctx)
+	}()
+	return func() { cancel(); <-done }, nil
 }
 
 // startJanitor runs a dedup.Janitor for group beside the consumer (one leader among the group's processes)

@@ -33,7 +33,7 @@ func env(name, def string) string {
 func (s *settings) bind(cmd *cobra.Command) {
 	f := cmd.PersistentFlags()
 	f.StringVar(&s.nameServers, "namesrv", os.Getenv("RMQGUARD_NAMESRV"), "name server addresses, comma-separated (env RMQGUARD_NAMESRV; required)")
-	f.StringVar(&s.broker, "broker", env("RMQGUARD_BROKER_ADDR", "127.0.0.1:10911"), "broker address for creating topics (env RMQGUARD_BROKER_ADDR)")
+	f.StringVar(&s.broker, "broker", os.Getenv("RMQGUARD_BROKER_ADDR"), "master broker that is to hold the business topic, host:port (env RMQGUARD_BROKER_ADDR; empty: every master)")
 	f.StringVar(&s.mysqlDSN, "mysql-dsn", os.Getenv("RMQGUARD_MYSQL_DSN"), "MySQL/MariaDB DSN (env RMQGUARD_MYSQL_DSN; required)")
 	f.StringVar(&s.group, "group", env("RMQGUARD_DEMO_GROUP", "rmqguard-demo"), "consumer group (env RMQGUARD_DEMO_GROUP)")
 	f.StringVar(&s.topic, "topic", env("RMQGUARD_DEMO_TOPIC", "RMQGUARD_DEMO_ORDER"), "topic of OrderCreated events (env RMQGUARD_DEMO_TOPIC)")

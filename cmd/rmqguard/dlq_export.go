@@ -20,8 +20,8 @@ func newDLQExportCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export --group G [filters] -o letters.jsonl",
 		Short: "Save the letters of a group's DLQ to a file, before the broker's retention drops them",
-		Long: "Export the selected letters of %DLQ%<group> (body, properties, reason, origin) to a JSON Lines file:\n" +
-			"a header line (format rmqguard-dlq-export, version 1, group, exported_at, complete, problems, count),\n" +
+		Long: "Export the selected letters of %DLQ%<group> on every master broker (body, properties, reason, origin) to a JSON Lines file:\n" +
+			"a header line (format rmqguard-dlq-export, version 2, group, exported_at, complete, problems, count),\n" +
 			"then one letter per line, the body base64-encoded. The file is written to a temporary file in the\n" +
 			"same directory and renamed, so it is never seen half-written; -o - writes to stdout.\n" +
 			"`dlq replay --from-file` replays such a file. An incomplete scan is still exported, marked\n" +

@@ -24,11 +24,11 @@ import (
 
 // replayOptions are the flags of `rmqguard dlq replay`.
 type replayOptions struct {
-	scanFlags                                   // --group, the filters, --limit, event ID flags, --fix-perm
-	scope, targetTopic, fromFile, dsn, operator string
-	tablePrefix                                 string // dedup.WithTablePrefix of the consumer's store
-	rate                                        float64
-	dryRun, force, yes, verbose                 bool
+	scanFlags                       // --group, the filters, --limit, event ID flags, --fix-perm
+	dbFlags                         // --mysql-dsn, --scope, --table-prefix
+	targetTopic, fromFile, operator string
+	rate                            float64
+	dryRun, force, yes, verbose     bool
 }
 
 func newDLQReplayCmd(g *globalOptions) *cobra.Command {
@@ -66,10 +66,7 @@ func newDLQReplayCmd(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.force, "force", false, "send letters the audit says were sent, or may have been sent")
 	f.BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
 	f.StringVar(&o.fromFile, "from-file", "", "replay the letters of this export file (rmqguard dlq export) instead of scanning the DLQ")
-	// The default is read at run time, so that --help never prints the password.
-	f.StringVar(&o.dsn, "mysql-dsn", "", "MySQL DSN of the dedup database, which also holds the replay audit (default $"+envMySQLDSN+")")
-	f.StringVar(&o.scope, "scope", "", "dedup scope checked for already processed events (default: the group)")
-	f.StringVar(&o.tablePrefix, "table-prefix", "", "prefix of the dedup tables, as given to dedup.WithTablePrefix (default none: processed_event)")
+	o.addDBFlags(f, "also holds the replay audit")
 	f.StringVar(&o.operator, "operator", "", "who runs the replay, recorded in the audit and on each message (default user@host)")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "print a line for every letter, not only for those not sent")
 	return cmd
@@ -82,8 +79,8 @@ func (o *replayOptions) validate() (dlq.ScanOptions, error) {
 	if err != nil {
 		return opts, err
 	}
-	if o.dsn == "" {
-		o.dsn = os.Getenv(envMySQLDSN)
+	if err := o.validateDB(); err != nil {
+		return opts, err
 	}
 	switch {
 	case strings.HasPrefix(o.group, consumer.RetryTopicPrefix) || strings.HasPrefix(o.group, consumer.DLQTopicPrefix):
@@ -96,9 +93,6 @@ func (o *replayOptions) validate() (dlq.ScanOptions, error) {
 		return opts, usageError("--target-topic %q: a handler must never see a %s or %s topic", o.targetTopic, consumer.RetryTopicPrefix, consumer.DLQTopicPrefix)
 	case o.fromFile != "" && (opts.Filter != dlq.Filter{} || opts.Limit != 0 || o.fixPerm):
 		return opts, usageError("--from-file replays the whole file: filters, --limit and --fix-perm apply to DLQ scans only")
-	}
-	if _, err := dedup.NewTables(o.tablePrefix); err != nil {
-		return opts, usageError("--table-prefix: %v", err)
 	}
 	if o.operator == "" {
 		o.operator = defaultOperator()
@@ -206,19 +200,6 @@ func (o *replayOptions) confirm(cmd *cobra.Command, n int) error {
 		return failure(errors.New("replay not confirmed: nothing sent"))
 	}
 	return nil
-}
-
-// processedChecker is what tells whether the scope processed an event: the processed_event table, or with
-// --table-prefix a dedup store on the prefixed tables (NewStore checks that they exist).
-func (o *replayOptions) processedChecker(db *sqlx.DB) (dlq.ProcessedChecker, error) {
-	if o.tablePrefix == "" {
-		return dlq.NewMySQLProcessed(db)
-	}
-	store, err := dedup.NewStore(db, dedup.WithTablePrefix(o.tablePrefix))
-	if err != nil {
-		return nil, fmt.Errorf("--table-prefix: %w", err)
-	}
-	return store, nil // no WithTxDSN: Close has nothing to close
 }
 
 // isTerminal reports whether r is a terminal.

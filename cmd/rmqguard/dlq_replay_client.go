@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -54,27 +53,7 @@ func checkRetryTopic(ctx context.Context, cluster dlq.Cluster, group string) err
 // ever replayed), so that a dry run creates nothing.
 func (o *replayOptions) audit(ctx context.Context, db *sqlx.DB) (dlq.Audit, error) {
 	if o.dryRun {
-		var n int
-		if err := db.GetContext(ctx, &n, `SELECT COUNT(*) FROM information_schema.tables
-			WHERE table_schema = DATABASE() AND table_name = ?`, dlq.AuditTable); err != nil {
-			return nil, fmt.Errorf("replay audit table: %w", err)
-		}
-		if n == 0 {
-			return noAudit{}, nil
-		}
+		return readAudit(ctx, db)
 	}
 	return dlq.NewMySQLAudit(db)
 }
-
-// noAudit is the audit of a database without the audit table, for a dry run: nothing was replayed.
-type noAudit struct{}
-
-func (noAudit) Lookup(context.Context, string, string) (dlq.AuditRecord, bool, error) {
-	return dlq.AuditRecord{}, false, nil
-}
-
-func (noAudit) Claim(context.Context, dlq.AuditRecord, *dlq.AuditRecord) (bool, error) {
-	return false, errors.New("dry run: no audit")
-}
-
-func (noAudit) Finish(context.Context, dlq.AuditRecord) error { return errors.New("dry run: no audit") }

@@ -32,7 +32,7 @@ func printReport(w io.Writer, o *replayOptions, rep dlq.ReplayReport, complete b
 		if r.Outcome == dlq.ReplaySent && r.Err == nil && r.Detail == "" && !o.verbose {
 			continue
 		}
-		line := fmt.Sprintf("%-25s dlq=%s event=%s", r.Outcome, r.Letter.StoreID, dash(r.Letter.EventID))
+		line := fmt.Sprintf("%-25s dlq=%s broker=%s event=%s", r.Outcome, r.Letter.StoreID, dash(r.Letter.Broker), dash(r.Letter.EventID))
 		if r.Topic != "" {
 			line += " topic=" + r.Topic
 		}

@@ -23,10 +23,11 @@ func newDLQShowCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "show --group G MSGID",
 		Short: "Show one letter of a group's DLQ: properties, reason, attempts, origin and body",
-		Long: "Show the letter of %DLQ%<group> whose message ID (as `dlq list` prints it) or store ID (the broker's\n" +
-			"offset message ID) is MSGID: its metadata, properties sorted by name, and its body — JSON pretty-printed,\n" +
-			"anything else as a hex dump with the printable text — cut at --max-body bytes. A message dead-lettered\n" +
-			"twice shows both letters. Not found: exit 1 (and the scan's problems when it was incomplete).",
+		Long: "Show the letter of %DLQ%<group>, read on every master broker, whose message ID (as `dlq list` prints\n" +
+			"it) or store ID (the broker's offset message ID) is MSGID: its broker, metadata, properties sorted by name,\n" +
+			"and its body — JSON pretty-printed, anything else as a hex dump with the printable text — cut at\n" +
+			"--max-body bytes. A message dead-lettered twice shows both letters. Not found: exit 1 (and the scan's\n" +
+			"problems when it was incomplete).",
 		Args: exactArgs(1, "one MSGID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if maxBody < 0 {
@@ -63,6 +64,7 @@ func printLetter(w io.Writer, l dlq.Letter, maxBody int) {
 	field := func(name, value string) { fmt.Fprintf(w, "%-15s %s\n", name+":", dash(value)) }
 	field("DLQ message ID", l.MsgID)
 	field("store ID", l.StoreID)
+	field("broker", l.Broker)
 	field("location", fmt.Sprintf("%s queue %d offset %d", l.Topic, l.QueueID, l.QueueOffset))
 	field("event ID", l.EventID)
 	field("event type", l.EventType)

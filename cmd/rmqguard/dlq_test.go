@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/internal/rmqadmin"
 	"github.com/rmqguard/rmqguard/internal/testenv"
@@ -75,6 +76,15 @@ func (w *cliDLQ) publish(eventID, eventType, reason string, body []byte, props m
 	return res
 }
 
+// brokerName is the name of the broker holding the group's DLQ topic.
+func (w *cliDLQ) brokerName() string {
+	w.t.Helper()
+	r, err := rmqadmin.TopicRoute(context.Background(), []string{w.ns}, consumer.DLQTopic(w.group))
+	require.NoError(w.t, err)
+	require.Len(w.t, r, 1)
+	return r[0].BrokerName
+}
+
 // rmqguard runs the CLI with args (after --namesrv and the group's dlq subcommand) and returns stdout,
 // stderr (with the error line main would print) and the exit code.
 func (w *cliDLQ) rmqguard(sub string, args ...string) (stdout, stderr string, code int) {
@@ -91,26 +101,30 @@ func (w *cliDLQ) rmqguard(sub string, args ...string) (stdout, stderr string, co
 	return out.String(), errOut.String(), exitCode(err)
 }
 
+// Without a database, `dlq list` shows the letters with their broker and the replay status as unknown.
 func TestCLI_DLQList_FiltersFormatsAndExitCodes(t *testing.T) {
+	t.Setenv(envMySQLDSN, "")
 	w := newCLIDLQ(t, 6)
 	a := w.publish("e-a", "OrderCreated", "invalid JSON: unexpected end", []byte(`{"x":1}`), nil)
 	b := w.publish("e-b", "OrderPaid", "retries exhausted after 2", []byte(`{"x":2}`), nil)
+	broker := w.brokerName()
 
 	out, errOut, code := w.rmqguard("list")
 	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "replay status not known (?): pass --mysql-dsn or set "+envMySQLDSN)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 3, out)
-	assert.Regexp(t, `^DLQ MSG ID\s+EVENT ID\s+ORIGIN TOPIC\s+EVENT TYPE\s+REASON\s+ATTEMPTS\s+FAILED AT$`, lines[0])
-	assert.Regexp(t, `^`+a.MsgID+`\s+e-a\s+ORDER\s+OrderCreated\s+invalid JSON: unexpected end\s+2\s+20\d\d-`, lines[1])
-	assert.Regexp(t, `^`+b.MsgID+`\s+e-b\s+ORDER\s+OrderPaid\s+retries exhausted after 2\s+2\s+`, lines[2])
+	assert.Regexp(t, `^DLQ MSG ID\s+BROKER\s+EVENT ID\s+ORIGIN TOPIC\s+EVENT TYPE\s+REASON\s+ATTEMPTS\s+FAILED AT\s+REPLAYED\s+PROCESSED$`, lines[0])
+	assert.Regexp(t, `^`+a.MsgID+`\s+`+broker+`\s+e-a\s+ORDER\s+OrderCreated\s+invalid JSON: unexpected end\s+2\s+20\d\d-\S+\s+\?\s+\?$`, lines[1])
+	assert.Regexp(t, `^`+b.MsgID+`\s+`+broker+`\s+e-b\s+ORDER\s+OrderPaid\s+retries exhausted after 2\s+2\s+`, lines[2])
 
 	out, errOut, code = w.rmqguard("list", "-o", "json", "--event-type", "OrderPaid", "--since", "1h")
 	require.Equal(t, 0, code, errOut)
 	var rows []listRow
 	require.NoError(t, json.Unmarshal([]byte(out), &rows))
 	require.Len(t, rows, 1)
-	assert.Equal(t, listRow{MsgID: b.MsgID, EventID: "e-b", OriginTopic: "ORDER", EventType: "OrderPaid",
-		Reason: "retries exhausted after 2", Attempts: 2, FailedAt: rows[0].FailedAt}, rows[0])
+	assert.Equal(t, listRow{MsgID: b.MsgID, StoreID: b.OffsetMsgID, Broker: broker, EventID: "e-b", OriginTopic: "ORDER", EventType: "OrderPaid",
+		Reason: "retries exhausted after 2", Attempts: 2, FailedAt: rows[0].FailedAt, ReplayStatus: "unknown"}, rows[0])
 	assert.WithinDuration(t, time.Now(), rows[0].FailedAt, time.Minute)
 
 	out, errOut, code = w.rmqguard("list", "--key", "k-e-a", "--reason", "JSON")
@@ -135,6 +149,63 @@ func TestCLI_DLQList_FiltersFormatsAndExitCodes(t *testing.T) {
 	assert.Equal(t, 2, exitCode(err), "no --group: %v", err)
 }
 
+// F42: with the dedup database, `dlq list` shows each letter's replay status from the audit (when, by whom,
+// or failed) and whether its event was processed since; a letter never replayed shows "-".
+func TestCLI_DLQList_ShowsReplayStatusAndProcessedFromTheDatabase(t *testing.T) {
+	w := newCLIDLQ(t, 6)
+	sent := w.publish("e-sent", "OrderCreated", "bug", []byte(`{}`), nil)
+	failedSend := w.publish("e-failed", "OrderCreated", "bug", []byte(`{}`), nil)
+	waiting := w.publish("e-waiting", "OrderCreated", "bug", []byte(`{}`), nil)
+	db := testenv.MySQL(t)
+	ctx := context.Background()
+	_, err := dedup.RunMigrations(ctx, db.DB, dlq.AuditMigrations(), dlq.AuditVersionTable)
+	require.NoError(t, err)
+	audit, err := dlq.NewMySQLAudit(db)
+	require.NoError(t, err)
+	for _, r := range []struct {
+		res    *primitive.SendResult
+		status dlq.AuditStatus
+	}{{sent, dlq.AuditSent}, {failedSend, dlq.AuditFailed}} {
+		rec := dlq.AuditRecord{Group: w.group, StoreID: r.res.OffsetMsgID, ReplayID: "run-1", Status: dlq.AuditSending, ReplayedBy: "alice"}
+		won, err := audit.Claim(ctx, rec, nil)
+		require.NoError(t, err)
+		require.True(t, won)
+		rec.Status = r.status
+		require.NoError(t, audit.Finish(ctx, rec))
+	}
+	_, err = db.Exec(`INSERT INTO processed_event (consumer_group, event_id, topic, msg_id, consumed_at, result_status)
+		VALUES (?, 'e-sent', 'ORDER', 'm', UTC_TIMESTAMP(6), 'SUCCESS')`, w.group)
+	require.NoError(t, err)
+
+	out, errOut, code := w.rmqguard("list", "--mysql-dsn", testenv.MySQLDSN())
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, errOut, "replay status not known")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 4, out)
+	assert.Regexp(t, `^`+sent.MsgID+`\s.*\s20\d\d-\S+Z by alice\s+yes$`, lines[1])
+	assert.Regexp(t, `^`+failedSend.MsgID+`\s.*\sfailed 20\d\d-\S+Z by alice\s+no$`, lines[2])
+	assert.Regexp(t, `^`+waiting.MsgID+`\s.*\s-\s+no$`, lines[3])
+
+	out, errOut, code = w.rmqguard("list", "--mysql-dsn", testenv.MySQLDSN(), "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	var rows []listRow
+	require.NoError(t, json.Unmarshal([]byte(out), &rows))
+	require.Len(t, rows, 3)
+	yes, no := true, false
+	assert.Equal(t, []string{"sent", "failed", "not-replayed"}, []string{rows[0].ReplayStatus, rows[1].ReplayStatus, rows[2].ReplayStatus})
+	assert.Equal(t, []*bool{&yes, &no, &no}, []*bool{rows[0].Processed, rows[1].Processed, rows[2].Processed})
+	assert.Equal(t, "alice", rows[0].ReplayedBy)
+	assert.Equal(t, "run-1", rows[0].ReplayID)
+	require.NotNil(t, rows[0].ReplayedAt)
+	assert.WithinDuration(t, time.Now(), *rows[0].ReplayedAt, time.Minute)
+	assert.Nil(t, rows[2].ReplayedAt)
+
+	out, errOut, code = w.rmqguard("list", "--mysql-dsn", "u:p@tcp(127.0.0.1:1)/db?timeout=1s")
+	assert.Equal(t, 1, code, "a database that cannot be read is a failure")
+	assert.Regexp(t, `^`+waiting.MsgID+`\s.*\s\?\s+\?$`, strings.Split(strings.TrimSpace(out), "\n")[3], "the letters are listed all the same")
+	assert.Contains(t, errOut, "replay status not known (?): ")
+}
+
 func TestCLI_DLQShow_JSONPrettyBinaryAsHexCutAtMaxBody(t *testing.T) {
 	w := newCLIDLQ(t, 6)
 	j := w.publish("e-json", "OrderCreated", "invalid amount", []byte(`{"orderNo":"o-1","amount":-5}`), map[string]string{"traceparent": "00-abc-01"})
@@ -145,6 +216,7 @@ func TestCLI_DLQShow_JSONPrettyBinaryAsHexCutAtMaxBody(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "DLQ message ID: "+j.MsgID+"\n")
 	assert.Regexp(t, `\nstore ID: +`+j.OffsetMsgID+`\n`, out)
+	assert.Regexp(t, `\nbroker: +`+w.brokerName()+`\n`, out)
 	assert.Regexp(t, `\norigin: +topic ORDER, message ID MSG-`, out)
 	assert.Regexp(t, `\nreason: +invalid amount\n`, out)
 	assert.Regexp(t, `\nattempts: +2\n`, out)

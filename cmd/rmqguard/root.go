@@ -15,8 +15,7 @@ import (
 
 // Environment variables that provide flag defaults.
 const (
-	envNameServer = "RMQGUARD_NAMESRV"     // comma-separated name server addresses, e.g. 127.0.0.1:9876
-	envBrokerAddr = "RMQGUARD_BROKER_ADDR" // master broker remoting address, e.g. 127.0.0.1:10911
+	envNameServer = "RMQGUARD_NAMESRV" // comma-separated name server addresses, e.g. 127.0.0.1:9876
 )
 
 // globalOptions are the flags shared by every command.

@@ -25,8 +25,9 @@ func runTopicEnsure(ns, broker string, args ...string) (string, int) {
 	return out.String() + errOut.String(), code
 }
 
-// `topic ensure` says per topic whether it created it, found it, or made a write-only DLQ readable; a
-// second run reports "exists"; exit 0 each time, 2 (a usage error) for a queue count below 1.
+// `topic ensure --broker B` says per topic, on broker B, whether it created it, found it, or made a
+// write-only DLQ readable; a second run reports "exists"; exit 0 each time, 2 (a usage error) for a queue
+// count below 1.
 func TestI9_CLI_TopicEnsureReportsCreatedExistsUpdated(t *testing.T) {
 	ns, broker := testenv.NameServer(t), testenv.Broker(t)
 	group := testenv.Unique("cli-topics")
@@ -48,13 +49,16 @@ func TestI9_CLI_TopicEnsureReportsCreatedExistsUpdated(t *testing.T) {
 		return err == nil && len(r) == 1
 	}, 10*time.Second, 100*time.Millisecond)
 
+	route, err := rmqadmin.TopicRoute(ctx, []string{ns}, writeOnly)
+	require.NoError(t, err)
+	on := " on " + route[0].BrokerName + " (" + broker + "): "
 	out, code := runTopicEnsure(ns, broker, "--queues", "1", retry, dlqTopic, writeOnly)
 	require.Equal(t, 0, code, out)
-	assert.Equal(t, "topic "+retry+": created\ntopic "+dlqTopic+": created\ntopic "+writeOnly+": updated\n", out)
+	assert.Equal(t, "topic "+retry+on+"created\ntopic "+dlqTopic+on+"created\ntopic "+writeOnly+on+"updated\n", out)
 
 	out, code = runTopicEnsure(ns, broker, "--queues", "1", retry, dlqTopic, writeOnly)
 	require.Equal(t, 0, code, out)
-	assert.Equal(t, "topic "+retry+": exists\ntopic "+dlqTopic+": exists\ntopic "+writeOnly+": exists\n", out)
+	assert.Equal(t, "topic "+retry+on+"exists\ntopic "+dlqTopic+on+"exists\ntopic "+writeOnly+on+"exists\n", out)
 
 	out, code = runTopicEnsure(ns, broker, "--queues", "0", retry)
 	assert.Equal(t, exitUsage, code, out)
@@ -68,7 +72,7 @@ func TestI9_CLI_TopicEnsureUsageErrorsExit2(t *testing.T) {
 	for name, args := range map[string][]string{
 		"no topic":          {},
 		"queues below 1":    {"--queues", "0", "T"},
-		"no broker":         {"--broker", "", "T"},
+		"empty broker":      {"--broker", "", "T"},
 		"access key alone":  {"--access-key", "ak", "T"},
 		"invalid namespace": {"--namespace", "a%b", "T"},
 		"an unknown flag":   {"--bogus", "T"},

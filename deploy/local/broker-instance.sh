@@ -9,6 +9,9 @@
 #                                         interfaces, BROKER_PORT+1); each is reused when it already runs;
 #                                         EXTRA_CONF (a file) is appended to the broker's config, e.g. ACL settings;
 #                                         waits until both listen; prints "namesrv=ADDR broker=ADDR"
+#   broker-instance.sh join NAME NAMESRV_ADDR BROKER_PORT [EXTRA_CONF]  start only a broker on 127.0.0.1:BROKER_PORT,
+#                                         registered with the running name server NAMESRV_ADDR (host:port), e.g. another
+#                                         master of its cluster: EXTRA_CONF then sets a brokerName of its own
 #   broker-instance.sh stop-broker NAME   SIGTERM the broker, wait for exit (SIGKILL after 60 s)
 #   broker-instance.sh start-broker NAME  start the broker again, same port and store; waits until it listens
 #   broker-instance.sh restart-broker NAME  stop-broker, then start-broker
@@ -22,7 +25,7 @@ set -Eeuo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 
 usage() {
-  sed -n '7,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '7,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -38,7 +41,9 @@ ports() {
   [[ -s $home/ports ]] || die "broker instance $name was never started"
   read -r NS_PORT BROKER_PORT <"$home/ports"
 }
-addr() { echo "namesrv=127.0.0.1:$NS_PORT broker=127.0.0.1:$BROKER_PORT"; }
+# namesrv_addr: the name server the broker registers with: the instance's own, or the one it joined.
+namesrv_addr() { if [[ -s $home/namesrv ]]; then cat "$home/namesrv"; else echo "127.0.0.1:$NS_PORT"; fi; }
+addr() { echo "namesrv=$(namesrv_addr) broker=127.0.0.1:$BROKER_PORT"; }
 
 # wait_port PIDFILE PORT WHAT LOG: wait until PORT listens; die when the process exits or after 90 s. (Liveness by
 # pid alone: right after the fork the process's command line is still the shell's, not java's.)
@@ -66,7 +71,7 @@ start_broker() {
   for p in "$BROKER_PORT" $((BROKER_PORT - 2)) $((BROKER_PORT + 1)); do
     port_open 127.0.0.1 "$p" && die "127.0.0.1:$p (broker $name needs $((BROKER_PORT - 2)), $BROKER_PORT, $((BROKER_PORT + 1))) is taken"
   done
-  render_broker_conf "$home/conf/broker.conf" "$home/store" "127.0.0.1:$NS_PORT" "$BROKER_PORT"
+  render_broker_conf "$home/conf/broker.conf" "$home/store" "$(namesrv_addr)" "$BROKER_PORT"
   if [[ -f $home/conf/extra.conf ]]; then cat "$home/conf/extra.conf" >>"$home/conf/broker.conf"; fi
   java_broker "$home" "$home/conf/broker.conf" "$broker_pid"
   wait_port "$broker_pid" "$BROKER_PORT" "broker $name" \
@@ -86,10 +91,28 @@ start)
     [[ $(<"$home/ports") == "$3 $4" ]] || die "broker instance $name already runs on ports $(<"$home/ports")"
   fi
   echo "$3 $4" >"$home/ports"
+  rm -f "$home/namesrv"
   mkdir -p "$home/conf"
   if (($# == 5)); then cp "$5" "$home/conf/extra.conf"; else rm -f "$home/conf/extra.conf"; fi
   ports
   start_namesrv
+  start_broker
+  addr
+  ;;
+join)
+  (($# == 4 || $# == 5)) || usage
+  [[ $3 =~ ^[^:]+:[0-9]+$ ]] || die "name server '$3': want host:port"
+  valid_port "$4" || die "port '$4': want 1027..65534"
+  if (($# == 5)); then [[ -f $5 ]] || die "extra broker config '$5' is not a file"; fi
+  fetch_rocketmq >&2
+  mkdir -p "$home/conf" "$RUN_DIR"
+  if [[ -s $home/ports ]] && pid_alive "$broker_pid" "$BROKER_MAIN"; then
+    [[ $(<"$home/ports") == "0 $4" && $(namesrv_addr) == "$3" ]] || die "broker instance $name already runs on port $(<"$home/ports") with $(namesrv_addr)"
+  fi
+  echo "0 $4" >"$home/ports"
+  echo "$3" >"$home/namesrv"
+  if (($# == 5)); then cp "$5" "$home/conf/extra.conf"; else rm -f "$home/conf/extra.conf"; fi
+  ports
   start_broker
   addr
   ;;
@@ -99,7 +122,7 @@ stop-broker)
   ;;
 start-broker)
   ports
-  pid_alive "$ns_pid" "$NAMESRV_MAIN" || die "name server of instance $name is not running (use start)"
+  [[ -s $home/namesrv ]] || pid_alive "$ns_pid" "$NAMESRV_MAIN" || die "name server of instance $name is not running (use start)"
   start_broker
   ;;
 restart-broker)

@@ -60,7 +60,7 @@ func TestACL_CLI_TopicEnsureAndProbe(t *testing.T) {
 
 	ok := runCLI(t, bin, env, append(global, "topic", "ensure", "--broker", w.stack.Broker, "--queues", "1", topic)...)
 	require.Equal(t, 0, ok.exit, "stderr: %s", ok.stderr)
-	assert.Contains(t, ok.stdout, "topic "+topic+": created")
+	assert.Regexp(t, `^topic `+topic+` on \S+ \(`+w.stack.Broker+`\): created\n$`, ok.stdout)
 	ok = runCLI(t, bin, env, append(global, "probe", topic)...)
 	require.Equal(t, 0, ok.exit, "stderr: %s", ok.stderr)
 	assert.Contains(t, ok.stdout, "SEND_OK")

@@ -144,3 +144,21 @@ func TestExposed_VectorsBeforeTheirFirstUse(t *testing.T) {
 	})
 	assert.Error(t, err, "a conflict in register is returned")
 }
+
+// F42: the dashboard shows the depth of each group's DLQ (letters waiting for a replay), and the rule the
+// alert and the panel read is recorded from the gauge metrics.New exposes.
+func TestDashboard_ShowsTheDLQLettersWaiting(t *testing.T) {
+	file, err := os.ReadFile(dashboardFile)
+	require.NoError(t, err)
+	exprs, err := dashboards.DashboardExprs(file)
+	require.NoError(t, err)
+	var panels []string
+	for _, e := range exprs {
+		if strings.Contains(e.Query, "rmqguard:dlq_letters_waiting:max") {
+			panels = append(panels, e.Query)
+		}
+	}
+	assert.NotEmpty(t, panels, "a panel shows rmqguard:dlq_letters_waiting:max")
+	assert.True(t, known(t)["rmqguard_dlq_letters_waiting"], "metrics.New exposes the gauge")
+	assert.True(t, known(t)["rmqguard:dlq_letters_waiting:max"], "rules.yml records the group's max")
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -85,13 +86,24 @@ func CheckAccess(ctx context.Context, brokerAddr string, cred Credentials) error
 	}
 }
 
-// masterAddr matches a master (brokerId 0) entry of a brokerAddrs map in the name server's cluster table,
-// which is fastjson output with unquoted integer keys ({0:"127.0.0.1:10911"}) that encoding/json rejects.
-var masterAddr = regexp.MustCompile(`[{,]0:"([^"]+)"`)
+// unquotedKey matches the integer map keys of the name server's fastjson output ({0:"127.0.0.1:10911"}),
+// which encoding/json rejects.
+var unquotedKey = regexp.MustCompile(`([{,])(-?\d+):`)
 
-// MasterBrokers returns the master broker addresses that the first answering name server lists. Errors:
-// no name server answered (the last error), or the answer lists no master.
-func MasterBrokers(ctx context.Context, nameServers []string) ([]string, error) {
+// QuoteIntKeys quotes the integer map keys of a fastjson body ({0:"a"} → {"0":"a"}) so that encoding/json
+// reads it.
+func QuoteIntKeys(body []byte) []byte { return unquotedKey.ReplaceAll(body, []byte(`$1"$2":`)) }
+
+// Master is a master broker (brokerId 0) as a name server's cluster table lists it.
+type Master struct {
+	// Name is the broker name (brokerName: the master/slave set), Addr the master's "host:port" remoting address.
+	Name, Addr string
+}
+
+// Masters returns every master broker that the first answering name server lists (all its clusters),
+// sorted by broker name. Errors: no name server answered (the last error); an answer that cannot be
+// decoded, or that lists no master.
+func Masters(ctx context.Context, nameServers []string) ([]Master, error) {
 	lastErr := errors.New("no name server address given")
 	for _, ns := range nameServers {
 		if strings.TrimSpace(ns) == "" {
@@ -102,16 +114,40 @@ func MasterBrokers(ctx context.Context, nameServers []string) ([]string, error) 
 			lastErr = err
 			continue
 		}
-		var addrs []string
-		for _, m := range masterAddr.FindAllSubmatch(body, -1) {
-			addrs = append(addrs, string(m[1]))
+		var ci struct {
+			BrokerAddrTable map[string]struct {
+				BrokerAddrs map[string]string `json:"brokerAddrs"`
+			} `json:"brokerAddrTable"`
 		}
-		if len(addrs) == 0 {
+		if err := json.Unmarshal(QuoteIntKeys(body), &ci); err != nil {
+			return nil, fmt.Errorf("name server %s: decode cluster table: %w", ns, err)
+		}
+		var out []Master
+		for name, b := range ci.BrokerAddrTable {
+			if addr := b.BrokerAddrs["0"]; addr != "" {
+				out = append(out, Master{Name: name, Addr: addr})
+			}
+		}
+		if len(out) == 0 {
 			return nil, fmt.Errorf("name server %s lists no master broker", ns)
 		}
-		return addrs, nil
+		sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+		return out, nil
 	}
 	return nil, lastErr
+}
+
+// MasterBrokers returns the addresses of Masters.
+func MasterBrokers(ctx context.Context, nameServers []string) ([]string, error) {
+	masters, err := Masters(ctx, nameServers)
+	if err != nil {
+		return nil, err
+	}
+	addrs := make([]string, 0, len(masters))
+	for _, m := range masters {
+		addrs = append(addrs, m.Addr)
+	}
+	return addrs, nil
 }
 
 // CheckClusterAccess runs CheckAccess on every master broker the name servers list. Errors: the name

@@ -32,6 +32,10 @@ func TestCall_ACL_MasterBrokersFromTheClusterTable(t *testing.T) {
 	got, err := MasterBrokers(context.Background(), []string{addr})
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{"127.0.0.1:20921", "10.0.0.2:10911"}, got, "masters only (brokerId 0)")
+	masters, err := Masters(context.Background(), []string{addr})
+	require.NoError(t, err)
+	assert.Equal(t, []Master{{Name: "broker-a", Addr: "127.0.0.1:20921"}, {Name: "broker-b", Addr: "10.0.0.2:10911"}}, masters,
+		"each master with its broker name, sorted by name")
 }
 
 // A NO_PERMISSION answer to the heartbeat is an *ACLError naming the access key; the secret is not in it.

@@ -95,3 +95,19 @@ type codeError struct {
 }
 
 func (e *codeError) Error() string { return fmt.Sprintf("answered code %d: %s", e.Code, e.Remark) }
+
+// Master is a master broker: its name and remoting address.
+type Master = remoting.Master
+
+// Masters returns every master broker the first answering name server lists, sorted by broker name
+// (remoting.Masters). Errors: invalid name servers, and remoting.Masters'.
+func Masters(ctx context.Context, nameServers []string) ([]Master, error) {
+	if err := validateNameServers(nameServers); err != nil {
+		return nil, fmt.Errorf("master brokers: %w", err)
+	}
+	masters, err := remoting.Masters(ctx, nameServers)
+	if err != nil {
+		return nil, fmt.Errorf("master brokers: %w", err)
+	}
+	return masters, nil
+}

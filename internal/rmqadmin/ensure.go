@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/internal/remoting"
 )
 
 // State says what EnsureTopicState found and did.
@@ -36,7 +36,7 @@ func (s State) String() string {
 	}
 }
 
-// EnsureTopic is EnsureTopicState without the state: it makes sure topic exists on brokerAddr's cluster.
+// EnsureTopic is EnsureTopicState without the state: it makes sure topic exists on the master brokerAddr.
 func EnsureTopic(ctx context.Context, nameServers []string, brokerAddr, topic string, queues int, opts ...Option) error {
 	if strings.TrimSpace(brokerAddr) == "" {
 		return fmt.Errorf("ensure topic %q: empty broker address", topic)
@@ -45,53 +45,148 @@ func EnsureTopic(ctx context.Context, nameServers []string, brokerAddr, topic st
 	return err
 }
 
-// EnsureTopicState makes sure topic exists with a route on the name servers, creating it when it has none,
-// and reports whether it was Created, already Exists, or was Updated (a dead-letter topic made readable).
+// EnsureTopicState is EnsureTopicOn for the master brokerAddr ("" = every master the name servers list),
+// summed up in one State (Overall).
+func EnsureTopicState(ctx context.Context, nameServers []string, brokerAddr, topic string, queues int, opts ...Option) (State, error) {
+	var brokers []string
+	if strings.TrimSpace(brokerAddr) != "" {
+		brokers = []string{brokerAddr}
+	}
+	res, err := EnsureTopicOn(ctx, nameServers, brokers, topic, queues, opts...)
+	return Overall(res), err
+}
+
+// BrokerState is what EnsureTopicOn found and did on one master broker.
+type BrokerState struct {
+	// Broker is the broker name (brokerName), Addr its master's "host:port" remoting address.
+	Broker, Addr string
+	// State is Created (the broker held no queue of the topic), Exists, or Updated (a %DLQ% topic made
+	// readable there).
+	State State
+}
+
+// Overall sums per-broker states up: Created when one is Created, else Updated when one is Updated, else Exists.
+func Overall(res []BrokerState) State {
+	st := Exists
+	for _, r := range res {
+		if r.State == Created {
+			return Created
+		}
+		if r.State == Updated {
+			st = Updated
+		}
+	}
+	return st
+}
+
+// EnsureTopicOn makes sure topic has queues on each master broker in brokerAddrs ("host:port" remoting
+// addresses of masters), or with none on every master broker the name servers list (all their clusters),
+// and reports per broker, sorted by broker name, whether the topic was Created there, already Exists there,
+// or was Updated (a dead-letter topic made readable). A topic lives on each master separately: one that
+// exists on one master is still created on another that lacks it.
 //
-// nameServers are "host:port" name server addresses (at least one); brokerAddr is the "host:port" remoting
-// address of the master broker that is to hold a new topic, or "" for every master broker the name servers
-// list (a group's retry and DLQ topics belong on every broker its messages come from); queues is the read
-// and write queue count of a new topic (≥ 1). A new topic gets perm 6 (read and write). An existing topic
-// keeps its queue counts and perm, except a %DLQ% topic without the read bit, which gets it (perm 2 → 6):
-// the replay tool must read it. Idempotent: a second call reports Exists.
+// nameServers are "host:port" name server addresses (at least one); queues is the read and write queue
+// count of the topic where it is created (≥ 1), with perm 6 (read and write). Where the topic exists it keeps
+// its queue counts and perm, except a %DLQ% topic without the read bit, which gets it (perm 2 → 6): the
+// replay tool must read it. Idempotent: a second call reports Exists on every broker.
 //
-// It first waits (WaitBrokerRegistered) until the name servers list the brokers, so that a broker that has
-// just started is not mistaken for one without the topic, and checks the credentials on each broker (a
+// It first waits (WaitBrokerRegistered) until the name servers list each named broker, so that a broker that
+// has just started is not mistaken for one without the topic, and checks the credentials on each broker (a
 // signed heartbeat). After a change it polls every RoutePollInterval until the route shows it or ctx ends.
 //
-// Errors name the topic and, for a broker's refusal, the broker: invalid arguments; a name server or broker
-// unreachable; ctx done first (wrapping ctx.Err()); ErrNoWritableQueues for an existing topic other than a
-// DLQ with no writable queue; an *ACLError or *BrokerError from the broker.
+// Errors name the topic and, for a broker's refusal, the broker, and come with the results of the brokers
+// done before: invalid arguments; a named address that is not a master the name servers list; a name
+// server or broker unreachable; ctx done first (wrapping ctx.Err()); ErrNoWritableQueues for an existing
+// topic other than a DLQ with no writable queue on any broker; an *ACLError or *BrokerError from a broker.
 //
 // opts give credentials and a namespace (WithCredentials, WithNamespace): topic is then "ns%topic" (names
 // already in the namespace, such as "%DLQ%ns%G", are kept).
-func EnsureTopicState(ctx context.Context, nameServers []string, brokerAddr, topic string, queues int, opts ...Option) (State, error) {
+func EnsureTopicOn(ctx context.Context, nameServers, brokerAddrs []string, topic string, queues int, opts ...Option) ([]BrokerState, error) {
 	if err := validateEnsure(nameServers, topic, queues); err != nil {
-		return Exists, err
+		return nil, err
 	}
 	acc := newAccess(opts)
 	topic = acc.name(topic)
-	brokers, err := targetBrokers(ctx, nameServers, brokerAddr)
+	targets, err := targetMasters(ctx, nameServers, brokerAddrs)
 	if err != nil {
-		return Exists, fmt.Errorf("ensure topic %q: %w", topic, err)
+		return nil, fmt.Errorf("ensure topic %q: %w", topic, err)
 	}
-	if err := checkBrokers(ctx, nameServers, brokers, acc.credentials); err != nil {
-		return Exists, fmt.Errorf("ensure topic %q: %w", topic, err)
+	for _, m := range targets {
+		if err := CheckAccess(ctx, m.Addr, acc.credentials); err != nil {
+			return nil, fmt.Errorf("ensure topic %q: %w", topic, err)
+		}
 	}
 	route, err := TopicRoute(ctx, nameServers, topic)
+	if err != nil && !errors.Is(err, ErrTopicNotExist) {
+		return nil, fmt.Errorf("ensure topic %q: %w", topic, err)
+	}
+	isDLQ := strings.HasPrefix(topic, consumer.DLQTopicPrefix)
+	if !isDLQ && len(route) > 0 && !anyWritable(route) {
+		return nil, fmt.Errorf("ensure topic %q: %w", topic, ErrNoWritableQueues)
+	}
+	shares := byBroker(route)
+	out := make([]BrokerState, 0, len(targets))
+	for _, m := range targets {
+		st, err := ensureOn(ctx, m, shares, isDLQ, topic, queues, acc.credentials)
+		if err != nil {
+			return out, fmt.Errorf("ensure topic %q: %w", topic, err)
+		}
+		out = append(out, BrokerState{Broker: m.Name, Addr: m.Addr, State: st})
+	}
+	if Overall(out) == Exists {
+		return out, nil
+	}
+	if err := waitRoute(ctx, nameServers, topic, changesVisible(out)); err != nil {
+		return out, fmt.Errorf("ensure topic %q: %w", topic, err)
+	}
+	return out, nil
+}
+
+// byBroker indexes a route's shares by broker name.
+func byBroker(route []QueueData) map[string]QueueData {
+	shares := make(map[string]QueueData, len(route))
+	for _, q := range route {
+		shares[q.BrokerName] = q
+	}
+	return shares
+}
+
+// ensureOn creates topic on master m when m holds no share of it (shares, by broker name), or makes a
+// %DLQ% share readable, and returns what it did.
+func ensureOn(ctx context.Context, m Master, shares map[string]QueueData, isDLQ bool, topic string, queues int, c consumer.Credentials) (State, error) {
+	q, ok := shares[m.Name]
 	switch {
-	case errors.Is(err, ErrTopicNotExist) || err == nil && len(route) == 0:
-		return Created, createOn(ctx, nameServers, brokers, topic, queues, acc.credentials)
-	case err != nil:
-		return Exists, fmt.Errorf("ensure topic %q: %w", topic, err)
-	}
-	if strings.HasPrefix(topic, consumer.DLQTopicPrefix) {
-		return makeReadable(ctx, nameServers, topic, route, acc.credentials)
-	}
-	if !anyWritable(route) {
-		return Exists, fmt.Errorf("ensure topic %q: %w", topic, ErrNoWritableQueues)
+	case !ok:
+		if err := createTopic(ctx, m.Addr, topic, queues, c); err != nil {
+			return Exists, fmt.Errorf("create on broker %s (%s): %w", m.Name, m.Addr, err)
+		}
+		return Created, nil
+	case isDLQ && !q.Readable():
+		q.BrokerAddr = m.Addr
+		if _, err := MakeReadable(ctx, topic, []QueueData{q}, c); err != nil {
+			return Exists, err
+		}
+		return Updated, nil
 	}
 	return Exists, nil
+}
+
+// changesVisible is the route condition after EnsureTopicOn's changes: every broker where the topic was
+// created holds a writable share, and every updated broker a readable one.
+func changesVisible(res []BrokerState) func([]QueueData) bool {
+	return func(route []QueueData) bool {
+		shares := byBroker(route)
+		for _, r := range res {
+			q, ok := shares[r.Broker]
+			switch {
+			case r.State == Created && (!ok || !q.Writable() || q.WriteQueues == 0):
+				return false
+			case r.State == Updated && (!ok || !q.Readable()):
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // validateEnsure rejects missing name servers, a blank topic and a queue count below 1.
@@ -108,62 +203,40 @@ func validateEnsure(nameServers []string, topic string, queues int) error {
 	return nil
 }
 
-// targetBrokers returns brokerAddr alone, or with "" every master broker the name servers list.
-func targetBrokers(ctx context.Context, nameServers []string, brokerAddr string) ([]string, error) {
-	if strings.TrimSpace(brokerAddr) != "" {
-		return []string{brokerAddr}, nil
-	}
-	addrs, err := remoting.MasterBrokers(ctx, nameServers)
-	if err != nil {
-		return nil, fmt.Errorf("find master brokers: %w", err)
-	}
-	return addrs, nil
-}
-
-// checkBrokers waits until each broker is registered and checks that it accepts the credentials (the name
-// server has no ACL, so wrong keys fail here with an *ACLError even when the topic exists).
-func checkBrokers(ctx context.Context, nameServers, brokers []string, c consumer.Credentials) error {
-	for _, b := range brokers {
-		// Until the broker has registered, the name server answers TOPIC_NOT_EXIST for topics the broker
-		// has, and creating them again could change their perm.
+// targetMasters returns the masters whose addresses are brokerAddrs, sorted by name, once the name servers
+// list each (WaitBrokerRegistered: until a broker has registered, the name server answers TOPIC_NOT_EXIST for
+// topics it has, and creating them again could change their perm); with none, every master they list.
+func targetMasters(ctx context.Context, nameServers, brokerAddrs []string) ([]Master, error) {
+	for _, b := range brokerAddrs {
+		if strings.TrimSpace(b) == "" {
+			return nil, errors.New("empty broker address")
+		}
 		if err := WaitBrokerRegistered(ctx, nameServers, b); err != nil {
-			return err
-		}
-		if err := CheckAccess(ctx, b, c); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
-}
-
-// createOn creates topic on each broker (a signed request of our own: the client's admin.CreateTopic
-// neither signs it nor reports the broker's answer), then waits for a writable route.
-func createOn(ctx context.Context, nameServers, brokers []string, topic string, queues int, c consumer.Credentials) error {
-	for _, b := range brokers {
-		if err := createTopic(ctx, b, topic, queues, c); err != nil {
-			return fmt.Errorf("ensure topic %q: create on broker %s: %w", topic, b, err)
+	masters, err := Masters(ctx, nameServers)
+	if err != nil || len(brokerAddrs) == 0 {
+		return masters, err
+	}
+	byAddr := map[string]Master{}
+	for _, m := range masters {
+		byAddr[m.Addr] = m
+	}
+	var out []Master
+	seen := map[string]bool{}
+	for _, b := range brokerAddrs {
+		m, ok := byAddr[b]
+		if !ok {
+			return nil, fmt.Errorf("broker %s is not a master the name servers %v list (masters: %v)", b, nameServers, masters)
+		}
+		if !seen[m.Name] {
+			seen[m.Name] = true
+			out = append(out, m)
 		}
 	}
-	if err := waitRoute(ctx, nameServers, topic, anyWritable); err != nil {
-		return fmt.Errorf("ensure topic %q: created on broker %s: %w", topic, strings.Join(brokers, ","), err)
-	}
-	return nil
-}
-
-// makeReadable makes the DLQ topic readable where it is not (MakeReadable) and reports Updated when it
-// changed a broker, after the route shows it (WaitReadable).
-func makeReadable(ctx context.Context, nameServers []string, topic string, route []QueueData, c consumer.Credentials) (State, error) {
-	changed, err := MakeReadable(ctx, topic, route, c)
-	if err != nil {
-		return Exists, fmt.Errorf("ensure topic %q: %w", topic, err)
-	}
-	if len(changed) == 0 {
-		return Exists, nil
-	}
-	if err := WaitReadable(ctx, nameServers, topic); err != nil {
-		return Updated, fmt.Errorf("ensure topic %q: %w", topic, err)
-	}
-	return Updated, nil
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
 }
 
 // MakeReadable adds the read bit (PermRead) on each broker of route whose share of topic lacks it, keeping

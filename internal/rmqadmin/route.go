@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
+
+	"github.com/rmqguard/rmqguard/internal/remoting"
 )
 
 // Remoting codes of the route query.
@@ -73,9 +74,6 @@ func TopicRoute(ctx context.Context, nameServers []string, topic string) ([]Queu
 	return nil, fmt.Errorf("route of %q: %w", topic, lastErr)
 }
 
-// unquotedKey matches the integer map keys fastjson writes unquoted ({0:"127.0.0.1:10911"}).
-var unquotedKey = regexp.MustCompile(`([{,])(-?\d+):`)
-
 // parseRoute decodes a TopicRouteData body.
 func parseRoute(body []byte) ([]QueueData, error) {
 	var rd struct {
@@ -90,7 +88,7 @@ func parseRoute(body []byte) ([]QueueData, error) {
 			BrokerAddrs map[string]string `json:"brokerAddrs"`
 		} `json:"brokerDatas"`
 	}
-	if err := json.Unmarshal(unquotedKey.ReplaceAll(body, []byte(`$1"$2":`)), &rd); err != nil {
+	if err := json.Unmarshal(remoting.QuoteIntKeys(body), &rd); err != nil {
 		return nil, fmt.Errorf("decode route: %w", err)
 	}
 	masters := map[string]string{}

@@ -1,0 +1,139 @@
+package dlq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/rmqguard/rmqguard/metrics"
+)
+
+// DefaultMonitorInterval is the time between two censuses of a Monitor.
+const DefaultMonitorInterval = time.Minute
+
+// Census is what one count of a group's DLQ found, over every master broker.
+type Census struct {
+	// Letters counts the letters on the DLQ; ByBroker splits them by broker name.
+	Letters  int
+	ByBroker map[string]int
+	// Waiting counts the letters that wait for an operator (LetterStatus.Waiting): not sent by a replay,
+	// event not processed.
+	Waiting int
+}
+
+// TakeCensus reads group's whole DLQ on cluster (Scan, every master broker; scan's event ID options) and
+// counts its letters by status (Statuses with status). A DLQ that does not exist has no letter. Errors: an
+// invalid cluster or options; the scan failing or incomplete (its problems); a status lookup failing.
+func TakeCensus(ctx context.Context, cluster Cluster, scan ScanOptions, status StatusOptions) (Census, error) {
+	if err := status.validate(); err != nil {
+		return Census{}, err
+	}
+	scan.Filter, scan.Limit = Filter{}, 0 // a census counts every letter
+	res, err := Scan(ctx, cluster, status.Group, scan)
+	if errors.Is(err, ErrNoDLQ) {
+		return Census{ByBroker: map[string]int{}}, nil
+	}
+	if err != nil {
+		return Census{}, err
+	}
+	if !res.Complete {
+		return Census{}, fmt.Errorf("dlq: census of %s: incomplete scan: %s", res.Topic, strings.Join(res.Problems, "; "))
+	}
+	statuses, err := Statuses(ctx, res.Letters, status)
+	if err != nil {
+		return Census{}, err
+	}
+	c := Census{Letters: len(res.Letters), ByBroker: map[string]int{}}
+	for i, l := range res.Letters {
+		c.ByBroker[l.Broker]++
+		if statuses[i].Waiting() {
+			c.Waiting++
+		}
+	}
+	return c, nil
+}
+
+// MonitorConfig configures a Monitor. Zero fields take their defaults.
+type MonitorConfig struct {
+	// Cluster is how to reach the group's cluster (name servers, namespace, credentials). Required.
+	Cluster Cluster
+	// Status says whose letters are counted and where their replay status is read (Group, Audit and
+	// Processed required).
+	Status StatusOptions
+	// EventIDProperty and EventIDJSONField say where a letter's event ID is, for the processed check, as
+	// in ScanOptions (default the EVENT_ID property, no JSON field).
+	EventIDProperty, EventIDJSONField string
+	// Interval is the time between two censuses; default DefaultMonitorInterval. Each reads the whole DLQ.
+	Interval time.Duration
+	// Metrics receives the census: rmqguard_dlq_letters_waiting{group}. Required.
+	Metrics *metrics.Metrics
+	// Logger receives the censuses that failed (warn); default zap.NewNop.
+	Logger *zap.Logger
+}
+
+// Monitor exports the depth of a consumer group's DLQ: the letters waiting for an operator, counted by
+// TakeCensus every Interval into rmqguard_dlq_letters_waiting{group}. A census that fails or reads the
+// DLQ only in part removes the series until one succeeds again (a partial count would read as letters
+// replayed, then as new letters). The consumer's process is the natural place to run it: it knows its
+// group, cluster and dedup database.
+type Monitor struct {
+	cfg MonitorConfig
+}
+
+// NewMonitor returns a Monitor of cfg. Errors name the field: an invalid Cluster, a missing Status.Group,
+// Status.Audit, Status.Processed or Metrics, a negative Interval.
+func NewMonitor(cfg MonitorConfig) (*Monitor, error) {
+	if err := cfg.Cluster.Validate(); err != nil {
+		return nil, fmt.Errorf("dlq: monitor: %w", err)
+	}
+	if err := cfg.Status.validate(); err != nil {
+		return nil, fmt.Errorf("dlq: monitor: %w", err)
+	}
+	switch {
+	case cfg.Metrics == nil:
+		return nil, errors.New("dlq: monitor: Metrics is required")
+	case cfg.Interval < 0:
+		return nil, fmt.Errorf("dlq: monitor: Interval %s is negative", cfg.Interval)
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = DefaultMonitorInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	return &Monitor{cfg: cfg}, nil
+}
+
+// Run takes a census at once and then every Interval until ctx ends, and returns nil then.
+func (m *Monitor) Run(ctx context.Context) error {
+	t := time.NewTicker(m.cfg.Interval)
+	defer t.Stop()
+	for {
+		m.once(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// once takes one census and exports it, or removes the group's series when the census failed.
+func (m *Monitor) once(ctx context.Context) {
+	group := m.cfg.Status.Group
+	scan := ScanOptions{EventIDProperty: m.cfg.EventIDProperty, EventIDJSONField: m.cfg.EventIDJSONField}
+	c, err := TakeCensus(ctx, m.cfg.Cluster, scan, m.cfg.Status)
+	if err != nil {
+		m.cfg.Metrics.DLQLettersWaiting.DeleteLabelValues(group)
+		if ctx.Err() == nil {
+			m.cfg.Logger.Warn("dlq census failed; rmqguard_dlq_letters_waiting removed until one succeeds",
+				zap.String("group", group), zap.Error(err))
+		}
+		return
+	}
+	m.cfg.Metrics.DLQLettersWaiting.WithLabelValues(group).Set(float64(c.Waiting))
+}
