@@ -56,6 +56,11 @@ func (p *pending) handle(ctx context.Context, d *Delivery) (Outcome, error) {
 // wrapped by hand in another handler (hidden from New, e.g. a router's branch) runs h on each message,
 // at the cost of one more call and a nil check. Refused returns err for it. A nil err is replaced by a
 // generic one; a nil h gives Refuse(err).
+//
+// An err with a method CheckConcurrency(handlers int) error is a condition, not a refusal: New and Start
+// call it with the most handlers the consumer runs at once (ConsumeGoroutines for each subscribed topic
+// and %RETRY%<group>; 0 in orderly mode, which runs one per queue it holds) and fail with its error, and
+// Refused returns nil. middleware.Chain returns one around a dedup store (dedup.Store.CheckConcurrency).
 func Pending(h Handler, err error) Handler {
 	if err == nil {
 		err = errNoReason
@@ -66,17 +71,31 @@ func Pending(h Handler, err error) Handler {
 	return (&pending{h: h, err: err}).handle
 }
 
-// Refused returns the error of a handler made by Refuse or Pending, or nil for any other handler (which
-// it never calls). It compares code pointers: every Refuse result shares the one of (*refusal).handle's
-// method value, every Pending result the one of (*pending).handle's.
+// Refused returns the error of a handler made by Refuse or Pending (nil for a Pending whose error is a
+// condition on the consumer's concurrency, see Pending), or nil for any other handler (which it never
+// calls). It compares code pointers: every Refuse result shares the one of (*refusal).handle's method
+// value, every Pending result the one of (*pending).handle's.
 func Refused(h Handler) error {
+	_, err := inspect(h)
+	return err
+}
+
+// inspect returns the condition of a Pending whose error is one, or the error of a handler made by Refuse
+// or Pending; nil, nil for any other handler, which it never calls.
+func inspect(h Handler) (concurrencyChecker, error) {
 	if h == nil {
-		return nil
+		return nil, nil
 	}
 	switch reflect.ValueOf(h).Pointer() {
-	case reflect.ValueOf((*refusal)(nil).handle).Pointer(), reflect.ValueOf((*pending)(nil).handle).Pointer():
+	case reflect.ValueOf((*refusal)(nil).handle).Pointer():
 		_, err := h(context.Background(), nil) // our own code: answers a nil Delivery with its error
-		return err
+		return nil, err
+	case reflect.ValueOf((*pending)(nil).handle).Pointer():
+		_, err := h(context.Background(), nil)
+		if cond, ok := err.(concurrencyChecker); ok {
+			return cond, nil
+		}
+		return nil, err
 	}
-	return nil
+	return nil, nil
 }

@@ -53,6 +53,9 @@ type dedupMW struct{ store dedup.TxStore }
 
 func (w *dedupMW) wrap(next consumer.Handler) consumer.Handler {
 	store := w.store
+	if next == nil { // Chain asking for the store (see checkerOf)
+		return consumer.Refuse(&dedupStore{store: store})
+	}
 	return func(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {
 		if d.EventID == "" {
 			return consumer.Outcome{}, retry.Permanent(fmt.Errorf("dedup: %w (put middleware.EventID before middleware.Dedup)", ErrUnidentifiable))
