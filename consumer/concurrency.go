@@ -28,7 +28,7 @@ func (c Config) handlersAtOnce() string {
 	if c.Orderly {
 		return "orderly consumption runs one handler per queue it holds"
 	}
-	return fmt.Sprintf("the consumer runs up to %d handlers at once: ConsumeGoroutines %d for each of its %d subscribed topics and %s",
+	return fmt.Sprintf("%d handlers = ConsumeGoroutines %d × (%d subscribed topics + %s)",
 		c.maxHandlers(), c.ConsumeGoroutines, len(c.Subscriptions), RetryTopic(c.Group))
 }
 

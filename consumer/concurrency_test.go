@@ -77,8 +77,8 @@ func TestNew_F40_ConditionThatFailsRefusesTheConsumerWithTheFix(t *testing.T) {
 
 	_, err := consumer.New(validConfig(), consumer.Pending(processed, cond), factory)
 	require.Error(t, err)
-	assert.Equal(t, "consumer.New: handler: pool of 20: use a pool of its own (the consumer runs up to 40 handlers at once: "+
-		"ConsumeGoroutines 20 for each of its 1 subscribed topics and %RETRY%cg)", err.Error())
+	assert.Equal(t, "consumer.New: handler: pool of 20: use a pool of its own (40 handlers = ConsumeGoroutines 20 × "+
+		"(1 subscribed topics + %RETRY%cg))", err.Error())
 
 	_, err = consumer.New(validConfig(), processed, consumer.WithHealthProbe(cond), factory)
 	require.Error(t, err)
@@ -125,4 +125,19 @@ func TestPending_ConditionRunsItsHandler(t *testing.T) {
 	o, err := consumer.Pending(processed, &poolCondition{})(context.Background(), consumer.NewDelivery("cg", orderMsg("k-1")))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
+}
+
+// A consumer built with a condition that holds handles messages with the Pending's handler.
+func TestNew_F40_AcceptedConditionHandlesMessages(t *testing.T) {
+	runs := 0
+	h := func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
+		runs++
+		return consumer.Processed(), nil
+	}
+	_, fp := newConsumer(t, validConfig(), consumer.Pending(h, &poolCondition{}))
+
+	res, _ := fp.deliver(t, "ORDER", orderMsg("k-1"))
+
+	assert.Equal(t, rmq.ConsumeSuccess, res)
+	assert.Equal(t, 1, runs)
 }

@@ -167,7 +167,7 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	if h == nil {
 		return nil, &ConfigError{Field: "Handler", Problem: "required"}
 	}
-	cond, err := inspect(h)
+	h, cond, err := inspect(h) // a condition's handler runs without its Pending layer
 	if err != nil {
 		return nil, fmt.Errorf("consumer.New: handler: %w", err)
 	}

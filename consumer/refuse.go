@@ -41,9 +41,16 @@ type pending struct {
 	err error
 }
 
-// handle answers a nil Delivery (New asking) with err and runs h on a real message.
+// innerKey is the context key under which inspect asks a pending handler for h (a *Handler to fill).
+type innerKey struct{}
+
+// handle answers a nil Delivery (New asking) with err, and h when ctx asks for it; it runs h on a real
+// message.
 func (p *pending) handle(ctx context.Context, d *Delivery) (Outcome, error) {
 	if d == nil {
+		if inner, ok := ctx.Value(innerKey{}).(*Handler); ok {
+			*inner = p.h
+		}
 		return Outcome{}, p.err
 	}
 	return p.h(ctx, d)
@@ -76,26 +83,28 @@ func Pending(h Handler, err error) Handler {
 // calls). It compares code pointers: every Refuse result shares the one of (*refusal).handle's method
 // value, every Pending result the one of (*pending).handle's.
 func Refused(h Handler) error {
-	_, err := inspect(h)
+	_, _, err := inspect(h)
 	return err
 }
 
-// inspect returns the condition of a Pending whose error is one, or the error of a handler made by Refuse
-// or Pending; nil, nil for any other handler, which it never calls.
-func inspect(h Handler) (concurrencyChecker, error) {
+// inspect returns the condition of a Pending whose error is one, with the handler the Pending runs, or the
+// error of a handler made by Refuse or Pending; h itself and nil, nil for any other handler, which it never
+// calls.
+func inspect(h Handler) (Handler, concurrencyChecker, error) {
 	if h == nil {
-		return nil, nil
+		return h, nil, nil
 	}
 	switch reflect.ValueOf(h).Pointer() {
 	case reflect.ValueOf((*refusal)(nil).handle).Pointer():
 		_, err := h(context.Background(), nil) // our own code: answers a nil Delivery with its error
-		return nil, err
+		return h, nil, err
 	case reflect.ValueOf((*pending)(nil).handle).Pointer():
-		_, err := h(context.Background(), nil)
+		var inner Handler
+		_, err := h(context.WithValue(context.Background(), innerKey{}, &inner), nil)
 		if cond, ok := err.(concurrencyChecker); ok {
-			return cond, nil
+			return inner, cond, nil
 		}
-		return nil, err
+		return h, nil, err
 	}
-	return nil, nil
+	return h, nil, nil
 }

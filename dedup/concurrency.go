@@ -22,7 +22,7 @@ func (s *Store) CheckConcurrency(handlers int) error {
 		return nil
 	}
 	runs := fmt.Sprintf("up to %d handlers at once", handlers)
-	need := fmt.Sprintf("db.SetMaxOpenConns(%d) or more, or 0 (unbounded)", handlers+1)
+	need := fmt.Sprintf("db.SetMaxOpenConns(%d) or more (0: unbounded)", handlers+1)
 	if handlers <= 0 {
 		runs = "a number of handlers at once that the consumer's Config does not bound"
 		need = "db.SetMaxOpenConns(0) (unbounded)"

@@ -24,7 +24,7 @@ func TestStore_F40_SharedPoolMustExceedTheHandlersAtOnce(t *testing.T) {
 		err := store.CheckConcurrency(handlers)
 		require.Error(t, err, "%d handlers on a pool of 20", handlers)
 		for _, fix := range []string{"no WithTxDSN", "bounded to 20 connections", "dedup.Open(ctx, dsn)",
-			"dedup.NewStore(db, dedup.WithTxDSN(dsn))", "or 0 (unbounded)"} {
+			"dedup.NewStore(db, dedup.WithTxDSN(dsn))", "(0: unbounded)"} {
 			assert.Contains(t, err.Error(), fix)
 		}
 	}

@@ -111,7 +111,7 @@ func TestE2E_F40_StoreOnTheApplicationsPoolSizedToTheGoroutinesIsRefused(t *test
 	_, err = consumer.New(cfg, standard)
 	require.Error(t, err, "the chain's store shares a pool of 20 with up to 40 handlers")
 	for _, fix := range []string{"consumer.New: handler:", "dedup.WithTxDSN(dsn)", "dedup.Open(ctx, dsn)", "db.SetMaxOpenConns(41)",
-		"bounded to 20 connections", "up to 40 handlers at once", "ConsumeGoroutines 20"} {
+		"bounded to 20 connections", "up to 40 handlers at once", "40 handlers = ConsumeGoroutines 20 × (1 subscribed topics + %RETRY%"} {
 		assert.Contains(t, err.Error(), fix)
 	}
 	_, err = consumer.New(cfg, handWired(t, app, store), consumer.WithHealthProbe(store))
@@ -139,7 +139,7 @@ func handWired(t *testing.T, app *sqlx.DB, store *dedup.Store) consumer.Handler 
 // F40: in the default wiring (dedup.Open: the store's transactions on a pool of its own; middleware.Standard)
 // and with the application's pool sized as consumer.New asks, a handler that takes a second connection from
 // the application's pool (MaxOpenConns = ConsumeGoroutines = 20 in the default wiring) never stalls the
-// consumer: a burst of 2,000 messages already queued is drained with no pause as long as HandlerTimeout
+// consumer: a burst of 2,000 messages already queued is drained with no pause of half the HandlerTimeout
 // between two decisions, every message processed on its first delivery, one effect each, and %DLQ% empty.
 func TestE2E_F40_HandlerReadingTheApplicationsPoolNeverStallsTheDefaultWiring(t *testing.T) {
 	const events = 2000
@@ -176,11 +176,13 @@ func TestE2E_F40_HandlerReadingTheApplicationsPoolNeverStallsTheDefaultWiring(t 
 			elapsed := time.Since(start)
 			require.NoError(t, cons.Shutdown(context.Background()))
 
-			longest, stalls := l.longestGap(f40Config().HandlerTimeout)
+			// A stall ends when the handlers' deadline rolls their transactions back: a pause just under
+			// HandlerTimeout between two decisions (4.98 s measured), which half of it catches.
+			longest, stalls := l.longestGap(f40Config().HandlerTimeout / 2)
 			n, kinds := l.decided()
-			t.Logf("%d events in %s (consumer start included): longest pause between decisions %s, %d pauses ≥ HandlerTimeout, decisions %v",
+			t.Logf("%d events in %s (consumer start included): longest pause between decisions %s, %d pauses ≥ HandlerTimeout/2, decisions %v",
 				events, elapsed.Round(100*time.Millisecond), longest.Round(10*time.Millisecond), stalls, kinds)
-			assert.Zero(t, stalls, "no pause as long as HandlerTimeout")
+			assert.Zero(t, stalls, "no pause of half the HandlerTimeout or more")
 			assert.Equal(t, map[consumer.Kind]int{consumer.KindProcessed: events}, kinds, "every message processed at its first delivery")
 			assert.Equal(t, events, n)
 			orders, _, err := shop.Effects(w.ctx, app, w.run)

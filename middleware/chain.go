@@ -97,6 +97,13 @@ func missingErr(format string, args ...any) error {
 // not counted with mws. Other middlewares are allowed anywhere and are not called by the check; a chain
 // composed by hand (mw(h)) is not checked. A complete chain costs nothing more per message than the
 // wrapped middlewares; a pending one, one call and a nil check more until an outer Chain unwraps it.
+//
+// A chain whose Dedup store has a concurrency check (dedup.Store.CheckConcurrency, forwarded by
+// dedup/redisfast's layer), also one an outer Chain completes, comes back as consumer.Pending with that
+// check as its condition: consumer.Refused says nil, and consumer.New and Start refuse a store whose
+// transactions could hold every connection of the application's pool the handlers also use, naming the
+// fix; New then runs the chain without the Pending layer. An outer Chain given such a complete chain, or a
+// chain composed by hand, does not see the check: pass the store to consumer.WithHealthProbe as well.
 func Chain(h consumer.Handler, mws ...consumer.Middleware) consumer.Handler {
 	c := chainKinds{tx: dedup.IsTxHandler(h)}
 	if err := consumer.Refused(h); err != nil {
