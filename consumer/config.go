@@ -94,7 +94,9 @@ type Config struct {
 	// another consumer. (The client's own orderly default would be unlimited: a poison message would hold
 	// its queue forever.)
 	MaxAttempts int
-	// ConsumeGoroutines is the number of goroutines handling messages. Default 20; 1..1000.
+	// ConsumeGoroutines is the number of goroutines handling messages of each topic the consumer reads:
+	// the client has a pool of this size for every subscription and one for %RETRY%<group>, so up to
+	// ConsumeGoroutines × (len(Subscriptions)+1) handlers run at once. Default 20; 1..1000.
 	// Orderly: not used; the client consumes each queue it holds in one goroutine of its own.
 	ConsumeGoroutines int
 	// BatchSize is ConsumeMessageBatchMaxSize: messages per callback. Default 1; 1..1024. A batch is

@@ -122,6 +122,9 @@ type Consumer struct {
 	push      PushConsumer
 	ensure    EnsureTopicsFunc        // nil without WithEnsureTopics
 	publisher DeadLetterPublisherFunc // nil without WithDeadLetterPublisher; builds sink in Start
+	// checks are what the handlers depend on that limits how many may run at once (see Pending); New
+	// and Start run them.
+	checks []concurrencyCheck
 
 	// runCtx is the parent of every handler context; cancelRun ends in-flight handlers when the drain
 	// timeout is over.
@@ -153,7 +156,10 @@ type Consumer struct {
 // timeout, and with Orderly the client's orderly consumption and SuspendTime. It subscribes every topic but does not start consuming: call Start.
 // A nil h is a *ConfigError; an h made by Refuse or Pending (middleware.Chain and middleware.Standard return
 // one for a wrong or an incomplete chain) is its error wrapped as "consumer.New: handler: <err>". New never
-// calls any other h.
+// calls any other h. A Pending condition (a chain around a dedup store) and a WithHealthProbe probe with a
+// CheckConcurrency method (*dedup.Store) are checked against the most handlers the consumer runs at once
+// (see Pending): a store whose transactions could hold every connection of the pool its handlers also
+// use fails New with the fix ("consumer.New: handler: dedup: …").
 func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -161,7 +167,8 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	if h == nil {
 		return nil, &ConfigError{Field: "Handler", Problem: "required"}
 	}
-	if err := Refused(h); err != nil {
+	h, cond, err := inspect(h) // a condition's handler runs without its Pending layer
+	if err != nil {
 		return nil, fmt.Errorf("consumer.New: handler: %w", err)
 	}
 	cfg = cfg.withDefaults()
@@ -171,6 +178,10 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 		opt(&o)
 	}
 	if err := checkSinkOptions(o); err != nil {
+		return nil, err
+	}
+	checks := concurrencyChecks(cond, o.probe)
+	if err := checkConcurrency(cfg, checks, "consumer.New"); err != nil {
 		return nil, err
 	}
 	filters := make(map[string]tagFilter, len(cfg.Subscriptions))
@@ -204,7 +215,7 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	c := &Consumer{cfg: cfg, handler: decompressing(h, zd), zstd: zd, log: o.logger, sink: o.sink, push: push, runCtx: runCtx, cancelRun: cancel,
 		gate: newGate(runCtx, cfg.Group, push, o.probe, o.observer, o.logger), filters: filters, observer: o.observer,
 		letters: &letterProducer{newProducer: o.producer}, clientDown: make(chan struct{}), ensure: o.ensureTopics,
-		publisher: o.publisher}
+		publisher: o.publisher, checks: checks}
 	if o.observed {
 		c.lag = newLagPoller(runCtx, cfg, push, o.observer)
 	}
@@ -237,13 +248,16 @@ func (c *Consumer) mode() Mode {
 // WithEnsureTopics it first creates the group's topics, and fails with that error. The client's
 // Start fails when a subscribed topic has no route on the name server (create topics first). With
 // Credentials, a broker that refuses them fails Start with an *ACLError (wrapped). It returns ErrStopped
-// after Shutdown.
+// after Shutdown. It repeats New's concurrency checks first (a pool's limit may have changed since).
 func (c *Consumer) Start() error {
 	c.mu.Lock()
 	stopping := c.stopping
 	c.mu.Unlock()
 	if stopping {
 		return ErrStopped
+	}
+	if err := checkConcurrency(c.cfg, c.checks, "consumer.Start"); err != nil {
+		return err
 	}
 	if err := c.ensureTopics(); err != nil {
 		return err

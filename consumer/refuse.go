@@ -41,9 +41,16 @@ type pending struct {
 	err error
 }
 
-// handle answers a nil Delivery (New asking) with err and runs h on a real message.
+// innerKey is the context key under which inspect asks a pending handler for h (a *Handler to fill).
+type innerKey struct{}
+
+// handle answers a nil Delivery (New asking) with err, and h when ctx asks for it; it runs h on a real
+// message.
 func (p *pending) handle(ctx context.Context, d *Delivery) (Outcome, error) {
 	if d == nil {
+		if inner, ok := ctx.Value(innerKey{}).(*Handler); ok {
+			*inner = p.h
+		}
 		return Outcome{}, p.err
 	}
 	return p.h(ctx, d)
@@ -56,6 +63,11 @@ func (p *pending) handle(ctx context.Context, d *Delivery) (Outcome, error) {
 // wrapped by hand in another handler (hidden from New, e.g. a router's branch) runs h on each message,
 // at the cost of one more call and a nil check. Refused returns err for it. A nil err is replaced by a
 // generic one; a nil h gives Refuse(err).
+//
+// An err with a method CheckConcurrency(handlers int) error is a condition, not a refusal: New and Start
+// call it with the most handlers the consumer runs at once (ConsumeGoroutines for each subscribed topic
+// and %RETRY%<group>; 0 in orderly mode, which runs one per queue it holds) and fail with its error, and
+// Refused returns nil. middleware.Chain returns one around a dedup store (dedup.Store.CheckConcurrency).
 func Pending(h Handler, err error) Handler {
 	if err == nil {
 		err = errNoReason
@@ -66,17 +78,33 @@ func Pending(h Handler, err error) Handler {
 	return (&pending{h: h, err: err}).handle
 }
 
-// Refused returns the error of a handler made by Refuse or Pending, or nil for any other handler (which
-// it never calls). It compares code pointers: every Refuse result shares the one of (*refusal).handle's
-// method value, every Pending result the one of (*pending).handle's.
+// Refused returns the error of a handler made by Refuse or Pending (nil for a Pending whose error is a
+// condition on the consumer's concurrency, see Pending), or nil for any other handler (which it never
+// calls). It compares code pointers: every Refuse result shares the one of (*refusal).handle's method
+// value, every Pending result the one of (*pending).handle's.
 func Refused(h Handler) error {
+	_, _, err := inspect(h)
+	return err
+}
+
+// inspect returns the condition of a Pending whose error is one, with the handler the Pending runs, or the
+// error of a handler made by Refuse or Pending; h itself and nil, nil for any other handler, which it never
+// calls.
+func inspect(h Handler) (Handler, concurrencyChecker, error) {
 	if h == nil {
-		return nil
+		return h, nil, nil
 	}
 	switch reflect.ValueOf(h).Pointer() {
-	case reflect.ValueOf((*refusal)(nil).handle).Pointer(), reflect.ValueOf((*pending)(nil).handle).Pointer():
+	case reflect.ValueOf((*refusal)(nil).handle).Pointer():
 		_, err := h(context.Background(), nil) // our own code: answers a nil Delivery with its error
-		return err
+		return h, nil, err
+	case reflect.ValueOf((*pending)(nil).handle).Pointer():
+		var inner Handler
+		_, err := h(context.WithValue(context.Background(), innerKey{}, &inner), nil)
+		if cond, ok := err.(concurrencyChecker); ok {
+			return inner, cond, nil
+		}
+		return h, nil, err
 	}
-	return nil
+	return h, nil, nil
 }

@@ -29,6 +29,11 @@ import (
 // batchConsumer is f's chain, with h as the business handler, behind a consumer with BatchSize 32.
 func (f *fixture) batchConsumer(t *testing.T, orderly bool, h dedup.TxHandler) *testenv.Callback {
 	t.Helper()
+	if orderly {
+		// Orderly consumption runs one handler per queue it holds, which no Config bounds: consumer.New
+		// accepts a store on the application's pool (RMQGUARD_TEST_DEDUP_TXPOOL=0) only unbounded (F40).
+		f.db.SetMaxOpenConns(0)
+	}
 	cfg := consumer.Config{Group: f.group, Subscriptions: []consumer.Subscription{{Topic: "ORDER"}},
 		BatchSize: 32, Orderly: orderly, HandlerTimeout: 5 * time.Second}
 	return testenv.NewCallback(t, cfg, f.chain(t, h))

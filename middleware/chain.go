@@ -47,10 +47,11 @@ func orderErr(format string, args ...any) error {
 // consumer.Pending with this error; an outer Chain given that handler checks its own middlewares followed
 // by kinds as one chain around a handler that is transactional if tx, and wraps h, not the pending handler.
 type incompleteChainError struct {
-	msg   string
-	kinds []kind           // the kind of each middleware of the built chain, outermost first (kindUser included)
-	tx    bool             // the innermost handler is a dedup.Handle handler
-	h     consumer.Handler // the built chain, without the consumer.Pending layer
+	msg    string
+	kinds  []kind               // the kind of each middleware of the built chain, outermost first (kindUser included)
+	tx     bool                 // the innermost handler is a dedup.Handle handler
+	h      consumer.Handler     // the built chain, without the consumer.Pending layer
+	stores []concurrencyChecker // the stores of its Dedup middlewares that check the consumer's concurrency
 }
 
 func (e *incompleteChainError) Error() string        { return e.msg }
@@ -96,6 +97,13 @@ func missingErr(format string, args ...any) error {
 // not counted with mws. Other middlewares are allowed anywhere and are not called by the check; a chain
 // composed by hand (mw(h)) is not checked. A complete chain costs nothing more per message than the
 // wrapped middlewares; a pending one, one call and a nil check more until an outer Chain unwraps it.
+//
+// A chain whose Dedup store has a concurrency check (dedup.Store.CheckConcurrency, forwarded by
+// dedup/redisfast's layer), also one an outer Chain completes, comes back as consumer.Pending with that
+// check as its condition: consumer.Refused says nil, and consumer.New and Start refuse a store whose
+// transactions could hold every connection of the application's pool the handlers also use, naming the
+// fix; New then runs the chain without the Pending layer. An outer Chain given such a complete chain, or a
+// chain composed by hand, does not see the check: pass the store to consumer.WithHealthProbe as well.
 func Chain(h consumer.Handler, mws ...consumer.Middleware) consumer.Handler {
 	c := chainKinds{tx: dedup.IsTxHandler(h)}
 	if err := consumer.Refused(h); err != nil {
@@ -105,7 +113,7 @@ func Chain(h consumer.Handler, mws ...consumer.Middleware) consumer.Handler {
 		if !ok {
 			return h
 		}
-		h, c.inner, c.tx = inner.h, inner.kinds, inner.tx
+		h, c.inner, c.tx, c.stores = inner.h, inner.kinds, inner.tx, inner.stores
 	}
 	if err := c.collect(h, mws); err != nil {
 		return consumer.Refuse(err)
@@ -119,10 +127,10 @@ func Chain(h consumer.Handler, mws ...consumer.Middleware) consumer.Handler {
 		h = mws[i](h)
 	}
 	if missing != nil {
-		missing.kinds, missing.tx, missing.h = c.kinds, c.tx, h
+		missing.kinds, missing.tx, missing.h, missing.stores = c.kinds, c.tx, h, c.stores
 		return consumer.Pending(h, missing)
 	}
-	return h
+	return withCondition(h, c.stores)
 }
 
 // chainKinds is the chain Chain checks: the kind of each middleware, outermost first, and whether the
@@ -133,6 +141,8 @@ type chainKinds struct {
 	outer int    // how many of kinds are the outer Chain's own (the rest are the inner chain's)
 	tx    bool
 	pos   map[kind]int // 1-based position of each standard middleware in kinds
+	// stores are the Dedup stores that check the consumer's concurrency (the inner chain's first).
+	stores []concurrencyChecker
 }
 
 // collect fills c with the kinds of mws then c.inner, and returns why they can never run: a nil h or
@@ -149,6 +159,11 @@ func (c *chainKinds) collect(h consumer.Handler, mws []consumer.Middleware) erro
 		k := kindOf(mw)
 		if k == kindRefused {
 			return fmt.Errorf("position %d: %w", i+1, consumer.Refused(mw(nil)))
+		}
+		if k == kindDedup {
+			if cc, ok := checkerOf(mw); ok {
+				c.stores = append(c.stores, cc)
+			}
 		}
 		c.kinds = append(c.kinds, k)
 	}

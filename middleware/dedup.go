@@ -40,7 +40,9 @@ import (
 // one transaction instead, a SAVEPOINT per member and one COMMIT after the last; see dedup_batch.go.
 //
 // A nil store (nil, or a nil *dedup.Store left by a failed dedup.NewStore) makes Chain (and so consumer.New)
-// refuse the chain with an error wrapping ErrNilDependency; Dedup itself cannot return an error.
+// refuse the chain with an error wrapping ErrNilDependency; Dedup itself cannot return an error. Dedup
+// applied to a nil handler is consumer.Refuse. A store with a concurrency check (a *dedup.Store) makes
+// Chain's chain checked by consumer.New (see Chain).
 func Dedup(store dedup.TxStore) consumer.Middleware {
 	if isNil(store) {
 		return refuse(fmt.Errorf("%w: middleware.Dedup: store is nil — did dedup.NewStore fail? check its error", ErrNilDependency))
@@ -53,6 +55,9 @@ type dedupMW struct{ store dedup.TxStore }
 
 func (w *dedupMW) wrap(next consumer.Handler) consumer.Handler {
 	store := w.store
+	if next == nil { // Chain asking for the store (see checkerOf)
+		return consumer.Refuse(&dedupStore{store: store})
+	}
 	return func(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {
 		if d.EventID == "" {
 			return consumer.Outcome{}, retry.Permanent(fmt.Errorf("dedup: %w (put middleware.EventID before middleware.Dedup)", ErrUnidentifiable))

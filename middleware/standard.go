@@ -33,7 +33,9 @@ type StandardConfig struct {
 //
 // The result is exactly Chain(h, that list): copy the list into Chain to change it. A bad EventID or
 // Version config, a nil Store or nil h come back as consumer.Refuse(err), so consumer.New returns err
-// ("consumer.New: handler: …"); Version's construction checks the aggregate_version table (see Version).
+// ("consumer.New: handler: …"); Version's construction checks the aggregate_version table (see Version). A
+// Store on the application's pool (no dedup.WithTxDSN) is checked by consumer.New against the handlers it
+// runs at once (see Chain).
 func Standard(h consumer.Handler, cfg StandardConfig) consumer.Handler {
 	var mws []consumer.Middleware
 	if cfg.Metrics != nil {

@@ -14,6 +14,15 @@ func (l *Layer) Scope(d *consumer.Delivery) string { return l.store.Scope(d) }
 // Begin starts the message's transaction in the wrapped store.
 func (l *Layer) Begin(ctx context.Context) (*dedup.Txn, error) { return l.store.Begin(ctx) }
 
+// CheckConcurrency is the wrapped store's check (dedup.Store.CheckConcurrency), nil when it has none: the
+// layer's Redis calls take no database connection.
+func (l *Layer) CheckConcurrency(handlers int) error {
+	if cc, ok := l.store.(interface{ CheckConcurrency(int) error }); ok {
+		return cc.CheckConcurrency(handlers)
+	}
+	return nil
+}
+
 // Claim claims d's row in the wrapped store. When the claim succeeds it registers, as an after-commit step
 // of txn (dedup.Txn.AfterCommit), the write of d's "done" key holding d's message ID: the key appears only
 // once the row committed, never before, and never when the transaction rolls back. When the scope already

@@ -166,8 +166,14 @@ func open(ctx context.Context, o options, w io.Writer) (*environment, func(), er
 	if err != nil {
 		return nil, nil, fmt.Errorf("open database: %w", err)
 	}
-	db.SetMaxOpenConns(o.goroutines + 4)
-	db.SetMaxIdleConns(o.goroutines + 4)
+	// With -shared-tx-pool the store's transactions take db's connections: consumer.New wants more than the
+	// consumer's handlers at once (ConsumeGoroutines for the topic and for %RETRY%<group>).
+	conns := o.goroutines + 4
+	if o.sharedTxPool {
+		conns = 2*o.goroutines + 4
+	}
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
 	if _, err := dedup.Migrate(ctx, db.DB); err != nil {
 		_ = db.Close()
 		return nil, nil, err
