@@ -24,7 +24,9 @@ import (
 // statement. An event ID the scope already processed is a consumer.Duplicate and the handler
 // does not run; its Cause (redelivery, resend or replay) comes from the stored row (dedup.Store.DuplicateCause,
 // one SELECT on the duplicate path only). A failed begin, claim or commit is returned as an error (a retry): a message is never
-// acknowledged unless its row committed. Before committing it checks that the transaction still holds its
+// acknowledged unless its row committed (a COMMIT whose answer is lost is an error too, never a guess). After
+// the COMMIT succeeded, the outcome carries consumer.Outcome.Committed, so that a deadline that passed while
+// the COMMIT was answered (Deadline, Timeout) keeps it instead of reporting a timeout. Before committing it checks that the transaction still holds its
 // row (dedup.Store.Confirm): a deadlock inside the handler rolls the whole transaction back, and a handler
 // that retried its statement would otherwise commit the effect without the row. On a store with its own
 // transaction pool (dedup.WithTxDSN) that check reads the row back only when a statement of the
@@ -88,11 +90,21 @@ func (w *dedupMW) wrap(next consumer.Handler) consumer.Handler {
 		if err := store.Confirm(ctx, txn, d); err != nil {
 			return consumer.Outcome{}, err
 		}
+		if !mayCommit(ctx) {
+			return consumer.Outcome{}, abandoned(ctx, d)
+		}
 		if err := txn.Commit(); err != nil {
 			return consumer.Outcome{}, fmt.Errorf("dedup: commit group %s event %s: %w", d.Group, d.EventID, err)
 		}
+		o.Committed = true
 		return o, nil
 	}
+}
+
+// abandoned is the error of d's handler that returned after a Timeout around Dedup had abandoned it at
+// its deadline: nothing is committed (nobody reads the error; Timeout has answered).
+func abandoned(ctx context.Context, d *consumer.Delivery) error {
+	return fmt.Errorf("dedup: group %s event %s: abandoned at its deadline, not committed: %w", d.Group, d.EventID, context.Cause(ctx))
 }
 
 // duplicate is the outcome of a duplicate d with its cause; when the stored row cannot be read the cause
@@ -113,6 +125,9 @@ func duplicate(ctx context.Context, store dedup.TxStore, txn *dedup.Txn, d *cons
 // dedup.Txn.RollbackAfter).
 func stale(ctx context.Context, store dedup.TxStore, txn *dedup.Txn, d *consumer.Delivery, o consumer.Outcome) (consumer.Outcome, error) {
 	_ = txn.Rollback()
+	if !mayCommit(ctx) {
+		return consumer.Outcome{}, abandoned(ctx, d)
+	}
 	err := store.RecordStale(ctx, d)
 	if errors.Is(err, dedup.ErrDuplicate) {
 		return consumer.Duplicate(), nil // its cause is guessed by the consumer (the transaction is over)
@@ -120,5 +135,6 @@ func stale(ctx context.Context, store dedup.TxStore, txn *dedup.Txn, d *consumer
 	if err != nil {
 		return consumer.Outcome{}, fmt.Errorf("dedup: group %s event %s decided stale (%s): %w", d.Group, d.EventID, o.Reason, err)
 	}
+	o.Committed = true // the STALE row committed
 	return o, nil
 }

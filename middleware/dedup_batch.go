@@ -16,7 +16,8 @@ import (
 // SAVEPOINT and, unless it is kept, a ROLLBACK TO SAVEPOINT, with its own context for its statements:
 //
 //   - processed (or the handler's own duplicate): kept; its row and writes commit with the batch, and its
-//     after-commit hooks run after that COMMIT;
+//     after-commit hooks run after that COMMIT; its outcome carries consumer.Outcome.Committed, so that no
+//     deadline overrules it (the batch's COMMIT does: a failed one makes it a retry);
 //   - a duplicate claim (1062): the statement alone rolled back, so no ROLLBACK TO SAVEPOINT; Cause left
 //     empty (the consumer guesses it);
 //   - error, retry, dead letter, a panic, or a handler that returned after the member's deadline: rolled
@@ -105,6 +106,7 @@ func (m *member) run(ctx context.Context, store dedup.TxStore, next consumer.Han
 	if err := m.keep(); err != nil {
 		return consumer.Outcome{}, err
 	}
+	o.Committed = true // the consumer's COMMIT after the last member decides it now, not a deadline
 	return o, nil
 }
 
@@ -125,12 +127,19 @@ func (m *member) stale(ctx context.Context, o consumer.Outcome) (consumer.Outcom
 	if err := m.keep(); err != nil {
 		return consumer.Outcome{}, err
 	}
+	o.Committed = true // the consumer's COMMIT after the last member decides it now, not a deadline
 	return o, nil
 }
 
 // keep records m as kept, depending on the batch's COMMIT; ErrBatchLost when the transaction was lost
-// meanwhile (m is then not kept).
+// meanwhile, or an error when a Timeout around Dedup abandoned m at its deadline (m is then not kept, and is
+// rolled back to its savepoint).
 func (m *member) keep() error {
+	if !mayCommit(m.ctx) {
+		err := abandoned(m.ctx, m.d)
+		m.rollback(err)
+		return err
+	}
 	bt := m.bt
 	bt.mu.Lock()
 	defer bt.mu.Unlock()
