@@ -190,6 +190,34 @@ func TestDeadline_CommitWhoseAnswerIsLostIsNotProcessed(t *testing.T) {
 	}
 }
 
+// F39 for a duplicate: the event's row committed on an earlier delivery, and the store's answer about it
+// (the SELECT of the duplicate's cause) comes after the deadline: the message is a Duplicate, acknowledged
+// on its last delivery, with Deadline and with Timeout, not a timeout dead-lettered.
+func TestDeadlineAndTimeout_DuplicateFoundAfterTheDeadlineIsADuplicateOnTheLastDelivery(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		deadline consumer.Middleware
+	}{{"Deadline", middleware.Deadline(300 * time.Millisecond)}, {"Timeout", middleware.Timeout(300 * time.Millisecond)}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newLateCommit(t)
+			h := f.chain(t, tc.deadline)
+			id := f.run + "-dup"
+			o, err := h(context.Background(), f.delivery(id, 0))
+			require.NoError(t, err)
+			require.Equal(t, consumer.KindProcessed, o.Kind)
+			f.proxy.DelayAnswers("SELECT msg_id FROM", time.Second)
+
+			start := time.Now()
+			o, err = h(context.Background(), f.delivery(id, lastAttempt))
+			require.NoError(t, err)
+			assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond, "the store answered after the deadline")
+			assert.Equal(t, consumer.KindDuplicate, o.Kind, "%s", o)
+			assert.True(t, o.Committed)
+			assert.Equal(t, 1, f.ledger.Count(t, id), "applied once")
+		})
+	}
+}
+
 // F39 in a batch (BatchSize > 1): the batch's one COMMIT is answered after the batch's deadline
 // (HandlerTimeout × members) on the members' last delivery: every member is Processed and the callback
 // acknowledged, with Deadline and with Timeout in the chain.

@@ -59,7 +59,7 @@ func dedupInBatch(ctx context.Context, store dedup.TxStore, b *consumer.Batch, d
 		return consumer.Outcome{}, err
 	}
 	if dup {
-		return consumer.Duplicate(), nil
+		return committedDuplicate(ctx, ""), nil
 	}
 	defer bt.leave()
 	if m.sp, err = bt.txn.Savepoint(ctx); err != nil {
@@ -84,7 +84,7 @@ func (m *member) run(ctx context.Context, store dedup.TxStore, next consumer.Han
 	d := m.d
 	if err := store.Claim(ctx, m.bt.txn, d); err != nil {
 		if errors.Is(err, dedup.ErrDuplicate) {
-			return consumer.Duplicate(), nil // a committed row (statement-level rollback): nothing to undo
+			return committedDuplicate(ctx, ""), nil // a committed row (statement-level rollback): nothing to undo
 		}
 		m.rollback(err)
 		return consumer.Outcome{}, err
@@ -118,7 +118,7 @@ func (m *member) stale(ctx context.Context, o consumer.Outcome) (consumer.Outcom
 	}
 	err := m.bt.store.RecordStaleIn(ctx, m.bt.txn, m.d)
 	if errors.Is(err, dedup.ErrDuplicate) {
-		return consumer.Duplicate(), nil
+		return committedDuplicate(ctx, ""), nil
 	}
 	if err != nil {
 		m.rollback(err)
@@ -135,7 +135,7 @@ func (m *member) stale(ctx context.Context, o consumer.Outcome) (consumer.Outcom
 // meanwhile, or an error when a Timeout around Dedup abandoned m at its deadline (m is then not kept, and is
 // rolled back to its savepoint).
 func (m *member) keep() error {
-	if !mayCommit(m.ctx) {
+	if !settle(m.ctx) {
 		err := abandoned(m.ctx, m.d)
 		m.rollback(err)
 		return err

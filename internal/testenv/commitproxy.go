@@ -15,9 +15,10 @@ import (
 )
 
 // CommitProxy is a TCP proxy in front of the test MariaDB (the address of RMQGUARD_TEST_MYSQL_DSN) that
-// can hold back the server's answer to a COMMIT: the server has committed, and the client learns it later,
-// or never. It watches the client's packets for the COM_QUERY "COMMIT" (the statement go-sql-driver sends
-// for Tx.Commit) and treats the next data the server sends on that connection, its answer, as configured.
+// can hold back the server's answer to a COMMIT (or another statement): the server has committed, and the
+// client learns it later, or never. It watches the client's packets for a COM_QUERY that starts with the
+// statement (go-sql-driver sends "COMMIT" for Tx.Commit, and with interpolateParams every statement as a
+// COM_QUERY) and treats the next data the server sends on that connection, its answer, as configured.
 // Everything else passes unchanged. Build it with NewCommitProxy; it stops when the test ends.
 type CommitProxy struct {
 	ln      net.Listener
@@ -25,17 +26,24 @@ type CommitProxy struct {
 	dsn     string
 	ctx     context.Context
 	cancel  context.CancelFunc
-	delay   atomic.Int64 // time.Duration: how long a COMMIT's answer is held
-	lose    atomic.Bool  // after the delay, close the client's connection instead of answering
+	rule    atomic.Pointer[answerRule]
 	commits atomic.Int64 // COMMITs forwarded
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	conns   map[net.Conn]struct{}
 }
 
+// answerRule is what the proxy does with the answer to a statement that starts with query: hold it delay,
+// then drop it and close the client's connection when lose.
+type answerRule struct {
+	query []byte // upper case
+	delay time.Duration
+	lose  bool
+}
+
 // NewCommitProxy starts a proxy to the test database on a free port of 127.0.0.1; answers pass unchanged
-// until DelayCommitAnswers or LoseCommitAnswers. The test fails when the DSN cannot be parsed or no port
-// is free.
+// until DelayCommitAnswers, DelayAnswers or LoseCommitAnswers. The test fails when the DSN cannot be parsed
+// or no port is free.
 func NewCommitProxy(t testing.TB) *CommitProxy {
 	t.Helper()
 	cfg, err := mysql.ParseDSN(MySQLDSN())
@@ -60,17 +68,19 @@ func NewCommitProxy(t testing.TB) *CommitProxy {
 func (p *CommitProxy) DSN() string { return p.dsn }
 
 // DelayCommitAnswers makes the server's answer to each later COMMIT reach the client d late (0: at once).
-func (p *CommitProxy) DelayCommitAnswers(d time.Duration) {
-	p.lose.Store(false)
-	p.delay.Store(int64(d))
+func (p *CommitProxy) DelayCommitAnswers(d time.Duration) { p.DelayAnswers("COMMIT", d) }
+
+// DelayAnswers makes the server's answer to each later statement that starts with query (case-insensitive)
+// reach the client d late; it replaces the previous setting.
+func (p *CommitProxy) DelayAnswers(query string, d time.Duration) {
+	p.rule.Store(&answerRule{query: bytes.ToUpper([]byte(query)), delay: d})
 }
 
 // LoseCommitAnswers makes the proxy wait for the server's answer to each later COMMIT (so the server has
 // committed), hold it d, then close the client's connection without it: the client cannot know whether
 // its transaction committed.
 func (p *CommitProxy) LoseCommitAnswers(d time.Duration) {
-	p.delay.Store(int64(d))
-	p.lose.Store(true)
+	p.rule.Store(&answerRule{query: []byte("COMMIT"), delay: d, lose: true})
 }
 
 // Commits returns the number of COMMITs the proxy forwarded to the server.
@@ -105,10 +115,10 @@ func (p *CommitProxy) accept() {
 		if !p.track(client, server) {
 			return
 		}
-		var pending atomic.Int32 // COMMITs forwarded whose answer has not been read from the server
+		pending := make(chan *answerRule, 1) // the rule of a statement forwarded whose answer is not read yet
 		p.wg.Add(2)
-		go p.fromClient(client, server, &pending)
-		go p.fromServer(server, client, &pending)
+		go p.fromClient(client, server, pending)
+		go p.fromServer(server, client, pending)
 	}
 }
 
@@ -138,12 +148,13 @@ func (p *CommitProxy) closePair(a, b net.Conn) {
 	}
 }
 
-// commitQuery is the payload of the COM_QUERY (0x03) "COMMIT".
-var commitQuery = append([]byte{0x03}, "COMMIT"...)
+// comQuery is the command byte of a COM_QUERY packet.
+const comQuery = 0x03
 
-// fromClient forwards the client's packets (3-byte length, sequence number, payload) to the server,
-// counting a COMMIT as pending before forwarding it, so that its answer cannot pass unseen.
-func (p *CommitProxy) fromClient(client, server net.Conn, pending *atomic.Int32) {
+// fromClient forwards the client's packets (3-byte length, sequence number, payload) to the server; a
+// statement that matches the rule is made pending before it is forwarded, so that its answer cannot pass
+// unseen (the client sends nothing more before that answer).
+func (p *CommitProxy) fromClient(client, server net.Conn, pending chan<- *answerRule) {
 	defer p.wg.Done()
 	defer p.closePair(client, server)
 	r := bufio.NewReader(client)
@@ -158,9 +169,17 @@ func (p *CommitProxy) fromClient(client, server net.Conn, pending *atomic.Int32)
 		if _, err := io.ReadFull(r, packet[4:]); err != nil {
 			return
 		}
-		if bytes.EqualFold(bytes.TrimSpace(packet[4:]), commitQuery) {
-			p.commits.Add(1)
-			pending.Add(1)
+		if payload := packet[4:]; len(payload) > 0 && payload[0] == comQuery {
+			stmt := bytes.ToUpper(bytes.TrimSpace(payload[1:]))
+			if bytes.Equal(stmt, []byte("COMMIT")) {
+				p.commits.Add(1)
+			}
+			if r := p.rule.Load(); r != nil && bytes.HasPrefix(stmt, r.query) {
+				select {
+				case pending <- r:
+				default: // a previous answer still pending: cannot happen, the client waits for each answer
+				}
+			}
 		}
 		if _, err := server.Write(packet); err != nil {
 			return
@@ -169,22 +188,25 @@ func (p *CommitProxy) fromClient(client, server net.Conn, pending *atomic.Int32)
 }
 
 // fromServer forwards the server's data to the client, holding (or dropping) the answer to a pending
-// COMMIT: the first data the server sends after it (the client sends nothing more before that answer).
-func (p *CommitProxy) fromServer(server, client net.Conn, pending *atomic.Int32) {
+// statement: the first data the server sends after it.
+func (p *CommitProxy) fromServer(server, client net.Conn, pending <-chan *answerRule) {
 	defer p.wg.Done()
 	defer p.closePair(client, server)
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := server.Read(buf)
-		if n > 0 && pending.Load() > 0 {
-			pending.Add(-1)
+		if n > 0 {
 			select {
-			case <-time.After(time.Duration(p.delay.Load())):
-			case <-p.ctx.Done():
-				return
-			}
-			if p.lose.Load() {
-				return // the server committed; the client never hears it
+			case r := <-pending:
+				select {
+				case <-time.After(r.delay):
+				case <-p.ctx.Done():
+					return
+				}
+				if r.lose {
+					return // the server answered (a COMMIT: it committed); the client never hears it
+				}
+			default:
 			}
 		}
 		if n > 0 {
