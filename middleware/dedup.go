@@ -24,12 +24,13 @@ import (
 // statement. An event ID the scope already processed is a consumer.Duplicate and the handler
 // does not run; its Cause (redelivery, resend or replay) comes from the stored row (dedup.Store.DuplicateCause,
 // one SELECT on the duplicate path only). A failed begin, claim or commit is returned as an error (a retry): a message is never
-// acknowledged unless its row committed (a COMMIT whose answer is lost is an error too, never a guess). The
-// outcome of a committed transaction (processed, a recorded stale) and of a duplicate (its row committed
-// earlier) carries consumer.Outcome.Committed, so that a deadline that passed while the store answered
-// (Deadline, Timeout) keeps it instead of reporting a timeout. Before committing it checks that the transaction still holds its
-// row (dedup.Store.Confirm): a deadlock inside the handler rolls the whole transaction back, and a handler
-// that retried its statement would otherwise commit the effect without the row. On a store with its own
+// acknowledged unless its row committed (a COMMIT whose answer is lost is an error too, never a guess).
+// The outcome of a committed transaction (processed, a recorded stale) and of a duplicate (its row
+// committed earlier) carries consumer.Outcome.Committed, so that a deadline that passed while the store
+// answered (Deadline, Timeout) keeps it instead of reporting a timeout (see commit.go). Before committing
+// it checks that the transaction still holds its row (dedup.Store.Confirm): a deadlock inside the handler
+// rolls the whole transaction back, and a handler that retried its statement would otherwise commit the
+// effect without the row. On a store with its own
 // transaction pool (dedup.WithTxDSN) that check reads the row back only when a statement of the
 // transaction failed or was not plain DML, so a processed message costs BEGIN, the claim, the handler's
 // writes and COMMIT. The Delivery must carry

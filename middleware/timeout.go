@@ -19,8 +19,8 @@ import (
 // Timeout. When the parent is cancelled first (the consumer is stopping), the outcome is a retry "handler
 // cancelled" wrapping context.Canceled. A transaction begun with that context is rolled back by
 // database/sql when the deadline passes, so nothing the late handler writes can commit; and a Dedup inside
-// Timeout that reaches its COMMIT before the deadline is waited for instead: its answer decides, so a
-// transaction that commits is never reported as a timeout (see commit.go). The late
+// Timeout that decided before the deadline (its COMMIT sent, a duplicate found) is waited for instead: its
+// answer decides, so a committed transaction is never reported as a timeout (see commit.go). The late
 // handler's goroutine ends when the handler returns; handlers must not modify the Delivery. A panic in the
 // inner chain is recovered on the handler's goroutine and returned as a *PanicError (wrapping ErrPanic)
 // that carries that goroutine's stack, for Recover to log. With d ≤ 0 only the parent's deadline applies,
@@ -58,7 +58,7 @@ func (w *timeoutMW) wrap(next consumer.Handler) consumer.Handler {
 			if call.guard.abandon() {
 				return run.expired(ctx, "handler did not return before its deadline", nil)
 			}
-			r := <-call.done // Dedup passed its commit point before the deadline: its answer decides
+			r := <-call.done // Dedup decided before the deadline (settle): its answer decides
 			if r.err == nil && r.o.Committed {
 				return r.o, nil
 			}
