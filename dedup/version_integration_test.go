@@ -137,7 +137,9 @@ func TestS7_OldVersionArrivingLateIsStaleAndRecorded(t *testing.T) {
 	assert.Equal(t, consumer.KindProcessed, w.send(t, "paid-3", "o-1", 3, 1).Kind, "the gap's retry applies")
 
 	late := w.send(t, "late-2", "o-1", 2, 0)
-	assert.Equal(t, consumer.Stale(fmt.Sprintf("aggregate order %s-o-1: event version 2 ≤ stored 3", w.prefix)), late)
+	want := consumer.Stale(fmt.Sprintf("aggregate order %s-o-1: event version 2 ≤ stored 3", w.prefix))
+	want.Committed = true // its STALE row committed (F39: no deadline overrules it)
+	assert.Equal(t, want, late)
 	v, by := w.stored(t, "o-1")
 	assert.Equal(t, int64(3), v, "the state keeps the newer version")
 	assert.Equal(t, w.prefix+"-paid-3", by)
@@ -163,7 +165,9 @@ func TestS7_HandlerStaleRollsBackItsWritesAndIsRecorded(t *testing.T) {
 			return consumer.Stale("the row moved past this version"), nil
 		})
 	o := w.send(t, "e-1", "o-1", 4, 0)
-	assert.Equal(t, consumer.Stale("the row moved past this version"), o)
+	want := consumer.Stale("the row moved past this version")
+	want.Committed = true // its STALE row committed (F39: no deadline overrules it)
+	assert.Equal(t, want, o)
 	assert.Equal(t, 0, w.applied(t, "e-1"), "the handler's write before its stale decision is rolled back")
 	assert.Equal(t, dedup.ResultStale, w.status(t, "e-1"))
 	assert.Equal(t, consumer.KindDuplicate, w.send(t, "e-1", "o-1", 4, 0).Kind)

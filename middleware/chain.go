@@ -7,8 +7,8 @@
 // to its log: consumer.WithLogger); Logging, a debug-only trace of each run, goes right after Metrics when
 // wanted; Recover turns a panic anywhere inside into a retry;
 // Classify turns errors into retry or dead-letter outcomes; EventID finds the idempotency key;
-// Deadline reports a run that outlived the consumer's HandlerTimeout (or a shorter deadline of its own) as a
-// timeout, inline — Timeout, in its place, only for handlers that ignore their context, at a goroutine per
+// Deadline reports a run that outlived the consumer's HandlerTimeout (or a shorter deadline of its own)
+// without a commit as a timeout, inline — Timeout, in its place, only for handlers that ignore their context, at a goroutine per
 // message; Dedup runs the handler in one transaction with the dedup row; Version,
 // where events carry aggregate versions, turns away stale events inside that transaction. Standard builds
 // this chain in one call; Chain refuses a wrong order of these middlewares when it builds a chain.

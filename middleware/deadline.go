@@ -18,7 +18,9 @@ import (
 // With d ≤ 0 it sets no deadline of its own and watches the parent's: Deadline(0) is the recommended form,
 // the consumer's Config.HandlerTimeout then being the one deadline.
 //
-// When the chain returns after a deadline fired, whatever it returned, the outcome is a retry with Cause
+// An outcome whose transaction committed (consumer.Outcome.Committed: Dedup's COMMIT answered after the
+// deadline or the cancellation) passes through unchanged: a committed transaction is never a timeout.
+// When the chain returns anything else after a deadline fired, the outcome is a retry with Cause
 // consumer.CauseTimeout and the reason "handler timeout"; the error wraps context.DeadlineExceeded and names
 // the deadline that fired: "middleware.Deadline(<d>)", or the parent context's (the consumer's
 // HandlerTimeout) with the time it had left when the message reached Deadline. The handler's own error, if
@@ -47,7 +49,7 @@ func (w *deadlineMW) wrap(next consumer.Handler) consumer.Handler {
 			defer cancel()
 		}
 		o, err := next(ctx, dl)
-		if ctx.Err() == nil {
+		if ctx.Err() == nil || (err == nil && o.Committed) {
 			return o, err
 		}
 		return run.expired(ctx, "handler returned after its deadline", err)

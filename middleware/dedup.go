@@ -24,9 +24,13 @@ import (
 // statement. An event ID the scope already processed is a consumer.Duplicate and the handler
 // does not run; its Cause (redelivery, resend or replay) comes from the stored row (dedup.Store.DuplicateCause,
 // one SELECT on the duplicate path only). A failed begin, claim or commit is returned as an error (a retry): a message is never
-// acknowledged unless its row committed. Before committing it checks that the transaction still holds its
-// row (dedup.Store.Confirm): a deadlock inside the handler rolls the whole transaction back, and a handler
-// that retried its statement would otherwise commit the effect without the row. On a store with its own
+// acknowledged unless its row committed (a COMMIT whose answer is lost is an error too, never a guess).
+// The outcome of a committed transaction (processed, a recorded stale) and of a duplicate (its row
+// committed earlier) carries consumer.Outcome.Committed, so that a deadline that passed while the store
+// answered (Deadline, Timeout) keeps it instead of reporting a timeout (see commit.go). Before committing
+// it checks that the transaction still holds its row (dedup.Store.Confirm): a deadlock inside the handler
+// rolls the whole transaction back, and a handler that retried its statement would otherwise commit the
+// effect without the row. On a store with its own
 // transaction pool (dedup.WithTxDSN) that check reads the row back only when a statement of the
 // transaction failed or was not plain DML, so a processed message costs BEGIN, the claim, the handler's
 // writes and COMMIT. The Delivery must carry
@@ -63,9 +67,7 @@ func (w *dedupMW) wrap(next consumer.Handler) consumer.Handler {
 			return consumer.Outcome{}, retry.Permanent(fmt.Errorf("dedup: %w (put middleware.EventID before middleware.Dedup)", ErrUnidentifiable))
 		}
 		if cause, done := store.Done(ctx, d); done {
-			o := consumer.Duplicate()
-			o.Cause = cause
-			return o, nil
+			return committedDuplicate(ctx, cause), nil
 		}
 		if b := consumer.BatchFromContext(ctx); b != nil {
 			return dedupInBatch(ctx, store, b, d, next)
@@ -93,21 +95,43 @@ func (w *dedupMW) wrap(next consumer.Handler) consumer.Handler {
 		if err := store.Confirm(ctx, txn, d); err != nil {
 			return consumer.Outcome{}, err
 		}
+		if !settle(ctx) {
+			return consumer.Outcome{}, abandoned(ctx, d)
+		}
 		if err := txn.Commit(); err != nil {
 			return consumer.Outcome{}, fmt.Errorf("dedup: commit group %s event %s: %w", d.Group, d.EventID, err)
 		}
+		o.Committed = true
 		return o, nil
 	}
+}
+
+// abandoned is the error of d's handler that returned after a Timeout around Dedup had abandoned it at
+// its deadline: nothing is committed (nobody reads the error; Timeout has answered).
+func abandoned(ctx context.Context, d *consumer.Delivery) error {
+	return fmt.Errorf("dedup: group %s event %s: abandoned at its deadline, not committed: %w", d.Group, d.EventID, context.Cause(ctx))
 }
 
 // duplicate is the outcome of a duplicate d with its cause; when the stored row cannot be read the cause
 // is left empty and the consumer guesses it from the message (consumer.Decision): a duplicate is a
 // duplicate whatever its cause, so this never fails the message.
 func duplicate(ctx context.Context, store dedup.TxStore, txn *dedup.Txn, d *consumer.Delivery) consumer.Outcome {
-	o := consumer.Duplicate()
-	if cause, err := store.DuplicateCause(ctx, txn, d); err == nil {
-		o.Cause = cause
+	settle(ctx) // the claim's 1062 decided it; the cause read next only labels it
+	cause, err := store.DuplicateCause(ctx, txn, d)
+	if err != nil {
+		cause = ""
 	}
+	return committedDuplicate(ctx, cause)
+}
+
+// committedDuplicate is the outcome of an event whose dedup row is committed already (or, in a batch, held
+// by a kept member): a duplicate with cause (empty: the consumer guesses it), carrying Committed, so that no
+// deadline turns the store's finding into a retry (settle: a Timeout around Dedup waits for it, unless it
+// has answered already, and then nobody reads this outcome).
+func committedDuplicate(ctx context.Context, cause consumer.Cause) consumer.Outcome {
+	settle(ctx)
+	o := consumer.Duplicate()
+	o.Cause, o.Committed = cause, true
 	return o
 }
 
@@ -118,12 +142,16 @@ func duplicate(ctx context.Context, store dedup.TxStore, txn *dedup.Txn, d *cons
 // dedup.Txn.RollbackAfter).
 func stale(ctx context.Context, store dedup.TxStore, txn *dedup.Txn, d *consumer.Delivery, o consumer.Outcome) (consumer.Outcome, error) {
 	_ = txn.Rollback()
+	if !settle(ctx) {
+		return consumer.Outcome{}, abandoned(ctx, d)
+	}
 	err := store.RecordStale(ctx, d)
 	if errors.Is(err, dedup.ErrDuplicate) {
-		return consumer.Duplicate(), nil // its cause is guessed by the consumer (the transaction is over)
+		return committedDuplicate(ctx, ""), nil // its cause is guessed by the consumer (the transaction is over)
 	}
 	if err != nil {
 		return consumer.Outcome{}, fmt.Errorf("dedup: group %s event %s decided stale (%s): %w", d.Group, d.EventID, o.Reason, err)
 	}
+	o.Committed = true // the STALE row committed
 	return o, nil
 }

@@ -16,7 +16,8 @@ import (
 // SAVEPOINT and, unless it is kept, a ROLLBACK TO SAVEPOINT, with its own context for its statements:
 //
 //   - processed (or the handler's own duplicate): kept; its row and writes commit with the batch, and its
-//     after-commit hooks run after that COMMIT;
+//     after-commit hooks run after that COMMIT; its outcome carries consumer.Outcome.Committed, so that no
+//     deadline overrules it (the batch's COMMIT does: a failed one makes it a retry);
 //   - a duplicate claim (1062): the statement alone rolled back, so no ROLLBACK TO SAVEPOINT; Cause left
 //     empty (the consumer guesses it);
 //   - error, retry, dead letter, a panic, or a handler that returned after the member's deadline: rolled
@@ -58,7 +59,7 @@ func dedupInBatch(ctx context.Context, store dedup.TxStore, b *consumer.Batch, d
 		return consumer.Outcome{}, err
 	}
 	if dup {
-		return consumer.Duplicate(), nil
+		return committedDuplicate(ctx, ""), nil
 	}
 	defer bt.leave()
 	if m.sp, err = bt.txn.Savepoint(ctx); err != nil {
@@ -83,7 +84,7 @@ func (m *member) run(ctx context.Context, store dedup.TxStore, next consumer.Han
 	d := m.d
 	if err := store.Claim(ctx, m.bt.txn, d); err != nil {
 		if errors.Is(err, dedup.ErrDuplicate) {
-			return consumer.Duplicate(), nil // a committed row (statement-level rollback): nothing to undo
+			return committedDuplicate(ctx, ""), nil // a committed row (statement-level rollback): nothing to undo
 		}
 		m.rollback(err)
 		return consumer.Outcome{}, err
@@ -105,6 +106,7 @@ func (m *member) run(ctx context.Context, store dedup.TxStore, next consumer.Han
 	if err := m.keep(); err != nil {
 		return consumer.Outcome{}, err
 	}
+	o.Committed = true // the consumer's COMMIT after the last member decides it now, not a deadline
 	return o, nil
 }
 
@@ -116,7 +118,7 @@ func (m *member) stale(ctx context.Context, o consumer.Outcome) (consumer.Outcom
 	}
 	err := m.bt.store.RecordStaleIn(ctx, m.bt.txn, m.d)
 	if errors.Is(err, dedup.ErrDuplicate) {
-		return consumer.Duplicate(), nil
+		return committedDuplicate(ctx, ""), nil
 	}
 	if err != nil {
 		m.rollback(err)
@@ -125,12 +127,19 @@ func (m *member) stale(ctx context.Context, o consumer.Outcome) (consumer.Outcom
 	if err := m.keep(); err != nil {
 		return consumer.Outcome{}, err
 	}
+	o.Committed = true // the consumer's COMMIT after the last member decides it now, not a deadline
 	return o, nil
 }
 
 // keep records m as kept, depending on the batch's COMMIT; ErrBatchLost when the transaction was lost
-// meanwhile (m is then not kept).
+// meanwhile, or an error when a Timeout around Dedup abandoned m at its deadline (m is then not kept, and is
+// rolled back to its savepoint).
 func (m *member) keep() error {
+	if !settle(m.ctx) {
+		err := abandoned(m.ctx, m.d)
+		m.rollback(err)
+		return err
+	}
 	bt := m.bt
 	bt.mu.Lock()
 	defer bt.mu.Unlock()

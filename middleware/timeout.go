@@ -18,7 +18,9 @@ import (
 // "middleware.Timeout(<d>)", or the parent context's with the time it had left when the message reached
 // Timeout. When the parent is cancelled first (the consumer is stopping), the outcome is a retry "handler
 // cancelled" wrapping context.Canceled. A transaction begun with that context is rolled back by
-// database/sql when the deadline passes, so nothing the late handler writes can commit. The late
+// database/sql when the deadline passes, so nothing the late handler writes can commit; and a Dedup inside
+// Timeout that decided before the deadline (its COMMIT sent, a duplicate found) is waited for instead: its
+// answer decides, so a committed transaction is never reported as a timeout (see commit.go). The late
 // handler's goroutine ends when the handler returns; handlers must not modify the Delivery. A panic in the
 // inner chain is recovered on the handler's goroutine and returned as a *PanicError (wrapping ErrPanic)
 // that carries that goroutine's stack, for Recover to log. With d ≤ 0 only the parent's deadline applies,
@@ -47,26 +49,57 @@ func (w *timeoutMW) wrap(next consumer.Handler) consumer.Handler {
 			ctx, cancel = context.WithCancel(ctx)
 		}
 		defer cancel()
-		type result struct {
-			o   consumer.Outcome
-			err error
-		}
-		done := make(chan result, 1)
-		go func() {
-			var r result
-			defer func() {
-				if p := recover(); p != nil {
-					r = result{panicRetry(), newPanicError(p)}
-				}
-				done <- r
-			}()
-			r.o, r.err = next(ctx, dl)
-		}()
+		call := &timeoutCall{Context: ctx, next: next, dl: dl, done: make(chan timeoutResult, 1)}
+		go call.run()
 		select {
-		case r := <-done:
+		case r := <-call.done:
 			return r.o, r.err
 		case <-ctx.Done():
-			return run.expired(ctx, "handler did not return before its deadline", nil)
+			if call.guard.abandon() {
+				return run.expired(ctx, "handler did not return before its deadline", nil)
+			}
+			r := <-call.done // Dedup decided before the deadline (settle): its answer decides
+			if r.err == nil && r.o.Committed {
+				return r.o, nil
+			}
+			return run.expired(ctx, "handler returned after its deadline", r.err)
 		}
 	}
+}
+
+// timeoutCall is one message's run under Timeout, on a goroutine of its own. It is also the context the
+// rest of the chain gets: its run's context, whose Value answers the commit guard's key (see commit.go).
+type timeoutCall struct {
+	context.Context
+	guard commitGuard
+	next  consumer.Handler
+	dl    *consumer.Delivery
+	done  chan timeoutResult // buffered: the goroutine never waits for Timeout
+}
+
+// timeoutResult is what the rest of the chain returned.
+type timeoutResult struct {
+	o   consumer.Outcome
+	err error
+}
+
+// Value returns the run's commit guard for its key, else the run context's value.
+func (c *timeoutCall) Value(key any) any {
+	if key == (guardKey{}) {
+		return &c.guard
+	}
+	return c.Context.Value(key)
+}
+
+// run runs the rest of the chain and sends its result; a panic is recovered and sent as a *PanicError
+// carrying this goroutine's stack.
+func (c *timeoutCall) run() {
+	var r timeoutResult
+	defer func() {
+		if p := recover(); p != nil {
+			r = timeoutResult{panicRetry(), newPanicError(p)}
+		}
+		c.done <- r
+	}()
+	r.o, r.err = c.next(c, c.dl)
 }

@@ -60,6 +60,10 @@ func (cb *Callback) Deliver(t testing.TB, orderly bool, msgs ...*primitive.Messa
 	return res
 }
 
+// Shutdown shuts the consumer down (consumer.Consumer.Shutdown), e.g. while Deliver runs on another
+// goroutine; Deliver then fails the test unless the callback was answered.
+func (cb *Callback) Shutdown(ctx context.Context) error { return cb.c.Shutdown(ctx) }
+
 // Decisions returns the final decisions the consumer reported for msgID, in order.
 func (cb *Callback) Decisions(msgID string) []consumer.Decision { return cb.decisions.of(msgID) }
 
