@@ -27,6 +27,9 @@ type TxStore interface {
 	Confirm(ctx context.Context, txn *Txn, d *consumer.Delivery) error
 	// DuplicateCause reads why a duplicate came again (see Store.DuplicateCause).
 	DuplicateCause(ctx context.Context, txn *Txn, d *consumer.Delivery) (consumer.Cause, error)
+	// DuplicateCauses reads why each of a batch's duplicates came again, in one read after the batch's
+	// transaction ended (see Store.DuplicateCauses).
+	DuplicateCauses(ctx context.Context, ds []*consumer.Delivery) ([]consumer.Cause, error)
 	// RecordStale records d as stale in a statement of its own (see Store.RecordStale).
 	RecordStale(ctx context.Context, d *consumer.Delivery) error
 	// RecordStaleIn records d as stale inside a batch's shared transaction (see Store.RecordStaleIn).
