@@ -14,8 +14,8 @@ import (
 type TxStore interface {
 	// Done reports, before any transaction, whether d's event is known to be processed in its scope
 	// without asking the database; ok false means "not known", never "new". *Store always answers
-	// ("", false) at no cost. cause is the duplicate's cause when known, "" to leave it to the consumer's
-	// guess (consumer.Decision).
+	// ("", false) at no cost. cause is the duplicate's cause when known, "" when not (the consumer then
+	// reports consumer.CauseUnknown).
 	Done(ctx context.Context, d *consumer.Delivery) (cause consumer.Cause, ok bool)
 	// Scope returns d's dedup scope (see Store.Scope).
 	Scope(d *consumer.Delivery) string
