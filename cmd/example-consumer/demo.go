@@ -104,6 +104,7 @@ func demo(ctx context.Context, s *settings, o demoOptions) error {
 		return err
 	}
 	defer r.db.Close()
+	waitForFirstScrape(ctx, o.promURL, o.metricURL, s.group, o.promWait)
 	comp, err := r.send(ctx)
 	if err != nil {
 		return err

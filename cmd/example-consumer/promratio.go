@@ -102,6 +102,24 @@ func compareOnce(ctx context.Context, api promv1.API, promURL, metricsURL, group
 	return ratioCheck{line: line + ": DISAGREE", problem: fmt.Sprintf("duplicate ratio: Prometheus %.6f, /metrics %.6f", got, want)}, false
 }
 
+// waitForFirstScrape waits, up to wait, until Prometheus at promURL holds a scrape of group's
+// rmqguard_messages_total taken since the consumer at metricsURL started, so that the counters' first samples
+// in Prometheus are the zeros metrics.Subscribed created: increase() counts a series from its first sample,
+// and messages counted before it would be missing from the ratio. Run it before the workload. It reports
+// nothing: checkPrometheusRatio reports a Prometheus that does not answer or does not scrape the consumer.
+func waitForFirstScrape(ctx context.Context, promURL, metricsURL, group string, wait time.Duration) {
+	if promURL == "" {
+		return
+	}
+	client, err := promapi.NewClient(promapi.Config{Address: promURL})
+	if err != nil {
+		return
+	}
+	if _, _, started, err := metricsCounts(ctx, metricsURL, group); err == nil {
+		_, _ = scrapeAfter(ctx, promv1.NewAPI(client), group, started, wait)
+	}
+}
+
 // metricsCounts sums rmqguard_duplicates_total and the messages acknowledged (rmqguard_messages_total of
 // ackOutcomes) of group over all their series, and reads when the consumer's process started
 // (process_start_time_seconds).

@@ -24,7 +24,8 @@ import (
 // duplicates / messages acknowledged over the consumer's life, increase() in Prometheus, agrees with the
 // same from /metrics (summed over topics, causes and the outcomes that end a delivery — retries are not in
 // it), and is read at a scrape taken after /metrics was read: a count that changed since the previous check
-// is seen, never the older value. F41.
+// is seen, never the older value. As in the demo, the workload starts once Prometheus has scraped the
+// consumer's series at zero. F41.
 func TestDemoRatio_F41_PrometheusAgreesWithMetricsOverMessagesAcknowledged(t *testing.T) {
 	w := newRatioWorld(t)
 	const group = "demo-ratio"
@@ -32,7 +33,7 @@ func TestDemoRatio_F41_PrometheusAgreesWithMetricsOverMessagesAcknowledged(t *te
 	p.atZero(group, "processed", "duplicate", "retry")
 	p.messages.WithLabelValues(group, "PAY", "dead_lettered")
 	p.dups.WithLabelValues(group, "ORDER", "redelivery")
-	p.scraped(t, group)
+	waitForFirstScrape(context.Background(), w.promURL, w.metricsURL, group, 30*time.Second) // the demo, before its workload
 	p.messages.WithLabelValues(group, "ORDER", "processed").Add(1800)
 	p.messages.WithLabelValues(group, "ORDER", "duplicate").Add(200)
 	p.messages.WithLabelValues(group, "ORDER", "retry").Add(20)
