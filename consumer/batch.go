@@ -45,6 +45,7 @@ type Batch struct {
 	member int // index of the member being handled
 	order  []any
 	res    map[any]*batchEntry
+	causes map[int]Cause // SetDuplicateCause
 }
 
 // batchEntry is one attached resource and the members that depend on it.
@@ -129,9 +130,24 @@ func (b *Batch) Depend(key any, member int) {
 	}
 }
 
+// SetDuplicateCause records c as the cause of member's duplicate outcome (member: see Member), for a
+// resource that determines the causes of the batch's duplicates together (one read for the batch) when it
+// finishes. The consumer applies it, after every resource finished, to a member whose outcome is a
+// duplicate without a cause; otherwise, and for a c other than CauseRedelivery, CauseResend and
+// CauseReplay, it is ignored.
+func (b *Batch) SetDuplicateCause(member int, c Cause) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.causes == nil {
+		b.causes = map[int]Cause{}
+	}
+	b.causes[member] = c
+}
+
 // finish finishes every attached resource once, with the batch context, and turns each member that
 // depended on one that failed into a retry carrying the error (its outcome is decided here, once, before
-// dead letters, reports and metrics see it). It returns the first failure (lost) and the first failure that
+// dead letters, reports and metrics see it); then it gives the duplicates the causes resources set
+// (SetDuplicateCause). It returns the first failure (lost) and the first failure that
 // wraps ErrStoreUnavailable (outage); both nil when every resource finished.
 func (b *Batch) finish(outcomes []Outcome, errs []error) (lost, outage error) {
 	b.mu.Lock()
@@ -154,6 +170,13 @@ func (b *Batch) finish(outcomes []Outcome, errs []error) (lost, outage error) {
 		for i := range e.deps {
 			outcomes[i] = Retry(0, "the batch's shared transaction did not commit: "+err.Error())
 			errs[i] = fmt.Errorf("consumer: batch resource: %w", err)
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, c := range b.causes {
+		if i < len(outcomes) && outcomes[i].Kind == KindDuplicate && outcomes[i].Cause == "" && knownDuplicateCause(c) {
+			outcomes[i].Cause = c
 		}
 	}
 	return lost, outage

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -157,5 +158,68 @@ func TestReview9_BatchResourceLostToTheStoreHandlesTheCallbackAgain(t *testing.T
 			assert.Equal(t, rmq.ConsumeRetryLater, res, "past OutageWait the batch is retried")
 			assert.Greater(t, passes, 1)
 		})
+	}
+}
+
+// causeResource is a BatchResource that, when it finishes, sets the causes of the batch's duplicates
+// together (as middleware.Dedup does with one read for the batch).
+type causeResource struct {
+	b      *consumer.Batch
+	causes map[int]consumer.Cause
+}
+
+func (r *causeResource) Finish(context.Context) error {
+	for i, c := range r.causes {
+		r.b.SetDuplicateCause(i, c)
+	}
+	return nil
+}
+
+// F41: causes a batch resource sets when it finishes reach the decisions of the members that are duplicates
+// without a cause; a member with a cause of its own, one that is not a duplicate, and a cause that is not
+// a duplicate's keep what they had (a duplicate without a known cause is unknown).
+func TestBatch_F41_DuplicateCausesSetAtFinishReachTheDecisions(t *testing.T) {
+	own := consumer.Duplicate()
+	own.Cause = consumer.CauseResend
+	outcomes := map[string]consumer.Outcome{"a": consumer.Duplicate(), "b": own, "c": consumer.Processed(),
+		"d": consumer.Duplicate(), "e": consumer.Duplicate()}
+	h := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		b := consumer.BatchFromContext(ctx)
+		require.NotNil(t, b)
+		if b.Resource("causes") == nil {
+			require.NoError(t, b.Attach("causes", &causeResource{b: b, causes: map[int]consumer.Cause{
+				0: consumer.CauseReplay, 1: consumer.CauseRedelivery, 2: consumer.CauseRedelivery, 3: consumer.CausePermanent}}))
+		}
+		return outcomes[d.Msg.GetKeys()], nil
+	}
+	obs := &fakeObserver{}
+	cfg := validConfig()
+	cfg.BatchSize = 8
+	_, fp := newConsumer(t, cfg, h, consumer.WithObserver(obs))
+	msgs := []string{"a", "b", "c", "d", "e"}
+	var ids []string
+	var batch []*primitive.MessageExt
+	for _, k := range msgs {
+		m := orderMsg(k)
+		ids = append(ids, m.MsgId)
+		batch = append(batch, m)
+	}
+	res, _ := fp.deliver(t, "ORDER", batch...)
+	require.Equal(t, rmq.ConsumeSuccess, res)
+
+	want := []struct {
+		kind  consumer.Kind
+		cause consumer.Cause
+	}{
+		{consumer.KindDuplicate, consumer.CauseReplay},  // set by the resource
+		{consumer.KindDuplicate, consumer.CauseResend},  // the chain's own
+		{consumer.KindProcessed, ""},                    // not a duplicate
+		{consumer.KindDuplicate, consumer.CauseUnknown}, // not a duplicate's cause
+		{consumer.KindDuplicate, consumer.CauseUnknown}, // none set
+	}
+	for i, w := range want {
+		dec := onlyDecision(t, obs, ids[i])
+		assert.Equal(t, w.kind, dec.Outcome.Kind, msgs[i])
+		assert.Equal(t, w.cause, dec.Outcome.Cause, msgs[i])
 	}
 }

@@ -4,7 +4,8 @@ package consumer
 // (rmqguard_duplicates_total{cause}, rmqguard_dead_letters_total{reason}) without unbounded label values.
 // Its meaning depends on the Kind:
 //
-//   - KindDuplicate: why the event came again: CauseRedelivery, CauseResend or CauseReplay;
+//   - KindDuplicate: why the event came again: CauseRedelivery, CauseResend or CauseReplay, as read from
+//     the dedup row; CauseUnknown when it could not be read;
 //   - KindDeadLetter and KindDeadLettered: the dead letter's reason class: CausePermanent,
 //     CauseUnidentifiable, CauseVersionGap, CauseExhausted, CausePanic, CauseTimeout or CauseOther;
 //   - KindRetry: what the retry is for, when known (CausePanic, CauseTimeout); if the retry happens on the
@@ -24,6 +25,11 @@ const (
 	CauseResend Cause = "resend"
 	// CauseReplay: a message carrying replay provenance (PropReplayID) whose event was already processed.
 	CauseReplay Cause = "replay"
+	// CauseUnknown: a duplicate whose cause the chain could not determine (its dedup row could not be read,
+	// a fast path that did not keep the message ID, the handler's own finding). The consumer reports it for
+	// every duplicate without one of the three causes above: the message alone cannot tell them apart (a
+	// redelivery after a lost offset commit has ReconsumeTimes 0, a re-send retried by the broker has more).
+	CauseUnknown Cause = "unknown"
 )
 
 // Reason classes of a dead letter (KindDeadLetter, KindDeadLettered).
@@ -46,19 +52,10 @@ const (
 	CauseOther Cause = "other"
 )
 
-// duplicateCause returns the cause of a duplicate d whose chain did not name one: CauseReplay when d
-// carries replay provenance, CauseRedelivery when it is a redelivery the broker counted (Attempt > 0,
-// the same message answered ConsumeRetryLater before), else CauseResend. Without the dedup row's
-// message ID a redelivery with Attempt 0 (a lost offset commit) cannot be told from a resend.
-func duplicateCause(d *Delivery) Cause {
-	switch {
-	case d.Msg.GetProperty(PropReplayID) != "":
-		return CauseReplay
-	case d.Attempt > 0:
-		return CauseRedelivery
-	default:
-		return CauseResend
-	}
+// knownDuplicateCause reports whether c is one of the duplicate causes the chain can determine
+// (redelivery, resend, replay).
+func knownDuplicateCause(c Cause) bool {
+	return c == CauseRedelivery || c == CauseResend || c == CauseReplay
 }
 
 // letterClass returns c when it is one of the dead-letter reason classes, else CauseOther.

@@ -28,8 +28,8 @@ import (
 //     acknowledged), or in orderly mode a batch member not handled because one before it was not
 //     acknowledged (Chain is then that retry too: the chain did not run).
 //
-// Outcome.Cause is always set for duplicates (redelivery, resend, replay: the chain's, else guessed from
-// the message, see CauseRedelivery) and dead letters (a reason class; the chain's, else CausePermanent
+// Outcome.Cause is always set for duplicates (redelivery, resend, replay: the chain's, read from the dedup
+// row; else CauseUnknown, never a guess) and dead letters (a reason class; the chain's, else CausePermanent
 // for a dead letter the chain decided and CauseExhausted for one the broker makes on the last delivery).
 type Decision struct {
 	// Outcome is the final outcome (see above); its Reason is the chain's or the consumer's.
@@ -69,8 +69,8 @@ func decideFinal(d *Delivery, chain, o Outcome, err error, res Resolution, mode 
 	}
 	switch dec.Outcome.Kind {
 	case KindDuplicate:
-		if c := dec.Outcome.Cause; c != CauseRedelivery && c != CauseResend && c != CauseReplay {
-			dec.Outcome.Cause = duplicateCause(d)
+		if !knownDuplicateCause(dec.Outcome.Cause) {
+			dec.Outcome.Cause = CauseUnknown
 		}
 	case KindDeadLetter, KindDeadLettered:
 		if dec.Outcome.Cause == "" {

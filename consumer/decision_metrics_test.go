@@ -79,7 +79,7 @@ func TestStart_SubscriptionObserverGetsTheGroupAndTopicsFirst(t *testing.T) {
 	require.NoError(t, c.Start())
 	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
 
-	assert.Equal(t, 3, testutil.CollectAndCount(m.Duplicates), "cg/ORDER, one series per cause")
+	assert.Equal(t, 4, testutil.CollectAndCount(m.Duplicates), "cg/ORDER, one series per cause (unknown included)")
 	assert.Zero(t, testutil.ToFloat64(m.Duplicates.WithLabelValues("cg", "ORDER", "resend")))
 	assert.Zero(t, testutil.ToFloat64(m.Messages.WithLabelValues("cg", "ORDER", "processed")))
 }

@@ -183,11 +183,14 @@ func TestDecision_F9_UnansweredCallbackIsNotReported(t *testing.T) {
 	assert.Zero(t, obs.inFlight, "and is no longer")
 }
 
-// S1/S3/S5/F11: a duplicate keeps the cause the chain found (the dedup row); without one the consumer
-// guesses: replay provenance → replay, a redelivery the broker counted → redelivery, else resend.
-func TestDecision_S5_DuplicateCauseIsKeptOrGuessed(t *testing.T) {
+// S1/S3/S5/F11/F41: a duplicate keeps the cause the chain found (the dedup row); without one its cause is
+// unknown, never guessed from the message: a replay message may be redelivered (the row holds its own ID),
+// a redelivery after a lost offset commit has ReconsumeTimes 0, a re-send the broker retried has more.
+func TestDecision_F41_DuplicateCauseIsTheChainsOrUnknown(t *testing.T) {
 	fromRow := consumer.Duplicate()
 	fromRow.Cause = consumer.CauseRedelivery
+	bogus := consumer.Duplicate()
+	bogus.Cause = consumer.CausePermanent
 	replayed := orderMsg("r-1")
 	replayed.WithProperty(consumer.PropReplayID, "replay-7")
 	redelivered := orderMsg("d-1")
@@ -197,10 +200,11 @@ func TestDecision_S5_DuplicateCauseIsKeptOrGuessed(t *testing.T) {
 		msg  *primitive.MessageExt
 		want consumer.Cause
 	}{
-		"the chain's cause":       {fromRow, orderMsg("c-1"), consumer.CauseRedelivery},
-		"replay provenance":       {consumer.Duplicate(), replayed, consumer.CauseReplay},
-		"ReconsumeTimes above 0":  {consumer.Duplicate(), redelivered, consumer.CauseRedelivery},
-		"first delivery, no hint": {consumer.Duplicate(), orderMsg("n-1"), consumer.CauseResend},
+		"the chain's cause":                 {fromRow, orderMsg("c-1"), consumer.CauseRedelivery},
+		"replay provenance, no cause":       {consumer.Duplicate(), replayed, consumer.CauseUnknown},
+		"ReconsumeTimes above 0, no cause":  {consumer.Duplicate(), redelivered, consumer.CauseUnknown},
+		"first delivery, no cause":          {consumer.Duplicate(), orderMsg("n-1"), consumer.CauseUnknown},
+		"a cause that is not a duplicate's": {bogus, orderMsg("b-1"), consumer.CauseUnknown},
 	} {
 		t.Run(name, func(t *testing.T) {
 			obs := &fakeObserver{}

@@ -58,7 +58,7 @@ func TestIssue9_DecisionLineLevelPerOutcome(t *testing.T) {
 		withCaus string
 	}{
 		{"processed", consumer.Processed(), nil, 0, "", false, zapcore.DebugLevel, "processed", "", ""},
-		{"duplicate", consumer.Duplicate(), nil, 1, "", false, zapcore.DebugLevel, "duplicate", "", "redelivery"},
+		{"duplicate", consumer.Duplicate(), nil, 1, "", false, zapcore.DebugLevel, "duplicate", "", "unknown"},
 		{"stale", consumer.Stale("version 1 <= 2"), nil, 0, "", false, zapcore.DebugLevel, "stale", "version 1 <= 2", ""},
 		{"unsubscribed", consumer.Processed(), nil, 1, "OrderPaid", false, zapcore.DebugLevel, "unsubscribed", "tag OrderPaid not subscribed", ""},
 		{"retry, attempts left", consumer.Retry(0, "busy"), errors.New("busy"), 0, "", false, zapcore.InfoLevel, "retry", "busy", ""},

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/rmqguard/rmqguard/consumer"
 )
@@ -21,7 +22,7 @@ import (
 //     sent the event again).
 //
 // It returns an error, wrapped, when the row cannot be read (the query fails, or the row is gone: purged
-// since); the caller then leaves the cause to the consumer's guess (consumer.Decision).
+// since); the caller then leaves the cause empty, and the consumer reports it as consumer.CauseUnknown.
 func (s *Store) DuplicateCause(ctx context.Context, txn *Txn, d *consumer.Delivery) (consumer.Cause, error) {
 	scope := s.Scope(d)
 	var msgID string
@@ -33,6 +34,48 @@ func (s *Store) DuplicateCause(ctx context.Context, txn *Txn, d *consumer.Delive
 		return "", fmt.Errorf("dedup: duplicate cause scope %s event %s: %w", scope, d.EventID, err)
 	}
 	return CauseOf(msgID, d), nil
+}
+
+// DuplicateCauses is DuplicateCause for several duplicates together, a batch's: one SELECT of their rows on
+// the store's pool, outside any transaction. Call it once the batch's transaction has ended, so that it
+// reads every committed row (a row that a concurrent transaction committed after the batch's first read
+// would be hidden from a read inside the batch's transaction). causes[i] is ds[i]'s cause (see CauseOf), ""
+// when its row is not there (purged since, or a row of the batch's own that rolled back). An empty ds costs
+// nothing. It returns the query's error, wrapped.
+func (s *Store) DuplicateCauses(ctx context.Context, ds []*consumer.Delivery) ([]consumer.Cause, error) {
+	causes := make([]consumer.Cause, len(ds))
+	if len(ds) == 0 {
+		return causes, nil
+	}
+	var q strings.Builder
+	q.WriteString(s.q.causesHead)
+	args := make([]any, 0, 2*len(ds))
+	for i, d := range ds {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?)")
+		args = append(args, s.Scope(d), d.EventID)
+	}
+	q.WriteString(")")
+	var rows []struct {
+		Scope   string `db:"consumer_group"`
+		EventID string `db:"event_id"`
+		MsgID   string `db:"msg_id"`
+	}
+	if err := s.db.SelectContext(ctx, &rows, q.String(), args...); err != nil {
+		return nil, fmt.Errorf("dedup: causes of %d duplicates: %w", len(ds), err)
+	}
+	stored := make(map[[2]string]string, len(rows))
+	for _, r := range rows {
+		stored[[2]string{r.Scope, r.EventID}] = r.MsgID
+	}
+	for i, d := range ds {
+		if msgID, ok := stored[[2]string{s.Scope(d), d.EventID}]; ok {
+			causes[i] = CauseOf(msgID, d)
+		}
+	}
+	return causes, nil
 }
 
 // CauseOf is the cause of duplicate d whose event was processed from the message storedMsgID (the

@@ -71,7 +71,7 @@ func (t Tables) Version() string { return t.prefix + VersionTable }
 type queries struct {
 	claim, confirm, processed, cause, probe string
 	aggregateRead, aggregateAdvance         string
-	confirmBatchHead                        string
+	confirmBatchHead, causesHead            string
 }
 
 // newQueries writes t's names into the store's statements; t's names are valid identifiers (NewTables).
@@ -91,6 +91,7 @@ func newQueries(t Tables) queries {
 		aggregateAdvance: `UPDATE ` + a + ` SET version = ?, event_id = ?, updated_at = UTC_TIMESTAMP(6)
 		 WHERE consumer_group = ? AND aggregate_type = ? AND aggregate_id = ? AND version = ?`,
 		confirmBatchHead: `SELECT COUNT(*) FROM ` + p + ` WHERE claim_token = ? AND (consumer_group, event_id) IN (`,
+		causesHead:       `SELECT consumer_group, event_id, msg_id FROM ` + p + ` WHERE (consumer_group, event_id) IN (`,
 	}
 }
 

@@ -14,8 +14,8 @@ import (
 type TxStore interface {
 	// Done reports, before any transaction, whether d's event is known to be processed in its scope
 	// without asking the database; ok false means "not known", never "new". *Store always answers
-	// ("", false) at no cost. cause is the duplicate's cause when known, "" to leave it to the consumer's
-	// guess (consumer.Decision).
+	// ("", false) at no cost. cause is the duplicate's cause when known, "" when not (the consumer then
+	// reports consumer.CauseUnknown).
 	Done(ctx context.Context, d *consumer.Delivery) (cause consumer.Cause, ok bool)
 	// Scope returns d's dedup scope (see Store.Scope).
 	Scope(d *consumer.Delivery) string
@@ -27,6 +27,9 @@ type TxStore interface {
 	Confirm(ctx context.Context, txn *Txn, d *consumer.Delivery) error
 	// DuplicateCause reads why a duplicate came again (see Store.DuplicateCause).
 	DuplicateCause(ctx context.Context, txn *Txn, d *consumer.Delivery) (consumer.Cause, error)
+	// DuplicateCauses reads why each of a batch's duplicates came again, in one read after the batch's
+	// transaction ended (see Store.DuplicateCauses).
+	DuplicateCauses(ctx context.Context, ds []*consumer.Delivery) ([]consumer.Cause, error)
 	// RecordStale records d as stale in a statement of its own (see Store.RecordStale).
 	RecordStale(ctx context.Context, d *consumer.Delivery) error
 	// RecordStaleIn records d as stale inside a batch's shared transaction (see Store.RecordStaleIn).

@@ -43,7 +43,8 @@ func TestF12_HandlersOwnDuplicateMovesTheStoredVersion(t *testing.T) {
 // S7 and S2 at once: two deliveries of one stale event handled concurrently. The second waits for the
 // first's claim, is handled after the first rolled back, and records its decision after the first did:
 // the event is stale once and a duplicate once (rmqguard_stale_total counts the event once), never two
-// stales. The loader holds each delivery long enough for the other to queue up behind its row.
+// stales. The loader holds each delivery long enough for the other to queue up behind its row. The
+// duplicate's cause is read from the STALE row (F41): the same message, a redelivery.
 func TestS7_ConcurrentDeliveriesOfOneStaleEventCountOneStale(t *testing.T) {
 	entered := make(chan struct{}, 2)
 	load := func(ctx context.Context, _ *sqlx.Tx, _ string) (int64, error) {
@@ -54,6 +55,7 @@ func TestS7_ConcurrentDeliveriesOfOneStaleEventCountOneStale(t *testing.T) {
 	w := newVersionWorld(t, middleware.VersionConfig{Load: load}, nil)
 	msg := w.message("late-5", "o-1", 5)
 	kinds := make([]consumer.Kind, 2)
+	causes := make([]consumer.Cause, 2)
 	var wg sync.WaitGroup
 	for i := range kinds {
 		wg.Add(1)
@@ -66,7 +68,7 @@ func TestS7_ConcurrentDeliveriesOfOneStaleEventCountOneStale(t *testing.T) {
 			d.MaxAttempts = 16
 			o, err := w.h(context.Background(), d)
 			assert.NoError(t, err)
-			kinds[i] = o.Kind
+			kinds[i], causes[i] = o.Kind, o.Cause
 			if o.Kind.Acknowledges() {
 				w.metrics.Decided(d, consumer.Decision{Outcome: o, Chain: o})
 			}
@@ -74,6 +76,11 @@ func TestS7_ConcurrentDeliveriesOfOneStaleEventCountOneStale(t *testing.T) {
 	}
 	wg.Wait()
 	assert.ElementsMatch(t, []consumer.Kind{consumer.KindStale, consumer.KindDuplicate}, kinds)
+	for i, k := range kinds {
+		if k == consumer.KindDuplicate {
+			assert.Equal(t, consumer.CauseRedelivery, causes[i], "the STALE row holds this message's ID")
+		}
+	}
 	assert.Equal(t, 1.0, w.staleTotal(), "one event, one stale")
 	assert.Equal(t, dedup.ResultStale, w.status(t, "late-5"))
 }

@@ -26,8 +26,10 @@ const (
 // with the client's default MaxReconsumeTimes of 16.
 var AttemptBuckets = []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}
 
-// Metrics is the set of rmqguard collectors. The duplicate rate of a group is
-// rate(rmqguard_duplicates_total[5m]) / rate(rmqguard_messages_total[5m]).
+// Metrics is the set of rmqguard collectors. The duplicate rate of a group is the share of the messages it
+// acknowledged that were duplicates: rate(rmqguard_duplicates_total[5m]) over the rate of
+// rmqguard_messages_total{outcome=~"processed|duplicate|stale|dead_lettered|dead_letter"} (retries are not
+// in it: the message comes again); deploy/prometheus/rules.yml records it.
 //
 // Two sources feed it: the consumer's final decisions (consumer.WithObserver(m): messages, duplicates, dead
 // letters, attempts, batch retries, handlers in flight, lag, pauses, unsubscribed messages), and the
@@ -44,7 +46,8 @@ type Metrics struct {
 	Messages *prometheus.CounterVec
 	// Duplicates counts messages whose event the dedup scope had already processed, by cause:
 	// rmqguard_duplicates_total{group,topic,cause}, cause one of redelivery (the same message again),
-	// resend (a new message with the same event ID) and replay (a DLQ replay); see consumer.Cause.
+	// resend (a new message with the same event ID), replay (a DLQ replay), read from the dedup row, and
+	// unknown when it could not be read; see consumer.Cause.
 	Duplicates *prometheus.CounterVec
 	// DeadLetters counts messages that went to %DLQ%<group> (final outcome dead_lettered or dead_letter) by
 	// reason class: rmqguard_dead_letters_total{group,topic,reason}, reason one of permanent,
@@ -222,7 +225,7 @@ func (m *Metrics) Subscribed(group string, topics []string) {
 		for k := consumer.KindUnset; k <= consumer.KindUnsubscribed; k++ {
 			m.Messages.WithLabelValues(group, topic, k.String())
 		}
-		for _, c := range []consumer.Cause{consumer.CauseRedelivery, consumer.CauseResend, consumer.CauseReplay} {
+		for _, c := range []consumer.Cause{consumer.CauseRedelivery, consumer.CauseResend, consumer.CauseReplay, consumer.CauseUnknown} {
 			m.Duplicates.WithLabelValues(group, topic, string(c))
 		}
 		for _, c := range []consumer.Cause{consumer.CausePermanent, consumer.CauseUnidentifiable, consumer.CauseVersionGap,

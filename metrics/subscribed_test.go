@@ -23,13 +23,13 @@ func TestSubscribed_CreatesTheCounterSeriesAtZero(t *testing.T) {
 	m.Subscribed("cg", []string{"ORDER", "PAY"})
 
 	assert.Equal(t, 2*9, testutil.CollectAndCount(m.Messages), "every outcome of both topics")
-	assert.Equal(t, 2*3, testutil.CollectAndCount(m.Duplicates), "redelivery, resend, replay of both topics")
+	assert.Equal(t, 2*4, testutil.CollectAndCount(m.Duplicates), "redelivery, resend, replay, unknown of both topics")
 	assert.Equal(t, 2*7, testutil.CollectAndCount(m.DeadLetters), "every reason class of both topics")
 	assert.Zero(t, testutil.ToFloat64(m.DeadLetters.WithLabelValues("cg", "ORDER", "version_gap")))
 	assert.Equal(t, 2, testutil.CollectAndCount(m.Stale), "rmqguard_stale_total of both topics")
 	assert.Equal(t, 2, testutil.CollectAndCount(m.BatchRetried))
 	assert.Equal(t, 2, testutil.CollectAndCount(m.UnsubscribedMessages))
-	for _, c := range []string{"redelivery", "resend", "replay"} {
+	for _, c := range []string{"redelivery", "resend", "replay", "unknown"} {
 		assert.Zero(t, testutil.ToFloat64(m.Duplicates.WithLabelValues("cg", "PAY", c)), c)
 	}
 	assert.Zero(t, testutil.ToFloat64(m.Messages.WithLabelValues("cg", "ORDER", "processed")))

@@ -38,7 +38,8 @@ import (
 //
 // store is any dedup.TxStore: a *dedup.Store, or a fast-path layer wrapping one. Before Begin, Dedup asks
 // store.Done; an event the store knows is done is a consumer.Duplicate without a transaction (with the
-// cause the store knows, or none: the consumer then guesses it). *dedup.Store never knows (no round trip).
+// cause the store knows, or none: the consumer then reports consumer.CauseUnknown). *dedup.Store never
+// knows (no round trip).
 //
 // In a batch (consumer.Config.BatchSize > 1, consumer.BatchFromContext) the members of one callback share
 // one transaction instead, a SAVEPOINT per member and one COMMIT after the last; see dedup_batch.go.
@@ -113,7 +114,7 @@ func abandoned(ctx context.Context, d *consumer.Delivery) error {
 }
 
 // duplicate is the outcome of a duplicate d with its cause; when the stored row cannot be read the cause
-// is left empty and the consumer guesses it from the message (consumer.Decision): a duplicate is a
+// is left empty and the consumer reports consumer.CauseUnknown (consumer.Decision): a duplicate is a
 // duplicate whatever its cause, so this never fails the message.
 func duplicate(ctx context.Context, store dedup.TxStore, txn *dedup.Txn, d *consumer.Delivery) consumer.Outcome {
 	settle(ctx) // the claim's 1062 decided it; the cause read next only labels it
@@ -125,8 +126,8 @@ func duplicate(ctx context.Context, store dedup.TxStore, txn *dedup.Txn, d *cons
 }
 
 // committedDuplicate is the outcome of an event whose dedup row is committed already (or, in a batch, held
-// by a kept member): a duplicate with cause (empty: the consumer guesses it), carrying Committed, so that no
-// deadline turns the store's finding into a retry (settle: a Timeout around Dedup waits for it, unless it
+// by a kept member): a duplicate with cause (empty: the consumer reports consumer.CauseUnknown, or a batch
+// sets it when it ends), carrying Committed, so that no deadline turns the store's finding into a retry (settle: a Timeout around Dedup waits for it, unless it
 // has answered already, and then nobody reads this outcome).
 func committedDuplicate(ctx context.Context, cause consumer.Cause) consumer.Outcome {
 	settle(ctx)
@@ -147,7 +148,11 @@ func stale(ctx context.Context, store dedup.TxStore, txn *dedup.Txn, d *consumer
 	}
 	err := store.RecordStale(ctx, d)
 	if errors.Is(err, dedup.ErrDuplicate) {
-		return committedDuplicate(ctx, ""), nil // its cause is guessed by the consumer (the transaction is over)
+		var cause consumer.Cause // read on its own: the transaction is over
+		if causes, err := store.DuplicateCauses(ctx, []*consumer.Delivery{d}); err == nil {
+			cause = causes[0]
+		}
+		return committedDuplicate(ctx, cause), nil
 	}
 	if err != nil {
 		return consumer.Outcome{}, fmt.Errorf("dedup: group %s event %s decided stale (%s): %w", d.Group, d.EventID, o.Reason, err)

@@ -18,8 +18,10 @@ import (
 //   - processed (or the handler's own duplicate): kept; its row and writes commit with the batch, and its
 //     after-commit hooks run after that COMMIT; its outcome carries consumer.Outcome.Committed, so that no
 //     deadline overrules it (the batch's COMMIT does: a failed one makes it a retry);
-//   - a duplicate claim (1062): the statement alone rolled back, so no ROLLBACK TO SAVEPOINT; Cause left
-//     empty (the consumer guesses it);
+//   - a duplicate claim (1062): the statement alone rolled back, so no ROLLBACK TO SAVEPOINT; its Cause is
+//     read after the transaction ended, with the batch's other duplicates in one SELECT
+//     (dedup.TxStore.DuplicateCauses), and set on the batch (consumer.Batch.SetDuplicateCause); if that
+//     read fails the consumer reports it as consumer.CauseUnknown;
 //   - error, retry, dead letter, a panic, or a handler that returned after the member's deadline: rolled
 //     back to its savepoint, its hooks dropped;
 //   - stale: rolled back to its savepoint, then its STALE row inserted in the batch transaction (kept).
@@ -59,7 +61,7 @@ func dedupInBatch(ctx context.Context, store dedup.TxStore, b *consumer.Batch, d
 		return consumer.Outcome{}, err
 	}
 	if dup {
-		return committedDuplicate(ctx, ""), nil
+		return committedDuplicate(ctx, ""), nil // its cause is read with the batch's others when it ends
 	}
 	defer bt.leave()
 	if m.sp, err = bt.txn.Savepoint(ctx); err != nil {
@@ -84,6 +86,7 @@ func (m *member) run(ctx context.Context, store dedup.TxStore, next consumer.Han
 	d := m.d
 	if err := store.Claim(ctx, m.bt.txn, d); err != nil {
 		if errors.Is(err, dedup.ErrDuplicate) {
+			m.bt.duplicate(m)
 			return committedDuplicate(ctx, ""), nil // a committed row (statement-level rollback): nothing to undo
 		}
 		m.rollback(err)
@@ -118,6 +121,7 @@ func (m *member) stale(ctx context.Context, o consumer.Outcome) (consumer.Outcom
 	}
 	err := m.bt.store.RecordStaleIn(ctx, m.bt.txn, m.d)
 	if errors.Is(err, dedup.ErrDuplicate) {
+		m.bt.duplicate(m)
 		return committedDuplicate(ctx, ""), nil
 	}
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 type batchTxn struct {
 	store dedup.TxStore
 	txn   *dedup.Txn
+	b     *consumer.Batch
 	mu    sync.Mutex
 	kept  []*consumer.Delivery
 	keys  map[string]bool // scope and event ID of the kept members
@@ -28,6 +29,9 @@ type batchTxn struct {
 	// finding it still set means that member was abandoned at its deadline (middleware.Timeout) while it
 	// still ran, and may still write: the transaction is lost.
 	active bool
+	// dups are the members found duplicates in the database or in the batch; their causes are read
+	// together when the transaction has ended (setCauses).
+	dups []*member
 }
 
 // ErrBatchLost means a batch's shared dedup transaction was lost (a deadlock or a broken connection rolled
@@ -49,7 +53,7 @@ func batchTxnOf(b *consumer.Batch, store dedup.TxStore) (*batchTxn, error) {
 	if err != nil {
 		return nil, err
 	}
-	bt := &batchTxn{store: store, txn: txn, keys: map[string]bool{}}
+	bt := &batchTxn{store: store, txn: txn, b: b, keys: map[string]bool{}}
 	if err := b.Attach(key, bt); err != nil {
 		_ = txn.Rollback()
 		return nil, err
@@ -72,10 +76,18 @@ func (bt *batchTxn) enter(m *member) (dup bool, err error) {
 	}
 	if bt.keys[eventKey(bt.store, m.d)] {
 		m.b.Depend(batchKey{bt.store}, m.idx)
+		bt.dups = append(bt.dups, m)
 		return true, nil
 	}
 	bt.active = true
 	return false, nil
+}
+
+// duplicate records that m is a duplicate whose cause is to be read (setCauses).
+func (bt *batchTxn) duplicate(m *member) {
+	bt.mu.Lock()
+	bt.dups = append(bt.dups, m)
+	bt.mu.Unlock()
 }
 
 // leave ends a member's turn.
@@ -110,11 +122,20 @@ func (bt *batchTxn) lostErr() error {
 	return bt.lost
 }
 
-// Finish implements consumer.BatchResource: it rolls the transaction back when it was lost (returning why),
-// when a member is still active (abandoned: ErrBatchLost) or when no member was kept; else it confirms the
-// kept rows (dedup.TxStore.ConfirmBatch) and commits once; the kept members' after-commit hooks run after
-// that COMMIT.
+// Finish implements consumer.BatchResource: it ends the transaction (finish), then, unless the store was
+// lost (the callback is handled again), reads the causes of the batch's duplicates (setCauses).
 func (bt *batchTxn) Finish(ctx context.Context) error {
+	err := bt.finish(ctx)
+	if !errors.Is(err, consumer.ErrStoreUnavailable) {
+		bt.setCauses(ctx)
+	}
+	return err
+}
+
+// finish rolls the transaction back when it was lost (returning why), when a member is still active
+// (abandoned: ErrBatchLost) or when no member was kept; else it confirms the kept rows
+// (dedup.TxStore.ConfirmBatch) and commits once; the kept members' after-commit hooks run after that COMMIT.
+func (bt *batchTxn) finish(ctx context.Context) error {
 	bt.mu.Lock()
 	if bt.active && bt.lost == nil {
 		bt.lost = fmt.Errorf("%w: its last member was abandoned at its deadline while its handler still ran", ErrBatchLost)
@@ -136,4 +157,30 @@ func (bt *batchTxn) Finish(ctx context.Context) error {
 		return storeFailure(fmt.Errorf("dedup: commit a batch of %d: %w", len(kept), err), false)
 	}
 	return nil
+}
+
+// setCauses reads the causes of the batch's duplicates in one read (dedup.TxStore.DuplicateCauses), after
+// the transaction ended so that it sees every committed row, the batch's own included, and sets them on the
+// batch (consumer.Batch.SetDuplicateCause). A failed read leaves them unset: the consumer reports them as
+// consumer.CauseUnknown, never a guess. A batch without a duplicate costs nothing.
+func (bt *batchTxn) setCauses(ctx context.Context) {
+	bt.mu.Lock()
+	dups := bt.dups
+	bt.mu.Unlock()
+	if len(dups) == 0 {
+		return
+	}
+	ds := make([]*consumer.Delivery, len(dups))
+	for i, m := range dups {
+		ds[i] = m.d
+	}
+	causes, err := bt.store.DuplicateCauses(ctx, ds)
+	if err != nil {
+		return
+	}
+	for i, c := range causes {
+		if c != "" {
+			bt.b.SetDuplicateCause(dups[i].idx, c)
+		}
+	}
 }

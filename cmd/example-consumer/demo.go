@@ -42,7 +42,8 @@ number hashes to. It waits until the consumer (example-consumer run) has drained
 event's effect once (orders, PAID, CANCELLED with one release each, payments, stock and balances as planned),
 duplicates counted on /metrics ≥ re-sends, stale ≥ late OrderPaids + OrderCancelled messages of orders the job
 cancelled first, the poison message alone of this run in
-%DLQ%<group>, Prometheus's duplicate ratio (rule rmqguard:duplicate_ratio:total) = /metrics', and the
+%DLQ%<group>, Prometheus's duplicate ratio over the consumer's life (duplicates / messages acknowledged,
+increase() as in rule rmqguard:duplicate_ratio:increase1d) = /metrics', and the
 reconciliation of the run ("reconcile: ok accounts=N skus=M"). The last line is "exactly-once: ok …" (exit 0)
 or "exactly-once: FAILED …" (exit 1).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -103,6 +104,7 @@ func demo(ctx context.Context, s *settings, o demoOptions) error {
 		return err
 	}
 	defer r.db.Close()
+	waitForFirstScrape(ctx, o.promURL, o.metricURL, s.group, o.promWait)
 	comp, err := r.send(ctx)
 	if err != nil {
 		return err

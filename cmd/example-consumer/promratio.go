@@ -14,9 +14,12 @@ import (
 	"github.com/rmqguard/rmqguard/internal/scrape"
 )
 
-// ratioRule is the recording rule of deploy/prometheus/rules.yml that the demo reads: a group's duplicates /
-// handled messages since its consumers started, sum by (group) over topics (and causes, and outcomes).
-const ratioRule = "rmqguard:duplicate_ratio:total"
+// acknowledged selects the messages acknowledged, the duplicate ratio's denominator in
+// deploy/prometheus/rules.yml: outcomes that end a message's delivery (retries do not).
+const acknowledged = `outcome=~"processed|duplicate|stale|dead_lettered|dead_letter"`
+
+// ackOutcomes are the outcomes acknowledged selects, for the sum read from /metrics.
+var ackOutcomes = []string{"processed", "duplicate", "stale", "dead_lettered", "dead_letter"}
 
 // ratioTolerance is how far Prometheus's ratio may be from the one computed from /metrics: half a unit of the
 // sixth decimal printed. Both divide the same integer sums, so in practice they are equal.
@@ -29,10 +32,21 @@ type ratioCheck struct {
 	problem string
 }
 
-// checkPrometheusRatio reads duplicates and handled messages of group from the consumer's /metrics, waits
-// (up to wait) until Prometheus at promURL has evaluated ratioRule on a scrape taken after that read, and
-// compares the two ratios. A count that moved while it waited (a stray redelivery) starts it over, at most
-// three times. An unreachable or silent Prometheus is a problem, not an error: the demo still gives its verdict.
+// ratioQuery is group's duplicate ratio over the window w that ends when the query is evaluated, as the
+// rules compute it (rmqguard:duplicate_ratio:increase1d, over w instead of a day): duplicates / messages
+// acknowledged, each the increase() of its counters over the window, which counts across restarts.
+func ratioQuery(group string, w time.Duration) string {
+	g, r := fmt.Sprintf("group=%q", group), fmt.Sprintf("[%dms]", w.Milliseconds())
+	acked := fmt.Sprintf("sum(increase(rmqguard_messages_total{%s,%s}%s))", g, acknowledged, r)
+	return fmt.Sprintf("(sum(increase(rmqguard_duplicates_total{%s}%s)) or %s * 0) / %s", g, r, acked, acked)
+}
+
+// checkPrometheusRatio reads duplicates and messages acknowledged of group from the consumer's /metrics,
+// waits (up to wait) until Prometheus at promURL has scraped the consumer after that read, and compares the
+// two ratios: Prometheus's over the consumer's life (ratioQuery from its process start to that scrape,
+// evaluated at the scrape's time). A count that moved while it waited (a stray redelivery) starts it over,
+// at most three times. An unreachable or silent Prometheus is a problem, not an error: the demo still gives
+// its verdict.
 func checkPrometheusRatio(ctx context.Context, promURL, metricsURL, group string, wait time.Duration) ratioCheck {
 	if promURL == "" {
 		return ratioCheck{line: "Prometheus: not queried (--prometheus-url is empty)"}
@@ -56,93 +70,102 @@ func checkPrometheusRatio(ctx context.Context, promURL, metricsURL, group string
 // compareOnce is one round of checkPrometheusRatio; moved reports that /metrics changed during the round.
 func compareOnce(ctx context.Context, api promv1.API, promURL, metricsURL, group string, wait time.Duration) (ratioCheck, bool) {
 	mark := time.Now()
-	dups, handled, err := metricsCounts(ctx, metricsURL, group)
+	dups, acked, started, err := metricsCounts(ctx, metricsURL, group)
 	if err != nil {
 		return ratioCheck{problem: err.Error()}, false
 	}
-	if handled == 0 {
-		return ratioCheck{problem: fmt.Sprintf("/metrics: no rmqguard_messages_total for group %s", group)}, false
+	if acked == 0 {
+		return ratioCheck{problem: fmt.Sprintf("/metrics: no message acknowledged in rmqguard_messages_total for group %s", group)}, false
 	}
-	got, err := ruleAfter(ctx, api, group, mark, wait)
+	scraped, err := scrapeAfter(ctx, api, group, mark, wait)
 	if err != nil {
 		return ratioCheck{problem: fmt.Sprintf("Prometheus %s: %v", promURL, err)}, false
 	}
-	want := dups / handled
-	selector := fmt.Sprintf("%s{group=%q}", ratioRule, group)
-	line := fmt.Sprintf("Prometheus %s: %s = %.6f (evaluated %s on a scrape of %s); /metrics: %.0f duplicates / %.0f handled = %.6f",
-		promURL, selector, got.value, got.evaluated.Format("15:04:05.000"), got.scraped.Format("15:04:05.000"), dups, handled, want)
-	if math.Abs(got.value-want) <= ratioTolerance {
+	window := scraped.Sub(started).Round(time.Millisecond) + time.Millisecond
+	got, ok, err := scalarAt(ctx, api, ratioQuery(group, window), scraped)
+	if err == nil && !ok {
+		err = fmt.Errorf("no duplicate ratio for group %s over %s", group, window)
+	}
+	if err != nil {
+		return ratioCheck{problem: fmt.Sprintf("Prometheus %s: %v", promURL, err)}, false
+	}
+	want := dups / acked
+	line := fmt.Sprintf("Prometheus %s: duplicates / acknowledged of group %s over the consumer's %s (increase() to the scrape of %s) = %.6f; /metrics: %.0f duplicates / %.0f acknowledged = %.6f",
+		promURL, group, window.Round(time.Second), scraped.Format("15:04:05.000"), got, dups, acked, want)
+	if math.Abs(got-want) <= ratioTolerance {
 		return ratioCheck{line: line + ": agree"}, false
 	}
-	dupsNow, handledNow, err := metricsCounts(ctx, metricsURL, group)
-	if err == nil && (dupsNow != dups || handledNow != handled) {
+	dupsNow, ackedNow, _, err := metricsCounts(ctx, metricsURL, group)
+	if err == nil && (dupsNow != dups || ackedNow != acked) {
 		return ratioCheck{line: line, problem: "duplicate ratio: /metrics moved while Prometheus was read"}, true
 	}
-	return ratioCheck{line: line + ": DISAGREE", problem: fmt.Sprintf("duplicate ratio: Prometheus %.6f, /metrics %.6f", got.value, want)}, false
+	return ratioCheck{line: line + ": DISAGREE", problem: fmt.Sprintf("duplicate ratio: Prometheus %.6f, /metrics %.6f", got, want)}, false
 }
 
-// metricsCounts sums rmqguard_duplicates_total and rmqguard_messages_total of group over all their series.
-func metricsCounts(ctx context.Context, url, group string) (dups, handled float64, err error) {
+// waitForFirstScrape waits, up to wait, until Prometheus at promURL holds a scrape of group's
+// rmqguard_messages_total taken since the consumer at metricsURL started, so that the counters' first samples
+// in Prometheus are the zeros metrics.Subscribed created: increase() counts a series from its first sample,
+// and messages counted before it would be missing from the ratio. Run it before the workload. It reports
+// nothing: checkPrometheusRatio reports a Prometheus that does not answer or does not scrape the consumer.
+func waitForFirstScrape(ctx context.Context, promURL, metricsURL, group string, wait time.Duration) {
+	if promURL == "" {
+		return
+	}
+	client, err := promapi.NewClient(promapi.Config{Address: promURL})
+	if err != nil {
+		return
+	}
+	if _, _, started, err := metricsCounts(ctx, metricsURL, group); err == nil {
+		_, _ = scrapeAfter(ctx, promv1.NewAPI(client), group, started, wait)
+	}
+}
+
+// metricsCounts sums rmqguard_duplicates_total and the messages acknowledged (rmqguard_messages_total of
+// ackOutcomes) of group over all their series, and reads when the consumer's process started
+// (process_start_time_seconds).
+func metricsCounts(ctx context.Context, url, group string) (dups, acked float64, started time.Time, err error) {
 	match := map[string]string{"group": group}
 	if dups, err = scrape.Counter(ctx, url, "rmqguard_duplicates_total", match); err != nil {
-		return 0, 0, err
+		return 0, 0, time.Time{}, err
 	}
-	if handled, err = scrape.Counter(ctx, url, "rmqguard_messages_total", match); err != nil {
-		return 0, 0, err
-	}
-	return dups, handled, nil
-}
-
-// ruleValue is one evaluation of ratioRule and the time of the scrape it used.
-type ruleValue struct {
-	value     float64
-	evaluated time.Time
-	scraped   time.Time
-}
-
-// ruleAfter polls Prometheus every 500 ms until ratioRule for group was evaluated on a scrape taken after
-// mark, and returns that evaluation. It gives up after wait, or when ctx ends.
-func ruleAfter(ctx context.Context, api promv1.API, group string, mark time.Time, wait time.Duration) (ruleValue, error) {
-	deadline := time.Now().Add(wait)
-	rule := fmt.Sprintf("%s{group=%q}", ratioRule, group)
-	for {
-		v, ok, err := latestEvaluation(ctx, api, group, rule)
+	for _, o := range ackOutcomes {
+		n, err := scrape.Counter(ctx, url, "rmqguard_messages_total", map[string]string{"group": group, "outcome": o})
 		if err != nil {
-			return ruleValue{}, err
+			return 0, 0, time.Time{}, err
 		}
-		if ok && v.scraped.After(mark) {
-			return v, nil
+		acked += n
+	}
+	start, err := scrape.Gauge(ctx, url, "process_start_time_seconds")
+	if err != nil {
+		return 0, 0, time.Time{}, err
+	}
+	return dups, acked, time.UnixMilli(int64(start * 1000)), nil
+}
+
+// scrapeAfter polls Prometheus every 500 ms until it holds a scrape of group's rmqguard_messages_total
+// taken after mark, and returns that scrape's time. It gives up after wait, or when ctx ends.
+func scrapeAfter(ctx context.Context, api promv1.API, group string, mark time.Time, wait time.Duration) (time.Time, error) {
+	deadline := time.Now().Add(wait)
+	q := fmt.Sprintf("max(timestamp(rmqguard_messages_total{group=%q}))", group)
+	for {
+		ts, ok, err := scalarAt(ctx, api, q, time.Now())
+		if err != nil {
+			return time.Time{}, err
+		}
+		scraped := time.UnixMilli(int64(math.Round(ts * 1000)))
+		if ok && scraped.After(mark) {
+			return scraped, nil
 		}
 		if time.Now().After(deadline) {
-			return ruleValue{}, fmt.Errorf("no evaluation of %s on a scrape after %s within %s (is the consumer scraped? see /targets)",
-				rule, mark.Format("15:04:05.000"), wait)
+			return time.Time{}, fmt.Errorf("no scrape of rmqguard_messages_total{group=%q} after %s within %s (is the consumer scraped? see /targets)",
+				group, mark.Format("15:04:05.000"), wait)
 		}
 		select {
 		case <-ctx.Done():
-			return ruleValue{}, ctx.Err()
+			return time.Time{}, ctx.Err()
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-}
-
-// latestEvaluation returns the rule's newest evaluation, the time of the newest scrape of the group's
-// rmqguard_messages_total at that moment (the one the rule read), and its value; ok is false while the
-// rule has no value for the group.
-func latestEvaluation(ctx context.Context, api promv1.API, group, rule string) (ruleValue, bool, error) {
-	evaluated, ok, err := scalarAt(ctx, api, "timestamp("+rule+")", time.Now())
-	if err != nil || !ok {
-		return ruleValue{}, false, err
-	}
-	at := time.UnixMilli(int64(math.Round(evaluated * 1000)))
-	scraped, ok, err := scalarAt(ctx, api, fmt.Sprintf("max(timestamp(rmqguard_messages_total{group=%q}))", group), at)
-	if err != nil || !ok {
-		return ruleValue{}, false, err
-	}
-	value, ok, err := scalarAt(ctx, api, rule, at)
-	if err != nil || !ok {
-		return ruleValue{}, false, err
-	}
-	return ruleValue{value: value, evaluated: at, scraped: time.UnixMilli(int64(math.Round(scraped * 1000)))}, true, nil
 }
 
 // scalarAt runs the instant query q at ts and returns its single sample's value; ok is false when the result

@@ -61,6 +61,11 @@ func (l *Layer) DuplicateCause(ctx context.Context, txn *dedup.Txn, d *consumer.
 	return l.store.DuplicateCause(ctx, txn, d)
 }
 
+// DuplicateCauses reads the causes of a batch's duplicates from the wrapped store.
+func (l *Layer) DuplicateCauses(ctx context.Context, ds []*consumer.Delivery) ([]consumer.Cause, error) {
+	return l.store.DuplicateCauses(ctx, ds)
+}
+
 // RecordStale records d as stale in the wrapped store and, once that row is written (it commits on its
 // own), writes d's "done" key, so a later delivery is a duplicate without the database.
 func (l *Layer) RecordStale(ctx context.Context, d *consumer.Delivery) error {

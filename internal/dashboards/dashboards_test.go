@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/internal/dashboards"
 	"github.com/rmqguard/rmqguard/metrics"
 )
@@ -57,9 +58,10 @@ func TestDashboard_EveryExpressionNamesAnExposedMetricOrARecordingRule(t *testin
 	joined := strings.Join(all, "\n")
 	for _, want := range []string{"rmqguard:duplicate_ratio_by_cause:rate5m", "rmqguard_messages_total",
 		"rmqguard_handle_duration_seconds_bucket", "rmqguard:dead_letters:rate5m", "rmqguard:consumer_lag:sum",
-		"rmqguard_consumption_paused"} {
+		"rmqguard_consumption_paused", "rmqguard:duplicate_ratio:increase1d", "rmqguard:batch_retried:rate5m"} {
 		assert.Contains(t, joined, want)
 	}
+	assert.Empty(t, counterValues(t, panelsOnly(exprs)), "F41: no panel shows a counter's value, which a restart resets")
 }
 
 func TestRules_EveryExpressionNamesAnExposedMetricOrARecordingRule(t *testing.T) {
@@ -67,10 +69,83 @@ func TestRules_EveryExpressionNamesAnExposedMetricOrARecordingRule(t *testing.T)
 	require.NoError(t, err)
 	recorded, exprs, err := dashboards.Rules(file)
 	require.NoError(t, err)
-	assert.Contains(t, recorded, "rmqguard:duplicate_ratio:total", "the rule make demo reads")
+	for _, want := range []string{"rmqguard:duplicate_ratio:rate5m", "rmqguard:duplicate_ratio:increase1d",
+		"rmqguard:messages_acknowledged:rate5m", "rmqguard:batch_retried:rate5m", "rmqguard:batch_retried_ratio:rate5m"} {
+		assert.Contains(t, recorded, want)
+	}
 	require.GreaterOrEqual(t, len(exprs), 13)
 
 	assert.Empty(t, dashboards.Unknown(exprs, known(t)))
+	assert.Empty(t, counterValues(t, exprs), "F41: no rule reads a counter's value, which a restart resets")
+}
+
+// F41: every ratio's denominator in the rules and the dashboard is the same set of outcomes, the messages
+// acknowledged; each of them is an outcome rmqguard_messages_total has (consumer.Kind).
+func TestRulesAndDashboard_F41_OneSetOfAcknowledgedOutcomes(t *testing.T) {
+	const acknowledged = "processed|duplicate|stale|dead_lettered|dead_letter"
+	rules, err := os.ReadFile(rulesFile)
+	require.NoError(t, err)
+	_, exprs, err := dashboards.Rules(rules)
+	require.NoError(t, err)
+	board, err := os.ReadFile(dashboardFile)
+	require.NoError(t, err)
+	panels, err := dashboards.DashboardExprs(board)
+	require.NoError(t, err)
+	n := 0
+	for _, e := range append(exprs, panels...) {
+		res, err := dashboards.LabelRegexps(e.Query, "outcome")
+		require.NoError(t, err)
+		for _, re := range res {
+			assert.Equal(t, acknowledged, re, e.Where)
+			n++
+		}
+	}
+	assert.GreaterOrEqual(t, n, 10, "the ratio rules and the dashboard's range ratio")
+	outcomes := map[string]bool{}
+	for k := consumer.KindUnset; k <= consumer.KindUnsubscribed; k++ {
+		outcomes[k.String()] = true
+	}
+	for _, o := range strings.Split(acknowledged, "|") {
+		assert.True(t, outcomes[o], "%s is an outcome", o)
+	}
+}
+
+func TestCounterValues_CountersOutsideARange(t *testing.T) {
+	got, err := dashboards.CounterValues(`sum(rmqguard_duplicates_total) / sum(increase(rmqguard_messages_total[$__range]))
+	  + sum(rmqguard_consumer_lag) + rmqguard:duplicate_ratio:rate5m + rate(h_bucket[5m]) + h_count`)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"h_count", "rmqguard_duplicates_total"}, got, "gauges and recording rules are not counters")
+	_, err = dashboards.CounterValues(`sum(`)
+	assert.Error(t, err)
+
+	res, err := dashboards.LabelRegexps(`a{outcome=~"x|y", group=~"$group"} / b{outcome="z"}`, "outcome")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"x|y"}, res)
+}
+
+// counterValues lists, for each expression that reads a counter's value, where and which.
+func counterValues(t *testing.T, exprs []dashboards.Expr) []string {
+	t.Helper()
+	var out []string
+	for _, e := range exprs {
+		names, err := dashboards.CounterValues(e.Query)
+		require.NoError(t, err)
+		for _, n := range names {
+			out = append(out, e.Where+": "+n)
+		}
+	}
+	return out
+}
+
+// panelsOnly drops the template variables (label_values(rmqguard_messages_total, group) reads labels only).
+func panelsOnly(exprs []dashboards.Expr) []dashboards.Expr {
+	var out []dashboards.Expr
+	for _, e := range exprs {
+		if !strings.HasPrefix(e.Where, "variable ") {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func TestUnknown_ReportsAMisspelledMetricAndAnUnparsableExpression(t *testing.T) {

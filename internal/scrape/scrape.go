@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -16,22 +17,9 @@ import (
 // no such series exists yet. Errors (the endpoint unreachable or
 // answering other than 200, an unparsable body) are wrapped with the URL.
 func Counter(ctx context.Context, url, name string, match map[string]string) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	families, err := read(ctx, url)
 	if err != nil {
-		return 0, fmt.Errorf("metrics %s: %w", url, err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("metrics %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("metrics %s: %s", url, resp.Status)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return 0, fmt.Errorf("metrics %s: parse: %w", url, err)
+		return 0, err
 	}
 	fam, ok := families[name]
 	if !ok {
@@ -48,6 +36,43 @@ func Counter(ctx context.Context, url, name string, match map[string]string) (fl
 		}
 	}
 	return total, nil
+}
+
+// Gauge returns the value of the gauge name that has a single series (e.g. process_start_time_seconds),
+// from the Prometheus text exposition at url. Errors as Counter's, and when there is no such gauge or more
+// than one series of it.
+func Gauge(ctx context.Context, url, name string) (float64, error) {
+	families, err := read(ctx, url)
+	if err != nil {
+		return 0, err
+	}
+	fam, ok := families[name]
+	if !ok || fam.GetType() != dto.MetricType_GAUGE || len(fam.GetMetric()) != 1 {
+		return 0, fmt.Errorf("metrics %s: no single gauge %s", url, name)
+	}
+	return fam.GetMetric()[0].GetGauge().GetValue(), nil
+}
+
+// read fetches and parses the exposition at url.
+func read(ctx context.Context, url string) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("metrics %s: %w", url, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("metrics %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("metrics %s: %s", url, resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("metrics %s: parse: %w", url, err)
+	}
+	return families, nil
 }
 
 func matches(labels, match map[string]string) bool {

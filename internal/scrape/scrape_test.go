@@ -58,3 +58,22 @@ func TestCounter_EndpointErrorsAreReturned(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), srv.URL, "the error names the endpoint")
 }
+
+func TestGauge_ReadsASingleSeriesGauge(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	started := prometheus.NewGauge(prometheus.GaugeOpts{Name: "process_start_time_seconds", Help: "h"})
+	dups := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rmqguard_duplicates_total", Help: "h"}, []string{"group"})
+	reg.MustRegister(started, dups)
+	started.Set(1700000000.25)
+	dups.WithLabelValues("g").Inc()
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	t.Cleanup(srv.Close)
+
+	got, err := scrape.Gauge(context.Background(), srv.URL, "process_start_time_seconds")
+	require.NoError(t, err)
+	assert.Equal(t, 1700000000.25, got)
+	_, err = scrape.Gauge(context.Background(), srv.URL, "rmqguard_duplicates_total")
+	assert.Error(t, err, "a counter is not a gauge")
+	_, err = scrape.Gauge(context.Background(), srv.URL, "absent")
+	assert.Error(t, err)
+}
