@@ -27,7 +27,7 @@ type TxStore interface {
 	Confirm(ctx context.Context, txn *Txn, d *consumer.Delivery) error
 	// DuplicateCause reads why a duplicate came again (see Store.DuplicateCause).
 	DuplicateCause(ctx context.Context, txn *Txn, d *consumer.Delivery) (consumer.Cause, error)
-	// RecordStale records d as stale in a statement of its own (see Store.RecordStale).
+	// RecordStale records d as stale in a transaction of its own (see Store.RecordStale).
 	RecordStale(ctx context.Context, d *consumer.Delivery) error
 	// RecordStaleIn records d as stale inside a batch's shared transaction (see Store.RecordStaleIn).
 	RecordStaleIn(ctx context.Context, txn *Txn, d *consumer.Delivery) error

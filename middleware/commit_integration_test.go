@@ -8,6 +8,7 @@ import (
 
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -313,5 +314,64 @@ func TestShutdown_CommitAnsweredAfterTheHandlersWereCancelledIsProcessed(t *test
 			assert.Equal(t, consumer.KindProcessed, dec[0].Outcome.Kind, "%s (%v)", dec[0].Outcome, dec[0].Err)
 			assert.Equal(t, 1, f.ledger.Count(t, m.GetProperty("EVENT_ID")), "applied once")
 		})
+	}
+}
+
+// onSharedPool makes f's store run everything on one pool through the proxy (dedup.NewStore(db), no
+// WithTxDSN), with interpolateParams, so that the proxy sees every statement of the store, RecordStale's too.
+func (f *lateCommit) onSharedPool(t *testing.T) {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(f.proxy.DSN())
+	require.NoError(t, err)
+	cfg.InterpolateParams = true
+	db, err := sqlx.Open("mysql", cfg.FormatDSN())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	f.store, err = dedup.NewStore(db)
+	require.NoError(t, err)
+}
+
+// staleRows is the result_status of each processed_event row of event id.
+func (f *lateCommit) staleRows(t *testing.T, id string) []string {
+	t.Helper()
+	var status []string
+	require.NoError(t, f.db.Select(&status, `SELECT result_status FROM processed_event WHERE consumer_group = ? AND event_id = ?`, f.group, id))
+	return status
+}
+
+// F39 for a stale decision, on the last delivery: its STALE row is the event's dedup row. When the
+// recording's COMMIT is answered after the deadline, the row committed and the message is Stale
+// (acknowledged, not dead-lettered); when the recording's INSERT is still unanswered at the deadline,
+// nothing commits and the message is a timeout. Either way it is acknowledged exactly when the row is there.
+func TestDeadlineAndTimeout_StaleDecisionRecordedAfterTheDeadlineIsAcknowledgedOnlyWithItsRow(t *testing.T) {
+	for _, mw := range []struct {
+		name     string
+		deadline consumer.Middleware
+	}{{"Deadline", middleware.Deadline(300 * time.Millisecond)}, {"Timeout", middleware.Timeout(300 * time.Millisecond)}} {
+		for _, tc := range []struct {
+			late string // the statement whose answer comes 1 s late
+			want consumer.Kind
+			rows []string
+		}{
+			{"COMMIT", consumer.KindStale, []string{dedup.ResultStale}},
+			{"INSERT", consumer.KindDeadLetter, nil}, // a timeout on the last delivery: retries exhausted
+		} {
+			t.Run(mw.name+" "+tc.late, func(t *testing.T) {
+				f := newLateCommit(t)
+				f.onSharedPool(t)
+				h := f.chainOf(t, mw.deadline, func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
+					f.proxy.DelayAnswers(tc.late, time.Second) // from the recording of the decision on
+					return consumer.Stale("an older version"), nil
+				})
+				id := f.run + "-stale"
+
+				o, err := h(context.Background(), f.delivery(id, lastAttempt))
+				time.Sleep(time.Second) // a statement the client gave up on has reached the server
+
+				assert.Equal(t, tc.want, o.Kind, "%s (%v)", o, err)
+				assert.Equal(t, tc.rows, f.staleRows(t, id))
+				assert.Equal(t, o.Kind.Acknowledges(), len(f.staleRows(t, id)) == 1, "acknowledged exactly when the row committed")
+			})
+		}
 	}
 }

@@ -17,7 +17,7 @@ import (
 // consumer.Duplicate, its own finding that the effect exists) without error; otherwise it rolls back,
 // releasing the key. A consumer.Stale outcome without error (from Version, or the handler's own finding)
 // rolls the transaction back too — the event writes nothing, even what the handler wrote before deciding —
-// and then records the decision: a processed_event row with result_status dedup.ResultStale in a statement
+// and then records the decision: a processed_event row with result_status dedup.ResultStale in a transaction
 // of its own (dedup.Store.RecordStale), so that a later delivery of the event is a duplicate, not a second
 // stale; if that insert fails, the error is returned (a retry, or Unavailable through Classify when the store
 // failed: dedup.Store.RecordStale marks that). The processed path costs no extra
@@ -135,8 +135,8 @@ func committedDuplicate(ctx context.Context, cause consumer.Cause) consumer.Outc
 	return o
 }
 
-// stale rolls back txn (dropping whatever the handler wrote) and then records d as stale in a statement of
-// its own; the outcome is o, a duplicate when a concurrent delivery of the event recorded or processed it
+// stale rolls back txn (dropping whatever the handler wrote) and then records d as stale in a transaction
+// of its own; the outcome is o, a duplicate when a concurrent delivery of the event recorded or processed it
 // first (dedup.ErrDuplicate: the event counts as stale once), or the recording's error (a retry). A failed
 // rollback is not an error here: the transaction is not committed whatever happens to its connection (see
 // dedup.Txn.RollbackAfter).

@@ -257,9 +257,10 @@ func TestDedupFakeDB_StaleRollsBackAndIsAcknowledged(t *testing.T) {
 
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindStale, o.Kind)
-	_, commits, rollbacks := f.counts()
-	assert.Equal(t, 0, commits, "a stale event writes nothing")
-	assert.Equal(t, 1, rollbacks)
+	begins, commits, rollbacks := f.counts()
+	assert.Equal(t, 1, rollbacks, "the message's transaction: a stale event writes nothing")
+	assert.Equal(t, 2, begins, "the message's transaction, then the STALE row's own")
+	assert.Equal(t, 1, commits, "the STALE row's own transaction")
 }
 
 func TestDedupFakeDB_UnsetOutcomeRollsBack(t *testing.T) {
