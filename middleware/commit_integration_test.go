@@ -155,39 +155,48 @@ func TestTimeout_HandlerReturningAfterTheDeadlineWithoutACommitIsATimeoutAndComm
 	assert.Equal(t, 1, f.ledger.Count(t, id), "applied once")
 }
 
-// F39, the opposite error: a COMMIT whose answer never arrives (the server committed, then the connection
-// closed) has an outcome the consumer cannot know, and is not reported Processed, whether the connection
-// closes before the deadline (the store failed: Unavailable, no attempt spent) or after it (a timeout
-// retry). The redelivery finds the committed row: a duplicate, the event applied once.
-func TestDeadline_CommitWhoseAnswerIsLostIsNotProcessed(t *testing.T) {
-	for _, tc := range []struct {
+// F39 when COMMIT's answer never arrives (the connection closes first): the store reads the transaction's
+// own row back (by its claim token) and the row decides, not the clock. The server committed: Processed,
+// before the deadline and after it on the last delivery (not a timeout dead-lettered with its effect
+// applied), with Deadline and with Timeout. The COMMIT never reached the server (it rolled back): not
+// Processed, the store's failure (Unavailable, no attempt spent); the redelivery applies the event once.
+func TestDeadlineAndTimeout_CommitWhoseAnswerIsLostIsDecidedByTheRowItLeft(t *testing.T) {
+	for _, mw := range []struct {
 		name     string
-		deadline time.Duration
-		lostAt   time.Duration
-		want     consumer.Kind
-	}{
-		{"before the deadline", 10 * time.Second, 0, consumer.KindUnavailable},
-		{"after the deadline", 300 * time.Millisecond, time.Second, consumer.KindRetry},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newLateCommit(t)
-			h := f.chain(t, middleware.Deadline(tc.deadline))
-			id := f.run + "-lost"
-			f.proxy.LoseCommitAnswers(tc.lostAt)
+		deadline func(time.Duration) consumer.Middleware
+	}{{"Deadline", middleware.Deadline}, {"Timeout", middleware.Timeout}} {
+		for _, tc := range []struct {
+			name     string
+			deadline time.Duration
+			lose     func(p *testenv.CommitProxy)
+			want     consumer.Kind
+			rows     int
+		}{
+			{"committed, answer lost before the deadline", 10 * time.Second, func(p *testenv.CommitProxy) { p.LoseCommitAnswers(0) },
+				consumer.KindProcessed, 1},
+			{"committed, answer lost after the deadline", 300 * time.Millisecond, func(p *testenv.CommitProxy) { p.LoseCommitAnswers(time.Second) },
+				consumer.KindProcessed, 1},
+			{"COMMIT never reached the server", 10 * time.Second, (*testenv.CommitProxy).DropCommits, consumer.KindUnavailable, 0},
+		} {
+			t.Run(mw.name+" "+tc.name, func(t *testing.T) {
+				f := newLateCommit(t)
+				h := f.chain(t, mw.deadline(tc.deadline))
+				id := f.run + "-lost"
+				tc.lose(f.proxy)
 
-			o, err := h(context.Background(), f.delivery(id, 0))
-			require.Error(t, err)
-			assert.Equal(t, tc.want, o.Kind, "%s", o)
-			assert.False(t, o.Committed)
-			assert.Equal(t, 1, f.proxy.Commits())
-			assert.Equal(t, 1, f.rows(t, id), "the server did commit")
+				o, err := h(context.Background(), f.delivery(id, lastAttempt))
+				assert.Equal(t, tc.want, o.Kind, "%s (%v)", o, err)
+				assert.Equal(t, tc.want == consumer.KindProcessed, o.Committed)
+				assert.Equal(t, tc.rows, f.rows(t, id))
+				assert.Equal(t, tc.rows, f.ledger.Count(t, id))
 
-			f.proxy.DelayCommitAnswers(0)
-			o, err = h(context.Background(), f.delivery(id, 1))
-			require.NoError(t, err)
-			assert.Equal(t, consumer.KindDuplicate, o.Kind)
-			assert.Equal(t, 1, f.ledger.Count(t, id), "applied once")
-		})
+				f.proxy.DelayCommitAnswers(0)
+				o, err = h(context.Background(), f.delivery(id, 1))
+				require.NoError(t, err)
+				assert.True(t, o.Kind.Acknowledges(), "%s", o)
+				assert.Equal(t, 1, f.ledger.Count(t, id), "applied once")
+			})
+		}
 	}
 }
 

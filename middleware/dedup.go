@@ -24,7 +24,8 @@ import (
 // statement. An event ID the scope already processed is a consumer.Duplicate and the handler
 // does not run; its Cause (redelivery, resend or replay) comes from the stored row (dedup.Store.DuplicateCause,
 // one SELECT on the duplicate path only). A failed begin, claim or commit is returned as an error (a retry): a message is never
-// acknowledged unless its row committed (a COMMIT whose answer is lost is an error too, never a guess).
+// acknowledged unless its row committed (a COMMIT whose answer is lost is decided by reading its row back,
+// dedup.Txn.Commit; an error when that read cannot tell, never a guess).
 // The outcome of a committed transaction (processed, a recorded stale) and of a duplicate (its row
 // committed earlier) carries consumer.Outcome.Committed, so that a deadline that passed while the store
 // answered (Deadline, Timeout) keeps it instead of reporting a timeout (see commit.go). Before committing
