@@ -264,6 +264,31 @@ func TestBatch_CommitAnsweredAfterTheBatchDeadlineIsProcessedOnTheLastDelivery(t
 	}
 }
 
+// F39 in a batch whose one COMMIT's answer is lost (the server committed, then the connection closed), on
+// the members' last delivery: the kept rows decide, so every member is Processed and the callback
+// acknowledged, once each, not retried or dead-lettered.
+func TestBatch_CommitWhoseAnswerIsLostIsProcessedOnTheLastDelivery(t *testing.T) {
+	f := newLateCommit(t)
+	cfg := consumer.Config{Group: f.group, Subscriptions: []consumer.Subscription{{Topic: "ORDER"}},
+		BatchSize: 4, HandlerTimeout: 300 * time.Millisecond, MaxAttempts: lastAttempt}
+	cb := testenv.NewCallback(t, cfg, f.chain(t, middleware.Deadline(0)))
+	var msgs []*primitive.MessageExt
+	for i := range 3 {
+		msgs = append(msgs, f.msg(fmt.Sprintf("%s-member-%d", f.run, i), lastAttempt))
+	}
+	f.proxy.LoseCommitAnswers(time.Second) // after the batch's deadline (3 × 300 ms)
+
+	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, msgs...))
+	assert.Equal(t, 1, f.proxy.Commits(), "one COMMIT for the batch")
+	for _, m := range msgs {
+		id := m.GetProperty("EVENT_ID")
+		dec := cb.Decisions(m.MsgId)
+		require.Len(t, dec, 1, id)
+		assert.Equal(t, consumer.KindProcessed, dec[0].Outcome.Kind, "%s: %s (%v)", id, dec[0].Outcome, dec[0].Err)
+		assert.Equal(t, 1, f.ledger.Count(t, id), "%s applied once", id)
+	}
+}
+
 // F39 in orderly mode: the COMMIT of a message on its last delivery is answered after HandlerTimeout; the
 // message is Processed and acknowledged, not dead-lettered by the consumer (which publishes orderly dead
 // letters itself).
