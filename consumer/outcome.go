@@ -77,8 +77,8 @@ type Outcome struct {
 	// Committed reports that the message's dedup row is committed: by this delivery's transaction
 	// (processed, or a stale decision recorded) or by an earlier one (a duplicate). middleware.Dedup sets
 	// it, never a handler; in a batch it marks a member kept in the batch's transaction, which the consumer
-	// commits after the last member (a failed COMMIT makes the member a retry). Such an outcome is final: no
-	// deadline or cancellation turns it into a retry.
+	// commits after the last member (a failed COMMIT makes the member a retry). Such an outcome, when it
+	// acknowledges the message, is final: no deadline or cancellation turns it into a retry.
 	Committed bool
 	// DelayLevel applies to KindRetry only: the broker delay level (1..18) for the next delivery;
 	// 0 lets the broker pick it from ReconsumeTimes (the client's default schedule).

@@ -31,6 +31,16 @@ func (c *claims) has(scope, eventID string) bool {
 	return false
 }
 
+// first returns the first row's entry (scope and event ID, see claimKey); false when there is none.
+func (c *claims) first() (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.keys) == 0 {
+		return "", false
+	}
+	return c.keys[0], true
+}
+
 func (c *claims) mark() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()

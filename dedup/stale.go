@@ -6,15 +6,18 @@ import (
 	"fmt"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
 // RecordStale records that d's event was decided stale: it inserts d's processed_event row with
-// result_status ResultStale (and no claim token) in a statement of its own, outside any transaction — call
-// it after the event's transaction rolled back, so that nothing the handler wrote survives and only the
-// decision is kept. A later delivery of the same event ID in the scope then claims a 1062 and is a
+// result_status ResultStale (and no claim token) in a short transaction of its own — call it after the
+// event's transaction rolled back, so that nothing the handler wrote survives and only the decision is kept.
+// As for a message's own transaction, the INSERT ends with ctx (nothing commits then) but a COMMIT once
+// sent is waited for even when ctx ends meanwhile: the row is there exactly when RecordStale returns nil,
+// so a deadline never turns a recorded decision into a failure (F39). A later delivery of the same event ID in the scope then claims a 1062 and is a
 // duplicate (S7, F12). A 1062 here means the scope already has a row for the event (a concurrent delivery
 // recorded or processed it first, while this one decided): RecordStale then returns an error wrapping
 // ErrDuplicate, and middleware.Dedup reports this delivery as a duplicate, so that one event counts as
@@ -29,7 +32,7 @@ func (s *Store) RecordStale(ctx context.Context, d *consumer.Delivery) error {
 	if err != nil {
 		return beginFailed(ctx, fmt.Errorf("dedup: record stale: connection: %w", err))
 	}
-	err = s.insertRow(ctx, conn, d, ResultStale, "")
+	err = s.recordStale(ctx, conn, d)
 	if retry.ReadOnly(err) {
 		discard(conn)
 	} else {
@@ -51,4 +54,17 @@ func recordFailed(ctx context.Context, err error) error {
 		return err
 	}
 	return retry.Infrastructure(err)
+}
+
+// recordStale inserts d's STALE row on conn in a transaction of its own (see RecordStale).
+func (s *Store) recordStale(ctx context.Context, conn *sqlx.Conn, d *consumer.Delivery) error {
+	tx, err := conn.BeginTxx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := s.insertRow(ctx, tx, d, ResultStale, ""); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
 }

@@ -69,9 +69,9 @@ func (t Tables) Version() string { return t.prefix + VersionTable }
 
 // queries are the statements of a Store, built once from its Tables (table names cannot be placeholders).
 type queries struct {
-	claim, confirm, processed, cause, probe string
-	aggregateRead, aggregateAdvance         string
-	confirmBatchHead, causesHead            string
+	claim, confirm, committed, processed, cause, probe string
+	aggregateRead, aggregateAdvance                    string
+	confirmBatchHead, causesHead                       string
 }
 
 // newQueries writes t's names into the store's statements; t's names are valid identifiers (NewTables).
@@ -82,6 +82,7 @@ func newQueries(t Tables) queries {
 		   (consumer_group, event_id, event_type, aggregate_id, topic, msg_id, consumed_at, result_status, claim_token)
 		 VALUES (?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(6), ?, ?)`,
 		confirm:   `SELECT COUNT(*) FROM ` + p + ` WHERE consumer_group = ? AND event_id = ? AND claim_token = ?`,
+		committed: `SELECT COUNT(*) FROM ` + p + ` WHERE consumer_group = ? AND event_id = ? AND claim_token = ? LOCK IN SHARE MODE`,
 		processed: `SELECT COUNT(*) FROM ` + p + ` WHERE consumer_group = ? AND event_id = ?`,
 		cause:     `SELECT msg_id FROM ` + p + ` WHERE consumer_group = ? AND event_id = ?`,
 		probe:     `UPDATE ` + p + ` SET result_status = result_status WHERE FALSE`,

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +21,9 @@ import (
 
 // releaseTimeout bounds the statements that hand a Txn's connection back to the pool.
 const releaseTimeout = 5 * time.Second
+
+// readBackTimeout bounds the read-back of a transaction whose COMMIT's answer was lost (Txn.Commit).
+const readBackTimeout = 5 * time.Second
 
 // Txn is one message's local transaction, in which the dedup row and the business writes commit together.
 //
@@ -40,6 +44,7 @@ type Txn struct {
 	// tracked: conn comes from the pool of WithTxDSN (autocommit off for good, failures since BEGIN
 	// recorded); it goes back to that pool without SET autocommit = 1.
 	tracked bool
+	store   *Store // reads the transaction's row back when its COMMIT's answer is lost
 	once    sync.Once
 	stop    func() bool // stops the context watcher
 	ctx     context.Context
@@ -78,7 +83,7 @@ func (s *Store) Begin(ctx context.Context) (*Txn, error) {
 		release(conn, false, tracked)
 		return nil, beginFailed(ctx, fmt.Errorf("dedup: begin: %w", err))
 	}
-	t := &Txn{Tx: tx, conn: conn, tracked: tracked, token: hex.EncodeToString(raw[:]), ctx: ctx, log: s.log}
+	t := &Txn{Tx: tx, conn: conn, tracked: tracked, store: s, token: hex.EncodeToString(raw[:]), ctx: ctx, log: s.log}
 	t.stop = context.AfterFunc(ctx, func() { _ = t.rollback(false) })
 	return t, nil
 }
@@ -110,7 +115,12 @@ func beginFailed(ctx context.Context, err error) error {
 // be retried. When the COMMIT fails, the hooks are dropped and the error is marked retry.Infrastructure,
 // unless it is the message's own (a deadlock, the context's end: transient) or the transaction was already
 // finished (sql.ErrTxDone): whether the store kept the commit is unknown, and the message must be handled
-// again once the store answers.
+// again once the store answers. A COMMIT whose answer was lost (the connection failed around it; not a
+// refusal by the server) is decided by the rows it left: Commit reads one of the transaction's own rows
+// back by its claim token (a locking read, which waits for a COMMIT the server is still working on), on
+// the store's db with a context of its own bounded by 5 s, since the one given to Begin may have ended
+// meanwhile. When the row is there the transaction committed, and Commit returns nil whatever the clock
+// says (F39). Only this failure path reads back.
 func (t *Txn) Commit() error {
 	t.stop()
 	err := sql.ErrTxDone
@@ -123,12 +133,38 @@ func (t *Txn) Commit() error {
 		} else {
 			release(t.conn, err == nil, t.tracked)
 		}
+		if answerLost(err) && t.committed() {
+			err = nil
+		}
 		err = commitFailed(t.ctx, err)
 	})
 	if err == nil {
 		t.hooks.run(t.ctx, t.log, hooks)
 	}
 	return err
+}
+
+// answerLost reports whether err, from a COMMIT, may hide a commit: the server did not refuse it (a MySQL
+// error) and it was not stopped before it was sent (the context's end, a transaction already finished).
+func answerLost(err error) bool {
+	var me *mysql.MySQLError
+	return err != nil && !errors.Is(err, sql.ErrTxDone) && !errors.Is(err, context.Canceled) &&
+		!errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &me)
+}
+
+// committed reads back whether the transaction committed: one of its own rows (a claim, or a batch's STALE
+// row) is there with its token. False when the transaction has no row or the read fails (see Commit).
+func (t *Txn) committed() bool {
+	key, ok := t.claims.first()
+	if !ok || t.store == nil {
+		return false
+	}
+	scope, eventID, _ := strings.Cut(key, "\x00")
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), readBackTimeout)
+	defer cancel()
+	var n int
+	err := t.store.db.GetContext(ctx, &n, t.store.q.committed, scope, eventID, t.token)
+	return err == nil && n == 1
 }
 
 // Rollback rolls the transaction back (also what a transaction MySQL already ended may have started since)

@@ -30,7 +30,7 @@ type TxStore interface {
 	// DuplicateCauses reads why each of a batch's duplicates came again, in one read after the batch's
 	// transaction ended (see Store.DuplicateCauses).
 	DuplicateCauses(ctx context.Context, ds []*consumer.Delivery) ([]consumer.Cause, error)
-	// RecordStale records d as stale in a statement of its own (see Store.RecordStale).
+	// RecordStale records d as stale in a transaction of its own (see Store.RecordStale).
 	RecordStale(ctx context.Context, d *consumer.Delivery) error
 	// RecordStaleIn records d as stale inside a batch's shared transaction (see Store.RecordStaleIn).
 	RecordStaleIn(ctx context.Context, txn *Txn, d *consumer.Delivery) error

@@ -3,6 +3,8 @@ package middleware
 import (
 	"context"
 	"sync/atomic"
+
+	"github.com/rmqguard/rmqguard/consumer"
 )
 
 // A committed transaction is never reported as a failure: once the message's dedup row is committed (by
@@ -33,6 +35,13 @@ func (g *commitGuard) commit() bool {
 // never will.
 func (g *commitGuard) abandon() bool {
 	return g.state.CompareAndSwap(guardRunning, guardAbandoned) || g.state.Load() == guardAbandoned
+}
+
+// final reports whether the chain's result is a committed decision, which no deadline overrules: no error
+// and an outcome that acknowledges the message, marked Committed (by Dedup). Committed on anything else
+// (a retry or dead letter a handler marked) is not a commit, and a late one is a timeout.
+func final(o consumer.Outcome, err error) bool {
+	return err == nil && o.Committed && o.Kind.Acknowledges()
 }
 
 // guardKey is the context key of a run's *commitGuard.

@@ -8,6 +8,7 @@ import (
 
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -154,39 +155,48 @@ func TestTimeout_HandlerReturningAfterTheDeadlineWithoutACommitIsATimeoutAndComm
 	assert.Equal(t, 1, f.ledger.Count(t, id), "applied once")
 }
 
-// F39, the opposite error: a COMMIT whose answer never arrives (the server committed, then the connection
-// closed) has an outcome the consumer cannot know, and is not reported Processed, whether the connection
-// closes before the deadline (the store failed: Unavailable, no attempt spent) or after it (a timeout
-// retry). The redelivery finds the committed row: a duplicate, the event applied once.
-func TestDeadline_CommitWhoseAnswerIsLostIsNotProcessed(t *testing.T) {
-	for _, tc := range []struct {
+// F39 when COMMIT's answer never arrives (the connection closes first): the store reads the transaction's
+// own row back (by its claim token) and the row decides, not the clock. The server committed: Processed,
+// before the deadline and after it on the last delivery (not a timeout dead-lettered with its effect
+// applied), with Deadline and with Timeout. The COMMIT never reached the server (it rolled back): not
+// Processed, the store's failure (Unavailable, no attempt spent); the redelivery applies the event once.
+func TestDeadlineAndTimeout_CommitWhoseAnswerIsLostIsDecidedByTheRowItLeft(t *testing.T) {
+	for _, mw := range []struct {
 		name     string
-		deadline time.Duration
-		lostAt   time.Duration
-		want     consumer.Kind
-	}{
-		{"before the deadline", 10 * time.Second, 0, consumer.KindUnavailable},
-		{"after the deadline", 300 * time.Millisecond, time.Second, consumer.KindRetry},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newLateCommit(t)
-			h := f.chain(t, middleware.Deadline(tc.deadline))
-			id := f.run + "-lost"
-			f.proxy.LoseCommitAnswers(tc.lostAt)
+		deadline func(time.Duration) consumer.Middleware
+	}{{"Deadline", middleware.Deadline}, {"Timeout", middleware.Timeout}} {
+		for _, tc := range []struct {
+			name     string
+			deadline time.Duration
+			lose     func(p *testenv.CommitProxy)
+			want     consumer.Kind
+			rows     int
+		}{
+			{"committed, answer lost before the deadline", 10 * time.Second, func(p *testenv.CommitProxy) { p.LoseCommitAnswers(0) },
+				consumer.KindProcessed, 1},
+			{"committed, answer lost after the deadline", 300 * time.Millisecond, func(p *testenv.CommitProxy) { p.LoseCommitAnswers(time.Second) },
+				consumer.KindProcessed, 1},
+			{"COMMIT never reached the server", 10 * time.Second, (*testenv.CommitProxy).DropCommits, consumer.KindUnavailable, 0},
+		} {
+			t.Run(mw.name+" "+tc.name, func(t *testing.T) {
+				f := newLateCommit(t)
+				h := f.chain(t, mw.deadline(tc.deadline))
+				id := f.run + "-lost"
+				tc.lose(f.proxy)
 
-			o, err := h(context.Background(), f.delivery(id, 0))
-			require.Error(t, err)
-			assert.Equal(t, tc.want, o.Kind, "%s", o)
-			assert.False(t, o.Committed)
-			assert.Equal(t, 1, f.proxy.Commits())
-			assert.Equal(t, 1, f.rows(t, id), "the server did commit")
+				o, err := h(context.Background(), f.delivery(id, lastAttempt))
+				assert.Equal(t, tc.want, o.Kind, "%s (%v)", o, err)
+				assert.Equal(t, tc.want == consumer.KindProcessed, o.Committed)
+				assert.Equal(t, tc.rows, f.rows(t, id))
+				assert.Equal(t, tc.rows, f.ledger.Count(t, id))
 
-			f.proxy.DelayCommitAnswers(0)
-			o, err = h(context.Background(), f.delivery(id, 1))
-			require.NoError(t, err)
-			assert.Equal(t, consumer.KindDuplicate, o.Kind)
-			assert.Equal(t, 1, f.ledger.Count(t, id), "applied once")
-		})
+				f.proxy.DelayCommitAnswers(0)
+				o, err = h(context.Background(), f.delivery(id, 1))
+				require.NoError(t, err)
+				assert.True(t, o.Kind.Acknowledges(), "%s", o)
+				assert.Equal(t, 1, f.ledger.Count(t, id), "applied once")
+			})
+		}
 	}
 }
 
@@ -254,6 +264,31 @@ func TestBatch_CommitAnsweredAfterTheBatchDeadlineIsProcessedOnTheLastDelivery(t
 	}
 }
 
+// F39 in a batch whose one COMMIT's answer is lost (the server committed, then the connection closed), on
+// the members' last delivery: the kept rows decide, so every member is Processed and the callback
+// acknowledged, once each, not retried or dead-lettered.
+func TestBatch_CommitWhoseAnswerIsLostIsProcessedOnTheLastDelivery(t *testing.T) {
+	f := newLateCommit(t)
+	cfg := consumer.Config{Group: f.group, Subscriptions: []consumer.Subscription{{Topic: "ORDER"}},
+		BatchSize: 4, HandlerTimeout: 300 * time.Millisecond, MaxAttempts: lastAttempt}
+	cb := testenv.NewCallback(t, cfg, f.chain(t, middleware.Deadline(0)))
+	var msgs []*primitive.MessageExt
+	for i := range 3 {
+		msgs = append(msgs, f.msg(fmt.Sprintf("%s-member-%d", f.run, i), lastAttempt))
+	}
+	f.proxy.LoseCommitAnswers(time.Second) // after the batch's deadline (3 × 300 ms)
+
+	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, msgs...))
+	assert.Equal(t, 1, f.proxy.Commits(), "one COMMIT for the batch")
+	for _, m := range msgs {
+		id := m.GetProperty("EVENT_ID")
+		dec := cb.Decisions(m.MsgId)
+		require.Len(t, dec, 1, id)
+		assert.Equal(t, consumer.KindProcessed, dec[0].Outcome.Kind, "%s: %s (%v)", id, dec[0].Outcome, dec[0].Err)
+		assert.Equal(t, 1, f.ledger.Count(t, id), "%s applied once", id)
+	}
+}
+
 // F39 in orderly mode: the COMMIT of a message on its last delivery is answered after HandlerTimeout; the
 // message is Processed and acknowledged, not dead-lettered by the consumer (which publishes orderly dead
 // letters itself).
@@ -313,5 +348,64 @@ func TestShutdown_CommitAnsweredAfterTheHandlersWereCancelledIsProcessed(t *test
 			assert.Equal(t, consumer.KindProcessed, dec[0].Outcome.Kind, "%s (%v)", dec[0].Outcome, dec[0].Err)
 			assert.Equal(t, 1, f.ledger.Count(t, m.GetProperty("EVENT_ID")), "applied once")
 		})
+	}
+}
+
+// onSharedPool makes f's store run everything on one pool through the proxy (dedup.NewStore(db), no
+// WithTxDSN), with interpolateParams, so that the proxy sees every statement of the store, RecordStale's too.
+func (f *lateCommit) onSharedPool(t *testing.T) {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(f.proxy.DSN())
+	require.NoError(t, err)
+	cfg.InterpolateParams = true
+	db, err := sqlx.Open("mysql", cfg.FormatDSN())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	f.store, err = dedup.NewStore(db)
+	require.NoError(t, err)
+}
+
+// staleRows is the result_status of each processed_event row of event id.
+func (f *lateCommit) staleRows(t *testing.T, id string) []string {
+	t.Helper()
+	var status []string
+	require.NoError(t, f.db.Select(&status, `SELECT result_status FROM processed_event WHERE consumer_group = ? AND event_id = ?`, f.group, id))
+	return status
+}
+
+// F39 for a stale decision, on the last delivery: its STALE row is the event's dedup row. When the
+// recording's COMMIT is answered after the deadline, the row committed and the message is Stale
+// (acknowledged, not dead-lettered); when the recording's INSERT is still unanswered at the deadline,
+// nothing commits and the message is a timeout. Either way it is acknowledged exactly when the row is there.
+func TestDeadlineAndTimeout_StaleDecisionRecordedAfterTheDeadlineIsAcknowledgedOnlyWithItsRow(t *testing.T) {
+	for _, mw := range []struct {
+		name     string
+		deadline consumer.Middleware
+	}{{"Deadline", middleware.Deadline(300 * time.Millisecond)}, {"Timeout", middleware.Timeout(300 * time.Millisecond)}} {
+		for _, tc := range []struct {
+			late string // the statement whose answer comes 1 s late
+			want consumer.Kind
+			rows []string
+		}{
+			{"COMMIT", consumer.KindStale, []string{dedup.ResultStale}},
+			{"INSERT", consumer.KindDeadLetter, nil}, // a timeout on the last delivery: retries exhausted
+		} {
+			t.Run(mw.name+" "+tc.late, func(t *testing.T) {
+				f := newLateCommit(t)
+				f.onSharedPool(t)
+				h := f.chainOf(t, mw.deadline, func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
+					f.proxy.DelayAnswers(tc.late, time.Second) // from the recording of the decision on
+					return consumer.Stale("an older version"), nil
+				})
+				id := f.run + "-stale"
+
+				o, err := h(context.Background(), f.delivery(id, lastAttempt))
+				time.Sleep(time.Second) // a statement the client gave up on has reached the server
+
+				assert.Equal(t, tc.want, o.Kind, "%s (%v)", o, err)
+				assert.Equal(t, tc.rows, f.staleRows(t, id))
+				assert.Equal(t, o.Kind.Acknowledges(), len(f.staleRows(t, id)) == 1, "acknowledged exactly when the row committed")
+			})
+		}
 	}
 }

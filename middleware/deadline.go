@@ -18,8 +18,9 @@ import (
 // With d ≤ 0 it sets no deadline of its own and watches the parent's: Deadline(0) is the recommended form,
 // the consumer's Config.HandlerTimeout then being the one deadline.
 //
-// An outcome whose transaction committed (consumer.Outcome.Committed: Dedup's COMMIT answered after the
-// deadline or the cancellation) passes through unchanged: a committed transaction is never a timeout.
+// An outcome whose transaction committed (consumer.Outcome.Committed on an outcome that acknowledges the
+// message: Dedup's COMMIT answered after the deadline or the cancellation) passes through unchanged: a
+// committed transaction is never a timeout.
 // When the chain returns anything else after a deadline fired, the outcome is a retry with Cause
 // consumer.CauseTimeout and the reason "handler timeout"; the error wraps context.DeadlineExceeded and names
 // the deadline that fired: "middleware.Deadline(<d>)", or the parent context's (the consumer's
@@ -49,7 +50,7 @@ func (w *deadlineMW) wrap(next consumer.Handler) consumer.Handler {
 			defer cancel()
 		}
 		o, err := next(ctx, dl)
-		if ctx.Err() == nil || (err == nil && o.Committed) {
+		if ctx.Err() == nil || final(o, err) {
 			return o, err
 		}
 		return run.expired(ctx, "handler returned after its deadline", err)

@@ -212,3 +212,24 @@ func TestDeadline_HandlerReturningTheContextsErrorIsNotRepeated(t *testing.T) {
 	msg := requireTimedOut(t, o, err)
 	assert.Equal(t, "handler returned after its deadline, middleware.Deadline(10ms): context deadline exceeded", msg)
 }
+
+// F39's rule keeps a committed outcome after the deadline, and only one: a dead letter or retry returned
+// late with Committed set (by a handler; Dedup sets it only on an outcome it committed, which acknowledges
+// the message) is a timeout retry, as any late decision is, not a dead letter at once.
+func TestDeadline_LateOutcomeThatDoesNotAcknowledgeIsATimeoutEvenIfMarkedCommitted(t *testing.T) {
+	for _, late := range []consumer.Outcome{consumer.DeadLetter("decided late"), consumer.Retry(3, "decided late")} {
+		t.Run(late.Kind.String(), func(t *testing.T) {
+			late.Committed = true
+			h := middleware.Chain(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+				<-ctx.Done()
+				return late, nil
+			}, middleware.Classify(), middleware.Deadline(10*time.Millisecond))
+
+			o, err := h(context.Background(), delivery("ORDER", "", nil))
+
+			assert.Equal(t, consumer.KindRetry, o.Kind, "%s", o)
+			assert.Equal(t, consumer.CauseTimeout, o.Cause)
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+		})
+	}
+}

@@ -17,14 +17,15 @@ import (
 // consumer.Duplicate, its own finding that the effect exists) without error; otherwise it rolls back,
 // releasing the key. A consumer.Stale outcome without error (from Version, or the handler's own finding)
 // rolls the transaction back too — the event writes nothing, even what the handler wrote before deciding —
-// and then records the decision: a processed_event row with result_status dedup.ResultStale in a statement
+// and then records the decision: a processed_event row with result_status dedup.ResultStale in a transaction
 // of its own (dedup.Store.RecordStale), so that a later delivery of the event is a duplicate, not a second
 // stale; if that insert fails, the error is returned (a retry, or Unavailable through Classify when the store
 // failed: dedup.Store.RecordStale marks that). The processed path costs no extra
 // statement. An event ID the scope already processed is a consumer.Duplicate and the handler
 // does not run; its Cause (redelivery, resend or replay) comes from the stored row (dedup.Store.DuplicateCause,
 // one SELECT on the duplicate path only). A failed begin, claim or commit is returned as an error (a retry): a message is never
-// acknowledged unless its row committed (a COMMIT whose answer is lost is an error too, never a guess).
+// acknowledged unless its row committed (a COMMIT whose answer is lost is decided by reading its row back,
+// dedup.Txn.Commit; an error when that read cannot tell, never a guess).
 // The outcome of a committed transaction (processed, a recorded stale) and of a duplicate (its row
 // committed earlier) carries consumer.Outcome.Committed, so that a deadline that passed while the store
 // answered (Deadline, Timeout) keeps it instead of reporting a timeout (see commit.go). Before committing
@@ -136,8 +137,8 @@ func committedDuplicate(ctx context.Context, cause consumer.Cause) consumer.Outc
 	return o
 }
 
-// stale rolls back txn (dropping whatever the handler wrote) and then records d as stale in a statement of
-// its own; the outcome is o, a duplicate when a concurrent delivery of the event recorded or processed it
+// stale rolls back txn (dropping whatever the handler wrote) and then records d as stale in a transaction
+// of its own; the outcome is o, a duplicate when a concurrent delivery of the event recorded or processed it
 // first (dedup.ErrDuplicate: the event counts as stale once), or the recording's error (a retry). A failed
 // rollback is not an error here: the transaction is not committed whatever happens to its connection (see
 // dedup.Txn.RollbackAfter).

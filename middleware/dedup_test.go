@@ -82,8 +82,10 @@ func (c *fakeConn) ExecContext(_ context.Context, query string, args []driver.Na
 	return driver.RowsAffected(1), nil
 }
 
-// QueryContext answers NewStore's schema check with processed_event as migrated, and the dedup store's
-// confirm query (SELECT COUNT(*) FROM processed_event …) with 1, or 0 when claimLost is set.
+// QueryContext answers NewStore's schema check with processed_event as migrated, the dedup store's
+// confirm query (SELECT COUNT(*) FROM processed_event …) with 1, or 0 when claimLost is set, and the
+// read-back of a COMMIT whose answer was lost (… LOCK IN SHARE MODE) with 0 when commitErr is set (the
+// COMMIT failed: nothing committed).
 func (c *fakeConn) QueryContext(_ context.Context, query string, _ []driver.NamedValue) (driver.Rows, error) {
 	c.db.mu.Lock()
 	defer c.db.mu.Unlock()
@@ -102,7 +104,7 @@ func (c *fakeConn) QueryContext(_ context.Context, query string, _ []driver.Name
 		return nil, errors.New("fake: unexpected query " + query)
 	}
 	n := int64(1)
-	if c.db.claimLost {
+	if c.db.claimLost || (strings.Contains(query, "LOCK IN SHARE MODE") && c.db.commitErr != nil) {
 		n = 0
 	}
 	return &countRows{n: n}, nil
@@ -257,9 +259,10 @@ func TestDedupFakeDB_StaleRollsBackAndIsAcknowledged(t *testing.T) {
 
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindStale, o.Kind)
-	_, commits, rollbacks := f.counts()
-	assert.Equal(t, 0, commits, "a stale event writes nothing")
-	assert.Equal(t, 1, rollbacks)
+	begins, commits, rollbacks := f.counts()
+	assert.Equal(t, 1, rollbacks, "the message's transaction: a stale event writes nothing")
+	assert.Equal(t, 2, begins, "the message's transaction, then the STALE row's own")
+	assert.Equal(t, 1, commits, "the STALE row's own transaction")
 }
 
 func TestDedupFakeDB_UnsetOutcomeRollsBack(t *testing.T) {

@@ -59,7 +59,7 @@ func (w *timeoutMW) wrap(next consumer.Handler) consumer.Handler {
 				return run.expired(ctx, "handler did not return before its deadline", nil)
 			}
 			r := <-call.done // Dedup decided before the deadline (settle): its answer decides
-			if r.err == nil && r.o.Committed {
+			if final(r.o, r.err) {
 				return r.o, nil
 			}
 			return run.expired(ctx, "handler returned after its deadline", r.err)

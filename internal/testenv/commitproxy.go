@@ -34,11 +34,13 @@ type CommitProxy struct {
 }
 
 // answerRule is what the proxy does with the answer to a statement that starts with query: hold it delay,
-// then drop it and close the client's connection when lose.
+// then drop it and close the client's connection when lose; with drop, the statement itself is not
+// forwarded and both connections are closed.
 type answerRule struct {
 	query []byte // upper case
 	delay time.Duration
 	lose  bool
+	drop  bool
 }
 
 // NewCommitProxy starts a proxy to the test database on a free port of 127.0.0.1; answers pass unchanged
@@ -81,6 +83,13 @@ func (p *CommitProxy) DelayAnswers(query string, d time.Duration) {
 // its transaction committed.
 func (p *CommitProxy) LoseCommitAnswers(d time.Duration) {
 	p.rule.Store(&answerRule{query: []byte("COMMIT"), delay: d, lose: true})
+}
+
+// DropCommits makes the proxy close the client's and the server's connections instead of forwarding each
+// later COMMIT: the server never receives it and rolls the transaction back, and the client cannot know
+// whether it committed.
+func (p *CommitProxy) DropCommits() {
+	p.rule.Store(&answerRule{query: []byte("COMMIT"), drop: true})
 }
 
 // Commits returns the number of COMMITs the proxy forwarded to the server.
@@ -171,10 +180,15 @@ func (p *CommitProxy) fromClient(client, server net.Conn, pending chan<- *answer
 		}
 		if payload := packet[4:]; len(payload) > 0 && payload[0] == comQuery {
 			stmt := bytes.ToUpper(bytes.TrimSpace(payload[1:]))
+			r := p.rule.Load()
+			matched := r != nil && bytes.HasPrefix(stmt, r.query)
+			if matched && r.drop {
+				return // closes both connections: the server rolls the transaction back
+			}
 			if bytes.Equal(stmt, []byte("COMMIT")) {
 				p.commits.Add(1)
 			}
-			if r := p.rule.Load(); r != nil && bytes.HasPrefix(stmt, r.query) {
+			if matched {
 				select {
 				case pending <- r:
 				default: // a previous answer still pending: cannot happen, the client waits for each answer
