@@ -59,8 +59,9 @@ func (o StatusOptions) validate() error {
 }
 
 // Statuses returns the status of each letter, in order: its audit row (looked up by StoreID, as Replay
-// records it) and the processed check of its event ID. Two queries per letter. Errors: invalid options;
-// the first lookup that fails, wrapped with the letter's store ID.
+// records it) and the processed check of its event ID. With MySQLAudit and MySQLProcessed it reads them a
+// few hundred letters per query; with other implementations, two lookups per letter. Errors: invalid
+// options; the first lookup that fails, wrapped with the letter's store ID (or the batch's size).
 func Statuses(ctx context.Context, letters []Letter, opts StatusOptions) ([]LetterStatus, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
@@ -70,21 +71,76 @@ func Statuses(ctx context.Context, letters []Letter, opts StatusOptions) ([]Lett
 		scope = opts.Group
 	}
 	group := consumer.InNamespace(opts.Namespace, opts.Group)
+	replays, err := lookupReplays(ctx, opts.Audit, group, letters)
+	if err != nil {
+		return nil, err
+	}
+	done, err := checkProcessed(ctx, opts.Processed, scope, letters)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]LetterStatus, len(letters))
 	for i, l := range letters {
-		rec, found, err := opts.Audit.Lookup(ctx, group, l.StoreID)
+		if rec, found := replays[l.StoreID]; found {
+			out[i].Replay = &rec
+		}
+		out[i].Processed = l.EventID != "" && done[l.EventID]
+	}
+	return out, nil
+}
+
+// batchAudit is an AuditReader that reads many rows in one query (MySQLAudit).
+type batchAudit interface {
+	lookupMany(ctx context.Context, group string, storeIDs []string) (map[string]AuditRecord, error)
+}
+
+// batchProcessed is a ProcessedChecker that checks many events in one query (MySQLProcessed).
+type batchProcessed interface {
+	processedMany(ctx context.Context, scope string, eventIDs []string) (map[string]bool, error)
+}
+
+// lookupReplays returns the audit rows of group's letters, by store ID.
+func lookupReplays(ctx context.Context, audit AuditReader, group string, letters []Letter) (map[string]AuditRecord, error) {
+	if b, ok := audit.(batchAudit); ok {
+		ids := make([]string, len(letters))
+		for i, l := range letters {
+			ids[i] = l.StoreID
+		}
+		return b.lookupMany(ctx, group, ids)
+	}
+	out := map[string]AuditRecord{}
+	for _, l := range letters {
+		rec, found, err := audit.Lookup(ctx, group, l.StoreID)
 		if err != nil {
 			return nil, fmt.Errorf("dlq: status of %s: %w", l.StoreID, err)
 		}
 		if found {
-			out[i].Replay = &rec
+			out[l.StoreID] = rec
 		}
-		if l.EventID == "" {
-			continue
+	}
+	return out, nil
+}
+
+// checkProcessed returns the event IDs of letters that scope has processed.
+func checkProcessed(ctx context.Context, processed ProcessedChecker, scope string, letters []Letter) (map[string]bool, error) {
+	var ids []string
+	seen := map[string]bool{}
+	for _, l := range letters {
+		if l.EventID != "" && !seen[l.EventID] {
+			seen[l.EventID] = true
+			ids = append(ids, l.EventID)
 		}
-		if out[i].Processed, err = opts.Processed.Processed(ctx, scope, l.EventID); err != nil {
-			return nil, fmt.Errorf("dlq: status of %s: %w", l.StoreID, err)
+	}
+	if b, ok := processed.(batchProcessed); ok {
+		return b.processedMany(ctx, scope, ids)
+	}
+	out := map[string]bool{}
+	for _, id := range ids {
+		done, err := processed.Processed(ctx, scope, id)
+		if err != nil {
+			return nil, fmt.Errorf("dlq: status of event %s: %w", id, err)
 		}
+		out[id] = done
 	}
 	return out, nil
 }
