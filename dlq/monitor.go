@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/rmqguard/rmqguard/internal/rmqadmin"
 	"github.com/rmqguard/rmqguard/metrics"
 )
 
@@ -87,8 +88,8 @@ type MonitorConfig struct {
 // TakeCensus every Interval into rmqguard_dlq_letters_waiting{group}. A census that fails or reads the
 // DLQ only in part removes the series until one succeeds again (a partial count would read as letters
 // replayed, then as new letters). So does a census that misses a broker where the Monitor last counted
-// waiting letters: a master that is down is not listed by the name server, and the scan of the others
-// looks complete. Such a broker is forgotten after an hour (the alert's window; removed for good, say):
+// waiting letters and that is no longer listed as a master: a master that is down is forgotten by the name
+// server, and the scan of the others looks complete. Such a broker is forgotten after an hour (the alert's window; removed for good, say):
 // the count without it is exported from then on. The consumer's process is the natural place to run it: it
 // knows its group, cluster and dedup database.
 type Monitor struct {
@@ -149,10 +150,7 @@ func (m *Monitor) once(ctx context.Context) {
 	scan := ScanOptions{EventIDProperty: m.cfg.EventIDProperty, EventIDJSONField: m.cfg.EventIDJSONField}
 	c, err := TakeCensus(ctx, m.cfg.Cluster, scan, m.cfg.Status)
 	if err == nil {
-		if missing := m.missing(c, time.Now()); len(missing) > 0 {
-			err = fmt.Errorf("dlq: census of %s: broker(s) %s held waiting letters and are not listed by the name servers (down?); withheld for at most %s",
-				group, strings.Join(missing, ", "), missingBrokerLimit)
-		}
+		err = m.checkBrokers(ctx, c)
 	}
 	if err != nil {
 		m.cfg.Metrics.DLQLettersWaiting.DeleteLabelValues(group)
@@ -165,9 +163,30 @@ func (m *Monitor) once(ctx context.Context) {
 	m.cfg.Metrics.DLQLettersWaiting.WithLabelValues(group).Set(float64(c.Waiting))
 }
 
+// checkBrokers returns an error naming the brokers that census c missed: brokers where an earlier census
+// counted waiting letters, which c did not read and the name servers no longer list as masters (asked
+// after c: a broker that came back meanwhile is listed). A broker listed but not read no longer holds the
+// DLQ (deleted there): its letters are gone.
+func (m *Monitor) checkBrokers(ctx context.Context, c Census) error {
+	masters, err := rmqadmin.Masters(ctx, m.cfg.Cluster.NameServers)
+	if err != nil {
+		return fmt.Errorf("dlq: census of %s: %w", m.cfg.Status.Group, err)
+	}
+	listed := make(map[string]bool, len(masters))
+	for _, b := range masters {
+		listed[b.Name] = true
+	}
+	if missing := m.missing(c, listed, time.Now()); len(missing) > 0 {
+		return fmt.Errorf("dlq: census of %s: broker(s) %s held waiting letters and are not listed by the name servers (down?); withheld for at most %s",
+			m.cfg.Status.Group, strings.Join(missing, ", "), missingBrokerLimit)
+	}
+	return nil
+}
+
 // missing records where census c counted waiting letters at now and returns, sorted, the brokers that
-// held waiting letters at a census less than missingBrokerLimit ago and that c did not read.
-func (m *Monitor) missing(c Census, now time.Time) []string {
+// held waiting letters at a census less than missingBrokerLimit ago, that c did not read and that are
+// not listed.
+func (m *Monitor) missing(c Census, listed map[string]bool, now time.Time) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for b, n := range c.WaitingByBroker {
@@ -181,7 +200,7 @@ func (m *Monitor) missing(c Census, now time.Time) []string {
 	for b, at := range m.held {
 		switch _, read := c.WaitingByBroker[b]; {
 		case read:
-		case now.Sub(at) >= missingBrokerLimit:
+		case listed[b] || now.Sub(at) >= missingBrokerLimit:
 			delete(m.held, b)
 		default:
 			out = append(out, b)

@@ -99,3 +99,30 @@ func TestMonitor_ExportsTheCountAndRemovesItWhenTheCensusFails(t *testing.T) {
 		})
 	}
 }
+
+// F42: a DLQ topic deleted on a broker that is up (an operator purging the letters) is no letter, not a
+// missing broker: the Monitor's count drops to 0 at once. (A master that is down is withheld instead.)
+func TestMonitor_ADLQDeletedOnABrokerThatIsUpCountsNoLetter(t *testing.T) {
+	w := newDLQWorld(t, 6, 1)
+	w.publish(letter{eventID: w.group + "-e1", reason: "poison"})
+	m, err := metrics.New(prometheus.NewRegistry())
+	require.NoError(t, err)
+	mon, err := dlq.NewMonitor(dlq.MonitorConfig{Cluster: w.cluster, Metrics: m, Interval: 200 * time.Millisecond,
+		Status: dlq.StatusOptions{Group: w.group, Audit: newFakeAudit(), Processed: fakeProcessed{}}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(w.ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = mon.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	gauge := func() float64 {
+		if testutil.CollectAndCount(m.DLQLettersWaiting) == 0 {
+			return -1
+		}
+		return testutil.ToFloat64(m.DLQLettersWaiting.WithLabelValues(w.group))
+	}
+	require.Eventually(t, func() bool { return gauge() == 1 }, 20*time.Second, 50*time.Millisecond)
+
+	w.deleteDLQ()
+	require.Eventually(t, func() bool { return gauge() == 0 }, 20*time.Second, 50*time.Millisecond,
+		"the letters were deleted with the topic on a broker that is up")
+}
