@@ -19,9 +19,10 @@ type AuditReader interface {
 type LetterStatus struct {
 	// Replay is the letter's audit row (when, by whom, which run, sent or not); nil when no replay claimed it.
 	Replay *AuditRecord
-	// Processed reports that the dedup scope holds a row for the letter's event ID: after a sent replay,
-	// the replay took effect; without one, another message of the event did (a replay would be skipped).
-	// Always false for a letter without an event ID.
+	// Processed reports that the dedup scope holds a row for the letter's event ID, or for the event ID a
+	// sent replay recorded (a letter replayed from an edited export file): after a sent replay, the replay
+	// took effect; without one, another message of the event did (a replay would be skipped). Always false
+	// for a letter without an event ID that no sent replay gave one.
 	Processed bool
 }
 
@@ -75,7 +76,16 @@ func Statuses(ctx context.Context, letters []Letter, opts StatusOptions) ([]Lett
 	if err != nil {
 		return nil, err
 	}
-	done, err := checkProcessed(ctx, opts.Processed, scope, letters)
+	events := make([][]string, len(letters)) // the event IDs whose processing counts for each letter
+	for i, l := range letters {
+		if l.EventID != "" {
+			events[i] = append(events[i], l.EventID)
+		}
+		if rec, found := replays[l.StoreID]; found && rec.Status == AuditSent && rec.EventID != "" && rec.EventID != l.EventID {
+			events[i] = append(events[i], rec.EventID)
+		}
+	}
+	done, err := checkProcessed(ctx, opts.Processed, scope, events)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +94,9 @@ func Statuses(ctx context.Context, letters []Letter, opts StatusOptions) ([]Lett
 		if rec, found := replays[l.StoreID]; found {
 			out[i].Replay = &rec
 		}
-		out[i].Processed = l.EventID != "" && done[l.EventID]
+		for _, id := range events[i] {
+			out[i].Processed = out[i].Processed || done[id]
+		}
 	}
 	return out, nil
 }
@@ -121,14 +133,16 @@ func lookupReplays(ctx context.Context, audit AuditReader, group string, letters
 	return out, nil
 }
 
-// checkProcessed returns the event IDs of letters that scope has processed.
-func checkProcessed(ctx context.Context, processed ProcessedChecker, scope string, letters []Letter) (map[string]bool, error) {
+// checkProcessed returns which of the event IDs in events scope has processed.
+func checkProcessed(ctx context.Context, processed ProcessedChecker, scope string, events [][]string) (map[string]bool, error) {
 	var ids []string
 	seen := map[string]bool{}
-	for _, l := range letters {
-		if l.EventID != "" && !seen[l.EventID] {
-			seen[l.EventID] = true
-			ids = append(ids, l.EventID)
+	for _, e := range events {
+		for _, id := range e {
+			if !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
 		}
 	}
 	if b, ok := processed.(batchProcessed); ok {

@@ -126,3 +126,17 @@ func TestMonitor_ADLQDeletedOnABrokerThatIsUpCountsNoLetter(t *testing.T) {
 	require.Eventually(t, func() bool { return gauge() == 0 }, 20*time.Second, 50*time.Millisecond,
 		"the letters were deleted with the topic on a broker that is up")
 }
+
+// F42: a letter replayed from an edited export file (its event ID changed) is processed when the replay's
+// event is: the audit row's event ID, not the letter's, is checked for a letter a replay sent.
+func TestStatuses_AnEditedReplayIsProcessedUnderTheEventIDItWasSentWith(t *testing.T) {
+	audit := newFakeAudit()
+	audit.put(dlq.AuditRecord{Group: "g", StoreID: "S-edited", EventID: "e-new", Status: dlq.AuditSent})
+	audit.put(dlq.AuditRecord{Group: "g", StoreID: "S-failed", EventID: "e-new2", Status: dlq.AuditFailed})
+	processed := fakeProcessed{"g/e-new": true, "g/e-new2": true}
+	letters := []dlq.Letter{{StoreID: "S-edited", EventID: "e-orig"}, {StoreID: "S-failed", EventID: "e-orig2"}}
+	st, err := dlq.Statuses(context.Background(), letters, dlq.StatusOptions{Group: "g", Audit: audit, Processed: processed})
+	require.NoError(t, err)
+	assert.True(t, st[0].Processed, "the replay sent e-new, which is processed")
+	assert.False(t, st[1].Processed, "a failed replay sent nothing: the letter's own event is checked")
+}
