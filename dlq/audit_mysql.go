@@ -49,21 +49,69 @@ type auditRow struct {
 	ReplayedBy  string       `db:"replayed_by"`
 }
 
+// auditColumns are the columns of an auditRow.
+const auditColumns = `consumer_group, dlq_store_id, replay_id, dlq_msg_id, event_id, origin_topic, target_topic,
+	sent_msg_id, status, error, replayed_at, replayed_by`
+
+// record is the AuditRecord of a row.
+func (r auditRow) record() AuditRecord {
+	return AuditRecord{Group: r.Group, StoreID: r.StoreID, ReplayID: r.ReplayID, DLQMsgID: r.DLQMsgID,
+		EventID: r.EventID, OriginTopic: r.OriginTopic, TargetTopic: r.TargetTopic, SentMsgID: r.SentMsgID,
+		Status: AuditStatus(r.Status), Error: r.Error, ReplayedAt: r.ReplayedAt.Time.UTC(), ReplayedBy: r.ReplayedBy}
+}
+
 // Lookup implements Audit.
 func (a *MySQLAudit) Lookup(ctx context.Context, group, storeID string) (AuditRecord, bool, error) {
 	var r auditRow
-	err := a.db.GetContext(ctx, &r, `SELECT consumer_group, dlq_store_id, replay_id, dlq_msg_id, event_id,
-		origin_topic, target_topic, sent_msg_id, status, error, replayed_at, replayed_by
-		FROM `+AuditTable+` WHERE consumer_group = ? AND dlq_store_id = ?`, group, storeID)
+	err := a.db.GetContext(ctx, &r, `SELECT `+auditColumns+` FROM `+AuditTable+`
+		WHERE consumer_group = ? AND dlq_store_id = ?`, group, storeID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return AuditRecord{}, false, nil
 	}
 	if err != nil {
 		return AuditRecord{}, false, fmt.Errorf("dlq: audit lookup %s/%s: %w", group, storeID, err)
 	}
-	return AuditRecord{Group: r.Group, StoreID: r.StoreID, ReplayID: r.ReplayID, DLQMsgID: r.DLQMsgID,
-		EventID: r.EventID, OriginTopic: r.OriginTopic, TargetTopic: r.TargetTopic, SentMsgID: r.SentMsgID,
-		Status: AuditStatus(r.Status), Error: r.Error, ReplayedAt: r.ReplayedAt.Time.UTC(), ReplayedBy: r.ReplayedBy}, true, nil
+	return r.record(), true, nil
+}
+
+// lookupMany implements batchAudit: the rows of group's letters storeIDs, by store ID, a query per
+// maxInList of them.
+func (a *MySQLAudit) lookupMany(ctx context.Context, group string, storeIDs []string) (map[string]AuditRecord, error) {
+	out := make(map[string]AuditRecord, len(storeIDs))
+	err := inChunks(storeIDs, func(chunk []string) error {
+		q, args, err := sqlx.In(`SELECT `+auditColumns+` FROM `+AuditTable+`
+			WHERE consumer_group = ? AND dlq_store_id IN (?)`, group, chunk)
+		if err != nil {
+			return err
+		}
+		var rows []auditRow
+		if err := a.db.SelectContext(ctx, &rows, a.db.Rebind(q), args...); err != nil {
+			return err
+		}
+		for _, r := range rows {
+			out[r.StoreID] = r.record()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dlq: audit lookup of %d letters of %s: %w", len(storeIDs), group, err)
+	}
+	return out, nil
+}
+
+// maxInList is the most values in one IN list of a batched status query.
+const maxInList = 500
+
+// inChunks calls f with ids in chunks of at most maxInList, and stops at its first error.
+func inChunks(ids []string, f func([]string) error) error {
+	for len(ids) > 0 {
+		n := min(len(ids), maxInList)
+		if err := f(ids[:n]); err != nil {
+			return err
+		}
+		ids = ids[n:]
+	}
+	return nil
 }
 
 // Claim implements Audit: an INSERT that a 1062 loses, or with prev an UPDATE conditioned on prev's
@@ -136,4 +184,28 @@ func (p *MySQLProcessed) Processed(ctx context.Context, scope, eventID string) (
 		return false, fmt.Errorf("dlq: processed check %s/%s: %w", scope, eventID, err)
 	}
 	return n > 0, nil
+}
+
+// processedMany implements batchProcessed: the event IDs among eventIDs that scope has processed, a query
+// per maxInList of them.
+func (p *MySQLProcessed) processedMany(ctx context.Context, scope string, eventIDs []string) (map[string]bool, error) {
+	out := make(map[string]bool, len(eventIDs))
+	err := inChunks(eventIDs, func(chunk []string) error {
+		q, args, err := sqlx.In(`SELECT event_id FROM `+ProcessedTable+` WHERE consumer_group = ? AND event_id IN (?)`, scope, chunk)
+		if err != nil {
+			return err
+		}
+		var done []string
+		if err := p.db.SelectContext(ctx, &done, p.db.Rebind(q), args...); err != nil {
+			return err
+		}
+		for _, id := range done {
+			out[id] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dlq: processed check of %d events in %s: %w", len(eventIDs), scope, err)
+	}
+	return out, nil
 }

@@ -2,10 +2,12 @@ package dlq_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -87,4 +89,82 @@ func TestMySQLProcessed_S5_ReadsTheDedupScope(t *testing.T) {
 	done, err = p.Processed(ctx, scope+"-other", event)
 	require.NoError(t, err)
 	assert.False(t, done, "another scope has not processed it")
+}
+
+// F42: the status of many letters (a DLQ census every minute, `dlq list`) is read from MySQL in a few round
+// trips, not two per letter, and is the status a lookup per letter gives: audit row (sent, failed or none)
+// and processed check, by group and scope; a letter without event ID is not processed.
+func TestStatuses_OnMySQLReadManyLettersInAFewRoundTrips(t *testing.T) {
+	db := testenv.MySQL(t)
+	ctx := context.Background()
+	_, err := dedup.RunMigrations(ctx, db.DB, dlq.AuditMigrations(), dlq.AuditVersionTable)
+	require.NoError(t, err)
+	group, scope := testenv.Unique("status-many"), testenv.Unique("scope")
+	const n = 1200
+	letters := make([]dlq.Letter, n)
+	for i := range letters {
+		letters[i] = dlq.Letter{StoreID: fmt.Sprintf("S-%d", i), EventID: fmt.Sprintf("%s-e%d", group, i)}
+		switch {
+		case i%5 == 4:
+			letters[i].EventID = ""
+		case i%4 == 0:
+			_, err := db.ExecContext(ctx, `INSERT INTO processed_event (consumer_group, event_id, topic, msg_id, consumed_at, result_status)
+				VALUES (?, ?, 'ORDER', 'm', UTC_TIMESTAMP(6), 'processed')`, scope, letters[i].EventID)
+			require.NoError(t, err)
+		}
+		if i%3 == 0 {
+			status := dlq.AuditSent
+			if i%2 == 0 {
+				status = dlq.AuditFailed
+			}
+			_, err := db.ExecContext(ctx, `INSERT INTO dlq_replay (consumer_group, dlq_store_id, replay_id, status, replayed_at, replayed_by)
+				VALUES (?, ?, 'R-1', ?, UTC_TIMESTAMP(6), 'op')`, group, letters[i].StoreID, string(status))
+			require.NoError(t, err)
+		}
+	}
+	// Another group's row and another scope's event: not this group's status.
+	_, err = db.ExecContext(ctx, `INSERT INTO dlq_replay (consumer_group, dlq_store_id, replay_id, status, replayed_at)
+		VALUES (?, 'S-1', 'R-x', 'sent', UTC_TIMESTAMP(6))`, group+"-other")
+	require.NoError(t, err)
+
+	one, err := sqlx.Open("mysql", testenv.MySQLDSN())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = one.Close() })
+	one.SetMaxOpenConns(1) // every statement on one connection, whose counter we read
+	questions := func() int {
+		var name string
+		var v int
+		require.NoError(t, one.QueryRowxContext(ctx, "SHOW SESSION STATUS LIKE 'Questions'").Scan(&name, &v))
+		return v
+	}
+	audit, err := dlq.NewMySQLAudit(one)
+	require.NoError(t, err)
+	processed, err := dlq.NewMySQLProcessed(one)
+	require.NoError(t, err)
+	opts := dlq.StatusOptions{Group: group, Scope: scope, Audit: audit, Processed: processed}
+
+	before := questions()
+	got, err := dlq.Statuses(ctx, letters, opts)
+	require.NoError(t, err)
+	rounds := questions() - before - 1
+	assert.LessOrEqual(t, rounds, 12, "statements for %d letters", n)
+
+	// A lookup per letter (the interfaces alone) gives the same statuses.
+	opts.Audit, opts.Processed = struct{ dlq.AuditReader }{audit}, struct{ dlq.ProcessedChecker }{processed}
+	want, err := dlq.Statuses(ctx, letters, opts)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	var sent, failed, done int
+	for _, s := range got {
+		switch {
+		case s.Replay != nil && s.Replay.Status == dlq.AuditSent:
+			sent++
+		case s.Replay != nil && s.Replay.Status == dlq.AuditFailed:
+			failed++
+		}
+		if s.Processed {
+			done++
+		}
+	}
+	assert.Equal(t, []int{200, 200, 240}, []int{sent, failed, done})
 }

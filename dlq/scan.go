@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
@@ -33,6 +34,9 @@ type ScanOptions struct {
 type ScanResult struct {
 	// Topic is the DLQ topic read.
 	Topic string
+	// Brokers names each broker whose share of the topic the name servers listed, sorted. A master that is
+	// down is not listed (the name server forgets it): its letters are not read, and nothing says so.
+	Brokers []string
 	// Letters are the selected letters, queue by queue, each queue from the oldest.
 	Letters []Letter
 	// Read counts the letters read, selected or not.
@@ -110,6 +114,10 @@ func scanMessages(ctx context.Context, cluster Cluster, group string, opts ScanO
 	if err != nil {
 		return fmt.Errorf("dlq: scan: %w", err)
 	}
+	for _, q := range route {
+		res.Brokers = append(res.Brokers, q.BrokerName)
+	}
+	sort.Strings(res.Brokers)
 	bad := unreadable(route)
 	if len(bad) == len(route) {
 		return fmt.Errorf("dlq: scan: %w", writeOnlyError(topic, bad))

@@ -99,3 +99,44 @@ func TestMonitor_ExportsTheCountAndRemovesItWhenTheCensusFails(t *testing.T) {
 		})
 	}
 }
+
+// F42: a DLQ topic deleted on a broker that is up (an operator purging the letters) is no letter, not a
+// missing broker: the Monitor's count drops to 0 at once. (A master that is down is withheld instead.)
+func TestMonitor_ADLQDeletedOnABrokerThatIsUpCountsNoLetter(t *testing.T) {
+	w := newDLQWorld(t, 6, 1)
+	w.publish(letter{eventID: w.group + "-e1", reason: "poison"})
+	m, err := metrics.New(prometheus.NewRegistry())
+	require.NoError(t, err)
+	mon, err := dlq.NewMonitor(dlq.MonitorConfig{Cluster: w.cluster, Metrics: m, Interval: 200 * time.Millisecond,
+		Status: dlq.StatusOptions{Group: w.group, Audit: newFakeAudit(), Processed: fakeProcessed{}}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(w.ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = mon.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	gauge := func() float64 {
+		if testutil.CollectAndCount(m.DLQLettersWaiting) == 0 {
+			return -1
+		}
+		return testutil.ToFloat64(m.DLQLettersWaiting.WithLabelValues(w.group))
+	}
+	require.Eventually(t, func() bool { return gauge() == 1 }, 20*time.Second, 50*time.Millisecond)
+
+	w.deleteDLQ()
+	require.Eventually(t, func() bool { return gauge() == 0 }, 20*time.Second, 50*time.Millisecond,
+		"the letters were deleted with the topic on a broker that is up")
+}
+
+// F42: a letter replayed from an edited export file (its event ID changed) is processed when the replay's
+// event is: the audit row's event ID, not the letter's, is checked for a letter a replay sent.
+func TestStatuses_AnEditedReplayIsProcessedUnderTheEventIDItWasSentWith(t *testing.T) {
+	audit := newFakeAudit()
+	audit.put(dlq.AuditRecord{Group: "g", StoreID: "S-edited", EventID: "e-new", Status: dlq.AuditSent})
+	audit.put(dlq.AuditRecord{Group: "g", StoreID: "S-failed", EventID: "e-new2", Status: dlq.AuditFailed})
+	processed := fakeProcessed{"g/e-new": true, "g/e-new2": true}
+	letters := []dlq.Letter{{StoreID: "S-edited", EventID: "e-orig"}, {StoreID: "S-failed", EventID: "e-orig2"}}
+	st, err := dlq.Statuses(context.Background(), letters, dlq.StatusOptions{Group: "g", Audit: audit, Processed: processed})
+	require.NoError(t, err)
+	assert.True(t, st[0].Processed, "the replay sent e-new, which is processed")
+	assert.False(t, st[1].Processed, "a failed replay sent nothing: the letter's own event is checked")
+}

@@ -2,6 +2,7 @@ package dlq_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -58,6 +59,21 @@ func (w *dlqWorld) createDLQ(perm, queues int) {
 		r, err := rmqadmin.TopicRoute(w.ctx, w.ns, topic)
 		return err == nil && len(r) == 1 && r[0].Perm == perm
 	}, 10*time.Second, 100*time.Millisecond, "route of %s with perm %d", topic, perm)
+}
+
+// deleteDLQ deletes %DLQ%<group> on the broker and the name server and waits until it has no route.
+func (w *dlqWorld) deleteDLQ() {
+	w.t.Helper()
+	topic := consumer.DLQTopic(w.group)
+	adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver(w.ns)))
+	require.NoError(w.t, err)
+	defer func() { _ = adm.Close() }()
+	require.NoError(w.t, adm.DeleteTopic(w.ctx, admin.WithTopicDelete(topic), admin.WithBrokerAddrDelete(w.broker),
+		admin.WithNameSrvAddr(w.ns)))
+	require.Eventually(w.t, func() bool {
+		_, err := rmqadmin.TopicRoute(w.ctx, w.ns, topic)
+		return errors.Is(err, rmqadmin.ErrTopicNotExist)
+	}, 10*time.Second, 100*time.Millisecond, "%s deleted", topic)
 }
 
 // letter describes one dead letter to publish.

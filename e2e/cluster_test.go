@@ -49,6 +49,48 @@ func TestE2E_F42_TopicsAndDLQOnEveryMasterOfATwoMasterCluster(t *testing.T) {
 	t.Run("DLQListShowExportCensusReplayReadEveryMaster", func(t *testing.T) {
 		dlqOnTwoMasters(t, tm, bin)
 	})
+	t.Run("DLQCensusWithholdsTheCountWhileAMasterWithLettersIsDown", func(t *testing.T) { // stops a master: last
+		censusWithAMasterDown(t, tm)
+	})
+}
+
+// censusWithAMasterDown: a letter on each master's %DLQ%<group>; while master B is down (the name server
+// forgets it at once, so the scan of A alone is complete), the census exports no count rather than A's 1,
+// which would read as a letter replayed and, when B returns, as a new letter (a false RmqguardDLQLettersWaiting).
+// Once B is back the count is 2 again.
+func censusWithAMasterDown(t *testing.T, tm testenv.TwoMasters) {
+	ns := []string{tm.NameServer}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	db := testenv.MySQL(t)
+	run := testenv.Unique("e2e-f42-down")
+	group := "rmqguard-e2e-" + run
+	_, err := topics.Ensure(ctx, topics.Cluster{NameServers: ns}, topics.Topic{Name: consumer.DLQTopic(group), Queues: 1})
+	require.NoError(t, err)
+	sendTo(t, ctx, ns, consumer.DLQTopic(group), map[string]testenv.Master{run + "-on-a": tm.A, run + "-on-b": tm.B})
+	_, err = dedup.RunMigrations(ctx, db.DB, dlq.AuditMigrations(), dlq.AuditVersionTable)
+	require.NoError(t, err)
+	gauge := startMonitor(t, ctx, ns, group, db)
+	require.Eventually(t, func() bool { return gauge() == 2 }, 30*time.Second, 100*time.Millisecond, "rmqguard_dlq_letters_waiting")
+
+	tm.StopMaster(t, tm.B)
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			tm.StartMaster(t, tm.B)
+		}
+	})
+	// The census before the stop may still show 2 for a moment; then no series (-1), never 1.
+	seen := map[float64]bool{}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		seen[gauge()] = true
+	}
+	delete(seen, 2)
+	assert.Equal(t, map[float64]bool{-1: true}, seen, "while %s is down: no series (-1), never a count without its letter", tm.B.Name)
+
+	tm.StartMaster(t, tm.B)
+	restarted = true
+	require.Eventually(t, func() bool { return gauge() == 2 }, 60*time.Second, 100*time.Millisecond, "rmqguard_dlq_letters_waiting once %s is back", tm.B.Name)
 }
 
 // topicEnsureOnTwoMasters: `topic ensure` without --broker creates the topic on both masters and prints a
@@ -200,7 +242,8 @@ func dlqOnTwoMasters(t *testing.T, tm testenv.TwoMasters, bin string) {
 		require.NoError(t, err)
 		return c
 	}
-	assert.Equal(t, dlq.Census{Letters: 2, ByBroker: map[string]int{tm.A.Name: 1, tm.B.Name: 1}, Waiting: 2}, census())
+	assert.Equal(t, dlq.Census{Letters: 2, ByBroker: map[string]int{tm.A.Name: 1, tm.B.Name: 1}, Waiting: 2,
+		WaitingByBroker: map[string]int{tm.A.Name: 1, tm.B.Name: 1}}, census())
 	require.Eventually(t, func() bool { return gauge() == 2 }, 30*time.Second, 100*time.Millisecond, "rmqguard_dlq_letters_waiting")
 
 	bug.Store(false)
@@ -224,7 +267,8 @@ func dlqOnTwoMasters(t *testing.T, tm testenv.TwoMasters, bin string) {
 	table := dlqCmd("list", "--mysql-dsn", dsn)
 	assert.Regexp(t, `\s`+tm.A.Name+`\s.*\s20\d\d-\S+Z by f42-operator\s+yes\n`, table)
 	assert.Regexp(t, `\s`+tm.B.Name+`\s.*\s20\d\d-\S+Z by f42-operator\s+yes\n`, table)
-	assert.Equal(t, dlq.Census{Letters: 2, ByBroker: map[string]int{tm.A.Name: 1, tm.B.Name: 1}, Waiting: 0}, census())
+	assert.Equal(t, dlq.Census{Letters: 2, ByBroker: map[string]int{tm.A.Name: 1, tm.B.Name: 1}, Waiting: 0,
+		WaitingByBroker: map[string]int{tm.A.Name: 0, tm.B.Name: 0}}, census())
 	require.Eventually(t, func() bool { return gauge() == 0 }, 30*time.Second, 100*time.Millisecond, "rmqguard_dlq_letters_waiting")
 
 	out = dlqCmd("replay", "--mysql-dsn", dsn, "--yes")

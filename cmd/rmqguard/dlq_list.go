@@ -31,7 +31,7 @@ type listRow struct {
 	ReplayedAt   *time.Time `json:"replayed_at,omitempty"`
 	ReplayedBy   string     `json:"replayed_by,omitempty"`
 	// Processed says whether the dedup scope has processed the letter's event (since the replay, for a
-	// replayed one); null without a database or an event ID.
+	// replayed one: the event ID the replay sent, too); null without a database or an event ID.
 	Processed *bool `json:"processed"`
 }
 
@@ -107,7 +107,7 @@ func listRows(letters []dlq.Letter, statuses []dlq.LetterStatus) []listRow {
 				at := rep.ReplayedAt
 				r.ReplayStatus, r.ReplayID, r.ReplayedAt, r.ReplayedBy = string(rep.Status), rep.ReplayID, &at, rep.ReplayedBy
 			}
-			if l.EventID != "" {
+			if rep := st.Replay; l.EventID != "" || rep != nil && rep.Status == dlq.AuditSent && rep.EventID != "" {
 				processed := st.Processed
 				r.Processed = &processed
 			}

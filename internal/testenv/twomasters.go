@@ -116,3 +116,44 @@ func waitListed(nameServer string, masters ...Master) error {
 		}
 	}
 }
+
+// StopMaster stops master m's broker (SIGTERM; its store is kept) and waits until the name server no
+// longer lists it. StartMaster starts it again on the same port and store and waits until it is listed.
+func (tm TwoMasters) StopMaster(t testing.TB, m Master) {
+	t.Helper()
+	if out, err := brokerInstance("stop-broker", tm.instance(m)); err != nil {
+		t.Fatalf("stop master %s: %v\n%s", m.Name, err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for {
+		body, err := remoting.InvokeNameServer(ctx, tm.NameServer, remoting.ReqGetBrokerClusterInfo)
+		if err == nil && !strings.Contains(string(body), `"`+m.Addr+`"`) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("name server %s still lists the stopped master %s after 60 s", tm.NameServer, m.Name)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// StartMaster: see StopMaster.
+func (tm TwoMasters) StartMaster(t testing.TB, m Master) {
+	t.Helper()
+	if out, err := brokerInstance("start-broker", tm.instance(m)); err != nil {
+		t.Fatalf("start master %s: %v\n%s", m.Name, err, out)
+	}
+	if err := waitListed(tm.NameServer, m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// instance is the broker-instance.sh name of master m.
+func (tm TwoMasters) instance(m Master) string {
+	if m == tm.A {
+		return "twomasters-a"
+	}
+	return "twomasters-b"
+}
