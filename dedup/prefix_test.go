@@ -230,13 +230,16 @@ func TestI9_TablePrefix_DefaultIsUnchanged(t *testing.T) {
 	for _, fsys := range []fs.FS{dedup.Migrations(), prefixed} {
 		files, err := fs.Glob(fsys, "*.sql")
 		require.NoError(t, err)
-		require.Len(t, files, 4)
+		require.Len(t, files, 5)
 		for _, f := range files {
 			text, err := fs.ReadFile(fsys, f)
 			require.NoError(t, err)
 			assert.NotContains(t, string(text), "{{", f)
 		}
 	}
+	lease, err := fs.ReadFile(prefixed, "00005_event_lease.sql")
+	require.NoError(t, err)
+	assert.Contains(t, string(lease), "CREATE TABLE IF NOT EXISTS p_event_lease (", "the lease table follows the prefix")
 	alter, err := fs.ReadFile(prefixed, "00003_purge_index.sql")
 	require.NoError(t, err)
 	assert.Contains(t, string(alter), "ALTER TABLE p_processed_event\n")
