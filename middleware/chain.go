@@ -77,7 +77,8 @@ func missingErr(format string, args ...any) error {
 //     Dedup, it never sees Dedup's own store errors, so a store outage spends attempts instead of pausing
 //     consumption as consumer.Unavailable);
 //   - a handler made by dedup.Handle (dedup.IsTxHandler) without Dedup in the chain;
-//   - a standard middleware twice (Deadline and Timeout count as one), except Version: each checks only its
+//   - a standard middleware twice (Deadline and Timeout count as one, so do Dedup and Lease: Lease, Dedup in
+//     lease mode, is held to every rule above that names Dedup), except Version: each checks only its
 //     VersionConfig.EventTypes, so a chain may hold one Version per aggregate type, all after Dedup.
 //
 // A middleware built from a nil dependency (Dedup(nil), Metrics(nil)) or a nil h or middleware is refused
