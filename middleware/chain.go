@@ -270,7 +270,9 @@ func (c *chainKinds) needBefore(by, need kind) error {
 }
 
 // short names the middleware at the 1-based position p without "middleware.", e.g. "Dedup" or "Lease".
-func (c *chainKinds) short(p int) string { return strings.TrimPrefix(c.kinds[p-1].String(), "middleware.") }
+func (c *chainKinds) short(p int) string {
+	return strings.TrimPrefix(c.kinds[p-1].String(), "middleware.")
+}
 
 // at names the 1-based position p, marking a middleware of the pending inner chain.
 func (c *chainKinds) at(p int) string {
