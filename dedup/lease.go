@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/retry"
 )
@@ -45,7 +47,9 @@ type Lease struct {
 // ID): a new lease row, or, when the row's lease has expired (its holder died or gave up: it never
 // committed), the row taken over by a conditional UPDATE (then Takeover reports true). Lease times are on
 // the database's UTC clock. It returns an error wrapping ErrLeaseHeld when another delivery holds a live
-// lease; an empty or too long event ID or scope is permanent, as for Claim. The store's own failures (no
+// lease; an empty or too long event ID or scope is permanent, as for Claim. A missing lease table (the
+// schema before migration 00005) is an error wrapping ErrSchema that names the fix, marked infrastructure:
+// consumption pauses instead of spending attempts. The store's own failures (no
 // connection, a connection lost, a read-only server) are marked (or classify as) retry.Infrastructure,
 // unless ctx ended: not the message's failure, so no attempt is spent on them.
 func (s *Store) ClaimLease(ctx context.Context, d *consumer.Delivery, dur time.Duration) (*Lease, error) {
@@ -70,6 +74,10 @@ func (s *Store) ClaimLease(ctx context.Context, d *consumer.Delivery, dur time.D
 		if err == nil {
 			return l, nil
 		}
+		if missingTable(err) {
+			return nil, retry.Infrastructure(fmt.Errorf("%w: the lease table %s is missing; fix: run dedup.Migrate%s (%w)",
+				ErrSchema, s.tables.lease(), s.tables.migrateHint(), err))
+		}
 		if key, dup := retry.DuplicateKey(err); !dup || (key != dedupKey && key != "") {
 			return nil, recordFailed(ctx, fmt.Errorf("dedup: claim lease scope %s event %s: %w", scope, d.EventID, err))
 		}
@@ -92,6 +100,15 @@ func (s *Store) ClaimLease(ctx context.Context, d *consumer.Delivery, dur time.D
 		}
 	}
 	return nil, fmt.Errorf("%w: scope %s event %s (claimed and released %d times meanwhile)", ErrLeaseHeld, scope, d.EventID, maxLeaseClaims)
+}
+
+// erNoSuchTable is MySQL's ER_NO_SUCH_TABLE.
+const erNoSuchTable = 1146
+
+// missingTable reports whether err is MySQL 1146: a table the statement names does not exist.
+func missingTable(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == erNoSuchTable
 }
 
 // execOwn runs one statement in a short transaction of its own on db and returns the rows it affected
