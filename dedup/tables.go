@@ -20,8 +20,8 @@ const (
 // must stay within MySQL's 64.
 const maxPrefixLength = maxIdentifierLength - len(VersionTable)
 
-// Tables names the three tables of one dedup schema: Prefix followed by ProcessedTable, AggregateTable and
-// VersionTable. Several schemas can live in one database side by side, each with its own prefix (two
+// Tables names the tables of one dedup schema: Prefix followed by ProcessedTable, AggregateTable,
+// "event_lease" (lease mode) and VersionTable. Several schemas can live in one database side by side, each with its own prefix (two
 // services sharing a database, a blue/green pair), and do not see each other's rows. The zero Tables is
 // the default schema, without a prefix. Build one with NewTables, or give the prefix to WithTablePrefix,
 // PurgeConfig.TablePrefix or JanitorConfig.TablePrefix.
