@@ -26,11 +26,6 @@ import (
 // less than the lease's duration ago. The delivery is retried later (middleware.Lease), never acknowledged.
 var ErrLeaseHeld = errors.New("dedup: lease held by another delivery of the event")
 
-// ErrLeaseLost means the transaction no longer holds its lease when it is about to take it: another
-// delivery took it over after it expired. It classifies as transient: the retry finds that delivery's
-// lease or its processed_event row.
-var ErrLeaseLost = retry.Transient(errors.New("dedup: the lease was taken over by another delivery after it expired"))
-
 // maxLeaseClaims bounds ClaimLease's insert-or-take-over loop when the row comes and goes between its
 // statements (its holder committing or releasing meanwhile).
 const maxLeaseClaims = 3
@@ -45,7 +40,8 @@ type Lease struct {
 
 // ClaimLease commits, in a transaction of its own, a lease of duration dur on d's event (scope and event
 // ID): a new lease row, or, when the row's lease has expired (its holder died or gave up: it never
-// committed), the row taken over by a conditional UPDATE (then Takeover reports true). Lease times are on
+// committed), the row taken over by a conditional UPDATE (then Takeover reports true for a context
+// carrying the lease, see WithLease). Lease times are on
 // the database's UTC clock. It returns an error wrapping ErrLeaseHeld when another delivery holds a live
 // lease; an empty or too long event ID or scope is permanent, as for Claim. A missing lease table (the
 // schema before migration 00005) is an error wrapping ErrSchema that names the fix, marked infrastructure:
@@ -131,23 +127,37 @@ func (s *Store) execOwn(ctx context.Context, query string, args ...any) (int64, 
 	return n, tx.Commit()
 }
 
-// Takeover reports whether this lease was taken over from an earlier delivery that never finished.
-func (l *Lease) Takeover() bool { return l.takeover }
-
 // Hold deletes the lease row inside txn, the event's transaction, right before its commit, so that the
 // lease ends exactly when txn commits its processed_event row and business writes (and is back, still this
-// delivery's, if txn rolls back). It returns an error wrapping ErrLeaseLost when the row is no longer this
-// lease's (another delivery took it over after it expired), or the statement's error.
+// delivery's, if txn rolls back). It returns an error wrapping ErrClaimLost (transient) when the row is no
+// longer this lease's (another delivery took it over after it expired), or the statement's error.
 func (l *Lease) Hold(ctx context.Context, txn *Txn) error {
 	res, err := txn.Tx.ExecContext(ctx, l.s.q.leaseHold, l.scope, l.eventID, l.token)
 	if err != nil {
 		return fmt.Errorf("dedup: hold lease scope %s event %s: %w", l.scope, l.eventID, err)
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return fmt.Errorf("scope %s event %s: %w", l.scope, l.eventID, errors.Join(ErrLeaseLost, err))
+		return retry.Transient(&leaseLost{scope: l.scope, eventID: l.eventID, err: err})
 	}
 	return nil
 }
+
+// leaseLost is Hold's error when the lease row is no longer the lease's; it is ErrClaimLost (errors.Is).
+type leaseLost struct {
+	scope, eventID string
+	err            error // reading the rows affected, if that failed
+}
+
+func (e *leaseLost) Error() string {
+	msg := fmt.Sprintf("dedup: the lease of scope %s event %s was taken over by another delivery after it expired", e.scope, e.eventID)
+	if e.err != nil {
+		msg += ": " + e.err.Error()
+	}
+	return msg
+}
+
+func (e *leaseLost) Is(target error) bool { return target == ErrClaimLost }
+func (e *leaseLost) Unwrap() error        { return e.err }
 
 // Release deletes the lease row after the event's transaction rolled back, when the handler's failure is
 // its own (its external call did not take effect, or may be repeated): the retry claims a new lease and is

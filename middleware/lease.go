@@ -111,7 +111,8 @@ func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
 			}
 			return consumer.Outcome{}, err
 		}
-		o, err = next(dedup.WithTxn(dedup.WithLease(ctx, lease), txn), d)
+		hctx := dedup.WithTxn(dedup.WithLease(ctx, lease), txn)
+		o, err = next(hctx, d)
 		if err == nil && o.Kind == consumer.KindStale {
 			end = lease.Release
 			return stale(ctx, store, txn, d, o)
@@ -126,7 +127,7 @@ func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
 		// The lease row is deleted last, so that while the handler runs the row is not locked and another
 		// delivery learns at once that the lease is held.
 		if err := lease.Hold(ctx, txn); err != nil {
-			if errors.Is(err, dedup.ErrLeaseLost) {
+			if errors.Is(err, dedup.ErrClaimLost) {
 				end = nil // another delivery's now
 			}
 			return consumer.Outcome{}, err
@@ -142,7 +143,7 @@ func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
 		}
 		end = nil // deleted with the commit
 		o.Committed = true
-		if lease.Takeover() && o.Kind == consumer.KindProcessed {
+		if dedup.Takeover(hctx) && o.Kind == consumer.KindProcessed {
 			o.Cause = consumer.CauseTakeover
 		}
 		return o, nil

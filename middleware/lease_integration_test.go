@@ -408,6 +408,59 @@ func TestLease_ChainCheckTreatsLeaseAsDedup(t *testing.T) {
 		"must be positive")
 }
 
+// A lease shorter than the handler (a misconfiguration: the lease must exceed the handler's deadline) is
+// taken over while its holder still runs; the taker waits at the dedup claim for the holder's transaction,
+// the holder finds its lease gone when it is about to commit (dedup.ErrClaimLost: a retry) and commits
+// nothing, and the taker, told it took over, commits the event once.
+func TestLease_LeaseShorterThanTheHandlerIsTakenOverAndTheFirstCommitsNothing(t *testing.T) {
+	w := newLeaseWorld(t)
+	var calls atomic.Int32
+	entered, release := make(chan struct{}), make(chan struct{})
+	var tookOver []bool
+	var mu sync.Mutex
+	chain := w.chain(t, w.store, time.Second, func(ctx context.Context, _ *sqlx.Tx, _ *consumer.Delivery) (consumer.Outcome, error) {
+		mu.Lock()
+		tookOver = append(tookOver, dedup.Takeover(ctx))
+		mu.Unlock()
+		if calls.Add(1) == 1 {
+			close(entered)
+			<-release // slower than its lease
+		}
+		return consumer.Processed(), nil
+	})
+	ev := testenv.Unique("ev")
+	type result struct {
+		o   consumer.Outcome
+		err error
+	}
+	first, second := make(chan result, 1), make(chan result, 1)
+	go func() {
+		o, err := chain(context.Background(), w.delivery(ev, ev+"-m1", 0))
+		first <- result{o, err}
+	}()
+	<-entered
+	w.waitExpired(t, ev)
+	go func() {
+		o, err := chain(context.Background(), w.delivery(ev, ev+"-m2", 0))
+		second <- result{o, err}
+	}()
+	time.Sleep(500 * time.Millisecond) // the taker has taken the lease and waits at the dedup claim
+	assert.EqualValues(t, 1, calls.Load(), "the taker waits for the holder's transaction")
+	close(release)
+
+	r := <-first
+	require.ErrorIs(t, r.err, dedup.ErrClaimLost, "the holder lost its lease")
+	assert.Equal(t, consumer.KindRetry, r.o.Kind)
+	assert.False(t, r.o.Committed)
+	r = <-second
+	require.NoError(t, r.err)
+	assert.Equal(t, consumer.KindProcessed, r.o.Kind)
+	assert.Equal(t, consumer.CauseTakeover, r.o.Cause)
+	assert.Equal(t, []bool{false, true}, tookOver)
+	assert.Equal(t, 1, w.ledger.Count(t, ev), "one commit")
+	assert.Equal(t, 0, w.rows(t, "event_lease", ev))
+}
+
 // BenchmarkLease_NewEventsOnMariaDB measures one new event through Classify → EventID → Dedup or Lease
 // around a handler that writes nothing, on the test MariaDB, one message at a time: what lease mode's two
 // short transactions (the lease claim, and the lease row's delete in the event's transaction) cost.
