@@ -50,9 +50,9 @@ func AfterCommit[F func(context.Context) | func(context.Context) error](ctx cont
 	return nil // unreachable: F is one of the two
 }
 
-// AfterCommit registers fn to run after the transaction commits (see the package function AfterCommit,
-// which also takes a fn that returns an error). It returns an error for a nil fn, or one wrapping
-// sql.ErrTxDone when the transaction is finished.
+// AfterCommit registers fn to run after the transaction commits (see the package function AfterCommit;
+// for a fn that returns an error, AfterCommit(WithTxn(ctx, t), fn)). It returns an error for a nil fn, or
+// one wrapping sql.ErrTxDone when the transaction is finished.
 func (t *Txn) AfterCommit(fn func(context.Context)) error {
 	if fn == nil {
 		return errors.New("dedup: AfterCommit: fn is nil")
