@@ -1,11 +1,15 @@
 package dedup_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/jmoiron/sqlx"
@@ -26,6 +30,7 @@ type hookRecorder struct {
 	f         *fixture
 	ran       []string // event IDs whose hook ran
 	committed []bool   // was the row visible to another connection then
+	ranErr    []string // event IDs whose second hook, one that returns an error, ran
 }
 
 func (r *hookRecorder) handler(decide dedup.TxHandler) dedup.TxHandler {
@@ -35,6 +40,12 @@ func (r *hookRecorder) handler(decide dedup.TxHandler) dedup.TxHandler {
 			_ = r.f.db.Get(&n, `SELECT COUNT(*) FROM processed_event WHERE consumer_group = ? AND event_id = ?`, d.Group, d.EventID)
 			r.ran = append(r.ran, d.EventID)
 			r.committed = append(r.committed, n == 1)
+		}); err != nil {
+			return consumer.Outcome{}, err
+		}
+		if err := dedup.AfterCommit(ctx, func(context.Context) error {
+			r.ranErr = append(r.ranErr, d.EventID)
+			return errors.New("lost")
 		}); err != nil {
 			return consumer.Outcome{}, err
 		}
@@ -55,6 +66,7 @@ func TestF25_AfterCommitHookRunsOnceAfterCommitNeverForADuplicate(t *testing.T) 
 	f.requireOnceThenDuplicate(t, h, ev, ev)
 	assert.Equal(t, []string{ev}, r.ran, "once, not for the duplicate")
 	assert.Equal(t, []bool{true}, r.committed, "after the commit")
+	assert.Equal(t, []string{ev}, r.ranErr, "a hook that returns an error: once too")
 }
 
 // F25: a handler error (retry), a permanent error (dead letter), a stale outcome and a lost claim roll back:
@@ -91,6 +103,7 @@ func TestF25_AfterCommitHookNeverRunsOnRollbackRetryOrLostClaim(t *testing.T) {
 		}
 	}
 	assert.Empty(t, r.ran, "no hook ran for a rolled-back transaction")
+	assert.Empty(t, r.ranErr, "nor a hook that returns an error")
 
 	fail = false
 	retried := f.orderMsg(t, f.prefix+"-retry", f.prefix+"-retry")
@@ -99,6 +112,7 @@ func TestF25_AfterCommitHookNeverRunsOnRollbackRetryOrLostClaim(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
 	assert.Equal(t, []string{f.prefix + "-retry"}, r.ran, "the successful retry runs its hook, once")
+	assert.Equal(t, []string{f.prefix + "-retry"}, r.ranErr)
 }
 
 // F25: a COMMIT that fails (the connection is killed after Confirm) drops the hooks: nothing committed.
@@ -123,15 +137,16 @@ func TestF25_AfterCommitHookNeverRunsWhenCommitFails(t *testing.T) {
 	assert.Equal(t, 0, f.dedupRows(t, d.EventID), "nothing committed")
 	require.ErrorIs(t, txn.AfterCommit(func(context.Context) {}), sql.ErrTxDone, "a finished transaction takes no hooks")
 	require.ErrorIs(t, dedup.AfterCommit(ctx, func(context.Context) {}), dedup.ErrNoTx)
+	require.ErrorIs(t, dedup.AfterCommit(ctx, func(context.Context) error { return nil }), dedup.ErrNoTx)
 }
 
 // F25: a hook that panics is logged with its stack; the message stays committed and acknowledged (not a
-// retry), and the hooks after it still run.
+// retry), and the hooks after it still run. F36: the panic is counted as a failure.
 func TestF25_PanickingAfterCommitHookDoesNotTurnACommitIntoARetry(t *testing.T) {
 	f := newFixture(t)
 	core, logs := observer.New(zapcore.ErrorLevel)
 	var err error
-	f.store, err = dedup.NewStore(f.db, dedup.WithLogger(zap.New(core)))
+	f.store, err = dedup.NewStore(f.db, dedup.WithLogger(zap.New(core)), dedup.WithObserver(f.metrics))
 	require.NoError(t, err)
 	second := 0
 	h := f.chain(t, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
@@ -154,4 +169,118 @@ func TestF25_PanickingAfterCommitHookDoesNotTurnACommitIntoARetry(t *testing.T) 
 	entry := logs.All()[0]
 	assert.Contains(t, entry.Message, "after-commit hook panicked")
 	assert.Contains(t, entry.ContextMap()["stack"], "aftercommit_test.go")
+	assert.Equal(t, ev, entry.ContextMap()["event_id"])
+	assert.Equal(t, 1.0, f.count(f.metrics.AfterCommitFailures, f.group))
+}
+
+// samplingLogger builds a logger writing JSON lines to out whose sampler counts the lines it drops in
+// dropped: zap.NewProductionConfig's sampler on every level (per second, level and message text, the first
+// 100 lines, then one in 100), or the example consumer's (cmd/example-consumer/logger.go: that sampler on
+// debug lines only, teed with an unsampled core for info and above).
+func samplingLogger(example bool, out zapcore.WriteSyncer, dropped *atomic.Int64) *zap.Logger {
+	enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
+	hook := zapcore.SamplerHook(func(_ zapcore.Entry, dec zapcore.SamplingDecision) {
+		if dec&zapcore.LogDropped != 0 {
+			dropped.Add(1)
+		}
+	})
+	if !example {
+		return zap.New(zapcore.NewSamplerWithOptions(zapcore.NewCore(enc, out, zapcore.DebugLevel), time.Second, 100, 100, hook))
+	}
+	debug := zapcore.NewCore(enc, out, zap.LevelEnablerFunc(func(l zapcore.Level) bool { return l < zapcore.InfoLevel }))
+	rest := zapcore.NewCore(enc.Clone(), out, zapcore.InfoLevel)
+	return zap.New(zapcore.NewTee(zapcore.NewSamplerWithOptions(debug, time.Second, 100, 100, hook), rest))
+}
+
+// jsonLines decodes buf's JSON lines.
+func jsonLines(t *testing.T, buf *bytes.Buffer) []map[string]any {
+	t.Helper()
+	var lines []map[string]any
+	for _, raw := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+		if len(raw) == 0 {
+			continue
+		}
+		var line map[string]any
+		require.NoError(t, json.Unmarshal(raw, &line))
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+// F36: 10 messages whose handlers each register 99 hooks that return an error and one that panics (and two
+// that succeed, in both forms): 1,000 failures in about a second, each counted in
+// rmqguard_after_commit_failures_total{group} and each logged in its own error line, with its event ID,
+// under zap's production sampler, which drops most of a burst of lines sharing their text, and under the
+// example consumer's logger. The messages stay processed (F25).
+func TestF36_EveryFailingAfterCommitHookIsCountedAndLoggedEvenUnderSampling(t *testing.T) {
+	for _, example := range []bool{false, true} {
+		name := map[bool]string{false: "production sampler on every level", true: "example consumer's logger"}[example]
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			var buf bytes.Buffer
+			var dropped atomic.Int64
+			log := samplingLogger(example, zapcore.Lock(zapcore.AddSync(&buf)), &dropped)
+			var err error
+			f.store, err = dedup.NewStore(f.db, dedup.WithLogger(log), dedup.WithObserver(f.metrics))
+			require.NoError(t, err)
+			var _ dedup.Observer = f.metrics
+			const messages, failing = 10, 99
+			succeeded := 0
+			h := f.chain(t, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+				for i := range failing {
+					if err := dedup.AfterCommit(ctx, func(context.Context) error {
+						return fmt.Errorf("notify %s: endpoint down (%d)", d.EventID, i)
+					}); err != nil {
+						return consumer.Outcome{}, err
+					}
+				}
+				for _, err := range []error{
+					dedup.AfterCommit(ctx, func(context.Context) { panic("notifier panicked") }),
+					dedup.AfterCommit(ctx, func(context.Context) error { succeeded++; return nil }),
+					dedup.AfterCommit(ctx, func(context.Context) { succeeded++ }),
+				} {
+					if err != nil {
+						return consumer.Outcome{}, err
+					}
+				}
+				return consumer.Processed(), nil
+			})
+			for i := range messages {
+				ev := fmt.Sprintf("%s-e%d", f.prefix, i)
+				o, res, err := f.handle(h, f.orderMsg(t, ev, ev))
+				require.NoError(t, err)
+				assert.Equal(t, consumer.KindProcessed, o.Kind, "a failed hook does not undo the commit")
+				assert.Equal(t, rmq.ConsumeSuccess, res.Result)
+			}
+
+			total := messages * (failing + 1)
+			assert.Equal(t, float64(total), f.count(f.metrics.AfterCommitFailures, f.group), "every failure counted")
+			assert.Equal(t, 2*messages, succeeded, "the hooks after a failure run; a success is not counted")
+			failed, panicked := map[string]int{}, map[string]int{}
+			for _, line := range jsonLines(t, &buf) {
+				assert.Equal(t, "error", line["level"])
+				assert.Equal(t, f.group, line["group"])
+				ev, _ := line["event_id"].(string)
+				switch line["msg"] {
+				case "after-commit hook failed; its effect is lost, the transaction stays committed":
+					failed[ev]++
+					assert.Contains(t, line["error"], ev, "the hook's own error, for its own event")
+				case "after-commit hook panicked; its effect is lost, the transaction stays committed":
+					panicked[ev]++
+					assert.Contains(t, line["stack"], "aftercommit_test.go")
+				default:
+					t.Errorf("unexpected line %v", line)
+				}
+			}
+			require.Len(t, failed, messages)
+			for i := range messages {
+				ev := fmt.Sprintf("%s-e%d", f.prefix, i)
+				assert.Equal(t, failing, failed[ev], "one line per failed hook of %s", ev)
+				assert.Equal(t, 1, panicked[ev], ev)
+			}
+			if !example {
+				assert.Positive(t, dropped.Load(), "the sampler dropped lines in Check: they were written anyway")
+			}
+		})
+	}
 }

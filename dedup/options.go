@@ -16,6 +16,7 @@ type Option func(*storeConfig) error
 type storeConfig struct {
 	scope  string
 	log    *zap.Logger
+	obs    Observer
 	txDSN  string
 	tables Tables
 	// prefixed: WithTablePrefix was given; others: the names of the other options given, in order.
@@ -65,8 +66,10 @@ func WithScope(scope string) Option {
 	}
 }
 
-// WithLogger sets the logger of the store's transactions, which reports after-commit hooks that panicked.
-// The default logs nothing (zap.NewNop).
+// WithLogger sets the logger of the store's transactions, which reports each after-commit hook that
+// failed (AfterCommit) in a line at error level: its effect is lost. These lines are never sampled away:
+// one that log's core is enabled for but drops in Check (zap's sampler, which zap.NewProduction sets on
+// every level) is written to the core directly. The default logs nothing (zap.NewNop).
 func WithLogger(log *zap.Logger) Option {
 	return func(c *storeConfig) error {
 		c.others = append(c.others, "WithLogger")
@@ -74,6 +77,19 @@ func WithLogger(log *zap.Logger) Option {
 			return fmt.Errorf("dedup: WithLogger: logger is nil")
 		}
 		c.log = log
+		return nil
+	}
+}
+
+// WithObserver reports each after-commit hook that failed to obs (e.g. *metrics.Metrics:
+// rmqguard_after_commit_failures_total{group}). Default: none.
+func WithObserver(obs Observer) Option {
+	return func(c *storeConfig) error {
+		c.others = append(c.others, "WithObserver")
+		if obs == nil {
+			return fmt.Errorf("dedup: WithObserver: observer is nil")
+		}
+		c.obs = obs
 		return nil
 	}
 }

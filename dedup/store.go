@@ -58,12 +58,14 @@ type Store struct {
 	owned *sqlx.DB // db when Open opened it: Close closes it too; nil: db is the caller's
 	scope string   // "" = the delivery's consumer group
 	log   *zap.Logger
+	obs   Observer // after-commit hook failures (WithObserver)
 	// tables are the schema's table names (WithTablePrefix); q the statements naming them, built once.
 	tables Tables
 	q      queries
 }
 
-// NewStore returns a Store on db, configured by opts (WithScope, WithLogger, WithTxDSN, WithTablePrefix).
+// NewStore returns a Store on db, configured by opts (WithScope, WithLogger, WithObserver, WithTxDSN,
+// WithTablePrefix).
 // db must hold the dedup schema (see Migrate, with the same WithTablePrefix): NewStore checks it
 // (CheckSchema, bounded by a 5 s timeout) and returns an error wrapping ErrSchema, with the ALTER TABLE
 // that fixes it, when the processed-event table (processed_event, or its prefixed name) is missing, its
@@ -84,9 +86,12 @@ func NewStore(db *sqlx.DB, opts ...Option) (*Store, error) {
 			return nil, err
 		}
 	}
-	s := &Store{db: db, log: zap.NewNop(), scope: c.scope, tables: c.tables, q: newQueries(c.tables)}
+	s := &Store{db: db, log: zap.NewNop(), obs: nopObserver{}, scope: c.scope, tables: c.tables, q: newQueries(c.tables)}
 	if c.log != nil {
 		s.log = c.log
+	}
+	if c.obs != nil {
+		s.obs = c.obs
 	}
 	if c.txDSN != "" {
 		pool, err := openTxPool(db, c.txDSN)
@@ -191,6 +196,7 @@ func (s *Store) Claim(ctx context.Context, txn *Txn, d *consumer.Delivery) error
 		return err
 	}
 	txn.claims.add(s.Scope(d), d.EventID)
+	txn.hooks.claimed(d.Group, d.EventID)
 	return nil
 }
 

@@ -49,6 +49,7 @@ type Txn struct {
 	stop    func() bool // stops the context watcher
 	ctx     context.Context
 	log     *zap.Logger
+	obs     Observer
 	hooks   afterCommit
 	claims  claims // rows this transaction inserted (Claimed)
 	// savepoints counts the savepoints set (Savepoint); only the goroutine handling the batch sets them.
@@ -83,7 +84,7 @@ func (s *Store) Begin(ctx context.Context) (*Txn, error) {
 		release(conn, false, tracked)
 		return nil, beginFailed(ctx, fmt.Errorf("dedup: begin: %w", err))
 	}
-	t := &Txn{Tx: tx, conn: conn, tracked: tracked, store: s, token: hex.EncodeToString(raw[:]), ctx: ctx, log: s.log}
+	t := &Txn{Tx: tx, conn: conn, tracked: tracked, store: s, token: hex.EncodeToString(raw[:]), ctx: ctx, log: s.log, obs: s.obs}
 	t.stop = context.AfterFunc(ctx, func() { _ = t.rollback(false) })
 	return t, nil
 }
@@ -110,9 +111,9 @@ func beginFailed(ctx context.Context, err error) error {
 
 // Commit commits the transaction and returns the connection to the pool (closes it when the server
 // refused the commit as read-only). When the COMMIT succeeded, it then runs the effects registered with
-// AfterCommit, in order, with the context given to Begin (which may have ended by then); a hook that panics
-// is recovered and logged, and Commit still returns nil: the transaction committed, so the message must not
-// be retried. When the COMMIT fails, the hooks are dropped and the error is marked retry.Infrastructure,
+// AfterCommit, in order, with the context given to Begin (which may have ended by then); a hook that fails
+// (an error, or a panic, recovered) is counted and logged (see AfterCommit), and Commit still returns nil:
+// the transaction committed, so the message must not be retried. When the COMMIT fails, the hooks are dropped and the error is marked retry.Infrastructure,
 // unless it is the message's own (a deadlock, the context's end: transient) or the transaction was already
 // finished (sql.ErrTxDone): whether the store kept the commit is unknown, and the message must be handled
 // again once the store answers. A COMMIT whose answer was lost (the connection failed around it; not a
@@ -124,7 +125,7 @@ func beginFailed(ctx context.Context, err error) error {
 func (t *Txn) Commit() error {
 	t.stop()
 	err := sql.ErrTxDone
-	var hooks []func(context.Context)
+	var hooks []hook
 	t.once.Do(func() {
 		hooks = t.hooks.close()
 		err = t.Tx.Commit()
@@ -139,7 +140,7 @@ func (t *Txn) Commit() error {
 		err = commitFailed(t.ctx, err)
 	})
 	if err == nil {
-		t.hooks.run(t.ctx, t.log, hooks)
+		t.hooks.run(t.ctx, t.log, t.obs, hooks)
 	}
 	return err
 }

@@ -31,10 +31,10 @@ var AttemptBuckets = []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15
 // rmqguard_messages_total{outcome=~"processed|duplicate|stale|dead_lettered|dead_letter"} (retries are not
 // in it: the message comes again); deploy/prometheus/rules.yml records it.
 //
-// Two sources feed it: the consumer's final decisions (consumer.WithObserver(m): messages, duplicates, dead
-// letters, attempts, batch retries, handlers in flight, lag, pauses, unsubscribed messages), and the
+// Three sources feed it: the consumer's final decisions (consumer.WithObserver(m): messages, duplicates, dead
+// letters, attempts, batch retries, handlers in flight, lag, pauses, unsubscribed messages), the
 // middleware chain (middleware.Metrics(m): handle duration, panics, unidentifiable messages, handler errors),
-// which alone sees the chain's errors. Each message is counted in rmqguard_messages_total once, by the
+// which alone sees the chain's errors, and the dedup store (dedup.WithObserver(m): after-commit failures). Each message is counted in rmqguard_messages_total once, by the
 // consumer, at its final decision.
 type Metrics struct {
 	// Messages counts messages at their final decision (consumer.Decision), once per answered delivery:
@@ -97,6 +97,10 @@ type Metrics struct {
 	// not by the consumer; absent while no census has succeeded, and while the last census failed or
 	// missed a master that held waiting letters.
 	DLQLettersWaiting *prometheus.GaugeVec
+	// AfterCommitFailures counts after-commit hooks (dedup.AfterCommit) that returned an error or panicked
+	// after their transaction committed: effects lost, the messages stay processed:
+	// rmqguard_after_commit_failures_total{group}. Reported by the dedup store (dedup.WithObserver(m)).
+	AfterCommitFailures *prometheus.CounterVec
 	// LeaseTakeovers counts messages processed by a delivery that took over the expired lease of an earlier
 	// one that never finished (middleware.Lease; the earlier one may have made the external call):
 	// rmqguard_lease_takeovers_total{group}. A delivery retried because a live lease was held is a retry
@@ -162,13 +166,17 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		DLQLettersWaiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "rmqguard_dlq_letters_waiting", Help: "Letters on the group's DLQ (every master broker) that no replay has sent and whose event is not processed.",
 		}, []string{LabelGroup}),
+		AfterCommitFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rmqguard_after_commit_failures_total", Help: "After-commit hooks that failed (error or panic) after their transaction committed: effects lost.",
+		}, []string{LabelGroup}),
 		LeaseTakeovers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rmqguard_lease_takeovers_total", Help: "Messages processed after taking over the expired lease of a delivery that never finished.",
 		}, []string{LabelGroup}),
 	}
 	for _, c := range []prometheus.Collector{m.Messages, m.Duplicates, m.DeadLetters, m.Stale, m.Attempts, m.BatchRetried,
 		m.HandlersInFlight, m.ConsumerLag, m.HandleDuration, m.Panics, m.Unidentifiable, m.Errors,
-		m.ConsumptionPaused, m.ConsumptionPausedSeconds, m.UnsubscribedMessages, m.DLQLettersWaiting, m.LeaseTakeovers} {
+		m.ConsumptionPaused, m.ConsumptionPausedSeconds, m.UnsubscribedMessages, m.DLQLettersWaiting, m.AfterCommitFailures,
+		m.LeaseTakeovers} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: register: %w", err)
 		}
@@ -217,6 +225,9 @@ func (m *Metrics) Decided(d *consumer.Delivery, dec consumer.Decision) {
 	}
 }
 
+// AfterCommitFailed implements dedup.Observer: rmqguard_after_commit_failures_total{group} goes up by one.
+func (m *Metrics) AfterCommitFailed(group string) { m.AfterCommitFailures.WithLabelValues(group).Inc() }
+
 // InFlight implements consumer.Observer: rmqguard_handlers_in_flight{group} changes by delta.
 func (m *Metrics) InFlight(group string, delta int) {
 	m.HandlersInFlight.WithLabelValues(group).Add(float64(delta))
@@ -229,10 +240,13 @@ func (m *Metrics) Lag(group, topic string, messages int64) {
 
 // Subscribed implements consumer.SubscriptionObserver: for group and each topic it creates, at zero, the
 // series of rmqguard_messages_total for every outcome, rmqguard_duplicates_total for every cause,
-// rmqguard_dead_letters_total for every reason class, rmqguard_stale_total, rmqguard_batch_retried_total,
-// rmqguard_unsubscribed_total and rmqguard_lease_takeovers_total, so that the first increment of each is seen by rate() and increase() (a series
+// rmqguard_dead_letters_total for every reason class, rmqguard_stale_total, rmqguard_batch_retried_total and
+// rmqguard_unsubscribed_total, and for group rmqguard_after_commit_failures_total and
+// rmqguard_lease_takeovers_total, so that the first increment of each is seen by rate() and increase() (a series
 // that first appears at 1 loses it), and a group without duplicates has a duplicate ratio of 0, not none.
 func (m *Metrics) Subscribed(group string, topics []string) {
+	m.AfterCommitFailures.WithLabelValues(group)
+	m.LeaseTakeovers.WithLabelValues(group)
 	for _, topic := range topics {
 		for k := consumer.KindUnset; k <= consumer.KindUnsubscribed; k++ {
 			m.Messages.WithLabelValues(group, topic, k.String())
@@ -248,5 +262,4 @@ func (m *Metrics) Subscribed(group string, topics []string) {
 		m.BatchRetried.WithLabelValues(group, topic)
 		m.UnsubscribedMessages.WithLabelValues(group, topic)
 	}
-	m.LeaseTakeovers.WithLabelValues(group)
 }

@@ -27,15 +27,16 @@ func wire(ctx context.Context, dsn string, logger *zap.Logger) error {
 	if _, err := dedup.Migrate(ctx, db.DB); err != nil { // processed_event, aggregate_version tables
 		return err
 	}
-	store, err := dedup.NewStore(db, dedup.WithTxDSN(dsn)) // transactions on a pool of its own: BEGIN, claim, writes, COMMIT
-	if err != nil {
-		return err
-	}
-	defer store.Close()
 	m, err := metrics.New(prometheus.DefaultRegisterer)
 	if err != nil {
 		return err
 	}
+	store, err := dedup.NewStore(db, dedup.WithTxDSN(dsn), // transactions on a pool of its own: BEGIN, claim, writes, COMMIT
+		dedup.WithLogger(logger), dedup.WithObserver(m)) // after-commit hooks that failed: logged and counted
+	if err != nil {
+		return err
+	}
+	defer store.Close()
 	eventID, err := middleware.EventID(middleware.EventIDConfig{}) // the EVENT_ID property
 	if err != nil {
 		return err

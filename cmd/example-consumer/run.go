@@ -184,8 +184,15 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	if err := shop.Migrate(ctx, db.DB); err != nil {
 		return err
 	}
-	// The store's transactions run on a pool of its own with autocommit off (BEGIN, claim, writes, COMMIT).
-	store, err := dedup.NewStore(db, dedup.WithTxDSN(s.mysqlDSN))
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m, err := metrics.New(reg)
+	if err != nil {
+		return err
+	}
+	// The store's transactions run on a pool of its own with autocommit off (BEGIN, claim, writes, COMMIT);
+	// after-commit hooks that fail are logged (every line, see logger.go) and counted.
+	store, err := dedup.NewStore(db, dedup.WithTxDSN(s.mysqlDSN), dedup.WithLogger(log), dedup.WithObserver(m))
 	if err != nil {
 		return err
 	}
@@ -219,12 +226,6 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	}
 	defer func() { _ = publisher.Close() }()
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m, err := metrics.New(reg)
-	if err != nil {
-		return err
-	}
 	stopMonitor, err := startDLQMonitor(ctx, db, cfg, m, o.dlqInterval, log)
 	if err != nil {
 		return err
