@@ -7,9 +7,13 @@ package consumer
 //   - KindDuplicate: why the event came again: CauseRedelivery, CauseResend or CauseReplay, as read from
 //     the dedup row; CauseUnknown when it could not be read;
 //   - KindDeadLetter and KindDeadLettered: the dead letter's reason class: CausePermanent,
-//     CauseUnidentifiable, CauseVersionGap, CauseExhausted, CausePanic, CauseTimeout or CauseOther;
-//   - KindRetry: what the retry is for, when known (CausePanic, CauseTimeout); if the retry happens on the
-//     message's last delivery the broker dead-letters it, and this becomes the letter's reason class.
+//     CauseUnidentifiable, CauseVersionGap, CauseExhausted, CausePanic, CauseTimeout, CauseLeaseHeld or
+//     CauseOther;
+//   - KindRetry: what the retry is for, when known (CausePanic, CauseTimeout, CauseLeaseHeld); if the retry
+//     happens on the message's last delivery the broker dead-letters it, and this becomes the letter's
+//     reason class;
+//   - KindProcessed: CauseTakeover when the delivery took over the expired lease of one that never
+//     finished (middleware.Lease); empty otherwise.
 //
 // The empty Cause means "not known"; the consumer fills it in its final decision (see Decision).
 type Cause string
@@ -48,9 +52,16 @@ const (
 	CausePanic Cause = "panic"
 	// CauseTimeout: the handler missed its deadline on the message's last delivery.
 	CauseTimeout Cause = "timeout"
+	// CauseLeaseHeld: another delivery of the event held a live lease (middleware.Lease), so this one was
+	// retried without running the handler.
+	CauseLeaseHeld Cause = "lease_held"
 	// CauseOther: any other reason; also what a Cause outside this set is reported as.
 	CauseOther Cause = "other"
 )
+
+// CauseTakeover marks a processed message whose delivery took over the expired lease of an earlier one
+// that never finished (middleware.Lease): that one may have made the handler's external call.
+const CauseTakeover Cause = "takeover"
 
 // knownDuplicateCause reports whether c is one of the duplicate causes the chain can determine
 // (redelivery, resend, replay).
@@ -61,7 +72,7 @@ func knownDuplicateCause(c Cause) bool {
 // letterClass returns c when it is one of the dead-letter reason classes, else CauseOther.
 func letterClass(c Cause) Cause {
 	switch c {
-	case CausePermanent, CauseUnidentifiable, CauseVersionGap, CauseExhausted, CausePanic, CauseTimeout:
+	case CausePermanent, CauseUnidentifiable, CauseVersionGap, CauseExhausted, CausePanic, CauseTimeout, CauseLeaseHeld:
 		return c
 	}
 	return CauseOther

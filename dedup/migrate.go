@@ -17,8 +17,8 @@ import (
 	"github.com/pressly/goose/v3"
 )
 
-// migrationFiles are the dedup schema's goose SQL migrations as text/template sources: {{.Processed}} and
-// {{.Aggregate}} stand for the table names of a Tables (see renderMigrations).
+// migrationFiles are the dedup schema's goose SQL migrations as text/template sources: {{.Processed}},
+// {{.Aggregate}} and {{.Lease}} stand for the table names of a Tables (see renderMigrations).
 //
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
@@ -45,7 +45,7 @@ func renderMigrations(t Tables) (fs.FS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dedup: migrations: %w", err)
 	}
-	names := struct{ Processed, Aggregate string }{t.Processed(), t.Aggregate()}
+	names := struct{ Processed, Aggregate, Lease string }{t.Processed(), t.Aggregate(), t.lease()}
 	out := make(fstest.MapFS, len(files))
 	for _, f := range files {
 		tmpl, err := template.ParseFS(migrationFiles, f)
@@ -61,10 +61,10 @@ func renderMigrations(t Tables) (fs.FS, error) {
 	return out, nil
 }
 
-// Migrate applies the dedup schema (the processed_event and aggregate_version tables) to db, a MySQL or
+// Migrate applies the dedup schema (the processed_event, aggregate_version and event_lease tables) to db, a MySQL or
 // MariaDB database, recording the applied migrations in VersionTable. With WithTablePrefix(p) among opts
 // (the only option it takes: the others configure a Store and are refused) the tables are
-// p + "processed_event", p + "aggregate_version" and p + VersionTable instead; pass the same option to
+// p + "processed_event", p + "aggregate_version", p + "event_lease" and p + VersionTable instead; pass the same option to
 // NewStore. It is safe to run from several processes at once: they serialise on a MySQL named lock
 // (GET_LOCK). It returns the migrations it applied (none when the schema is current), or an error: an
 // invalid option (naming it and why), or the migration's error, wrapped.

@@ -27,8 +27,9 @@ type storeConfig struct {
 // apply runs opt on c.
 func (opt Option) apply(c *storeConfig) error { return opt(c) }
 
-// WithTablePrefix names the dedup schema's tables prefix + "processed_event", prefix + "aggregate_version"
-// and prefix + "rmqguard_dedup_db_version" (the migrations' version table) instead of the default names,
+// WithTablePrefix names the dedup schema's tables prefix + "processed_event", prefix + "aggregate_version",
+// prefix + "event_lease" (lease mode) and prefix + "rmqguard_dedup_db_version" (the migrations' version
+// table) instead of the default names,
 // so that several dedup schemas share one database without sharing rows: the same event ID is processed
 // once in each. Give the same prefix to Migrate (which creates the tables), NewStore, and the
 // TablePrefix of PurgeConfig and JanitorConfig (`rmqguard dedup purge --table-prefix`). The default is no

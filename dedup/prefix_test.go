@@ -52,7 +52,7 @@ func createTableOf(t *testing.T, db *sqlx.DB, table string) string {
 	return strings.Replace(ddl, "`"+table+"`", "`T`", 1)
 }
 
-// I9 item 7: migrations with a prefix create exactly the three prefixed tables, shaped like the default
+// I9 item 7: migrations with a prefix create exactly the prefixed tables, shaped like the default
 // ones; running them again applies nothing; the default migration still creates the default names.
 func TestI9_TablePrefix_MigrateCreatesExactlyThePrefixedTables(t *testing.T) {
 	db := scratchDB(t)
@@ -61,8 +61,8 @@ func TestI9_TablePrefix_MigrateCreatesExactlyThePrefixedTables(t *testing.T) {
 	applied, err := dedup.Migrate(ctx, db.DB, dedup.WithTablePrefix("billing_"))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"00001_processed_event.sql", "00002_claim_token.sql", "00003_purge_index.sql",
-		"00004_aggregate_version.sql"}, applied)
-	assert.Equal(t, []string{"billing_aggregate_version", "billing_processed_event", "billing_rmqguard_dedup_db_version"},
+		"00004_aggregate_version.sql", "00005_event_lease.sql"}, applied)
+	assert.Equal(t, []string{"billing_aggregate_version", "billing_event_lease", "billing_processed_event", "billing_rmqguard_dedup_db_version"},
 		tablesOf(t, db), "the prefixed tables, and no default one")
 	again, err := dedup.Migrate(ctx, db.DB, dedup.WithTablePrefix("billing_"))
 	require.NoError(t, err)
@@ -74,10 +74,11 @@ func TestI9_TablePrefix_MigrateCreatesExactlyThePrefixedTables(t *testing.T) {
 
 	_, err = dedup.Migrate(ctx, db.DB)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"aggregate_version", "billing_aggregate_version", "billing_processed_event",
-		"billing_rmqguard_dedup_db_version", "processed_event", "rmqguard_dedup_db_version"}, tablesOf(t, db))
+	assert.Equal(t, []string{"aggregate_version", "billing_aggregate_version", "billing_event_lease", "billing_processed_event",
+		"billing_rmqguard_dedup_db_version", "event_lease", "processed_event", "rmqguard_dedup_db_version"}, tablesOf(t, db))
 	assert.Equal(t, createTableOf(t, db, "processed_event"), createTableOf(t, db, "billing_processed_event"))
 	assert.Equal(t, createTableOf(t, db, "aggregate_version"), createTableOf(t, db, "billing_aggregate_version"))
+	assert.Equal(t, createTableOf(t, db, "event_lease"), createTableOf(t, db, "billing_event_lease"))
 }
 
 // prefixedChain is one service's chain on its own prefixed tables: EventID → Dedup → Version (table mode)
@@ -229,13 +230,16 @@ func TestI9_TablePrefix_DefaultIsUnchanged(t *testing.T) {
 	for _, fsys := range []fs.FS{dedup.Migrations(), prefixed} {
 		files, err := fs.Glob(fsys, "*.sql")
 		require.NoError(t, err)
-		require.Len(t, files, 4)
+		require.Len(t, files, 5)
 		for _, f := range files {
 			text, err := fs.ReadFile(fsys, f)
 			require.NoError(t, err)
 			assert.NotContains(t, string(text), "{{", f)
 		}
 	}
+	lease, err := fs.ReadFile(prefixed, "00005_event_lease.sql")
+	require.NoError(t, err)
+	assert.Contains(t, string(lease), "CREATE TABLE IF NOT EXISTS p_event_lease (", "the lease table follows the prefix")
 	alter, err := fs.ReadFile(prefixed, "00003_purge_index.sql")
 	require.NoError(t, err)
 	assert.Contains(t, string(alter), "ALTER TABLE p_processed_event\n")

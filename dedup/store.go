@@ -231,7 +231,8 @@ func (s *Store) insertRow(ctx context.Context, ex sqlx.ExecerContext, d *consume
 // ErrClaimLost means the transaction no longer holds its processed_event row when it is about to commit:
 // MySQL rolled the transaction back underneath the handler (a deadlock, 1213, rolls back the whole
 // transaction, and statements after it run in a new one). Committing would apply the effect without its
-// dedup row; the message is retried instead. It classifies as transient.
+// dedup row; the message is retried instead. It classifies as transient. In lease mode, Lease.Hold returns
+// it too when the lease was taken over by another delivery after it expired.
 var ErrClaimLost = retry.Transient(errors.New("dedup: the transaction lost its processed_event row (rolled back under the handler, e.g. by a deadlock)"))
 
 // Confirm checks, inside txn, that txn still holds the processed_event row its Claim wrote: the row must be

@@ -20,8 +20,8 @@ const (
 // must stay within MySQL's 64.
 const maxPrefixLength = maxIdentifierLength - len(VersionTable)
 
-// Tables names the three tables of one dedup schema: Prefix followed by ProcessedTable, AggregateTable and
-// VersionTable. Several schemas can live in one database side by side, each with its own prefix (two
+// Tables names the tables of one dedup schema: Prefix followed by ProcessedTable, AggregateTable,
+// "event_lease" (lease mode) and VersionTable. Several schemas can live in one database side by side, each with its own prefix (two
 // services sharing a database, a blue/green pair), and do not see each other's rows. The zero Tables is
 // the default schema, without a prefix. Build one with NewTables, or give the prefix to WithTablePrefix,
 // PurgeConfig.TablePrefix or JanitorConfig.TablePrefix.
@@ -64,6 +64,10 @@ func (t Tables) Processed() string { return t.prefix + ProcessedTable }
 // Aggregate returns the name of the aggregate-version table: Prefix + AggregateTable.
 func (t Tables) Aggregate() string { return t.prefix + AggregateTable }
 
+// lease returns the name of the lease table of middleware.Lease: Prefix + "event_lease" (shorter than
+// VersionTable, so every valid prefix makes a valid name).
+func (t Tables) lease() string { return t.prefix + "event_lease" }
+
 // Version returns the name of the goose version table of the dedup migrations: Prefix + VersionTable.
 func (t Tables) Version() string { return t.prefix + VersionTable }
 
@@ -72,11 +76,13 @@ type queries struct {
 	claim, confirm, committed, processed, cause, probe string
 	aggregateRead, aggregateAdvance                    string
 	confirmBatchHead, causesHead                       string
+	// lease mode (lease.go)
+	leaseClaim, leaseTake, leaseRead, leaseHold, leaseRelease, leaseExpire string
 }
 
 // newQueries writes t's names into the store's statements; t's names are valid identifiers (NewTables).
 func newQueries(t Tables) queries {
-	p, a := t.Processed(), t.Aggregate()
+	p, a, l := t.Processed(), t.Aggregate(), t.lease()
 	return queries{
 		claim: `INSERT INTO ` + p + `
 		   (consumer_group, event_id, event_type, aggregate_id, topic, msg_id, consumed_at, result_status, claim_token)
@@ -93,6 +99,16 @@ func newQueries(t Tables) queries {
 		 WHERE consumer_group = ? AND aggregate_type = ? AND aggregate_id = ? AND version = ?`,
 		confirmBatchHead: `SELECT COUNT(*) FROM ` + p + ` WHERE claim_token = ? AND (consumer_group, event_id) IN (`,
 		causesHead:       `SELECT consumer_group, event_id, msg_id FROM ` + p + ` WHERE (consumer_group, event_id) IN (`,
+		leaseClaim: `INSERT INTO ` + l + ` (consumer_group, event_id, claim_token, msg_id, claimed_at, lease_until)
+		 VALUES (?, ?, ?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)`,
+		leaseTake: `UPDATE ` + l + ` SET claim_token = ?, msg_id = ?, claimed_at = UTC_TIMESTAMP(6),
+		 lease_until = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, takeovers = takeovers + 1
+		 WHERE consumer_group = ? AND event_id = ? AND lease_until <= UTC_TIMESTAMP(6)`,
+		leaseRead:    `SELECT COUNT(*) FROM ` + l + ` WHERE consumer_group = ? AND event_id = ?`,
+		leaseHold:    `DELETE FROM ` + l + ` WHERE consumer_group = ? AND event_id = ? AND claim_token = ?`,
+		leaseRelease: `DELETE FROM ` + l + ` WHERE consumer_group = ? AND event_id = ? AND claim_token = ?`,
+		leaseExpire: `UPDATE ` + l + ` SET lease_until = LEAST(lease_until, UTC_TIMESTAMP(6))
+		 WHERE consumer_group = ? AND event_id = ? AND claim_token = ?`,
 	}
 }
 

@@ -107,6 +107,7 @@ func TestNew_RegistersTheAgreedNames(t *testing.T) {
 	batch := decision(consumer.KindProcessed, "")
 	batch.BatchRetried = true
 	m.Decided(d, batch)
+	m.Decided(d, decision(consumer.KindProcessed, consumer.CauseTakeover))
 	m.InFlight("cg", 0)
 	m.Lag("cg", "ORDER", 0)
 	m.Paused("cg", "x")
@@ -140,7 +141,25 @@ func TestNew_RegistersTheAgreedNames(t *testing.T) {
 		"rmqguard_panics_total":                     {"group", "topic"},
 		"rmqguard_unidentifiable_total":             {"group", "topic"},
 		"rmqguard_handler_errors_total":             {"class", "group", "topic"},
+		"rmqguard_lease_takeovers_total":            {"group"},
 	}, labels)
+}
+
+// F35: a message processed by a delivery that took over an expired lease counts in
+// rmqguard_lease_takeovers_total{group}, once, and as processed; a retry for a held lease counts as a retry
+// only, and a dead letter on its last delivery under reason lease_held.
+func TestDecided_F35_CountsLeaseTakeovers(t *testing.T) {
+	m, err := metrics.New(prometheus.NewRegistry())
+	require.NoError(t, err)
+	m.Decided(delivery(0), decision(consumer.KindProcessed, ""))
+	m.Decided(delivery(1), decision(consumer.KindRetry, consumer.CauseLeaseHeld))
+	m.Decided(delivery(2), decision(consumer.KindProcessed, consumer.CauseTakeover))
+	m.Decided(delivery(16), decision(consumer.KindDeadLetter, consumer.CauseLeaseHeld))
+
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.LeaseTakeovers.WithLabelValues("cg")))
+	assert.Equal(t, 2.0, testutil.ToFloat64(m.Messages.WithLabelValues("cg", "ORDER", "processed")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.Messages.WithLabelValues("cg", "ORDER", "retry")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.DeadLetters.WithLabelValues("cg", "ORDER", "lease_held")))
 }
 
 // S7: a stale final decision counts in rmqguard_stale_total and rmqguard_messages_total{outcome="stale"};

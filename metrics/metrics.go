@@ -51,7 +51,7 @@ type Metrics struct {
 	Duplicates *prometheus.CounterVec
 	// DeadLetters counts messages that went to %DLQ%<group> (final outcome dead_lettered or dead_letter) by
 	// reason class: rmqguard_dead_letters_total{group,topic,reason}, reason one of permanent,
-	// unidentifiable, version_gap, exhausted, panic, timeout, other (see consumer.Cause).
+	// unidentifiable, version_gap, exhausted, panic, timeout, lease_held, other (see consumer.Cause).
 	DeadLetters *prometheus.CounterVec
 	// Stale counts messages acknowledged as stale at their final decision: their aggregate version was not
 	// above the stored one (middleware.Version, or a handler's consumer.Stale), so they wrote nothing:
@@ -101,6 +101,11 @@ type Metrics struct {
 	// after their transaction committed: effects lost, the messages stay processed:
 	// rmqguard_after_commit_failures_total{group}. Reported by the dedup store (dedup.WithObserver(m)).
 	AfterCommitFailures *prometheus.CounterVec
+	// LeaseTakeovers counts messages processed by a delivery that took over the expired lease of an earlier
+	// one that never finished (middleware.Lease; the earlier one may have made the external call):
+	// rmqguard_lease_takeovers_total{group}. A delivery retried because a live lease was held is a retry
+	// with cause lease_held in the consumer's log line, not counted here.
+	LeaseTakeovers *prometheus.CounterVec
 }
 
 // New creates the collectors and registers them on reg. It returns an error, wrapped, when reg is nil or
@@ -164,10 +169,14 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		AfterCommitFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rmqguard_after_commit_failures_total", Help: "After-commit hooks that failed (error or panic) after their transaction committed: effects lost.",
 		}, []string{LabelGroup}),
+		LeaseTakeovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rmqguard_lease_takeovers_total", Help: "Messages processed after taking over the expired lease of a delivery that never finished.",
+		}, []string{LabelGroup}),
 	}
 	for _, c := range []prometheus.Collector{m.Messages, m.Duplicates, m.DeadLetters, m.Stale, m.Attempts, m.BatchRetried,
 		m.HandlersInFlight, m.ConsumerLag, m.HandleDuration, m.Panics, m.Unidentifiable, m.Errors,
-		m.ConsumptionPaused, m.ConsumptionPausedSeconds, m.UnsubscribedMessages, m.DLQLettersWaiting, m.AfterCommitFailures} {
+		m.ConsumptionPaused, m.ConsumptionPausedSeconds, m.UnsubscribedMessages, m.DLQLettersWaiting, m.AfterCommitFailures,
+		m.LeaseTakeovers} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: register: %w", err)
 		}
@@ -194,7 +203,7 @@ func (m *Metrics) Unsubscribed(group, topic string) {
 // rmqguard_messages_total by final outcome; for a duplicate rmqguard_duplicates_total by cause; for a dead
 // letter (dead_lettered or dead_letter) rmqguard_dead_letters_total by reason class; for a stale message
 // rmqguard_stale_total; for a processed message
-// its deliveries in rmqguard_attempts; and rmqguard_batch_retried_total when its batch was retried.
+// its deliveries in rmqguard_attempts (and rmqguard_lease_takeovers_total when it took over a lease); and rmqguard_batch_retried_total when its batch was retried.
 func (m *Metrics) Decided(d *consumer.Delivery, dec consumer.Decision) {
 	o := dec.Outcome
 	m.Messages.WithLabelValues(d.Group, d.Topic, o.Kind.String()).Inc()
@@ -207,6 +216,9 @@ func (m *Metrics) Decided(d *consumer.Delivery, dec consumer.Decision) {
 		m.Stale.WithLabelValues(d.Group, d.Topic).Inc()
 	case consumer.KindProcessed:
 		m.Attempts.WithLabelValues(d.Group, d.Topic).Observe(float64(d.Attempt + 1))
+		if o.Cause == consumer.CauseTakeover {
+			m.LeaseTakeovers.WithLabelValues(d.Group).Inc()
+		}
 	}
 	if dec.BatchRetried {
 		m.BatchRetried.WithLabelValues(d.Group, d.Topic).Inc()
@@ -229,10 +241,12 @@ func (m *Metrics) Lag(group, topic string, messages int64) {
 // Subscribed implements consumer.SubscriptionObserver: for group and each topic it creates, at zero, the
 // series of rmqguard_messages_total for every outcome, rmqguard_duplicates_total for every cause,
 // rmqguard_dead_letters_total for every reason class, rmqguard_stale_total, rmqguard_batch_retried_total and
-// rmqguard_unsubscribed_total, and for group rmqguard_after_commit_failures_total, so that the first increment of each is seen by rate() and increase() (a series
+// rmqguard_unsubscribed_total, and for group rmqguard_after_commit_failures_total and
+// rmqguard_lease_takeovers_total, so that the first increment of each is seen by rate() and increase() (a series
 // that first appears at 1 loses it), and a group without duplicates has a duplicate ratio of 0, not none.
 func (m *Metrics) Subscribed(group string, topics []string) {
 	m.AfterCommitFailures.WithLabelValues(group)
+	m.LeaseTakeovers.WithLabelValues(group)
 	for _, topic := range topics {
 		for k := consumer.KindUnset; k <= consumer.KindUnsubscribed; k++ {
 			m.Messages.WithLabelValues(group, topic, k.String())
@@ -241,7 +255,7 @@ func (m *Metrics) Subscribed(group string, topics []string) {
 			m.Duplicates.WithLabelValues(group, topic, string(c))
 		}
 		for _, c := range []consumer.Cause{consumer.CausePermanent, consumer.CauseUnidentifiable, consumer.CauseVersionGap,
-			consumer.CauseExhausted, consumer.CausePanic, consumer.CauseTimeout, consumer.CauseOther} {
+			consumer.CauseExhausted, consumer.CausePanic, consumer.CauseTimeout, consumer.CauseLeaseHeld, consumer.CauseOther} {
 			m.DeadLetters.WithLabelValues(group, topic, string(c))
 		}
 		m.Stale.WithLabelValues(group, topic)

@@ -24,12 +24,13 @@ func TestSubscribed_CreatesTheCounterSeriesAtZero(t *testing.T) {
 
 	assert.Equal(t, 2*9, testutil.CollectAndCount(m.Messages), "every outcome of both topics")
 	assert.Equal(t, 2*4, testutil.CollectAndCount(m.Duplicates), "redelivery, resend, replay, unknown of both topics")
-	assert.Equal(t, 2*7, testutil.CollectAndCount(m.DeadLetters), "every reason class of both topics")
+	assert.Equal(t, 2*8, testutil.CollectAndCount(m.DeadLetters), "every reason class of both topics")
 	assert.Zero(t, testutil.ToFloat64(m.DeadLetters.WithLabelValues("cg", "ORDER", "version_gap")))
 	assert.Equal(t, 2, testutil.CollectAndCount(m.Stale), "rmqguard_stale_total of both topics")
 	assert.Equal(t, 2, testutil.CollectAndCount(m.BatchRetried))
 	assert.Equal(t, 2, testutil.CollectAndCount(m.UnsubscribedMessages))
 	assert.Equal(t, 1, testutil.CollectAndCount(m.AfterCommitFailures), "rmqguard_after_commit_failures_total of the group")
+	assert.Equal(t, 1, testutil.CollectAndCount(m.LeaseTakeovers), "rmqguard_lease_takeovers_total of the group")
 	for _, c := range []string{"redelivery", "resend", "replay", "unknown"} {
 		assert.Zero(t, testutil.ToFloat64(m.Duplicates.WithLabelValues("cg", "PAY", c)), c)
 	}

@@ -77,7 +77,8 @@ func missingErr(format string, args ...any) error {
 //     Dedup, it never sees Dedup's own store errors, so a store outage spends attempts instead of pausing
 //     consumption as consumer.Unavailable);
 //   - a handler made by dedup.Handle (dedup.IsTxHandler) without Dedup in the chain;
-//   - a standard middleware twice (Deadline and Timeout count as one), except Version: each checks only its
+//   - a standard middleware twice (Deadline and Timeout count as one, so do Dedup and Lease: Lease, Dedup in
+//     lease mode, is held to every rule above that names Dedup), except Version: each checks only its
 //     VersionConfig.EventTypes, so a chain may hold one Version per aggregate type, all after Dedup.
 //
 // A middleware built from a nil dependency (Dedup(nil), Metrics(nil)) or a nil h or middleware is refused
@@ -160,7 +161,7 @@ func (c *chainKinds) collect(h consumer.Handler, mws []consumer.Middleware) erro
 		if k == kindRefused {
 			return fmt.Errorf("position %d: %w", i+1, consumer.Refused(mw(nil)))
 		}
-		if k == kindDedup {
+		if k == kindDedup || k == kindLease {
 			if cc, ok := checkerOf(mw); ok {
 				c.stores = append(c.stores, cc)
 			}
@@ -178,8 +179,11 @@ func (c *chainKinds) collect(h consumer.Handler, mws []consumer.Middleware) erro
 			continue // one Version per aggregate type; the first one's position is the one checked
 		}
 		slot := k
-		if k == kindTimeout {
+		switch k {
+		case kindTimeout:
 			slot = kindDeadline // one deadline middleware per chain
+		case kindLease:
+			slot = kindDedup // Lease is Dedup in lease mode: one of them, under Dedup's rules
 		}
 		if p, ok := c.pos[slot]; ok {
 			return orderErr("%s (%s) repeats %s (%s): keep one of them", k, c.at(i+1), c.kinds[p-1], c.at(p))
@@ -221,12 +225,13 @@ func (c *chainKinds) dedupNeedsClassify() error {
 		return nil
 	}
 	if classify {
-		return orderErr("middleware.Dedup (%s) needs middleware.Classify (%s) before it: move Classify before Dedup "+
-			"(inside Dedup it never sees Dedup's own errors: a store outage at BEGIN, the claim or COMMIT is retried, spending "+
-			"the message's attempts, instead of pausing consumption as consumer.Unavailable)", c.at(d), c.at(q))
+		return orderErr("%s (%s) needs middleware.Classify (%s) before it: move Classify before %s "+
+			"(inside %s it never sees %s's own errors: a store outage at BEGIN, the claim or COMMIT is retried, spending "+
+			"the message's attempts, instead of pausing consumption as consumer.Unavailable)", c.kinds[d-1], c.at(d), c.at(q),
+			c.short(d), c.short(d), c.short(d))
 	}
-	return missingErr("middleware.Dedup (%s) needs middleware.Classify in the chain: add it before EventID "+
-		"(without it a permanent error is retried on every delivery and then moved to the DLQ by the broker, without its reason)", c.at(d))
+	return missingErr("%s (%s) needs middleware.Classify in the chain: add it before EventID "+
+		"(without it a permanent error is retried on every delivery and then moved to the DLQ by the broker, without its reason)", c.kinds[d-1], c.at(d))
 }
 
 // timeoutInsideRecover: Timeout must not be outside Recover, which no chain around it can mend.
@@ -259,9 +264,14 @@ func (c *chainKinds) needBefore(by, need kind) error {
 	}
 	short := func(k kind) string { return strings.TrimPrefix(k.String(), "middleware.") }
 	if has {
-		return orderErr("%s (%s) needs %s before it: move %s before %s", by, c.at(p), need, short(need), short(by))
+		return orderErr("%s (%s) needs %s before it: move %s before %s", c.kinds[p-1], c.at(p), c.kinds[q-1], c.short(q), c.short(p))
 	}
-	return missingErr("%s (%s) needs %s before it: add %s before %s", by, c.at(p), need, need, short(by))
+	return missingErr("%s (%s) needs %s before it: add %s before %s", c.kinds[p-1], c.at(p), need, need, short(c.kinds[p-1]))
+}
+
+// short names the middleware at the 1-based position p without "middleware.", e.g. "Dedup" or "Lease".
+func (c *chainKinds) short(p int) string {
+	return strings.TrimPrefix(c.kinds[p-1].String(), "middleware.")
 }
 
 // at names the 1-based position p, marking a middleware of the pending inner chain.

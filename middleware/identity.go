@@ -21,13 +21,14 @@ const (
 	kindTimeout
 	kindDedup
 	kindVersion
+	kindLease // Dedup in lease mode: takes Dedup's place in the order rules
 )
 
 // String returns the constructor's name, e.g. "middleware.Dedup".
 func (k kind) String() string {
 	return [...]string{"a user middleware", "a refused middleware", "middleware.Metrics", "middleware.Logging",
 		"middleware.Recover", "middleware.Classify", "middleware.EventID", "middleware.Deadline",
-		"middleware.Timeout", "middleware.Dedup", "middleware.Version"}[k]
+		"middleware.Timeout", "middleware.Dedup", "middleware.Version", "middleware.Lease"}[k]
 }
 
 // kindOf tells a standard middleware by the code pointer of its method value (one per unexported type, the
@@ -54,6 +55,8 @@ func kindOf(mw consumer.Middleware) kind {
 		return kindDedup
 	case code((*versionMW)(nil).wrap):
 		return kindVersion
+	case code((*leaseMW)(nil).wrap):
+		return kindLease
 	}
 	return kindUser
 }

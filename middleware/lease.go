@@ -1,0 +1,151 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/retry"
+)
+
+// Lease is Dedup in lease mode (claim first), for a handler whose external call must happen before the
+// commit because its answer is written (charge a card, store the charge ID) and which the other side cannot
+// dedup. Before the handler runs, a lease of duration lease on the event is committed (dedup.Store.ClaimLease);
+// the handler's transaction then deletes it with its processed_event row and business writes, so "done"
+// commits exactly with them. Put it where Dedup goes (Chain treats it as Dedup: EventID and Classify before
+// it, Version after it; it serves dedup.Handle handlers), never both. Per delivery:
+//   - another delivery holds a live lease (its handler is running, or died less than lease ago): a retry
+//     with cause consumer.CauseLeaseHeld at the broker delay level covering lease (on a default broker:
+//     1s 5s 10s 30s 1m … 2h), never acknowledged; the handler does not run;
+//   - the lease expired without a commit (its holder died): this delivery takes it over by a conditional
+//     UPDATE and dedup.Takeover(ctx) reports true to the handler, which should ask the other side whether
+//     the call happened before calling again; the processed outcome carries consumer.CauseTakeover
+//     (rmqguard_lease_takeovers_total);
+//   - the handler returns an error (its context live) or an outcome that does not commit: the lease is
+//     released, and the retry runs as a new claim — return an error only when the call did not take effect;
+//   - the run ends without a commit after the handler returned success, at its deadline, or by a panic: the
+//     lease is expired at once, so the next delivery is a takeover;
+//   - the event is done (its processed_event row committed): a duplicate, as with Dedup.
+//
+// lease must exceed the handler's deadline (consumer.Config.HandlerTimeout), or a slow handler's lease can
+// expire while its transaction is still open (a takeover then waits for that transaction's end, and finds
+// the event done or takes the lease over). An outage of the store while claiming, holding or committing
+// is classified infrastructure (consumer.Unavailable through Classify): no attempt is spent on it. Lease
+// does not run in batches (consumer.Config.BatchSize > 1: the message is dead-lettered as permanent, saying
+// so). A nil store or a lease that is not positive makes Chain (and consumer.New) refuse the chain.
+func Lease(store *dedup.Store, lease time.Duration) consumer.Middleware {
+	if store == nil {
+		return refuse(fmt.Errorf("%w: middleware.Lease: store is nil — did dedup.NewStore fail? check its error", ErrNilDependency))
+	}
+	if lease <= 0 {
+		return refuse(fmt.Errorf("middleware.Lease: lease %s must be positive (longer than the handler's deadline)", lease))
+	}
+	return (&leaseMW{store: store, lease: lease, level: delayLevelCovering(lease)}).wrap
+}
+
+// leaseMW is a Lease middleware; its wrap method value identifies it to Chain.
+type leaseMW struct {
+	store *dedup.Store
+	lease time.Duration
+	level int // the broker delay level of a lease-held retry
+}
+
+// defaultDelayLevels are a default broker's delay levels 1..18 (messageDelayLevel).
+var defaultDelayLevels = [...]time.Duration{time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second,
+	time.Minute, 2 * time.Minute, 3 * time.Minute, 4 * time.Minute, 5 * time.Minute, 6 * time.Minute, 7 * time.Minute,
+	8 * time.Minute, 9 * time.Minute, 10 * time.Minute, 20 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour}
+
+// delayLevelCovering returns the first default delay level at least d long, or the last (2 h).
+func delayLevelCovering(d time.Duration) int {
+	for i, l := range defaultDelayLevels {
+		if l >= d {
+			return i + 1
+		}
+	}
+	return len(defaultDelayLevels)
+}
+
+func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
+	store := w.store
+	if next == nil { // Chain asking for the store (see checkerOf)
+		return consumer.Refuse(&dedupStore{store: store})
+	}
+	held := fmt.Sprintf("lease held by another delivery of the event (its handler is running, or stopped less than %s ago)", w.lease)
+	return func(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {
+		if d.EventID == "" {
+			return consumer.Outcome{}, retry.Permanent(fmt.Errorf("lease: %w (put middleware.EventID before middleware.Lease)", ErrUnidentifiable))
+		}
+		if consumer.BatchFromContext(ctx) != nil {
+			return consumer.Outcome{}, retry.Permanent(errors.New("middleware.Lease does not run in batches: set consumer.Config.BatchSize to 1"))
+		}
+		lease, err := store.ClaimLease(ctx, d, w.lease)
+		if errors.Is(err, dedup.ErrLeaseHeld) {
+			o := consumer.Retry(w.level, held)
+			o.Cause = consumer.CauseLeaseHeld
+			return o, nil
+		}
+		if err != nil {
+			return consumer.Outcome{}, err
+		}
+		// end is what happens to the lease when the run ends without a commit: expired (the next delivery
+		// takes it over) unless the run decides otherwise; a panic leaves it at Expire.
+		end := lease.Expire
+		defer func() {
+			if end != nil {
+				_ = end(ctx) // on failure the lease expires at its time
+			}
+		}()
+		txn, err := store.Begin(ctx)
+		if err != nil {
+			end = lease.Release
+			return consumer.Outcome{}, err
+		}
+		defer func() { _ = txn.RollbackAfter(err) }() // runs before end: the lease row's lock is gone
+		if err := store.Claim(ctx, txn, d); err != nil {
+			end = lease.Release
+			if errors.Is(err, dedup.ErrDuplicate) {
+				return duplicate(ctx, store, txn, d), nil
+			}
+			return consumer.Outcome{}, err
+		}
+		hctx := dedup.WithTxn(dedup.WithLease(ctx, lease), txn)
+		o, err = next(hctx, d)
+		if err == nil && o.Kind == consumer.KindStale {
+			end = lease.Release
+			return stale(ctx, store, txn, d, o)
+		}
+		if err != nil || (o.Kind != consumer.KindProcessed && o.Kind != consumer.KindDuplicate) {
+			if ctx.Err() == nil {
+				end = lease.Release // the handler's own failure
+			}
+			return o, err
+		}
+		// The handler succeeded: its call may have happened, so from here a failure keeps the lease, expired.
+		// The lease row is deleted last, so that while the handler runs the row is not locked and another
+		// delivery learns at once that the lease is held.
+		if err := lease.Hold(ctx, txn); err != nil {
+			if errors.Is(err, dedup.ErrClaimLost) {
+				end = nil // another delivery's now
+			}
+			return consumer.Outcome{}, err
+		}
+		if err := store.Confirm(ctx, txn, d); err != nil {
+			return consumer.Outcome{}, err
+		}
+		if !settle(ctx) {
+			return consumer.Outcome{}, abandoned(ctx, d)
+		}
+		if err := txn.Commit(); err != nil {
+			return consumer.Outcome{}, fmt.Errorf("lease: commit group %s event %s: %w", d.Group, d.EventID, err)
+		}
+		end = nil // deleted with the commit
+		o.Committed = true
+		if dedup.Takeover(hctx) && o.Kind == consumer.KindProcessed {
+			o.Cause = consumer.CauseTakeover
+		}
+		return o, nil
+	}
+}
