@@ -1,4 +1,4 @@
-package outbox_test
+package e2e
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 	"github.com/rmqguard/rmqguard/outbox"
 )
 
-// fixture is one test's own dedup schema and outbox table (a unique table prefix, so that no other
+// fixture (the outbox tests') is one test's own dedup schema and outbox table (a unique table prefix, so that no other
 // test's relay sees its rows), its own topic on the real broker, and a store.
 type fixture struct {
 	t      *testing.T

@@ -1,4 +1,4 @@
-package outbox_test
+package e2e
 
 import (
 	"context"
@@ -72,7 +72,7 @@ func requireOnceInKeyOrder(t *testing.T, f *fixture, ds *downstream, ids []strin
 
 // F29: the handler records an outbox message and then fails: its transaction rolls back and nothing is
 // ever sent; the retry that succeeds sends it, and the downstream group applies it once.
-func TestSend_RolledBackWithItsTransactionIsNeverSentAndTheRetrySendsOnce(t *testing.T) {
+func TestOutbox_RolledBackWithItsTransactionIsNeverSentAndTheRetrySendsOnce(t *testing.T) {
 	f := newFixture(t)
 	ob := f.outbox(outbox.Config{})
 	f.relay(ob)
@@ -108,7 +108,7 @@ func TestSend_RolledBackWithItsTransactionIsNeverSentAndTheRetrySendsOnce(t *tes
 // before its relay sent them — are sent by the relay of the next process, and applied downstream once
 // under their derived event IDs. A real kill -9 leaves the same state: the rows are in the table,
 // pending, and nothing holds their locks.
-func TestRelay_RowsCommittedBeforeACrashAreSentByTheNextRelay(t *testing.T) {
+func TestOutboxRelay_RowsCommittedBeforeACrashAreSentByTheNextRelay(t *testing.T) {
 	f := newFixture(t)
 	crashed := f.outbox(outbox.Config{}) // its Run never starts: the process died after COMMIT
 	up := f.upstream(sendEach(crashed, f.topic, keyOfEvent))
@@ -123,7 +123,7 @@ func TestRelay_RowsCommittedBeforeACrashAreSentByTheNextRelay(t *testing.T) {
 
 // F32: two relays (two Outboxes, each with its own producer, as in two processes) on one table: every
 // row is sent, each event is applied downstream once, and each key's rows arrive in commit order.
-func TestRelay_TwoRelaysOnOneTableSendEachRowAndDownstreamAppliesItOnce(t *testing.T) {
+func TestOutboxRelay_TwoRelaysOnOneTableSendEachRowAndDownstreamAppliesItOnce(t *testing.T) {
 	f := newFixture(t)
 	writer := f.outbox(outbox.Config{})
 	up := f.upstream(sendEach(writer, f.topic, keyOfEvent))
@@ -142,7 +142,7 @@ func TestRelay_TwoRelaysOnOneTableSendEachRowAndDownstreamAppliesItOnce(t *testi
 // backs off instead of looping; once it can be reached, every row goes out, each key's in commit order.
 // The unreachable cluster is a name server address nobody listens on (the shared broker is never
 // stopped).
-func TestRelay_BrokerUnreachableRowsWaitWithBackoffThenGoOutInKeyOrder(t *testing.T) {
+func TestOutboxRelay_BrokerUnreachableRowsWaitWithBackoffThenGoOutInKeyOrder(t *testing.T) {
 	f := newFixture(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -171,7 +171,7 @@ func TestRelay_BrokerUnreachableRowsWaitWithBackoffThenGoOutInKeyOrder(t *testin
 // F33: a row for a topic that does not exist is parked with its reason and listed; the rows of other
 // keys go out meanwhile, the later row of its own key waits behind it; after the topic is created,
 // Retry sends it and then the row behind it.
-func TestRelay_RowForAMissingTopicIsParkedOthersGoOnAndRetrySendsItAfterTheFix(t *testing.T) {
+func TestOutboxRelay_RowForAMissingTopicIsParkedOthersGoOnAndRetrySendsItAfterTheFix(t *testing.T) {
 	f := newFixture(t)
 	missing := f.topic + "_LATER"
 	ob := f.outbox(outbox.Config{})
