@@ -221,4 +221,3 @@ func indexOf(s []string, v string) int {
 	}
 	return -1
 }
-

@@ -2,8 +2,8 @@ package outbox
 
 import (
 	"context"
-	"database/sql"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -235,4 +235,3 @@ func cut(s string, n int) string {
 	}
 	return string([]rune(s)[:n])
 }
-
