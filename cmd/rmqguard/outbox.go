@@ -187,4 +187,3 @@ func newOutboxPurgeCmd(g *globalOptions) *cobra.Command {
 	cmd.Flags().IntVar(&batch, "batch", 1000, "rows per DELETE")
 	return cmd
 }
-
