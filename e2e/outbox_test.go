@@ -11,11 +11,14 @@ import (
 
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/jmoiron/sqlx"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/internal/rmqadmin"
 	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/outbox"
 )
 
@@ -149,11 +152,16 @@ func TestOutboxRelay_BrokerUnreachableRowsWaitWithBackoffThenGoOutInKeyOrder(t *
 	dead := l.Addr().String()
 	require.NoError(t, l.Close())
 
-	down := f.outbox(outbox.Config{NameServers: []string{dead}, MaxBackoff: time.Second})
+	m, err := metrics.NewOutbox(prometheus.NewRegistry())
+	require.NoError(t, err)
+	down := f.outbox(outbox.Config{NameServers: []string{dead}, MaxBackoff: time.Second, Observer: m})
 	up := f.upstream(sendEach(down, f.topic, keyOfEvent))
 	stopDown := f.relay(down)
 	ids := deliverEvents(t, up, f.run, 5, 10)
 	time.Sleep(4 * time.Second)
+	require.Equal(t, float64(len(ids)), testutil.ToFloat64(m.Pending), "pending-rows gauge while the broker is down")
+	require.Greater(t, testutil.ToFloat64(m.OldestAge), 1.0, "oldest pending age grows")
+	require.Zero(t, testutil.ToFloat64(m.Sent.WithLabelValues(f.topic)))
 	stopDown()
 	require.Equal(t, len(ids), f.count(outbox.StatusPending), "every row still pending")
 	var tried, attempts int
@@ -164,8 +172,12 @@ func TestOutboxRelay_BrokerUnreachableRowsWaitWithBackoffThenGoOutInKeyOrder(t *
 	require.LessOrEqual(t, attempts, 12, "backoff: no hot loop (100 ms doubling to 1 s over 4 s, one row per round)")
 
 	ds := f.downstream()
-	f.relay(f.outbox(outbox.Config{}))
+	m2, err := metrics.NewOutbox(prometheus.NewRegistry())
+	require.NoError(t, err)
+	f.relay(f.outbox(outbox.Config{Observer: m2}))
 	requireOnceInKeyOrder(t, f, ds, ids)
+	require.Equal(t, float64(len(ids)), testutil.ToFloat64(m2.Sent.WithLabelValues(f.topic)))
+	require.Eventually(t, func() bool { return testutil.ToFloat64(m2.Pending) == 0 }, 5*time.Second, 100*time.Millisecond, "the gauge falls")
 }
 
 // F33: a row for a topic that does not exist is parked with its reason and listed; the rows of other

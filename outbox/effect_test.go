@@ -11,12 +11,15 @@ import (
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/jmoiron/sqlx"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/outbox"
 )
@@ -148,6 +151,8 @@ func TestEffect_ReceiverDownIsRetriedWithBackoffAndDeliveredWithOneIdempotencyKe
 func TestEffect_ExhaustedIsParkedListedAndRetried(t *testing.T) {
 	var mu sync.Mutex
 	healthy := map[string]bool{"order-2-paid": true}
+	m, err := metrics.NewOutbox(prometheus.NewRegistry())
+	require.NoError(t, err)
 	rcv := &receiver{}
 	rcv.up = func() bool { return healthy[strings.Split(string(rcv.calls[len(rcv.calls)-1].Payload), ":")[0]] }
 	e, ob := newEffects(t, func(s *dedup.Store) *outbox.Outbox {
@@ -155,7 +160,7 @@ func TestEffect_ExhaustedIsParkedListedAndRetried(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			return rcv.notify(ctx, ef)
-		}}, MaxBackoff: 200 * time.Millisecond, MaxEffectAttempts: 3})
+		}}, MaxBackoff: 200 * time.Millisecond, MaxEffectAttempts: 3, PollInterval: 100 * time.Millisecond, Observer: m})
 		require.NoError(t, err)
 		return ob
 	})
@@ -164,6 +169,10 @@ func TestEffect_ExhaustedIsParkedListedAndRetried(t *testing.T) {
 	e.deliver(t, "order-2-paid", "order-2-paid:y")
 	require.Eventually(t, func() bool { return e.count(t, outbox.StatusParked) == 1 && e.count(t, outbox.StatusSent) == 1 },
 		20*time.Second, 100*time.Millisecond)
+	require.Eventually(t, func() bool { return testutil.ToFloat64(m.ParkedRows) == 1 }, 5*time.Second, 50*time.Millisecond, "parked-rows gauge")
+	require.Equal(t, 1.0, testutil.ToFloat64(m.Parked.WithLabelValues(outbox.KindEffect)))
+	require.Equal(t, 3.0, testutil.ToFloat64(m.Effects.WithLabelValues("notify", "failed")), "order-1's 3 runs")
+	require.Equal(t, 1.0, testutil.ToFloat64(m.Effects.WithLabelValues("notify", "ok")), "order-2's run")
 	parked, err := outbox.List(context.Background(), e.db, e.tables, outbox.StatusParked, 10)
 	require.NoError(t, err)
 	require.Len(t, parked, 1)

@@ -56,6 +56,18 @@ type Config struct {
 	EffectTimeout time.Duration
 	// Logger; default zap.NewNop().
 	Logger *zap.Logger
+	// Observer receives the relay's counts (metrics.Outbox); nil means none.
+	Observer Observer
+}
+
+// Observer is told what the relay did; metrics.Outbox implements it. Calls come from Run's goroutine.
+type Observer interface {
+	MessageSent(topic string, ok bool)
+	EffectRan(effect string, ok bool)
+	RowParked(kind string)
+	// Backlog reports the table's pending and parked rows and the age of the oldest pending one, about
+	// every PollInterval.
+	Backlog(pending, parked int, oldest time.Duration)
 }
 
 // Validate returns the problems of c, each naming the field.

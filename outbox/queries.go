@@ -41,6 +41,7 @@ type row struct {
 type queries struct {
 	table                                          string
 	insert, lock, markSent, markParked, markFailed string
+	backlog                                        string
 }
 
 func newQueries(t string) queries {
@@ -55,6 +56,9 @@ func newQueries(t string) queries {
 		markParked: `UPDATE ` + t + ` SET status = 'parked', attempts = attempts + 1, last_error = ? WHERE id = ?`,
 		markFailed: `UPDATE ` + t + ` SET attempts = attempts + 1, last_error = ?,
 		   next_attempt_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND WHERE id = ?`,
+		backlog: `SELECT COALESCE(SUM(status = 'pending'), 0) AS pending, COALESCE(SUM(status = 'parked'), 0) AS parked,
+		   COALESCE(TIMESTAMPDIFF(MICROSECOND, MIN(CASE WHEN status = 'pending' THEN created_at END), UTC_TIMESTAMP(6)), 0) AS oldest
+		 FROM ` + t + ` WHERE status IN ('pending', 'parked')`,
 	}
 }
 

@@ -70,7 +70,12 @@ func (o *Outbox) run(ctx context.Context, s sender) error {
 		return nil
 	}
 	backoff := time.Duration(0)
+	var reported time.Time
 	for {
+		if o.cfg.Observer != nil && time.Since(reported) >= o.cfg.PollInterval {
+			o.reportBacklog(ctx)
+			reported = time.Now()
+		}
 		done, failed, err := o.relayOnce(ctx, s, claim, cargs)
 		switch {
 		case ctx.Err() != nil:
@@ -137,6 +142,7 @@ func (o *Outbox) relayOnce(ctx context.Context, s sender, claim string, cargs []
 			continue // left as it is: the broker just failed, the next round backs off
 		}
 		res := o.attempt(ctx, s, r)
+		o.observe(r, res)
 		if ctx.Err() != nil {
 			return done, failed, nil // shutting down: nothing recorded, the rows stay pending
 		}
@@ -166,6 +172,37 @@ func (o *Outbox) relayOnce(ctx context.Context, s sender, claim string, cargs []
 		return 0, failed, fmt.Errorf("outbox: commit results: %w", err)
 	}
 	return done, failed, nil
+}
+
+// observe tells the Observer the result of one attempt on r.
+func (o *Outbox) observe(r row, res result) {
+	if o.cfg.Observer == nil {
+		return
+	}
+	if r.Kind == KindEffect {
+		o.cfg.Observer.EffectRan(r.Name, res.err == nil)
+	} else {
+		o.cfg.Observer.MessageSent(r.Topic, res.err == nil)
+	}
+	if res.park {
+		o.cfg.Observer.RowParked(r.Kind)
+	}
+}
+
+// reportBacklog reads the table's backlog for the Observer; a failed read is logged and skipped.
+func (o *Outbox) reportBacklog(ctx context.Context) {
+	var b struct {
+		Pending int   `db:"pending"`
+		Parked  int   `db:"parked"`
+		Oldest  int64 `db:"oldest"`
+	}
+	if err := o.db.GetContext(ctx, &b, o.q.backlog); err != nil {
+		if ctx.Err() == nil {
+			o.cfg.Logger.Warn("outbox: backlog read failed", zap.Error(err))
+		}
+		return
+	}
+	o.cfg.Observer.Backlog(b.Pending, b.Parked, time.Duration(b.Oldest)*time.Microsecond)
 }
 
 // result is the outcome of one attempt: nil err is success; park: never to be tried again by itself.
