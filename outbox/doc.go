@@ -21,8 +21,9 @@
 //     several relays, in one process or many, share a table without sending a row twice in the normal
 //     course (F32). It is woken by the commit of each Send or Do, and polls every PollInterval for rows
 //     committed elsewhere.
-//   - Per sharding key, rows go out in commit (id) order: only the oldest unsent row of a key is due, and
-//     a message's sharding key picks its queue (hash selector). Effects have no order between them.
+//   - Per sharding key, rows go out in id order (the commit order of one aggregate's serialised
+//     transactions): only the oldest unsent row of a key is due, so a key sends one row per relay round,
+//     and a message's sharding key picks its queue (hash selector). Effects have no order between them.
 //   - A failed send waits (100 ms doubling to MaxBackoff) and the relay backs off as a whole; rows are
 //     never dropped or reordered while the broker is down (F31). A message that no resend can deliver (the
 //     topic does not exist, the broker refuses the message) is parked with its reason; it holds back the
