@@ -57,6 +57,7 @@ type options struct {
 	publisher    DeadLetterPublisherFunc
 	// publisherGiven: WithDeadLetterPublisher was given (New refuses it with a nil function).
 	publisherGiven bool
+	background     []func(context.Context) error
 }
 
 // WithLogger sets the logger for the consumer's own lines. Default: zap.NewNop().
@@ -137,6 +138,7 @@ type Consumer struct {
 	letters  *letterProducer
 	lag      *lagPoller   // nil without WithObserver
 	zstd     *zstdDecoder // the ZSTD decoder of every delivery's body; closed by Shutdown
+	bg       *background  // WithBackground's functions
 
 	mu       sync.Mutex
 	stopping bool
@@ -215,7 +217,7 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	c := &Consumer{cfg: cfg, handler: decompressing(h, zd), zstd: zd, log: o.logger, sink: o.sink, push: push, runCtx: runCtx, cancelRun: cancel,
 		gate: newGate(runCtx, cfg.Group, push, o.probe, o.observer, o.logger), filters: filters, observer: o.observer,
 		letters: &letterProducer{newProducer: o.producer}, clientDown: make(chan struct{}), ensure: o.ensureTopics,
-		publisher: o.publisher, checks: checks}
+		publisher: o.publisher, checks: checks, bg: &background{fns: o.background}}
 	if o.observed {
 		c.lag = newLagPoller(runCtx, cfg, push, o.observer)
 	}
@@ -283,6 +285,7 @@ func (c *Consumer) Start() error {
 	if c.lag != nil {
 		c.lag.start()
 	}
+	c.bg.start(c.log, c.cfg.Group)
 	c.log.Info("consumer started", zap.String("group", c.cfg.Group), zap.String("instance", c.cfg.InstanceName))
 	return nil
 }
@@ -293,7 +296,7 @@ func (c *Consumer) Start() error {
 // back) and shuts the client down, which persists the committed offsets. A message whose handler was
 // cancelled, or that was waiting for the store, is not answered at all (never dead-lettered, its attempt
 // not spent): it comes back after a restart as it was. A store health gate that is closed stays closed:
-// the client is never resumed. The consumer's own dead-letter producer, if started, is shut down last,
+// the client is never resumed. WithBackground's functions are stopped after the client. The consumer's own dead-letter producer, if started, is shut down last,
 // and then a DeadLetterSink that implements io.Closer is closed.
 // It returns the client's shutdown error, or context.DeadlineExceeded wrapped when handlers had to be
 // cancelled. The consumer's ZSTD decoder is freed once the client is down. Calling it twice is safe. A
@@ -344,6 +347,7 @@ func (c *Consumer) Shutdown(ctx context.Context) error {
 		return c.push.Shutdown()
 	}()
 	c.zstd.close() // after the client: no delivery decodes any more
+	c.bg.stop()    // after the drain: the relay sends what the last handlers committed
 	if perr := c.letters.shutdown(); perr != nil {
 		err = errors.Join(err, fmt.Errorf("dead-letter producer: %w", perr))
 	}

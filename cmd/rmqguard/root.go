@@ -53,7 +53,7 @@ func newRootCmdWith(opts *globalOptions) *cobra.Command {
 
 	opts.access.register(root.PersistentFlags())
 
-	root.AddCommand(newTopicCmd(opts), newProbeCmd(opts), newDedupCmd(opts), newDLQCmd(opts))
+	root.AddCommand(newTopicCmd(opts), newProbeCmd(opts), newDedupCmd(opts), newDLQCmd(opts), newOutboxCmd(opts))
 	return root
 }
 

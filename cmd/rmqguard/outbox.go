@@ -1,0 +1,189 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/outbox"
+)
+
+// outboxFlags are the flags every outbox command takes.
+type outboxFlags struct {
+	dsn, prefix string
+}
+
+func (o *outboxFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.dsn, "mysql-dsn", "", "MySQL DSN of the dedup database (default $"+envMySQLDSN+")")
+	cmd.Flags().StringVar(&o.prefix, "table-prefix", "", "prefix of the dedup tables, as given to dedup.WithTablePrefix")
+}
+
+// open opens the database and returns it with the tables of --table-prefix.
+func (o *outboxFlags) open() (*sqlx.DB, dedup.Tables, error) {
+	if o.dsn == "" {
+		o.dsn = os.Getenv(envMySQLDSN)
+	}
+	if o.dsn == "" {
+		return nil, dedup.Tables{}, errors.New("no database: pass --mysql-dsn or set " + envMySQLDSN)
+	}
+	t, err := dedup.NewTables(o.prefix)
+	if err != nil {
+		return nil, t, fmt.Errorf("--table-prefix: %w", err)
+	}
+	db, err := sqlx.Open("mysql", o.dsn)
+	if err != nil {
+		return nil, t, fmt.Errorf("open database: %w", err)
+	}
+	return db, t, nil
+}
+
+func newOutboxCmd(g *globalOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "outbox", Short: "Relay, inspect and maintain the outbox (<prefix>rmqguard_outbox)"}
+	cmd.AddCommand(newOutboxRelayCmd(g), newOutboxListCmd(g), newOutboxRetryCmd(g), newOutboxPurgeCmd(g))
+	return cmd
+}
+
+func newOutboxRelayCmd(g *globalOptions) *cobra.Command {
+	o := &outboxFlags{}
+	cmd := &cobra.Command{
+		Use:   "relay",
+		Short: "Send the outbox's messages until interrupted (effects need the application's own relay)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(g.nameServers) == 0 {
+				return errors.New("no name server: pass --namesrv")
+			}
+			ctx, cancel := commandContext(cmd, g)
+			defer cancel()
+			db, t, err := o.open()
+			if err != nil {
+				return err
+			}
+			defer func() { _ = db.Close() }()
+			store, err := dedup.NewStore(db, dedup.WithTablePrefix(t.Prefix()))
+			if err != nil {
+				return err
+			}
+			log, _ := zap.NewProduction()
+			ob, err := outbox.New(store, outbox.Config{NameServers: g.nameServers, Credentials: g.access.credentials(), Logger: log})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "outbox relay: sending %s%s to %v until interrupted\n", t.Prefix(), outbox.Table, g.nameServers)
+			return ob.Run(ctx)
+		},
+	}
+	o.register(cmd)
+	return cmd
+}
+
+func newOutboxListCmd(g *globalOptions) *cobra.Command {
+	o := &outboxFlags{}
+	var status string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "list [--status parked]",
+		Short: "List outbox rows not yet sent (pending and parked), oldest first, with their last error",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := commandContext(cmd, g)
+			defer cancel()
+			db, t, err := o.open()
+			if err != nil {
+				return err
+			}
+			defer func() { _ = db.Close() }()
+			rows, err := outbox.List(ctx, db, t, status, limit)
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "ID\tKIND\tSTATUS\tATTEMPTS\tNAME\tTOPIC\tSOURCE EVENT\tCREATED (UTC)\tLAST ERROR")
+			for _, r := range rows {
+				fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Kind, r.Status, r.Attempts, r.Name, r.Topic,
+					r.SourceEventID, r.CreatedAt.Format(time.DateTime), r.LastError)
+			}
+			return w.Flush()
+		},
+	}
+	o.register(cmd)
+	cmd.Flags().StringVar(&status, "status", "", "pending, parked or sent (default: pending and parked)")
+	cmd.Flags().IntVar(&limit, "limit", 100, "rows at most")
+	return cmd
+}
+
+func newOutboxRetryCmd(g *globalOptions) *cobra.Command {
+	o := &outboxFlags{}
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "retry ID... | --all-parked",
+		Short: "Make parked rows pending again (attempts reset), after fixing what parked them",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if all == (len(args) > 0) {
+				return errors.New("give row IDs or --all-parked, not both or neither")
+			}
+			ids := make([]int64, 0, len(args))
+			for _, a := range args {
+				id, err := strconv.ParseInt(a, 10, 64)
+				if err != nil {
+					return fmt.Errorf("row ID %q: %w", a, err)
+				}
+				ids = append(ids, id)
+			}
+			ctx, cancel := commandContext(cmd, g)
+			defer cancel()
+			db, t, err := o.open()
+			if err != nil {
+				return err
+			}
+			defer func() { _ = db.Close() }()
+			n, err := outbox.Retry(ctx, db, t, ids...)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "outbox retry: %d parked rows pending again\n", n)
+			return nil
+		},
+	}
+	o.register(cmd)
+	cmd.Flags().BoolVar(&all, "all-parked", false, "every parked row")
+	return cmd
+}
+
+func newOutboxPurgeCmd(g *globalOptions) *cobra.Command {
+	o := &outboxFlags{}
+	var older time.Duration
+	var batch int
+	cmd := &cobra.Command{
+		Use:   "purge --older-than 168h",
+		Short: "Delete rows sent longer ago than --older-than, in batches; pending and parked rows stay",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if older <= 0 {
+				return errors.New("no window: pass --older-than, e.g. 168h")
+			}
+			ctx, cancel := commandContext(cmd, g)
+			defer cancel()
+			db, t, err := o.open()
+			if err != nil {
+				return err
+			}
+			defer func() { _ = db.Close() }()
+			n, err := outbox.Purge(ctx, db, t, older, batch)
+			fmt.Fprintf(cmd.OutOrStdout(), "outbox purge: deleted %d sent rows older than %s\n", n, older)
+			return err
+		},
+	}
+	o.register(cmd)
+	cmd.Flags().DurationVar(&older, "older-than", 0, "delete rows sent longer ago than this (required)")
+	cmd.Flags().IntVar(&batch, "batch", 1000, "rows per DELETE")
+	return cmd
+}

@@ -1,0 +1,71 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/rmqguard/rmqguard/dedup"
+)
+
+// List returns up to limit rows of t's outbox with status ("" for every row not yet sent), oldest first.
+func List(ctx context.Context, db *sqlx.DB, t dedup.Tables, status string, limit int) ([]Row, error) {
+	q := `SELECT id, kind, event_id, source_event_id, name, sharding_key, topic, status, attempts, last_error, created_at
+	 FROM ` + t.Prefix() + Table + ` WHERE `
+	args := []any{}
+	if status == "" {
+		q += `status IN ('pending', 'parked')`
+	} else {
+		q += `status = ?`
+		args = append(args, status)
+	}
+	q += ` ORDER BY id LIMIT ?`
+	var rows []Row
+	if err := db.SelectContext(ctx, &rows, q, append(args, limit)...); err != nil {
+		return nil, fmt.Errorf("outbox: list: %w", err)
+	}
+	return rows, nil
+}
+
+// Retry makes parked rows of t's outbox pending again, due now, with their attempts reset: the rows of
+// ids, or every parked row when ids is empty. It returns how many rows it changed.
+func Retry(ctx context.Context, db *sqlx.DB, t dedup.Tables, ids ...int64) (int64, error) {
+	q := `UPDATE ` + t.Prefix() + Table + ` SET status = 'pending', attempts = 0, next_attempt_at = UTC_TIMESTAMP(6)
+	 WHERE status = 'parked'`
+	var args []any
+	if len(ids) > 0 {
+		var err error
+		if q, args, err = sqlxIn(q+` AND id IN (?)`, ids); err != nil {
+			return 0, err
+		}
+	}
+	res, err := db.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, fmt.Errorf("outbox: retry: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// Purge deletes the rows of t's outbox sent more than olderThan ago (database clock), in batches of
+// batch rows (default 1000), and returns how many it deleted; a pending or parked row is never deleted.
+func Purge(ctx context.Context, db *sqlx.DB, t dedup.Tables, olderThan time.Duration, batch int) (int64, error) {
+	if batch <= 0 {
+		batch = 1000
+	}
+	q := `DELETE FROM ` + t.Prefix() + Table + ` WHERE status = 'sent'
+	 AND sent_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND ORDER BY sent_at LIMIT ?`
+	var total int64
+	for {
+		res, err := db.ExecContext(ctx, q, olderThan.Microseconds(), batch)
+		if err != nil {
+			return total, fmt.Errorf("outbox: purge: %w", err)
+		}
+		n, _ := res.RowsAffected()
+		total += n
+		if n < int64(batch) {
+			return total, nil
+		}
+	}
+}

@@ -1,0 +1,35 @@
+// Package outbox makes a consumer's outgoing messages and external effects as durable as its database
+// writes: a handler records them in the dedup transaction, and a relay sends or runs them after COMMIT.
+//
+//	ob, _ := outbox.New(store, outbox.Config{NameServers: ns, Effects: map[string]outbox.EffectFunc{"notify": notify}})
+//	c, _ := consumer.New(cfg, chain, consumer.WithBackground(ob.Run)) // the relay lives with the consumer
+//	// in a dedup.Handle handler:
+//	ob.Send(ctx, d, outbox.Message{Name: "points-credited", Topic: "LOYALTY", Body: body})
+//	ob.Do(ctx, d, "notify", payload)
+//
+// The rules:
+//
+//   - A row exists exactly when the business writes do: it is inserted through the dedup transaction
+//     (dedup.TxFromContext), so a rollback takes it away and nothing is ever sent for it (F29).
+//   - Each row has a stable event ID, EventID(scope, incoming event ID, name): the same on every retry
+//     of the incoming event, so a name is used once per event (twice is a permanent error). A message
+//     carries it as its EVENT_ID property and first key, so a downstream rmqguard consumer applies it once;
+//     an effect gets it as Effect.IdempotencyKey.
+//   - Delivery is at least once. The relay sends with SendSync and marks a row sent only on SEND_OK; a
+//     crash between the two sends it again, under the same event ID (F30).
+//   - The relay claims rows with SELECT … FOR UPDATE SKIP LOCKED and holds their locks while it sends, so
+//     several relays, in one process or many, share a table without sending a row twice in the normal
+//     course (F32). It is woken by the commit of each Send or Do, and polls every PollInterval for rows
+//     committed elsewhere.
+//   - Per sharding key, rows go out in id order (the commit order of one aggregate's serialised
+//     transactions): only the oldest unsent row of a key is due, so a key sends one row per relay round,
+//     and a message's sharding key picks its queue (hash selector). Effects have no order between them.
+//   - A failed send waits (100 ms doubling to MaxBackoff) and the relay backs off as a whole; rows are
+//     never dropped or reordered while the broker is down (F31). A message that no resend can deliver (the
+//     topic does not exist, the broker refuses the message) is parked with its reason; it holds back the
+//     later rows of its key, and only those (F33). An effect is parked after MaxEffectAttempts runs (F34).
+//   - A parked row stays until an operator acts: List shows it, Retry makes it pending again (rmqguard
+//     outbox list|retry). Purge deletes sent rows after a retention window; pending and parked rows stay.
+//   - `rmqguard outbox relay` sends messages from a process of its own; effects run only in a process
+//     that registered their functions in Config.Effects.
+package outbox

@@ -1,0 +1,53 @@
+package outbox
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"testing/fstest"
+	"text/template"
+
+	"github.com/rmqguard/rmqguard/dedup"
+)
+
+// Table and VersionTable are the default names of the outbox table and of the table recording its
+// migrations; a dedup table prefix goes before both.
+const (
+	Table        = "rmqguard_outbox"
+	VersionTable = "rmqguard_outbox_version"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Migrate creates or updates the outbox table of t's prefix (the dedup Store's Tables) in db, recording
+// the migrations in prefix + VersionTable; safe from several processes at once (dedup.RunMigrations). It
+// returns the migrations it applied, or the migration's error, wrapped.
+func Migrate(ctx context.Context, db *sql.DB, t dedup.Tables) ([]string, error) {
+	files, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		return nil, fmt.Errorf("outbox: migrations: %w", err)
+	}
+	names := struct{ Outbox string }{t.Prefix() + Table}
+	out := make(fstest.MapFS, len(files))
+	for _, f := range files {
+		tmpl, err := template.ParseFS(migrationFiles, f)
+		if err != nil {
+			return nil, fmt.Errorf("outbox: migration %s: %w", f, err)
+		}
+		var b bytes.Buffer
+		if err := tmpl.Option("missingkey=error").Execute(&b, names); err != nil {
+			return nil, fmt.Errorf("outbox: migration %s: %w", f, err)
+		}
+		out[path.Base(f)] = &fstest.MapFile{Data: b.Bytes(), Mode: 0o444}
+	}
+	applied, err := dedup.RunMigrations(ctx, db, out, t.Prefix()+VersionTable)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: %w", err)
+	}
+	return applied, nil
+}

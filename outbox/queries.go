@@ -1,0 +1,114 @@
+package outbox
+
+import (
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Row kinds.
+const (
+	KindMessage = "message"
+	KindEffect  = "effect"
+)
+
+// Row statuses.
+const (
+	StatusPending = "pending"
+	StatusSent    = "sent"
+	StatusParked  = "parked"
+)
+
+// row is one outbox row as the relay reads it.
+type row struct {
+	ID          int64          `db:"id"`
+	Kind        string         `db:"kind"`
+	EventID     string         `db:"event_id"`
+	Name        string         `db:"name"`
+	ShardingKey string         `db:"sharding_key"`
+	Topic       string         `db:"topic"`
+	Tag         string         `db:"tag"`
+	Keys        string         `db:"msg_keys"`
+	Properties  sql.NullString `db:"properties"`
+	Body        []byte         `db:"body"`
+	Attempts    int            `db:"attempts"`
+}
+
+// queries are the outbox's statements on its table.
+type queries struct {
+	table                                          string
+	insert, lock, markSent, markParked, markFailed string
+	backlog                                        string
+}
+
+func newQueries(t string) queries {
+	return queries{
+		table: t,
+		insert: `INSERT INTO ` + t + ` (kind, event_id, source_event_id, scope, name, sharding_key, topic, tag, msg_keys,
+		   properties, body, status, attempts, next_attempt_at, created_at)
+		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`,
+		lock: `SELECT id, kind, event_id, name, sharding_key, topic, tag, msg_keys, properties, body, attempts FROM ` + t + `
+		 WHERE id IN (?) AND status = 'pending' ORDER BY id FOR UPDATE SKIP LOCKED`,
+		markSent:   `UPDATE ` + t + ` SET status = 'sent', attempts = attempts + 1, last_error = '', sent_at = UTC_TIMESTAMP(6) WHERE id = ?`,
+		markParked: `UPDATE ` + t + ` SET status = 'parked', attempts = attempts + 1, last_error = ? WHERE id = ?`,
+		markFailed: `UPDATE ` + t + ` SET attempts = attempts + 1, last_error = ?,
+		   next_attempt_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND WHERE id = ?`,
+		backlog: `SELECT COALESCE(SUM(status = 'pending'), 0) AS pending, COALESCE(SUM(status = 'parked'), 0) AS parked,
+		   COALESCE(TIMESTAMPDIFF(MICROSECOND, MIN(CASE WHEN status = 'pending' THEN created_at END), UTC_TIMESTAMP(6)), 0) AS oldest
+		 FROM ` + t + ` WHERE status IN ('pending', 'parked')`,
+	}
+}
+
+// claimHeads is the query for the IDs of the due head rows: of each sharding key, its oldest row that is
+// pending or parked, when that row is pending, due, and of a kind this relay handles (messages when
+// messages, effects named in effects). It is a plain read: the relay locks what it finds with SKIP
+// LOCKED, and a row another relay finished meanwhile no longer matches status = 'pending'. A parked head
+// holds its key's later rows back, and only them. Empty when the relay handles nothing.
+func (q queries) claimHeads(messages bool, effects []string) (string, []any) {
+	var kinds []string
+	var args []any
+	if messages {
+		kinds = append(kinds, "o.kind = 'message'")
+	}
+	if len(effects) > 0 {
+		kinds = append(kinds, "(o.kind = 'effect' AND o.name IN (?"+strings.Repeat(", ?", len(effects)-1)+"))")
+		for _, e := range effects {
+			args = append(args, e)
+		}
+	}
+	if len(kinds) == 0 {
+		return "", nil
+	}
+	return `SELECT o.id FROM ` + q.table + ` o
+	 JOIN (SELECT sharding_key, MIN(id) AS id FROM ` + q.table + ` WHERE status IN ('pending', 'parked') GROUP BY sharding_key) h
+	   ON o.id = h.id
+	 WHERE o.status = 'pending' AND o.next_attempt_at <= UTC_TIMESTAMP(6) AND (` + strings.Join(kinds, " OR ") + `)
+	 ORDER BY o.id LIMIT ?`, args
+}
+
+// sqlxIn expands the IN (?) of query for ids.
+func sqlxIn(query string, ids []int64) (string, []any, error) {
+	q, args, err := sqlx.In(query, ids)
+	if err != nil {
+		return "", nil, fmt.Errorf("outbox: %w", err)
+	}
+	return q, args, nil
+}
+
+// Row is an outbox row as List shows it.
+type Row struct {
+	ID            int64     `db:"id"`
+	Kind          string    `db:"kind"`
+	EventID       string    `db:"event_id"`
+	SourceEventID string    `db:"source_event_id"`
+	Name          string    `db:"name"`
+	ShardingKey   string    `db:"sharding_key"`
+	Topic         string    `db:"topic"`
+	Status        string    `db:"status"`
+	Attempts      int       `db:"attempts"`
+	LastError     string    `db:"last_error"`
+	CreatedAt     time.Time `db:"created_at"`
+}

@@ -1,0 +1,314 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+	"go.uber.org/zap"
+
+	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+)
+
+// Broker response codes of a message that no resend can deliver.
+const (
+	codeMessageIllegal = 13 // MESSAGE_ILLEGAL: too large, bad properties
+	codeTopicNotExist  = 17 // TOPIC_NOT_EXIST
+)
+
+const (
+	minBackoff = 100 * time.Millisecond
+	batchSize  = 64
+)
+
+// sender is the part of the client's producer the relay uses.
+type sender interface {
+	SendSync(ctx context.Context, msgs ...*primitive.Message) (*primitive.SendResult, error)
+}
+
+// Run relays committed rows until ctx ends: messages (when Config.NameServers are given) with SendSync,
+// marked sent on SEND_OK, and the effects of Config.Effects. It wakes on Wake (every Send and Do after
+// its commit) and every PollInterval. It returns nil when ctx ends, or the error of starting the producer.
+// Several Runs, in one process or many, may share a table (see doc.go).
+func (o *Outbox) Run(ctx context.Context) error {
+	var s sender
+	if len(o.cfg.NameServers) > 0 {
+		opts := []producer.Option{
+			producer.WithNsResolver(primitive.NewPassthroughResolver(o.cfg.NameServers)),
+			producer.WithGroupName("rmqguard-outbox"),
+			producer.WithInstanceName(o.inst),
+			producer.WithQueueSelector(producer.NewHashQueueSelector()),
+			producer.WithRetry(2),
+		}
+		if !o.cfg.Credentials.IsZero() {
+			opts = append(opts, producer.WithCredentials(o.cfg.Credentials.Client()))
+		}
+		p, err := rocketmq.NewProducer(opts...)
+		if err != nil {
+			return fmt.Errorf("outbox: relay: new producer: %w", err)
+		}
+		if err := p.Start(); err != nil {
+			return fmt.Errorf("outbox: relay: start producer: %w", err)
+		}
+		defer func() { _ = p.Shutdown() }()
+		s = p
+	}
+	return o.run(ctx, s)
+}
+
+// run is Run's loop with its sender (nil: no messages).
+func (o *Outbox) run(ctx context.Context, s sender) error {
+	claim, cargs := o.q.claimHeads(s != nil, effectNames(o.cfg.Effects))
+	if claim == "" {
+		<-ctx.Done()
+		return nil
+	}
+	backoff := time.Duration(0)
+	var reported time.Time
+	for {
+		if o.cfg.Observer != nil && time.Since(reported) >= o.cfg.PollInterval {
+			o.reportBacklog(ctx)
+			reported = time.Now()
+		}
+		done, failed, err := o.relayOnce(ctx, s, claim, cargs)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil || failed:
+			if err != nil {
+				o.cfg.Logger.Warn("outbox relay: round failed; backing off", zap.Error(err), zap.Duration("backoff", backoff))
+			}
+			backoff = min(max(2*backoff, minBackoff), o.cfg.MaxBackoff)
+		case done > 0:
+			backoff = 0
+			continue // more may be due
+		default:
+			backoff = 0
+		}
+		wait := o.cfg.PollInterval
+		if backoff > 0 {
+			wait = backoff
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-o.wake:
+			t.Stop()
+			if backoff > 0 { // a commit does not cut a back-off short: the broker is still down
+				if err := sleep(ctx, backoff); err != nil {
+					return nil
+				}
+			}
+		case <-t.C:
+		}
+	}
+}
+
+// relayOnce claims the due head rows (the oldest pending row of each sharding key), sends or runs each,
+// and records the results, in one transaction holding the rows' locks (FOR UPDATE SKIP LOCKED). It
+// returns how many rows it finished (sent, done or parked) and whether one failed and waits.
+func (o *Outbox) relayOnce(ctx context.Context, s sender, claim string, cargs []any) (done int, failed bool, err error) {
+	var ids []int64
+	if err := o.db.SelectContext(ctx, &ids, claim, append(cargs, batchSize)...); err != nil {
+		return 0, false, fmt.Errorf("outbox: find due rows: %w", err)
+	}
+	if len(ids) == 0 {
+		return 0, false, nil
+	}
+	tx, err := o.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return 0, false, fmt.Errorf("outbox: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	q, args, err := sqlxIn(o.q.lock, ids)
+	if err != nil {
+		return 0, false, err
+	}
+	var rows []row
+	if err := tx.SelectContext(ctx, &rows, q, args...); err != nil {
+		return 0, false, fmt.Errorf("outbox: claim rows: %w", err)
+	}
+	brokerDown := false
+	for _, r := range rows {
+		if r.Kind == KindMessage && brokerDown {
+			continue // left as it is: the broker just failed, the next round backs off
+		}
+		res := o.attempt(ctx, s, r)
+		o.observe(r, res)
+		if ctx.Err() != nil {
+			return done, failed, nil // shutting down: nothing recorded, the rows stay pending
+		}
+		switch {
+		case res.err == nil:
+			_, err = tx.ExecContext(ctx, o.q.markSent, r.ID)
+			done++
+		case res.park:
+			_, err = tx.ExecContext(ctx, o.q.markParked, cut(res.err.Error(), 1024), r.ID)
+			o.cfg.Logger.Error("outbox: row parked; `rmqguard outbox retry` sends it again after the fix",
+				zap.Int64("id", r.ID), zap.String("kind", r.Kind), zap.String("name", r.Name),
+				zap.String("event_id", r.EventID), zap.Error(res.err))
+			done++
+		default:
+			failed = true
+			brokerDown = brokerDown || r.Kind == KindMessage
+			wait := o.rowBackoff(r.Attempts + 1)
+			_, err = tx.ExecContext(ctx, o.q.markFailed, cut(res.err.Error(), 1024), wait.Microseconds(), r.ID)
+			o.cfg.Logger.Warn("outbox: attempt failed; will try again", zap.Int64("id", r.ID), zap.String("kind", r.Kind),
+				zap.String("name", r.Name), zap.Int("attempt", r.Attempts+1), zap.Duration("wait", wait), zap.Error(res.err))
+		}
+		if err != nil {
+			return 0, failed, fmt.Errorf("outbox: record result of row %d: %w", r.ID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, failed, fmt.Errorf("outbox: commit results: %w", err)
+	}
+	return done, failed, nil
+}
+
+// observe tells the Observer the result of one attempt on r.
+func (o *Outbox) observe(r row, res result) {
+	if o.cfg.Observer == nil {
+		return
+	}
+	if r.Kind == KindEffect {
+		o.cfg.Observer.EffectRan(r.Name, res.err == nil)
+	} else {
+		o.cfg.Observer.MessageSent(r.Topic, res.err == nil)
+	}
+	if res.park {
+		o.cfg.Observer.RowParked(r.Kind)
+	}
+}
+
+// reportBacklog reads the table's backlog for the Observer; a failed read is logged and skipped.
+func (o *Outbox) reportBacklog(ctx context.Context) {
+	var b struct {
+		Pending int   `db:"pending"`
+		Parked  int   `db:"parked"`
+		Oldest  int64 `db:"oldest"`
+	}
+	if err := o.db.GetContext(ctx, &b, o.q.backlog); err != nil {
+		if ctx.Err() == nil {
+			o.cfg.Logger.Warn("outbox: backlog read failed", zap.Error(err))
+		}
+		return
+	}
+	o.cfg.Observer.Backlog(b.Pending, b.Parked, time.Duration(b.Oldest)*time.Microsecond)
+}
+
+// result is the outcome of one attempt: nil err is success; park: never to be tried again by itself.
+type result struct {
+	err  error
+	park bool
+}
+
+// attempt sends message r or runs effect r once.
+func (o *Outbox) attempt(ctx context.Context, s sender, r row) result {
+	if r.Kind == KindEffect {
+		fn := o.cfg.Effects[r.Name]
+		ectx, cancel := context.WithTimeout(ctx, o.cfg.EffectTimeout)
+		defer cancel()
+		err := runEffect(ectx, fn, Effect{Name: r.Name, IdempotencyKey: r.EventID, Payload: r.Body, Attempt: r.Attempts + 1})
+		if err != nil && r.Attempts+1 >= o.cfg.MaxEffectAttempts {
+			return result{err: fmt.Errorf("effect %s: %d attempts failed, the last: %w", r.Name, r.Attempts+1, err), park: true}
+		}
+		return result{err: err}
+	}
+	msg, err := r.message()
+	if err != nil {
+		return result{err: err, park: true}
+	}
+	res, err := s.SendSync(ctx, msg)
+	if err == nil && res.Status == primitive.SendOK {
+		return result{}
+	}
+	if err == nil {
+		return result{err: fmt.Errorf("send to %s: status %d", r.Topic, res.Status)}
+	}
+	return result{err: fmt.Errorf("send to %s: %w", r.Topic, err), park: o.unsendable(ctx, r.Topic, err)}
+}
+
+// unsendable tells whether no resend can deliver: the broker refused the message itself, or the name
+// servers answer that the topic does not exist. Anything else (no answer) is the broker's trouble.
+func (o *Outbox) unsendable(ctx context.Context, topic string, err error) bool {
+	var be primitive.MQBrokerErr
+	var bp *primitive.MQBrokerErr
+	if errors.As(err, &be) && (be.ResponseCode == codeMessageIllegal || be.ResponseCode == codeTopicNotExist) ||
+		errors.As(err, &bp) && (bp.ResponseCode == codeMessageIllegal || bp.ResponseCode == codeTopicNotExist) {
+		return true
+	}
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	_, rerr := rmqadmin.TopicRoute(rctx, o.cfg.NameServers, topic)
+	return errors.Is(rerr, rmqadmin.ErrTopicNotExist)
+}
+
+// runEffect calls fn, turning a panic into an error.
+func runEffect(ctx context.Context, fn EffectFunc, e Effect) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("effect %s panicked: %v", e.Name, r)
+		}
+	}()
+	return fn(ctx, e)
+}
+
+// rowBackoff is the wait before attempt n+1 of a row: 100 ms doubled per attempt, capped at MaxBackoff.
+func (o *Outbox) rowBackoff(n int) time.Duration {
+	d := minBackoff
+	for i := 1; i < n && d < o.cfg.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, o.cfg.MaxBackoff)
+}
+
+// message builds the RocketMQ message of r: EVENT_ID property and first key = r.EventID, the sharding key.
+func (r row) message() (*primitive.Message, error) {
+	msg := primitive.NewMessage(r.Topic, r.Body)
+	if r.Properties.Valid && r.Properties.String != "" {
+		var props map[string]string
+		if err := json.Unmarshal([]byte(r.Properties.String), &props); err != nil {
+			return nil, fmt.Errorf("properties of row %d: %w", r.ID, err)
+		}
+		msg.WithProperties(props)
+	}
+	if r.Tag != "" {
+		msg.WithTag(r.Tag)
+	}
+	keys := []string{r.EventID}
+	if r.Keys != "" {
+		keys = append(keys, strings.Fields(r.Keys)...)
+	}
+	msg.WithKeys(keys)
+	msg.WithProperty("EVENT_ID", r.EventID)
+	msg.WithShardingKey(r.ShardingKey)
+	return msg, nil
+}
+
+func effectNames(m map[string]EffectFunc) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	return names
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
