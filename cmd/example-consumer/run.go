@@ -199,18 +199,9 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	}
 	defer func() { _ = store.Close() }()
 	// A paid order's follow-ups (a LoyaltyPointsCredited message, a notification) are outbox rows written in
-	// its transaction; the relay below sends and runs them after the commit (followups.go).
+	// its transaction; the relay (in the consumer, WithBackground) sends and runs them after the commit
+	// (followups.go).
 	if _, err := outbox.Migrate(ctx, db.DB, store.Tables()); err != nil {
-		return err
-	}
-	ob, err := outbox.New(store, outbox.Config{NameServers: nameServers, Credentials: cred, Logger: log,
-		Effects: map[string]outbox.EffectFunc{
-			effectNotify: notifyEffect(&http.Client{Timeout: 10 * time.Second}, "http://"+s.notifyAddr+"/notify")}})
-	if err != nil {
-		return err
-	}
-	s2, err := shop.New(shop.WithFollowUps(outboxFollowUps{ob: ob, topic: s.loyaltyTopic}))
-	if err != nil {
 		return err
 	}
 	stopJanitor, err := startJanitor(ctx, db, s.group, o.dedupRetention, log)
@@ -248,6 +239,20 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 		return err
 	}
 	defer stopMonitor()
+	om, err := metrics.NewOutbox(reg)
+	if err != nil {
+		return err
+	}
+	ob, err := outbox.New(store, outbox.Config{NameServers: nameServers, Credentials: cred, Logger: log, Observer: om,
+		Effects: map[string]outbox.EffectFunc{
+			effectNotify: notifyEffect(&http.Client{Timeout: 10 * time.Second}, "http://"+s.notifyAddr+"/notify")}})
+	if err != nil {
+		return err
+	}
+	s2, err := shop.New(shop.WithFollowUps(outboxFollowUps{ob: ob, topic: s.loyaltyTopic}))
+	if err != nil {
+		return err
+	}
 	// With a Redis address, Dedup asks Redis first (a done key: a duplicate without a transaction) and MySQL
 	// otherwise; the store stays the health probe and Version's store: Redis never decides.
 	fast, closeRedis, err := fastPath(ctx, store, reg, o.redis, log)
@@ -263,9 +268,11 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	// The dedup store is the health probe: while MariaDB is down or read-only, consumption pauses instead of
 	// spending attempts; the metrics show the pause (rmqguard_consumption_paused). The metrics observe the
 	// consumer's final decisions (messages, duplicates by cause, dead letters by reason, attempts), the
-	// handlers in flight and the lag, polled every --lag-interval.
+	// handlers in flight and the lag, polled every --lag-interval. The outbox relay runs with the consumer
+	// (WithBackground): started by Start, stopped by Shutdown after the drain.
 	c, err := consumer.New(cfg, handler, consumer.WithLogger(log), consumer.WithDeadLetterSink(publisher),
-		consumer.WithHealthProbe(store), consumer.WithObserver(m), consumer.WithEnsureTopics(topics.ForConsumer))
+		consumer.WithHealthProbe(store), consumer.WithObserver(m), consumer.WithEnsureTopics(topics.ForConsumer),
+		consumer.WithBackground(ob.Run))
 	if err != nil {
 		return err
 	}
@@ -296,15 +303,6 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	srvErr := make(chan error, 1)
 	go func() { srvErr <- srv.Serve(listener) }()
 
-	relayCtx, stopRelay := context.WithCancel(context.Background())
-	relayDone := make(chan struct{})
-	go func() {
-		defer close(relayDone)
-		if err := ob.Run(relayCtx); err != nil {
-			log.Error("outbox relay stopped", zap.Error(err))
-		}
-	}()
-	defer func() { stopRelay(); <-relayDone }()
 	if err := c.Start(); err != nil {
 		_ = srv.Close()
 		return err
