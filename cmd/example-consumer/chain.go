@@ -10,7 +10,7 @@ import (
 	"github.com/rmqguard/rmqguard/middleware"
 )
 
-// chain is the example's middleware chain around the shop's handlers, outermost first: metrics, logging,
+// chain is the example's middleware chain around the handlers of s, outermost first: metrics, logging,
 // panic recovery, classification, event identity (EVENT_ID, else the JSON field eventId; EVENT_TYPE, else
 // the tag; AGGREGATE_ID), the check that an order event's body names the order of its AGGREGATE_ID
 // (shop.CheckOrderAggregate: otherwise the version of one order would decide for another), the handler
@@ -18,13 +18,9 @@ import (
 // read by Shop.LoadOrderVersion). A version gap is retried o.gapRetries times at o.gapDelayLevel, then
 // dead-lettered with its reason (--gap-retries 0: at once; the library would read 0 as its default, 3).
 // Dedup runs on fast (the store in the Redis fast path, see fastPath), or on store when fast is nil.
-func chain(store *dedup.Store, fast dedup.TxStore, m *metrics.Metrics, log *zap.Logger, o runOptions) (consumer.Handler, error) {
+func chain(s *shop.Shop, store *dedup.Store, fast dedup.TxStore, m *metrics.Metrics, log *zap.Logger, o runOptions) (consumer.Handler, error) {
 	if fast == nil {
 		fast = store
-	}
-	s, err := shop.New()
-	if err != nil {
-		return nil, err
 	}
 	eventID, err := middleware.EventID(middleware.EventIDConfig{
 		Extractors: []middleware.Extractor{middleware.FromProperty(shop.PropEventID), middleware.FromJSONField("eventId")},

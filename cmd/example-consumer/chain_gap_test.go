@@ -42,7 +42,9 @@ func TestChain_GapRetriesFlagCountsDeliveries(t *testing.T) {
 	outcome := func(gapRetries, attempt int) consumer.Kind {
 		m, err := metrics.New(prometheus.NewRegistry())
 		require.NoError(t, err)
-		h, err := chain(store, nil, m, zap.NewNop(), runOptions{gapRetries: gapRetries, gapDelayLevel: 1, handlerTimeout: 5 * time.Second})
+		sh, err := shop.New()
+		require.NoError(t, err)
+		h, err := chain(sh, store, nil, m, zap.NewNop(), runOptions{gapRetries: gapRetries, gapDelayLevel: 1, handlerTimeout: 5 * time.Second})
 		require.NoError(t, err)
 		o, _ := h(t.Context(), paid(attempt))
 		return o.Kind

@@ -42,7 +42,8 @@ number hashes to. It waits until the consumer (example-consumer run) has drained
 event's effect once (orders, PAID, CANCELLED with one release each, payments, stock and balances as planned),
 duplicates counted on /metrics ≥ re-sends, stale ≥ late OrderPaids + OrderCancelled messages of orders the job
 cancelled first, the poison message alone of this run in
-%DLQ%<group>, Prometheus's duplicate ratio over the consumer's life (duplicates / messages acknowledged,
+%DLQ%<group>, the paid orders' outbox follow-ups (every row sent, one loyalty credit per OrderPaid with the
+planned points, every notification received by notify-receiver at least once and applied once per key), Prometheus's duplicate ratio over the consumer's life (duplicates / messages acknowledged,
 increase() as in rule rmqguard:duplicate_ratio:increase1d) = /metrics', and the
 reconciliation of the run ("reconcile: ok accounts=N skus=M"). The last line is "exactly-once: ok …" (exit 0)
 or "exactly-once: FAILED …" (exit 1).`,

@@ -24,6 +24,8 @@ type drained struct {
 	// decisions counts this run's processed_event rows per result_status (SUCCESS, STALE).
 	decisions map[string]int
 	letters   []*primitive.MessageExt
+	// followUps are the paid orders' outbox rows, loyalty credits and notifications.
+	followUps followUps
 }
 
 // complete reports whether every planned effect is there and every message without effect was counted.
@@ -34,7 +36,7 @@ func (r *demoRun) complete(d drained, comp compensation) bool {
 		}
 	}
 	success, stale := r.decisionsExpected(comp)
-	return d.counts.duplicates >= float64(r.plan.Duplicates) && d.counts.stale >= float64(r.staleExpected(comp)) &&
+	return r.followUpsComplete(d.followUps) && d.counts.duplicates >= float64(r.plan.Duplicates) && d.counts.stale >= float64(r.staleExpected(comp)) &&
 		d.decisions[dedup.ResultSuccess] >= success && d.decisions[dedup.ResultStale] >= stale
 }
 
@@ -62,6 +64,9 @@ func (r *demoRun) observe(ctx context.Context, withLetters bool) (drained, error
 	if d.decisions, err = shop.RunDecisions(ctx, r.db, r.s.group, r.o.runID+"-"); err != nil {
 		return d, err
 	}
+	if d.followUps, err = observeFollowUps(ctx, r.db, r.s.group, r.o.runID+"-", r.s.notifyAddr); err != nil {
+		return d, err
+	}
 	if withLetters {
 		d.letters, err = runLetters(ctx, r.nameServers, r.s.group, r.o.runID)
 	}
@@ -86,10 +91,11 @@ func (r *demoRun) waitForDrain(ctx context.Context, comp compensation) (drained,
 			break
 		}
 		e := d.effects.Effects()
-		fmt.Printf("waiting: orders %d/%d, paid %d/%d, payments %d/%d, cancelled %d/%d, duplicates %.0f/%d, stale %.0f/%d\n",
+		received, _, _, _ := d.followUps.notifications()
+		fmt.Printf("waiting: orders %d/%d, paid %d/%d, payments %d/%d, cancelled %d/%d, duplicates %.0f/%d, stale %.0f/%d, loyalty %d, notified %d\n",
 			e[shop.EventOrderCreated], r.plan.Events[shop.EventOrderCreated], e[shop.EventOrderPaid], r.plan.Events[shop.EventOrderPaid],
 			e[shop.EventPaymentCaptured], r.plan.Events[shop.EventPaymentCaptured], e[shop.EventOrderCancelled], r.plan.Events[shop.EventOrderCancelled],
-			d.counts.duplicates, r.plan.Duplicates, d.counts.stale, r.staleExpected(comp))
+			d.counts.duplicates, r.plan.Duplicates, d.counts.stale, r.staleExpected(comp), d.followUps.loyalty.Credits, received)
 		select {
 		case <-ctx.Done():
 			return d, ctx.Err()
@@ -109,7 +115,8 @@ func (r *demoRun) staleExpected(comp compensation) int {
 }
 
 // problems compares what the run left with the plan: each event's effect once, stock and balances as
-// planned, one release per cancelled order, the counters, the run's dedup decisions, the poison letter alone.
+// planned, one release per cancelled order, the counters, the run's dedup decisions, the poison letter alone,
+// the paid orders' follow-ups (followUpProblems).
 func (r *demoRun) problems(d drained, comp compensation) []string {
 	var p []string
 	effects := d.effects.Effects()
@@ -142,7 +149,7 @@ func (r *demoRun) problems(d drained, comp compensation) []string {
 		}
 		p = append(p, fmt.Sprintf("DLQ of this run holds %v, want only %s", ids, r.plan.PoisonEventID))
 	}
-	return p
+	return append(p, r.followUpProblems(d.followUps)...)
 }
 
 // mapDiffs lists the keys whose value differs between want and got (at most 5, then a count).
@@ -182,6 +189,9 @@ func (r *demoRun) verdict(ctx context.Context, d drained, comp compensation) err
 		d.effects.Reservations, d.effects.Releases, d.effects.Payments, len(r.plan.OnHand), len(r.plan.Balances),
 		d.counts.duplicates, d.counts.stale, r.s.group, len(d.letters), time.Since(r.start).Seconds())
 	fmt.Println(redisLine(d.counts))
+	for _, l := range r.followUpLines(d.followUps) {
+		fmt.Println(l)
+	}
 	ratio := checkPrometheusRatio(ctx, r.o.promURL, r.o.metricURL, r.s.group, r.o.promWait)
 	if ratio.problem != "" {
 		problems = append(problems, ratio.problem)

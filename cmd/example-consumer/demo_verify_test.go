@@ -29,7 +29,8 @@ func verifyWorld(t *testing.T) (*demoRun, drained, compensation) {
 		counts: counts{duplicates: float64(plan.Duplicates), stale: float64(plan.Late + comp.cancelled)},
 		decisions: map[string]int{dedup.ResultSuccess: plan.TotalEvents() - comp.cancelled,
 			dedup.ResultStale: plan.Late + comp.cancelled},
-		letters: []*primitive.MessageExt{poison},
+		letters:   []*primitive.MessageExt{poison},
+		followUps: correctFollowUps(plan),
 	}
 	return r, d, comp
 }

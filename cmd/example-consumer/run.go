@@ -28,6 +28,7 @@ import (
 	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/internal/shop"
 	"github.com/rmqguard/rmqguard/metrics"
+	"github.com/rmqguard/rmqguard/outbox"
 	"github.com/rmqguard/rmqguard/topics"
 )
 
@@ -197,6 +198,12 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 		return err
 	}
 	defer func() { _ = store.Close() }()
+	// A paid order's follow-ups (a LoyaltyPointsCredited message, a notification) are outbox rows written in
+	// its transaction; the relay (in the consumer, WithBackground) sends and runs them after the commit
+	// (followups.go).
+	if _, err := outbox.Migrate(ctx, db.DB, store.Tables()); err != nil {
+		return err
+	}
 	stopJanitor, err := startJanitor(ctx, db, s.group, o.dedupRetention, log)
 	if err != nil {
 		return err
@@ -212,7 +219,8 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	if s.broker != "" {
 		cluster.Brokers = []string{s.broker}
 	}
-	if _, err := topics.Ensure(setupCtx, cluster, topics.Topic{Name: s.topic, Queues: 4}); err != nil {
+	if _, err := topics.Ensure(setupCtx, cluster, topics.Topic{Name: s.topic, Queues: 4},
+		topics.Topic{Name: s.loyaltyTopic, Queues: 4}); err != nil {
 		return err
 	}
 
@@ -231,6 +239,20 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 		return err
 	}
 	defer stopMonitor()
+	om, err := metrics.NewOutbox(reg)
+	if err != nil {
+		return err
+	}
+	ob, err := outbox.New(store, outbox.Config{NameServers: nameServers, Credentials: cred, Logger: log, Observer: om,
+		Effects: map[string]outbox.EffectFunc{
+			effectNotify: notifyEffect(&http.Client{Timeout: 10 * time.Second}, "http://"+s.notifyAddr+"/notify")}})
+	if err != nil {
+		return err
+	}
+	s2, err := shop.New(shop.WithFollowUps(outboxFollowUps{ob: ob, topic: s.loyaltyTopic}))
+	if err != nil {
+		return err
+	}
 	// With a Redis address, Dedup asks Redis first (a done key: a duplicate without a transaction) and MySQL
 	// otherwise; the store stays the health probe and Version's store: Redis never decides.
 	fast, closeRedis, err := fastPath(ctx, store, reg, o.redis, log)
@@ -238,7 +260,7 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 		return err
 	}
 	defer closeRedis()
-	handler, err := chain(store, fast, m, log, o)
+	handler, err := chain(s2, store, fast, m, log, o)
 	if err != nil {
 		return err
 	}
@@ -246,12 +268,22 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	// The dedup store is the health probe: while MariaDB is down or read-only, consumption pauses instead of
 	// spending attempts; the metrics show the pause (rmqguard_consumption_paused). The metrics observe the
 	// consumer's final decisions (messages, duplicates by cause, dead letters by reason, attempts), the
-	// handlers in flight and the lag, polled every --lag-interval.
+	// handlers in flight and the lag, polled every --lag-interval. The outbox relay runs with the consumer
+	// (WithBackground): started by Start, stopped by Shutdown after the drain.
 	c, err := consumer.New(cfg, handler, consumer.WithLogger(log), consumer.WithDeadLetterSink(publisher),
-		consumer.WithHealthProbe(store), consumer.WithObserver(m), consumer.WithEnsureTopics(topics.ForConsumer))
+		consumer.WithHealthProbe(store), consumer.WithObserver(m), consumer.WithEnsureTopics(topics.ForConsumer),
+		consumer.WithBackground(ob.Run))
 	if err != nil {
 		return err
 	}
+
+	// The second group applies the LoyaltyPointsCredited events through the same chain: Dedup on the
+	// EVENT_ID the outbox derived, the handler's loyalty_credit row keyed by the order.
+	loyalty, err := startLoyaltyConsumer(cfg, s, handler, store, m, log)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = loyalty.close() }()
 
 	var ready atomic.Bool
 	mux := http.NewServeMux()
@@ -275,6 +307,10 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 		_ = srv.Close()
 		return err
 	}
+	if err := loyalty.c.Start(); err != nil {
+		_ = srv.Close()
+		return errors.Join(err, c.Shutdown(context.Background()))
+	}
 	ready.Store(true)
 	log.Info("example consumer running", zap.String("group", s.group), zap.String("topic", s.topic))
 
@@ -289,7 +325,7 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	log.Info("shutting down")
 	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), o.drainTimeout+10*time.Second)
 	defer cancelShutdown()
-	err = c.Shutdown(shutdownCtx)
+	err = errors.Join(c.Shutdown(shutdownCtx), loyalty.c.Shutdown(shutdownCtx))
 	_ = srv.Shutdown(shutdownCtx)
 	return errors.Join(serveErr, err)
 }
@@ -349,4 +385,33 @@ func startJanitor(ctx context.Context, db *sqlx.DB, group string, retention time
 		_ = j.Run(ctx)
 	}()
 	return func() { cancel(); <-done }, nil
+}
+
+// loyaltyConsumer is the group <group>-loyalty on the loyalty topic, with its own DLQ publisher.
+type loyaltyConsumer struct {
+	c         *consumer.Consumer
+	publisher *dlq.Publisher
+}
+
+func (l loyaltyConsumer) close() error { return l.publisher.Close() }
+
+// startLoyaltyConsumer builds the loyalty group's consumer (cfg with the group and subscription changed)
+// around handler; Start is the caller's.
+func startLoyaltyConsumer(cfg consumer.Config, s *settings, handler consumer.Handler, store *dedup.Store,
+	m *metrics.Metrics, log *zap.Logger) (loyaltyConsumer, error) {
+	cfg.Group = s.loyaltyGroup()
+	cfg.Subscriptions = []consumer.Subscription{{Topic: s.loyaltyTopic, Expression: shop.EventLoyaltyPointsCredited}}
+	publisher, err := dlq.StartPublisher(dlq.PublisherConfig{
+		NameServers: cfg.NameServers, Group: cfg.Group, Namespace: cfg.Namespace, Credentials: cfg.Credentials,
+	})
+	if err != nil {
+		return loyaltyConsumer{}, err
+	}
+	c, err := consumer.New(cfg, handler, consumer.WithLogger(log), consumer.WithDeadLetterSink(publisher),
+		consumer.WithHealthProbe(store), consumer.WithObserver(m), consumer.WithEnsureTopics(topics.ForConsumer))
+	if err != nil {
+		_ = publisher.Close()
+		return loyaltyConsumer{}, err
+	}
+	return loyaltyConsumer{c: c, publisher: publisher}, nil
 }

@@ -19,6 +19,9 @@ type settings struct {
 	group       string
 	topic       string
 	metricsAddr string
+	// loyaltyTopic carries the LoyaltyPointsCredited events the OrderPaid handler sends through the outbox;
+	// the group <group>-loyalty consumes it. notifyAddr is the notification receiver (notify-receiver).
+	loyaltyTopic, notifyAddr string
 	// accessKey, secretKey and namespace are the flags' values; clusterAccess adds the environment.
 	accessKey, secretKey, namespace string
 }
@@ -37,6 +40,10 @@ func (s *settings) bind(cmd *cobra.Command) {
 	f.StringVar(&s.mysqlDSN, "mysql-dsn", os.Getenv("RMQGUARD_MYSQL_DSN"), "MySQL/MariaDB DSN (env RMQGUARD_MYSQL_DSN; required)")
 	f.StringVar(&s.group, "group", env("RMQGUARD_DEMO_GROUP", "rmqguard-demo"), "consumer group (env RMQGUARD_DEMO_GROUP)")
 	f.StringVar(&s.topic, "topic", env("RMQGUARD_DEMO_TOPIC", "RMQGUARD_DEMO_ORDER"), "topic of OrderCreated events (env RMQGUARD_DEMO_TOPIC)")
+	f.StringVar(&s.loyaltyTopic, "loyalty-topic", env("RMQGUARD_DEMO_LOYALTY_TOPIC", "RMQGUARD_DEMO_LOYALTY"),
+		"topic of the LoyaltyPointsCredited events sent through the outbox, consumed by group <group>-loyalty (env RMQGUARD_DEMO_LOYALTY_TOPIC)")
+	f.StringVar(&s.notifyAddr, "notify-addr", env("RMQGUARD_NOTIFY_ADDR", "127.0.0.1:9477"),
+		"host:port of the notification receiver (notify-receiver) the paid orders' notification effect calls (env RMQGUARD_NOTIFY_ADDR)")
 	f.StringVar(&s.metricsAddr, "metrics-addr", env("RMQGUARD_METRICS_ADDR", "127.0.0.1:9464"), "address of /metrics and /healthz (env RMQGUARD_METRICS_ADDR)")
 	// No defaults shown: the environment is read when the command runs, so --help never prints a secret.
 	f.StringVar(&s.accessKey, "access-key", "", "RocketMQ ACL access key (else env RMQGUARD_ACCESS_KEY)")
@@ -85,6 +92,9 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 	}
 	s.bind(root)
-	root.AddCommand(newRunCmd(s), newDemoCmd(s), newReconcileCmd(s))
+	root.AddCommand(newRunCmd(s), newDemoCmd(s), newReconcileCmd(s), newNotifyReceiverCmd(s))
 	return root
 }
+
+// loyaltyGroup is the consumer group of the loyalty topic.
+func (s *settings) loyaltyGroup() string { return s.group + "-loyalty" }

@@ -59,14 +59,17 @@ type Shop struct {
 	orders       *dedup.States
 	changes      *dedup.Actions
 	transactions *dedup.Actions
+	credits      *dedup.Actions
+	// followUps is what a paid order causes outside the shop's tables (WithFollowUps); nil: nothing.
+	followUps FollowUps
 	// handlers maps each event type to its typed handler (dedup.Typed: the JSON body decoded into the
 	// event's type); built by New, read only.
 	handlers map[string]dedup.TxHandler
 }
 
-// New returns the domain's handlers. It fails only if the table names do not pass dedup's identifier
+// New returns the domain's handlers, configured by opts. It fails only if the table names do not pass dedup's identifier
 // checks (or the helpers are missing).
-func New() (*Shop, error) {
+func New(opts ...Option) (*Shop, error) {
 	orders, err := dedup.NewStates(dedup.StateTable{Table: "orders", KeyColumn: "order_no"})
 	if err != nil {
 		return nil, fmt.Errorf("shop: orders: %w", err)
@@ -79,12 +82,20 @@ func New() (*Shop, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shop: account_transaction: %w", err)
 	}
-	s := &Shop{orders: orders, changes: changes, transactions: transactions}
+	credits, err := dedup.NewActions(dedup.ActionTable{Table: "loyalty_credit", KeyColumn: "credit_id"})
+	if err != nil {
+		return nil, fmt.Errorf("shop: loyalty_credit: %w", err)
+	}
+	s := &Shop{orders: orders, changes: changes, transactions: transactions, credits: credits}
+	for _, opt := range opts {
+		opt(s)
+	}
 	s.handlers = map[string]dedup.TxHandler{
-		EventOrderCreated:    dedup.Typed(consumer.JSON{}, s.OrderCreated),
-		EventOrderPaid:       dedup.Typed(consumer.JSON{}, s.OrderPaid),
-		EventPaymentCaptured: dedup.Typed(consumer.JSON{}, s.PaymentCaptured),
-		EventOrderCancelled:  dedup.Typed(consumer.JSON{}, s.OrderCancelled),
+		EventOrderCreated:          dedup.Typed(consumer.JSON{}, s.OrderCreated),
+		EventOrderPaid:             dedup.Typed(consumer.JSON{}, s.OrderPaid),
+		EventPaymentCaptured:       dedup.Typed(consumer.JSON{}, s.PaymentCaptured),
+		EventOrderCancelled:        dedup.Typed(consumer.JSON{}, s.OrderCancelled),
+		EventLoyaltyPointsCredited: dedup.Typed(consumer.JSON{}, s.LoyaltyPointsCredited),
 	}
 	return s, nil
 }

@@ -58,8 +58,9 @@ type DomainPlan struct {
 	Duplicates, Early, Late int
 	// Paid and Cancelled are the order numbers of each kind, in order.
 	Paid, Cancelled []string
-	// OnHand and Balances are the stock per SKU and the balance per account once every event took effect.
-	OnHand, Balances map[string]int64
+	// OnHand and Balances are the stock per SKU and the balance per account once every event took effect;
+	// Points the loyalty points per account (a paid order's amount in cents, credited once).
+	OnHand, Balances, Points map[string]int64
 	// PoisonEventID is the EVENT_ID of the poison message, "" without one.
 	PoisonEventID string
 }
@@ -101,7 +102,7 @@ func (w DomainWorkload) Plan() (DomainPlan, error) {
 	if err := w.validate(); err != nil {
 		return DomainPlan{}, err
 	}
-	p := DomainPlan{Events: map[string]int{}, OnHand: map[string]int64{}, Balances: map[string]int64{},
+	p := DomainPlan{Events: map[string]int{}, OnHand: map[string]int64{}, Balances: map[string]int64{}, Points: map[string]int64{},
 		Seed: Seed{Run: w.RunID, Stock: map[string]int64{}, Accounts: map[string]int64{}}}
 	for k := range w.Skus {
 		p.Seed.Stock[w.sku(k)] = DemoStock
@@ -138,6 +139,7 @@ func (w DomainWorkload) Plan() (DomainPlan, error) {
 		p.Paid = append(p.Paid, o.no)
 		p.OnHand[o.sku] -= o.qty
 		p.Balances[o.account] -= o.amount
+		p.Points[o.account] += o.amount
 		if !early[i] {
 			settling = append(settling, o.paid())
 		}

@@ -14,7 +14,7 @@ import (
 // OrderPaid moves the order WAIT_PAY → PAID at the event's version (Delivery.Version, 2 when the Version
 // middleware did not run) with one conditional UPDATE, and maps the result:
 //
-//   - applied → consumer.Processed;
+//   - applied → consumer.Processed, and the follow-ups (WithFollowUps) recorded in the same transaction;
 //   - stale (the order is already at that version or past it: paid, or cancelled by the compensation job)
 //     → consumer.Stale, nothing written;
 //   - ahead or missing (the order has not been created yet: the event overtook OrderCreated) →
@@ -38,7 +38,13 @@ func (s *Shop) OrderPaid(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery,
 	if err != nil {
 		return consumer.Outcome{}, fmt.Errorf("shop: pay order %s: %w", e.OrderNo, err)
 	}
-	return transitionOutcome(res, EventOrderPaid, e.OrderNo, v), nil
+	o := transitionOutcome(res, EventOrderPaid, e.OrderNo, v)
+	if o.Kind == consumer.KindProcessed {
+		if err := s.paidFollowUps(ctx, tx, d, e); err != nil {
+			return consumer.Outcome{}, err
+		}
+	}
+	return o, nil
 }
 
 // transitionOutcome maps the result of an order event's transition to its outcome (dedup.TransitionOutcome,

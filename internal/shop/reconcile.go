@@ -55,6 +55,7 @@ func (r ReconcileReport) Verdict() string {
 //   - per order, exactly one reservation (an inventory_change of the order with quantity < 0) of −quantity;
 //     exactly one release (> 0) when CANCELLED, none otherwise; a PAID order has exactly one PAYMENT
 //     transaction, of −amount_cents, and a PAYMENT transaction belongs to a PAID order;
+//   - per loyalty account, points = SUM(loyalty_credit.points);
 //   - per SUCCESS processed_event row of scope.Group: OrderCreated → its order exists; OrderPaid → the order
 //     is PAID; OrderCancelled → the order is CANCELLED; PaymentCaptured → an account_transaction carries its
 //     event ID or, for a payment re-sent under a new event ID, is linked to it (account_transaction_event).
@@ -83,6 +84,7 @@ func Reconcile(ctx context.Context, db *sqlx.DB, scope ReconcileScope) (Reconcil
 	}
 	checks := []func(context.Context, *sqlx.DB, string) ([]Difference, error){
 		accountBalances, orphanTransactions, stockOnHand, orphanChanges, orderChanges, paidOrders, paymentsOfUnpaidOrders,
+		loyaltyPoints,
 	}
 	if scope.Group != "" {
 		checks = append(checks, func(ctx context.Context, db *sqlx.DB, like string) ([]Difference, error) {

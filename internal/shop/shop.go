@@ -53,6 +53,9 @@ func Effects(ctx context.Context, db *sqlx.DB, prefix string) (orders, reservati
 	return orders, reservations, nil
 }
 
+// PrefixPattern is the LIKE pattern of the strings starting with prefix (its \, % and _ escaped).
+func PrefixPattern(prefix string) string { return escapeLike(prefix) + "%" }
+
 func escapeLike(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }

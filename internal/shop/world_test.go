@@ -29,10 +29,10 @@ type world struct {
 	group  string
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T, opts ...shop.Option) *world {
 	t.Helper()
 	db := testenv.MySQL(t)
-	s, err := shop.New()
+	s, err := shop.New(opts...)
 	require.NoError(t, err)
 	p := testenv.Unique("shop")
 	return &world{t: t, ctx: context.Background(), db: db, shop: s, prefix: p + "-", group: p + "-cg"}
