@@ -26,6 +26,8 @@ import (
 //     (rmqguard_lease_takeovers_total);
 //   - the handler returns an error (its context live) or an outcome that does not commit: the lease is
 //     released, and the retry runs as a new claim — return an error only when the call did not take effect;
+//     after a takeover the lease is expired instead, so the retry is a takeover too (the dead holder's call
+//     may still have happened);
 //   - the run ends without a commit after the handler returned success, at its deadline, or by a panic: the
 //     lease is expired at once, so the next delivery is a takeover;
 //   - the event is done (its processed_event row committed): a duplicate, as with Dedup.
@@ -91,8 +93,15 @@ func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
 			return consumer.Outcome{}, err
 		}
 		// end is what happens to the lease when the run ends without a commit: expired (the next delivery
-		// takes it over) unless the run decides otherwise; a panic leaves it at Expire.
+		// takes it over) unless the run decides otherwise; a panic leaves it at Expire. release is the end of
+		// a run that failed on its own: after a takeover it keeps the lease, expired, since the holder that
+		// died may have made the call and the next delivery must be told so too.
 		end := lease.Expire
+		release := lease.Release
+		lctx := dedup.WithLease(ctx, lease)
+		if dedup.Takeover(lctx) {
+			release = lease.Expire
+		}
 		defer func() {
 			if end != nil {
 				_ = end(ctx) // on failure the lease expires at its time
@@ -100,26 +109,27 @@ func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
 		}()
 		txn, err := store.Begin(ctx)
 		if err != nil {
-			end = lease.Release
+			end = release
 			return consumer.Outcome{}, err
 		}
 		defer func() { _ = txn.RollbackAfter(err) }() // runs before end: the lease row's lock is gone
 		if err := store.Claim(ctx, txn, d); err != nil {
-			end = lease.Release
+			end = release
 			if errors.Is(err, dedup.ErrDuplicate) {
+				end = lease.Release // the event is done: no trace to keep
 				return duplicate(ctx, store, txn, d), nil
 			}
 			return consumer.Outcome{}, err
 		}
-		hctx := dedup.WithTxn(dedup.WithLease(ctx, lease), txn)
+		hctx := dedup.WithTxn(lctx, txn)
 		o, err = next(hctx, d)
 		if err == nil && o.Kind == consumer.KindStale {
-			end = lease.Release
+			end = release
 			return stale(ctx, store, txn, d, o)
 		}
 		if err != nil || (o.Kind != consumer.KindProcessed && o.Kind != consumer.KindDuplicate) {
 			if ctx.Err() == nil {
-				end = lease.Release // the handler's own failure
+				end = release // the handler's own failure
 			}
 			return o, err
 		}
@@ -143,7 +153,7 @@ func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
 		}
 		end = nil // deleted with the commit
 		o.Committed = true
-		if dedup.Takeover(hctx) && o.Kind == consumer.KindProcessed {
+		if dedup.Takeover(lctx) && o.Kind == consumer.KindProcessed {
 			o.Cause = consumer.CauseTakeover
 		}
 		return o, nil
