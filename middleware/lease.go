@@ -33,11 +33,11 @@ import (
 //   - the event is done (its processed_event row committed): a duplicate, as with Dedup.
 //
 // lease must exceed the handler's deadline (consumer.Config.HandlerTimeout), or a slow handler's lease can
-// expire while its transaction is still open (a takeover then waits for that transaction's end, and finds
-// the event done or takes the lease over). An outage of the store while claiming, holding or committing
-// is classified infrastructure (consumer.Unavailable through Classify): no attempt is spent on it. Lease
-// does not run in batches (consumer.Config.BatchSize > 1: the message is dead-lettered as permanent, saying
-// so). A nil store or a lease that is not positive makes Chain (and consumer.New) refuse the chain.
+// expire while it still runs: consumer.New and Start refuse a Chain holding Lease whose lease is not longer
+// than HandlerTimeout, or with BatchSize > 1, naming the fix (run by hand in a batch, a message is
+// dead-lettered as permanent, saying so). An outage of the store while claiming, holding or committing is
+// classified infrastructure (consumer.Unavailable through Classify): no attempt is spent on it. A nil
+// store or a lease that is not positive makes Chain (and consumer.New) refuse the chain.
 func Lease(store *dedup.Store, lease time.Duration) consumer.Middleware {
 	if store == nil {
 		return refuse(fmt.Errorf("%w: middleware.Lease: store is nil — did dedup.NewStore fail? check its error", ErrNilDependency))
@@ -73,7 +73,7 @@ func delayLevelCovering(d time.Duration) int {
 func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
 	store := w.store
 	if next == nil { // Chain asking for the store (see checkerOf)
-		return consumer.Refuse(&dedupStore{store: store})
+		return consumer.Refuse(&dedupStore{store: store, lease: w.lease})
 	}
 	held := fmt.Sprintf("lease held by another delivery of the event (its handler is running, or stopped less than %s ago)", w.lease)
 	return func(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {

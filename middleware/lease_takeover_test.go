@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,6 +14,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/middleware"
 )
 
 // F35: a holder died with its lease (a lease claimed and never ended stands for kill -9 after the call).
@@ -49,4 +51,41 @@ func TestLease_TakeoverThatFailsKeepsTheTakeoverForTheNextDelivery(t *testing.T)
 	assert.Equal(t, 1, w.ledger.Count(t, ev))
 	assert.Equal(t, 1, w.rows(t, "processed_event", ev))
 	assert.Equal(t, 0, w.rows(t, "event_lease", ev))
+}
+
+// F35: consumer.New refuses, naming the fix, a Lease chain that could run a handler concurrently with a
+// takeover (a lease not longer than HandlerTimeout) or that would dead-letter every message (BatchSize > 1);
+// it accepts a lease longer than HandlerTimeout, also when an outer Chain completes the one holding Lease.
+func TestLease_ConsumerNewRefusesALeaseNotLongerThanHandlerTimeoutAndBatches(t *testing.T) {
+	w := newLeaseWorld(t)
+	eventID, err := middleware.EventID(middleware.EventIDConfig{})
+	require.NoError(t, err)
+	newConsumer := func(h consumer.Handler, timeout time.Duration, batch int) error {
+		_, err := consumer.New(consumer.Config{NameServers: []string{"127.0.0.1:9876"}, Group: "cg",
+			Subscriptions: []consumer.Subscription{{Topic: "PAYMENT"}}, HandlerTimeout: timeout, BatchSize: batch}, h,
+			consumer.WithPushConsumer(func([]rmq.Option) (consumer.PushConsumer, error) { return idlePush{}, nil }))
+		return err
+	}
+	chain := func(lease time.Duration) consumer.Handler {
+		return middleware.Chain(txPlain, middleware.Recover(nil), middleware.Classify(), eventID, middleware.Lease(w.store, lease))
+	}
+
+	err = newConsumer(chain(30*time.Second), 30*time.Second, 1)
+	require.Error(t, err, "a lease as long as the handler's deadline")
+	assert.Contains(t, err.Error(), "consumer.New: handler: middleware.Lease: the lease 30s is not longer than consumer.Config.HandlerTimeout 30s")
+	assert.Contains(t, err.Error(), "make the lease longer than HandlerTimeout")
+	err = newConsumer(chain(10*time.Second), 0, 1) // the default HandlerTimeout, 30 s
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "HandlerTimeout 30s")
+
+	err = newConsumer(chain(time.Minute), 30*time.Second, 4)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "middleware.Lease does not run in batches, and consumer.Config.BatchSize is 4: set BatchSize to 1")
+
+	assert.NoError(t, newConsumer(chain(31*time.Second), 30*time.Second, 1))
+	completed := middleware.Chain(middleware.Chain(txPlain, middleware.Lease(w.store, 10*time.Second)),
+		middleware.Recover(nil), middleware.Classify(), eventID)
+	assert.ErrorContains(t, newConsumer(completed, 30*time.Second, 1), "not longer than consumer.Config.HandlerTimeout",
+		"an outer Chain completing the inner one keeps the check")
+	assert.NoError(t, newConsumer(completed, 5*time.Second, 1))
 }
