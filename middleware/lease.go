@@ -24,8 +24,9 @@ import (
 //     UPDATE and dedup.Takeover(ctx) reports true to the handler, which should ask the other side whether
 //     the call happened before calling again; the processed outcome carries consumer.CauseTakeover
 //     (rmqguard_lease_takeovers_total);
-//   - the handler returns an error (its context live) or an outcome that does not commit: the lease is
-//     released, and the retry runs as a new claim — return an error only when the call did not take effect;
+//   - the handler returns an error (its context live, and neither a deadline, a cancellation nor a panic)
+//     or an outcome that does not commit: the lease is released, and the retry runs as a new claim —
+//     return an error only when the call did not take effect;
 //     after a takeover the lease is expired instead, so the retry is a takeover too (the dead holder's call
 //     may still have happened);
 //   - the run ends without a commit after the handler returned success, at its deadline, or by a panic: the
@@ -35,7 +36,9 @@ import (
 // lease must exceed the handler's deadline (consumer.Config.HandlerTimeout), or a slow handler's lease can
 // expire while it still runs: consumer.New and Start refuse a Chain holding Lease whose lease is not longer
 // than HandlerTimeout, or with BatchSize > 1, naming the fix (run by hand in a batch, a message is
-// dead-lettered as permanent, saying so). An outage of the store while claiming, holding or committing is
+// dead-lettered as permanent, saying so). The handler must end when its context does (make the call with
+// ctx): one running past its lease runs alongside the delivery that takes it over. Chain refuses Timeout
+// inside Lease. An outage of the store while claiming, holding or committing is
 // classified infrastructure (consumer.Unavailable through Classify): no attempt is spent on it. A nil
 // store or a lease that is not positive makes Chain (and consumer.New) refuse the chain.
 func Lease(store *dedup.Store, lease time.Duration) consumer.Middleware {
@@ -128,7 +131,7 @@ func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
 			return stale(ctx, store, txn, d, o)
 		}
 		if err != nil || (o.Kind != consumer.KindProcessed && o.Kind != consumer.KindDuplicate) {
-			if ctx.Err() == nil {
+			if ctx.Err() == nil && !unknownEffect(o, err) {
 				end = release // the handler's own failure
 			}
 			return o, err
@@ -158,4 +161,12 @@ func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
 		}
 		return o, nil
 	}
+}
+
+// unknownEffect reports whether a run that failed may have made its call all the same: it ended at a
+// deadline or was cancelled (a Deadline inside Lease, the handler's own client timing out) or panicked (a
+// Recover inside Lease). Its lease is then expired, not released, so the next delivery is told.
+func unknownEffect(o consumer.Outcome, err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		o.Cause == consumer.CauseTimeout || o.Cause == consumer.CausePanic
 }

@@ -89,3 +89,58 @@ func TestLease_ConsumerNewRefusesALeaseNotLongerThanHandlerTimeoutAndBatches(t *
 		"an outer Chain completing the inner one keeps the check")
 	assert.NoError(t, newConsumer(completed, 5*time.Second, 1))
 }
+
+// F35, F7: a deadline inside Lease (Deadline after it, shorter than the consumer's) ends a run whose call
+// may have happened: the handler made its call and was then stopped by its context. The lease's context is
+// still live, but the run did not fail on its own: the lease is expired, not released, so the next
+// delivery takes over and is told.
+func TestLease_RunEndedByAnInnerDeadlineIsATakeoverNotANewClaim(t *testing.T) {
+	w := newLeaseWorld(t)
+	eventID, err := middleware.EventID(middleware.EventIDConfig{})
+	require.NoError(t, err)
+	var tookOver []bool
+	h := dedup.Handle(w.ledger.Handler(func(ctx context.Context, _ *sqlx.Tx, _ *consumer.Delivery) (consumer.Outcome, error) {
+		tookOver = append(tookOver, dedup.Takeover(ctx))
+		if len(tookOver) == 1 {
+			<-ctx.Done() // the call made, its answer slower than the deadline
+			return consumer.Outcome{}, ctx.Err()
+		}
+		return consumer.Processed(), nil
+	}))
+	chain := middleware.Chain(h, middleware.Recover(nil), middleware.Classify(), eventID,
+		middleware.Lease(w.store, time.Minute), middleware.Deadline(200*time.Millisecond))
+	require.NoError(t, consumer.Refused(chain))
+	ev := testenv.Unique("ev")
+	o, err := chain(context.Background(), w.delivery(ev, ev+"-m1", 0))
+	require.Error(t, err)
+	assert.Equal(t, consumer.KindRetry, o.Kind, "%s", o)
+	assert.Equal(t, consumer.CauseTimeout, o.Cause)
+	assert.Equal(t, 1, w.rows(t, "event_lease", ev), "the lease stays, expired")
+
+	o, err = chain(context.Background(), w.delivery(ev, ev+"-m1", 1))
+	require.NoError(t, err)
+	assert.Equal(t, consumer.KindProcessed, o.Kind, "the retry runs at once: %s", o)
+	assert.Equal(t, consumer.CauseTakeover, o.Cause)
+	assert.Equal(t, []bool{false, true}, tookOver, "the run after the deadline is told it took over")
+	assert.Equal(t, 1, w.ledger.Count(t, ev))
+}
+
+// F35: Timeout inside Lease would answer at its deadline while the handler (one that ignores its context,
+// what Timeout is for) still runs, and Lease would end the lease then: the next delivery would run the
+// handler at the same time. Chain refuses that order, naming the fix; Timeout before Lease is accepted
+// (Lease keeps its lease until the handler returns).
+func TestLease_ChainRefusesTimeoutInsideLease(t *testing.T) {
+	w := newLeaseWorld(t)
+	eventID, err := middleware.EventID(middleware.EventIDConfig{})
+	require.NoError(t, err)
+	err = consumer.Refused(middleware.Chain(txPlain, middleware.Recover(nil), middleware.Classify(), eventID,
+		middleware.Lease(w.store, time.Minute), middleware.Timeout(time.Second)))
+	require.ErrorIs(t, err, middleware.ErrChainOrder)
+	assert.Contains(t, err.Error(), "middleware.Timeout (position 5) must not be inside middleware.Lease (position 4)")
+	assert.Contains(t, err.Error(), "move Timeout before Lease, or use Deadline")
+
+	assert.NoError(t, consumer.Refused(middleware.Chain(txPlain, middleware.Recover(nil), middleware.Classify(), eventID,
+		middleware.Timeout(time.Second), middleware.Lease(w.store, time.Minute))))
+	assert.NoError(t, consumer.Refused(middleware.Chain(txPlain, middleware.Recover(nil), middleware.Classify(), eventID,
+		middleware.Lease(w.store, time.Minute), middleware.Deadline(time.Second))))
+}
