@@ -24,8 +24,8 @@ import (
 //     UPDATE and dedup.Takeover(ctx) reports true to the handler, which should ask the other side whether
 //     the call happened before calling again; the processed outcome carries consumer.CauseTakeover
 //     (rmqguard_lease_takeovers_total);
-//   - the handler returns an error (its context live, and neither a deadline, a cancellation nor a panic)
-//     or an outcome that does not commit: the lease is released, and the retry runs as a new claim —
+//   - the handler returns an error (its context live; not a deadline, a cancellation, a panic or an
+//     outage, after which the lease is expired) or an outcome that does not commit: the lease is released, and the retry runs as a new claim —
 //     return an error only when the call did not take effect;
 //     after a takeover the lease is expired instead, so the retry is a takeover too (the dead holder's call
 //     may still have happened);
@@ -164,9 +164,11 @@ func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
 }
 
 // unknownEffect reports whether a run that failed may have made its call all the same: it ended at a
-// deadline or was cancelled (a Deadline inside Lease, the handler's own client timing out) or panicked (a
-// Recover inside Lease). Its lease is then expired, not released, so the next delivery is told.
+// deadline or was cancelled (a Deadline inside Lease, the handler's own client timing out), panicked (a
+// Recover inside Lease), or met an outage (an infrastructure error: its writes failed after the call).
+// Its lease is then expired, not released, so the next delivery is told.
 func unknownEffect(o consumer.Outcome, err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		(err != nil && retry.Classify(err) == retry.ClassInfrastructure) ||
 		o.Cause == consumer.CauseTimeout || o.Cause == consumer.CausePanic
 }

@@ -3,10 +3,12 @@ package middleware_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -143,4 +145,29 @@ func TestLease_ChainRefusesTimeoutInsideLease(t *testing.T) {
 		middleware.Timeout(time.Second), middleware.Lease(w.store, time.Minute))))
 	assert.NoError(t, consumer.Refused(middleware.Chain(txPlain, middleware.Recover(nil), middleware.Classify(), eventID,
 		middleware.Lease(w.store, time.Minute), middleware.Deadline(time.Second))))
+}
+
+// F35, F19: a handler whose store went away after its call (its write fails with a lost connection, an
+// infrastructure error: no attempt is spent) did not fail on its own: the call may have happened, so its
+// lease is expired, not released, and the run after the outage is told it takes over.
+func TestLease_HandlerFailingOnAnOutageAfterItsCallIsATakeover(t *testing.T) {
+	w := newLeaseWorld(t)
+	var tookOver []bool
+	chain := w.chain(t, w.store, time.Minute, func(ctx context.Context, _ *sqlx.Tx, _ *consumer.Delivery) (consumer.Outcome, error) {
+		tookOver = append(tookOver, dedup.Takeover(ctx))
+		if len(tookOver) == 1 {
+			return consumer.Outcome{}, fmt.Errorf("write the charge ID: %w", mysql.ErrInvalidConn)
+		}
+		return consumer.Processed(), nil
+	})
+	ev := testenv.Unique("ev")
+	o, err := chain(context.Background(), w.delivery(ev, ev+"-m1", 0))
+	require.Error(t, err)
+	assert.Equal(t, consumer.KindUnavailable, o.Kind, "an outage: %s", o)
+	assert.Equal(t, 1, w.rows(t, "event_lease", ev), "the lease stays, expired")
+
+	o, err = chain(context.Background(), w.delivery(ev, ev+"-m1", 0))
+	require.NoError(t, err)
+	assert.Equal(t, consumer.CauseTakeover, o.Cause, "%s", o)
+	assert.Equal(t, []bool{false, true}, tookOver)
 }
