@@ -171,3 +171,31 @@ func TestLease_HandlerFailingOnAnOutageAfterItsCallIsATakeover(t *testing.T) {
 	assert.Equal(t, consumer.CauseTakeover, o.Cause, "%s", o)
 	assert.Equal(t, []bool{false, true}, tookOver)
 }
+
+// F35, F13: the handler's transaction was rolled back underneath it (a deadlock it swallowed: MySQL rolls
+// back the whole transaction, and the statements after it autocommit) after its call. Nothing may commit
+// the lease row's delete without the DONE row: the run is a retry (dedup.ErrClaimLost), its lease stays,
+// expired, and the next delivery is told it takes over.
+func TestLease_TransactionRolledBackUnderTheHandlerKeepsTheLease(t *testing.T) {
+	w := newLeaseWorld(t)
+	var tookOver []bool
+	chain := w.chain(t, w.store, time.Minute, func(ctx context.Context, tx *sqlx.Tx, _ *consumer.Delivery) (consumer.Outcome, error) {
+		tookOver = append(tookOver, dedup.Takeover(ctx))
+		if len(tookOver) == 1 {
+			_, err := tx.ExecContext(ctx, "ROLLBACK") // stands for a 1213 the handler swallowed
+			require.NoError(t, err)
+		}
+		return consumer.Processed(), nil
+	})
+	ev := testenv.Unique("ev")
+	o, err := chain(context.Background(), w.delivery(ev, ev+"-m1", 0))
+	require.ErrorIs(t, err, dedup.ErrClaimLost)
+	assert.Equal(t, consumer.KindRetry, o.Kind, "%s", o)
+	assert.Equal(t, 0, w.rows(t, "processed_event", ev))
+	assert.Equal(t, 1, w.rows(t, "event_lease", ev), "the lease row is not deleted without the DONE row")
+
+	o, err = chain(context.Background(), w.delivery(ev, ev+"-m1", 1))
+	require.NoError(t, err)
+	assert.Equal(t, consumer.CauseTakeover, o.Cause, "%s", o)
+	assert.Equal(t, []bool{false, true}, tookOver)
+}
