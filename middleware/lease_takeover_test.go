@@ -17,6 +17,7 @@ import (
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
+	"github.com/rmqguard/rmqguard/retry"
 )
 
 // F35: a holder died with its lease (a lease claimed and never ended stands for kill -9 after the call).
@@ -198,4 +199,41 @@ func TestLease_TransactionRolledBackUnderTheHandlerKeepsTheLease(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, consumer.CauseTakeover, o.Cause, "%s", o)
 	assert.Equal(t, []bool{false, true}, tookOver)
+}
+
+// F35, F39: the COMMIT of a lease claim reaches the server, but its answer is lost. The claim is decided by
+// the lease row it left (read back by its token): the lease is this delivery's, the handler may run. Before,
+// the delivery was paused as Unavailable and its rerun found its own lease live: retried (an attempt spent)
+// for the lease's length, then run as a takeover of itself.
+func TestLease_ClaimWhoseCommitAnswerIsLostIsDecidedByTheLeaseRow(t *testing.T) {
+	w := newLeaseWorld(t)
+	proxy := testenv.NewCommitProxy(t)
+	db, err := sqlx.Open("mysql", proxy.DSN())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	store, err := dedup.NewStore(db)
+	require.NoError(t, err)
+	ev := testenv.Unique("ev")
+	d := w.delivery(ev, ev+"-m1", 0)
+	d.EventID = ev
+
+	proxy.LoseCommitAnswers(0)
+	lease, err := store.ClaimLease(context.Background(), d, time.Minute)
+	require.NoError(t, err, "committed: the lease is this delivery's")
+	assert.Equal(t, 1, proxy.Commits())
+	assert.False(t, dedup.Takeover(dedup.WithLease(context.Background(), lease)))
+	proxy.DelayCommitAnswers(0)
+
+	other := w.delivery(ev, ev+"-m2", 0)
+	other.EventID = ev
+	_, err = w.store.ClaimLease(context.Background(), other, time.Minute)
+	assert.ErrorIs(t, err, dedup.ErrLeaseHeld, "the lease is held")
+	require.NoError(t, lease.Release(context.Background()), "and it is this delivery's to release")
+	assert.Equal(t, 0, w.rows(t, "event_lease", ev))
+
+	proxy.DropCommits() // the COMMIT never reaches the server: no lease, the store's failure
+	_, err = store.ClaimLease(context.Background(), d, time.Minute)
+	require.Error(t, err)
+	assert.Equal(t, retry.ClassInfrastructure, retry.Classify(err))
+	assert.Equal(t, 0, w.rows(t, "event_lease", ev))
 }
