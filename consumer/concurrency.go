@@ -12,6 +12,13 @@ type concurrencyChecker interface {
 	CheckConcurrency(handlers int) error
 }
 
+// configChecker is a condition that also depends on the consumer's Config beyond how many handlers run at
+// once (middleware.Lease: a lease longer than HandlerTimeout, one message per callback). CheckConfig gets
+// the Config with its defaults applied and returns why the handlers cannot run safely with it, naming the fix.
+type configChecker interface {
+	CheckConfig(cfg Config) error
+}
+
 // maxHandlers returns the most handler runs a consumer with c (defaults applied) makes at once: the client
 // runs ConsumeGoroutines callbacks for each topic it consumes (every subscription, and %RETRY%<group>),
 // one handler run each at a time (a batch's members run one after another); 0 in orderly mode, where it
@@ -42,6 +49,11 @@ type concurrencyCheck struct {
 // the caller (consumer.New, consumer.Start) in the error.
 func checkConcurrency(cfg Config, checks []concurrencyCheck, where string) error {
 	for _, ch := range checks {
+		if cc, ok := ch.checker.(configChecker); ok {
+			if err := cc.CheckConfig(cfg); err != nil {
+				return fmt.Errorf("%s: %s: %w", where, ch.from, err)
+			}
+		}
 		if err := ch.checker.CheckConcurrency(cfg.maxHandlers()); err != nil {
 			return fmt.Errorf("%s: %s: %w (%s)", where, ch.from, err, cfg.handlersAtOnce())
 		}

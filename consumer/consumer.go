@@ -161,7 +161,8 @@ type Consumer struct {
 // calls any other h. A Pending condition (a chain around a dedup store) and a WithHealthProbe probe with a
 // CheckConcurrency method (*dedup.Store) are checked against the most handlers the consumer runs at once
 // (see Pending): a store whose transactions could hold every connection of the pool its handlers also
-// use fails New with the fix ("consumer.New: handler: dedup: …").
+// use fails New with the fix ("consumer.New: handler: dedup: …"); so does a middleware.Lease whose lease is
+// not longer than HandlerTimeout, or with BatchSize > 1 (a condition's CheckConfig, see Pending).
 func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -68,6 +68,9 @@ func (p *pending) handle(ctx context.Context, d *Delivery) (Outcome, error) {
 // call it with the most handlers the consumer runs at once (ConsumeGoroutines for each subscribed topic
 // and %RETRY%<group>; 0 in orderly mode, which runs one per queue it holds) and fail with its error, and
 // Refused returns nil. middleware.Chain returns one around a dedup store (dedup.Store.CheckConcurrency).
+// When the condition also has a method CheckConfig(cfg Config) error, New and Start call it with the
+// Config (defaults applied) and fail with its error (middleware.Lease's lease against HandlerTimeout and
+// BatchSize).
 func Pending(h Handler, err error) Handler {
 	if err == nil {
 		err = errNoReason

@@ -194,8 +194,8 @@ func (j *Janitor) purgeOnce(ctx context.Context, conn *sql.Conn) {
 	switch {
 	case err != nil && !errors.Is(err, errLostLeadership) && ctx.Err() == nil:
 		j.cfg.Logger.Warn("dedup janitor: purge failed", zap.String("scope", j.cfg.Scope), zap.Int64("rows", res.Rows), zap.Error(err))
-	case res.Rows > 0:
-		j.cfg.Logger.Info("dedup janitor: purged", zap.String("scope", j.cfg.Scope), zap.Int64("rows", res.Rows),
+	case res.Rows > 0 || res.Leases > 0:
+		j.cfg.Logger.Info("dedup janitor: purged", zap.String("scope", j.cfg.Scope), zap.Int64("rows", res.Rows), zap.Int64("leases", res.Leases),
 			zap.Int("batches", res.Batches), zap.String("cutoff_utc", res.Cutoff), zap.Duration("elapsed", res.Elapsed))
 	}
 }

@@ -42,7 +42,8 @@ type Lease struct {
 // ID): a new lease row, or, when the row's lease has expired (its holder died or gave up: it never
 // committed), the row taken over by a conditional UPDATE (then Takeover reports true for a context
 // carrying the lease, see WithLease). Lease times are on
-// the database's UTC clock. It returns an error wrapping ErrLeaseHeld when another delivery holds a live
+// the database's UTC clock; a claim whose COMMIT's answer was lost is decided by the lease row it left
+// (read back by its token). It returns an error wrapping ErrLeaseHeld when another delivery holds a live
 // lease; an empty or too long event ID or scope is permanent, as for Claim. A missing lease table (the
 // schema before migration 00005) is an error wrapping ErrSchema that names the fix, marked infrastructure:
 // consumption pauses instead of spending attempts. The store's own failures (no
@@ -67,7 +68,7 @@ func (s *Store) ClaimLease(ctx context.Context, d *consumer.Delivery, dur time.D
 	us := dur.Microseconds()
 	for range maxLeaseClaims {
 		_, err := s.execOwn(ctx, s.q.leaseClaim, scope, d.EventID, l.token, d.Msg.MsgId, us)
-		if err == nil {
+		if err == nil || l.mine(ctx, err) {
 			return l, nil
 		}
 		if missingTable(err) {
@@ -78,6 +79,9 @@ func (s *Store) ClaimLease(ctx context.Context, d *consumer.Delivery, dur time.D
 			return nil, recordFailed(ctx, fmt.Errorf("dedup: claim lease scope %s event %s: %w", scope, d.EventID, err))
 		}
 		n, err := s.execOwn(ctx, s.q.leaseTake, l.token, d.Msg.MsgId, us, scope, d.EventID)
+		if err != nil && l.mine(ctx, err) {
+			n, err = 1, nil
+		}
 		if err != nil {
 			return nil, recordFailed(ctx, fmt.Errorf("dedup: take over lease scope %s event %s: %w", scope, d.EventID, err))
 		}
@@ -96,6 +100,19 @@ func (s *Store) ClaimLease(ctx context.Context, d *consumer.Delivery, dur time.D
 		}
 	}
 	return nil, fmt.Errorf("%w: scope %s event %s (claimed and released %d times meanwhile)", ErrLeaseHeld, scope, d.EventID, maxLeaseClaims)
+}
+
+// mine reports, after a lease statement failed with err, whether its transaction committed all the same:
+// err may hide a commit (the COMMIT's answer was lost, see answerLost) and the lease row carries l's token
+// (a locking read, so that a commit still under way is waited for; readBackTimeout of its own).
+func (l *Lease) mine(ctx context.Context, err error) bool {
+	if !answerLost(err) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
+	defer cancel()
+	var n int
+	return l.s.db.GetContext(ctx, &n, l.s.q.leaseMine, l.scope, l.eventID, l.token) == nil && n == 1
 }
 
 // erNoSuchTable is MySQL's ER_NO_SUCH_TABLE.

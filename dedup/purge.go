@@ -34,7 +34,8 @@ const (
 var ErrWindowTooShort = errors.New("dedup: purge window shorter than broker retention + DLQ replay window")
 
 // PurgeConfig says which processed_event rows Purge removes: those of Scope consumed more than OlderThan
-// ago by the database's UTC clock (consumed_at < UTC_TIMESTAMP(6) − OlderThan when the purge starts).
+// ago by the database's UTC clock (consumed_at < UTC_TIMESTAMP(6) − OlderThan when the purge starts); and
+// which lease rows: those of Scope whose lease ended before the same cutoff.
 type PurgeConfig struct {
 	// Scope is the dedup scope (a consumer group, or the name given to WithScope). Required.
 	Scope string
@@ -109,9 +110,12 @@ func checkWindow(field string, window, retention, replay time.Duration, force bo
 
 // PurgeResult is what a purge did.
 type PurgeResult struct {
-	// Rows is the number of rows deleted, or with DryRun the number that would be deleted.
+	// Rows is the number of processed_event rows deleted, or with DryRun the number that would be deleted.
 	Rows int64
-	// Batches is the number of DELETE batches run (with DryRun: that would run).
+	// Leases is the number of lease rows (lease mode's event_lease) whose lease ended before Cutoff,
+	// deleted (with DryRun: that would be): traces of runs that died and whose message never came back.
+	Leases int64
+	// Batches is the number of DELETE batches run, both tables (with DryRun: that would run).
 	Batches int
 	// Cutoff is the consumed_at bound (UTC, the database's clock): rows older than it were purged.
 	Cutoff string
@@ -134,7 +138,10 @@ func (r PurgeResult) RowsPerSecond() float64 {
 // running meanwhile do not wait on it beyond one batch, and a row claimed again since is kept. It stops
 // when a batch finds nothing, or when ctx ends (returning what it did so far and ctx's error). An invalid
 // cfg is refused before anything is read (see PurgeConfig.Validate, ErrWindowTooShort). Query errors are
-// wrapped with the batch they happened in.
+// wrapped with the batch they happened in. Then, the same way, it deletes the scope's lease rows (lease
+// mode, TablePrefix + "event_lease") whose lease ended before the same cutoff (lease_until), the traces of
+// runs that died and whose message did not come back within the window; a schema without that table
+// (before migration 00005) has none.
 func Purge(ctx context.Context, db *sqlx.DB, cfg PurgeConfig) (PurgeResult, error) {
 	return purge(ctx, db, cfg, nil)
 }
@@ -156,54 +163,74 @@ type purgeQueries struct {
 	count, oldest, deleteHead string
 }
 
-// newPurgeQueries writes table, a valid identifier (NewTables), into the purge's statements.
-func newPurgeQueries(table string) purgeQueries {
+// newPurgeQueries writes table, a valid identifier (NewTables), and its time column (processed_event's
+// consumed_at, event_lease's lease_until) into the purge's statements.
+func newPurgeQueries(table, at string) purgeQueries {
 	return purgeQueries{
-		count: `SELECT COUNT(*) FROM ` + table + ` WHERE consumer_group = ? AND consumed_at < ?`,
+		count: `SELECT COUNT(*) FROM ` + table + ` WHERE consumer_group = ? AND ` + at + ` < ?`,
 		oldest: `SELECT event_id FROM ` + table + `
-		WHERE consumer_group = ? AND consumed_at < ? ORDER BY consumed_at LIMIT ?`,
-		deleteHead: `DELETE FROM ` + table + ` WHERE consumer_group = ? AND consumed_at < ? AND event_id IN (?`,
+		WHERE consumer_group = ? AND ` + at + ` < ? ORDER BY ` + at + ` LIMIT ?`,
+		deleteHead: `DELETE FROM ` + table + ` WHERE consumer_group = ? AND ` + at + ` < ? AND event_id IN (?`,
 	}
 }
 
-// purgeRows fixes the cutoff on the database's clock, then counts (DryRun) or deletes batch by batch.
+// purgeRows fixes the cutoff on the database's clock, then counts (DryRun) or deletes batch by batch the
+// processed_event rows, then the lease rows (lease mode; none when the schema predates its table).
 func purgeRows(ctx context.Context, db *sqlx.DB, cfg PurgeConfig, beforeBatch func(context.Context) error) (PurgeResult, error) {
 	var res PurgeResult
 	t, err := NewTables(cfg.TablePrefix) // validated already
 	if err != nil {
 		return res, fmt.Errorf("dedup: purge: TablePrefix: %w", err)
 	}
-	q := newPurgeQueries(t.Processed())
 	cutoff, err := purgeCutoff(ctx, db, cfg.OlderThan)
 	if err != nil {
 		return res, err
 	}
 	res.Cutoff = cutoff
+	var batches int
+	res.Rows, batches, err = purgeTable(ctx, db, newPurgeQueries(t.Processed(), "consumed_at"), cfg, cutoff, beforeBatch)
+	res.Batches += batches
+	if err != nil {
+		return res, err
+	}
+	res.Leases, batches, err = purgeTable(ctx, db, newPurgeQueries(t.lease(), "lease_until"), cfg, cutoff, beforeBatch)
+	res.Batches += batches
+	if missingTable(err) {
+		return res, nil // no lease mode in this schema (before migration 00005)
+	}
+	if err != nil {
+		return res, fmt.Errorf("%w (table %s)", err, t.lease())
+	}
+	return res, nil
+}
+
+// purgeTable counts (DryRun) or deletes, batch by batch, the rows q selects for cfg.Scope before cutoff,
+// and returns how many and in how many batches.
+func purgeTable(ctx context.Context, db *sqlx.DB, q purgeQueries, cfg PurgeConfig, cutoff string,
+	beforeBatch func(context.Context) error) (rows int64, batches int, err error) {
 	if cfg.DryRun {
-		err := db.GetContext(ctx, &res.Rows, q.count, cfg.Scope, cutoff)
-		if err != nil {
-			return res, fmt.Errorf("dedup: purge scope %s: count: %w", cfg.Scope, err)
+		if err := db.GetContext(ctx, &rows, q.count, cfg.Scope, cutoff); err != nil {
+			return 0, 0, fmt.Errorf("dedup: purge scope %s: count: %w", cfg.Scope, err)
 		}
-		res.Batches = int((res.Rows + int64(cfg.BatchSize) - 1) / int64(cfg.BatchSize))
-		return res, nil
+		return rows, int((rows + int64(cfg.BatchSize) - 1) / int64(cfg.BatchSize)), nil
 	}
 	for {
 		if beforeBatch != nil {
 			if err := beforeBatch(ctx); err != nil {
-				return res, err
+				return rows, batches, err
 			}
 		}
 		found, deleted, err := purgeBatch(ctx, db, q, cfg.Scope, cutoff, cfg.BatchSize)
 		if err != nil {
-			return res, fmt.Errorf("dedup: purge scope %s batch %d: %w", cfg.Scope, res.Batches+1, err)
+			return rows, batches, fmt.Errorf("dedup: purge scope %s batch %d: %w", cfg.Scope, batches+1, err)
 		}
 		if found == 0 {
-			return res, nil
+			return rows, batches, nil
 		}
-		res.Rows += deleted
-		res.Batches++
+		rows += deleted
+		batches++
 		if err := sleep(ctx, cfg.Pause); err != nil {
-			return res, err
+			return rows, batches, err
 		}
 	}
 }

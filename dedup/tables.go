@@ -77,7 +77,7 @@ type queries struct {
 	aggregateRead, aggregateAdvance                    string
 	confirmBatchHead, causesHead                       string
 	// lease mode (lease.go)
-	leaseClaim, leaseTake, leaseRead, leaseHold, leaseRelease, leaseExpire string
+	leaseClaim, leaseTake, leaseRead, leaseMine, leaseHold, leaseRelease, leaseExpire string
 }
 
 // newQueries writes t's names into the store's statements; t's names are valid identifiers (NewTables).
@@ -105,6 +105,7 @@ func newQueries(t Tables) queries {
 		 lease_until = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, takeovers = takeovers + 1
 		 WHERE consumer_group = ? AND event_id = ? AND lease_until <= UTC_TIMESTAMP(6)`,
 		leaseRead:    `SELECT COUNT(*) FROM ` + l + ` WHERE consumer_group = ? AND event_id = ?`,
+		leaseMine:    `SELECT COUNT(*) FROM ` + l + ` WHERE consumer_group = ? AND event_id = ? AND claim_token = ? LOCK IN SHARE MODE`,
 		leaseHold:    `DELETE FROM ` + l + ` WHERE consumer_group = ? AND event_id = ? AND claim_token = ?`,
 		leaseRelease: `DELETE FROM ` + l + ` WHERE consumer_group = ? AND event_id = ? AND claim_token = ?`,
 		leaseExpire: `UPDATE ` + l + ` SET lease_until = LEAST(lease_until, UTC_TIMESTAMP(6))

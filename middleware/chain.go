@@ -72,6 +72,7 @@ func missingErr(format string, args ...any) error {
 //     *PanicError, so none escapes either way; the rule keeps Recover, which logs each panic once with the
 //     handler's stack, on the consumer's goroutine around Timeout and whatever sits between them, as in the
 //     recommended order (a Recover inside Timeout runs on Timeout's per-message goroutine);
+//   - Timeout inside Lease (Lease would end its lease when Timeout answers, the handler still running);
 //   - Dedup without Classify before it (without it, a permanent error, e.g. MySQL 1406 or an undecodable
 //     body, would be retried on every delivery, then dead-lettered by the broker without its reason; inside
 //     Dedup, it never sees Dedup's own store errors, so a store outage spends attempts instead of pausing
@@ -201,7 +202,7 @@ func (c *chainKinds) collect(h consumer.Handler, mws []consumer.Middleware) erro
 func (c *chainKinds) check() error {
 	var missing error
 	for _, err := range []error{c.needBefore(kindDedup, kindEventID), c.dedupNeedsClassify(), c.needBefore(kindVersion, kindDedup),
-		c.timeoutInsideRecover(), c.txNeedsDedup()} {
+		c.timeoutInsideRecover(), c.timeoutOutsideLease(), c.txNeedsDedup()} {
 		var m *incompleteChainError
 		switch {
 		case err == nil:
@@ -239,6 +240,18 @@ func (c *chainKinds) timeoutInsideRecover() error {
 	t, ok := c.pos[kindTimeout]
 	if r, recov := c.pos[kindRecover]; ok && recov && r > t {
 		return orderErr("middleware.Timeout (%s) must be inside middleware.Recover (%s): move Recover before Timeout", c.at(t), c.at(r))
+	}
+	return nil
+}
+
+// timeoutOutsideLease: Timeout must not be inside Lease, which would end its lease when Timeout answers
+// while the handler still runs.
+func (c *chainKinds) timeoutOutsideLease() error {
+	t, ok := c.pos[kindTimeout]
+	if l, dedup := c.pos[kindDedup]; ok && dedup && c.kinds[l-1] == kindLease && t > l {
+		return orderErr("middleware.Timeout (%s) must not be inside middleware.Lease (%s): Timeout answers at its deadline "+
+			"while the handler may still run, and Lease would then end its lease, letting another delivery run the handler "+
+			"at the same time: move Timeout before Lease, or use Deadline", c.at(t), c.at(l))
 	}
 	return nil
 }

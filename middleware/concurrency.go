@@ -2,6 +2,8 @@ package middleware
 
 import (
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
@@ -32,6 +34,44 @@ func (c *storeCondition) CheckConcurrency(handlers int) error {
 	return nil
 }
 
+// CheckConfig returns the first error of a store's check of the consumer's Config (a Lease's), if any.
+func (c *storeCondition) CheckConfig(cfg consumer.Config) error {
+	for _, s := range c.stores {
+		if cc, ok := s.(interface{ CheckConfig(consumer.Config) error }); ok {
+			if err := cc.CheckConfig(cfg); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// leaseCondition is a Lease middleware's store and lease: the store's concurrency check, and the
+// consumer's Config checked against the lease (see CheckConfig).
+type leaseCondition struct {
+	store concurrencyChecker
+	lease time.Duration
+}
+
+func (c leaseCondition) CheckConcurrency(handlers int) error {
+	return c.store.CheckConcurrency(handlers)
+}
+
+// CheckConfig refuses a consumer that runs batches (BatchSize > 1: Lease dead-letters every member) or
+// whose HandlerTimeout is not shorter than the lease (a handler still running could lose its lease to
+// another delivery, which would then make the external call too).
+func (c leaseCondition) CheckConfig(cfg consumer.Config) error {
+	if cfg.BatchSize > 1 {
+		return fmt.Errorf("middleware.Lease does not run in batches, and consumer.Config.BatchSize is %d: set BatchSize to 1", cfg.BatchSize)
+	}
+	if c.lease <= cfg.HandlerTimeout {
+		return fmt.Errorf("middleware.Lease: the lease %s is not longer than consumer.Config.HandlerTimeout %s, so a handler "+
+			"still running can lose its lease to another delivery of the event: make the lease longer than HandlerTimeout "+
+			"(e.g. 2 × HandlerTimeout) or HandlerTimeout shorter", c.lease, cfg.HandlerTimeout)
+	}
+	return nil
+}
+
 // withCondition returns h as a consumer.Pending carrying the stores' condition, or h itself without one.
 func withCondition(h consumer.Handler, stores []concurrencyChecker) consumer.Handler {
 	if len(stores) == 0 {
@@ -42,7 +82,10 @@ func withCondition(h consumer.Handler, stores []concurrencyChecker) consumer.Han
 
 // dedupStore is what a Dedup middleware given no next handler answers with (see dedupMW.wrap): Chain learns
 // the store from it, and a chain composed by hand around a nil handler is refused.
-type dedupStore struct{ store dedup.TxStore }
+type dedupStore struct {
+	store dedup.TxStore
+	lease time.Duration // a Lease middleware's lease; 0 for Dedup
+}
 
 func (e *dedupStore) Error() string { return "middleware.Dedup: the handler it wraps is nil" }
 
@@ -53,5 +96,8 @@ func checkerOf(mw consumer.Middleware) (concurrencyChecker, bool) {
 		return nil, false
 	}
 	cc, ok := ds.store.(concurrencyChecker)
+	if ok && ds.lease > 0 {
+		return leaseCondition{store: cc, lease: ds.lease}, true
+	}
 	return cc, ok
 }

@@ -24,18 +24,23 @@ import (
 //     UPDATE and dedup.Takeover(ctx) reports true to the handler, which should ask the other side whether
 //     the call happened before calling again; the processed outcome carries consumer.CauseTakeover
 //     (rmqguard_lease_takeovers_total);
-//   - the handler returns an error (its context live) or an outcome that does not commit: the lease is
-//     released, and the retry runs as a new claim — return an error only when the call did not take effect;
+//   - the handler returns an error (its context live; not a deadline, a cancellation, a panic or an
+//     outage, after which the lease is expired) or an outcome that does not commit: the lease is released, and the retry runs as a new claim —
+//     return an error only when the call did not take effect;
+//     after a takeover the lease is expired instead, so the retry is a takeover too (the dead holder's call
+//     may still have happened);
 //   - the run ends without a commit after the handler returned success, at its deadline, or by a panic: the
 //     lease is expired at once, so the next delivery is a takeover;
 //   - the event is done (its processed_event row committed): a duplicate, as with Dedup.
 //
 // lease must exceed the handler's deadline (consumer.Config.HandlerTimeout), or a slow handler's lease can
-// expire while its transaction is still open (a takeover then waits for that transaction's end, and finds
-// the event done or takes the lease over). An outage of the store while claiming, holding or committing
-// is classified infrastructure (consumer.Unavailable through Classify): no attempt is spent on it. Lease
-// does not run in batches (consumer.Config.BatchSize > 1: the message is dead-lettered as permanent, saying
-// so). A nil store or a lease that is not positive makes Chain (and consumer.New) refuse the chain.
+// expire while it still runs: consumer.New and Start refuse a Chain holding Lease whose lease is not longer
+// than HandlerTimeout, or with BatchSize > 1, naming the fix (run by hand in a batch, a message is
+// dead-lettered as permanent, saying so). The handler must end when its context does (make the call with
+// ctx): one running past its lease runs alongside the delivery that takes it over. Chain refuses Timeout
+// inside Lease. An outage of the store while claiming, holding or committing is
+// classified infrastructure (consumer.Unavailable through Classify): no attempt is spent on it. A nil
+// store or a lease that is not positive makes Chain (and consumer.New) refuse the chain.
 func Lease(store *dedup.Store, lease time.Duration) consumer.Middleware {
 	if store == nil {
 		return refuse(fmt.Errorf("%w: middleware.Lease: store is nil — did dedup.NewStore fail? check its error", ErrNilDependency))
@@ -71,7 +76,7 @@ func delayLevelCovering(d time.Duration) int {
 func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
 	store := w.store
 	if next == nil { // Chain asking for the store (see checkerOf)
-		return consumer.Refuse(&dedupStore{store: store})
+		return consumer.Refuse(&dedupStore{store: store, lease: w.lease})
 	}
 	held := fmt.Sprintf("lease held by another delivery of the event (its handler is running, or stopped less than %s ago)", w.lease)
 	return func(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {
@@ -91,8 +96,15 @@ func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
 			return consumer.Outcome{}, err
 		}
 		// end is what happens to the lease when the run ends without a commit: expired (the next delivery
-		// takes it over) unless the run decides otherwise; a panic leaves it at Expire.
+		// takes it over) unless the run decides otherwise; a panic leaves it at Expire. release is the end of
+		// a run that failed on its own: after a takeover it keeps the lease, expired, since the holder that
+		// died may have made the call and the next delivery must be told so too.
 		end := lease.Expire
+		release := lease.Release
+		lctx := dedup.WithLease(ctx, lease)
+		if dedup.Takeover(lctx) {
+			release = lease.Expire
+		}
 		defer func() {
 			if end != nil {
 				_ = end(ctx) // on failure the lease expires at its time
@@ -100,26 +112,27 @@ func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
 		}()
 		txn, err := store.Begin(ctx)
 		if err != nil {
-			end = lease.Release
+			end = release
 			return consumer.Outcome{}, err
 		}
 		defer func() { _ = txn.RollbackAfter(err) }() // runs before end: the lease row's lock is gone
 		if err := store.Claim(ctx, txn, d); err != nil {
-			end = lease.Release
+			end = release
 			if errors.Is(err, dedup.ErrDuplicate) {
+				end = lease.Release // the event is done: no trace to keep
 				return duplicate(ctx, store, txn, d), nil
 			}
 			return consumer.Outcome{}, err
 		}
-		hctx := dedup.WithTxn(dedup.WithLease(ctx, lease), txn)
+		hctx := dedup.WithTxn(lctx, txn)
 		o, err = next(hctx, d)
 		if err == nil && o.Kind == consumer.KindStale {
-			end = lease.Release
+			end = release
 			return stale(ctx, store, txn, d, o)
 		}
 		if err != nil || (o.Kind != consumer.KindProcessed && o.Kind != consumer.KindDuplicate) {
-			if ctx.Err() == nil {
-				end = lease.Release // the handler's own failure
+			if ctx.Err() == nil && !unknownEffect(o, err) {
+				end = release // the handler's own failure
 			}
 			return o, err
 		}
@@ -143,9 +156,19 @@ func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
 		}
 		end = nil // deleted with the commit
 		o.Committed = true
-		if dedup.Takeover(hctx) && o.Kind == consumer.KindProcessed {
+		if dedup.Takeover(lctx) && o.Kind == consumer.KindProcessed {
 			o.Cause = consumer.CauseTakeover
 		}
 		return o, nil
 	}
+}
+
+// unknownEffect reports whether a run that failed may have made its call all the same: it ended at a
+// deadline or was cancelled (a Deadline inside Lease, the handler's own client timing out), panicked (a
+// Recover inside Lease), or met an outage (an infrastructure error: its writes failed after the call).
+// Its lease is then expired, not released, so the next delivery is told.
+func unknownEffect(o consumer.Outcome, err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		(err != nil && retry.Classify(err) == retry.ClassInfrastructure) ||
+		o.Cause == consumer.CauseTimeout || o.Cause == consumer.CausePanic
 }

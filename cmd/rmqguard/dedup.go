@@ -101,5 +101,8 @@ func (o *purgeOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	}
 	fmt.Fprintf(out, "%s group=%s: %s %d rows in %d batches of at most %d (consumed_at < %s UTC) in %s, %.0f rows/s\n",
 		head, o.cfg.Scope, verb, res.Rows, res.Batches, o.cfg.BatchSize, res.Cutoff, res.Elapsed.Round(time.Millisecond), res.RowsPerSecond())
+	if res.Leases > 0 {
+		fmt.Fprintf(out, "%s group=%s: %s %d expired lease rows (lease mode, lease_until < %s UTC)\n", head, o.cfg.Scope, verb, res.Leases, res.Cutoff)
+	}
 	return err
 }

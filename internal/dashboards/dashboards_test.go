@@ -59,7 +59,7 @@ func TestDashboard_EveryExpressionNamesAnExposedMetricOrARecordingRule(t *testin
 	for _, want := range []string{"rmqguard:duplicate_ratio_by_cause:rate5m", "rmqguard_messages_total",
 		"rmqguard_handle_duration_seconds_bucket", "rmqguard:dead_letters:rate5m", "rmqguard:consumer_lag:sum",
 		"rmqguard_consumption_paused", "rmqguard:duplicate_ratio:increase1d", "rmqguard:batch_retried:rate5m",
-		"rmqguard:after_commit_failures:increase5m"} {
+		"rmqguard:after_commit_failures:increase5m", "rmqguard:lease_takeovers:increase1h"} {
 		assert.Contains(t, joined, want)
 	}
 	assert.Empty(t, counterValues(t, panelsOnly(exprs)), "F41: no panel shows a counter's value, which a restart resets")
@@ -72,7 +72,7 @@ func TestRules_EveryExpressionNamesAnExposedMetricOrARecordingRule(t *testing.T)
 	require.NoError(t, err)
 	for _, want := range []string{"rmqguard:duplicate_ratio:rate5m", "rmqguard:duplicate_ratio:increase1d",
 		"rmqguard:messages_acknowledged:rate5m", "rmqguard:batch_retried:rate5m", "rmqguard:batch_retried_ratio:rate5m",
-		"rmqguard:after_commit_failures:increase5m"} {
+		"rmqguard:after_commit_failures:increase5m", "rmqguard:lease_takeovers:increase1h"} {
 		assert.Contains(t, recorded, want)
 	}
 	require.GreaterOrEqual(t, len(exprs), 13)
