@@ -1,6 +1,7 @@
 package dashboards_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"sort"
@@ -21,12 +22,15 @@ var (
 	rulesFile     = filepath.Join("..", "..", "deploy", "prometheus", "rules.yml")
 )
 
-// known is what an expression may name: every series metrics.New exposes, every recording rule of
-// rules.yml.
+// known is what an expression may name: every series metrics.New and metrics.NewOutbox expose, every
+// recording rule of rules.yml.
 func known(t *testing.T) map[string]bool {
 	t.Helper()
 	names, err := dashboards.Exposed(func(reg prometheus.Registerer) error {
-		_, err := metrics.New(reg)
+		if _, err := metrics.New(reg); err != nil {
+			return err
+		}
+		_, err := metrics.NewOutbox(reg)
 		return err
 	})
 	require.NoError(t, err)
@@ -59,7 +63,9 @@ func TestDashboard_EveryExpressionNamesAnExposedMetricOrARecordingRule(t *testin
 	for _, want := range []string{"rmqguard:duplicate_ratio_by_cause:rate5m", "rmqguard_messages_total",
 		"rmqguard_handle_duration_seconds_bucket", "rmqguard:dead_letters:rate5m", "rmqguard:consumer_lag:sum",
 		"rmqguard_consumption_paused", "rmqguard:duplicate_ratio:increase1d", "rmqguard:batch_retried:rate5m",
-		"rmqguard:after_commit_failures:increase5m", "rmqguard:lease_takeovers:increase1h"} {
+		"rmqguard:after_commit_failures:increase5m", "rmqguard:lease_takeovers:increase1h",
+		"rmqguard:outbox_pending_rows:max", "rmqguard:outbox_oldest_pending_age_seconds:max", "rmqguard:outbox_sent:rate5m",
+		"rmqguard:outbox_parked_rows:max", "rmqguard:effects:rate5m", "rmqguard:effects_retried:rate5m"} {
 		assert.Contains(t, joined, want)
 	}
 	assert.Empty(t, counterValues(t, panelsOnly(exprs)), "F41: no panel shows a counter's value, which a restart resets")
@@ -72,8 +78,16 @@ func TestRules_EveryExpressionNamesAnExposedMetricOrARecordingRule(t *testing.T)
 	require.NoError(t, err)
 	for _, want := range []string{"rmqguard:duplicate_ratio:rate5m", "rmqguard:duplicate_ratio:increase1d",
 		"rmqguard:messages_acknowledged:rate5m", "rmqguard:batch_retried:rate5m", "rmqguard:batch_retried_ratio:rate5m",
-		"rmqguard:after_commit_failures:increase5m", "rmqguard:lease_takeovers:increase1h"} {
+		"rmqguard:after_commit_failures:increase5m", "rmqguard:lease_takeovers:increase1h",
+		"rmqguard:outbox_pending_rows:max", "rmqguard:outbox_oldest_pending_age_seconds:max", "rmqguard:outbox_parked_rows:max",
+		"rmqguard:outbox_sent:rate5m", "rmqguard:outbox_send_failures:rate5m", "rmqguard:outbox_parked:increase1h",
+		"rmqguard:effects:rate5m", "rmqguard:effects_retried:rate5m"} {
 		assert.Contains(t, recorded, want)
+	}
+	for _, raw := range []string{"rmqguard_outbox_pending_rows", "rmqguard_outbox_oldest_pending_age_seconds",
+		"rmqguard_outbox_parked_rows", "rmqguard_outbox_sent_total", "rmqguard_outbox_send_failures_total",
+		"rmqguard_outbox_parked_total", "rmqguard_effects_total"} {
+		assert.True(t, known(t)[raw], "metrics.NewOutbox exposes %s", raw)
 	}
 	require.GreaterOrEqual(t, len(exprs), 13)
 
@@ -238,4 +252,49 @@ func TestDashboard_ShowsTheDLQLettersWaiting(t *testing.T) {
 	assert.NotEmpty(t, panels, "a panel shows rmqguard:dlq_letters_waiting:max")
 	assert.True(t, known(t)["rmqguard_dlq_letters_waiting"], "metrics.New exposes the gauge")
 	assert.True(t, known(t)["rmqguard:dlq_letters_waiting:max"], "rules.yml records the group's max")
+}
+
+// Several changes append panels: every panel (rows and the panels inside them) has its own id, and no two
+// panels overlap on Grafana's 24-column grid.
+func TestDashboard_PanelIDsAndGridPositionsDoNotCollide(t *testing.T) {
+	file, err := os.ReadFile(dashboardFile)
+	require.NoError(t, err)
+	type grid struct{ X, Y, W, H int }
+	type panel struct {
+		ID      int     `json:"id"`
+		Title   string  `json:"title"`
+		GridPos grid    `json:"gridPos"`
+		Panels  []panel `json:"panels"`
+	}
+	var board struct{ Panels []panel }
+	require.NoError(t, json.Unmarshal(file, &board))
+	var all []panel
+	var flatten func([]panel)
+	flatten = func(ps []panel) {
+		for _, p := range ps {
+			all = append(all, p)
+			flatten(p.Panels)
+		}
+	}
+	flatten(board.Panels)
+	require.GreaterOrEqual(t, len(all), 20)
+
+	ids := map[int]string{}
+	for _, p := range all {
+		assert.NotZero(t, p.ID, "panel %q has an id", p.Title)
+		if other, dup := ids[p.ID]; dup {
+			t.Errorf("panels %q and %q share id %d", other, p.Title, p.ID)
+		}
+		ids[p.ID] = p.Title
+		g := p.GridPos
+		assert.True(t, g.W > 0 && g.H > 0 && g.X >= 0 && g.Y >= 0 && g.X+g.W <= 24, "panel %q: gridPos %+v", p.Title, g)
+	}
+	for i, a := range all {
+		for _, b := range all[i+1:] {
+			ga, gb := a.GridPos, b.GridPos
+			if ga.X < gb.X+gb.W && gb.X < ga.X+ga.W && ga.Y < gb.Y+gb.H && gb.Y < ga.Y+ga.H {
+				t.Errorf("panels %q %+v and %q %+v overlap", a.Title, ga, b.Title, gb)
+			}
+		}
+	}
 }
