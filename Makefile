@@ -109,14 +109,14 @@ PURGE_ARGS ?=
 bench-purge: up ## F22 figures: purge 1,000,000 old dedup rows while 8 goroutines claim; claim latency with/without, rows/s, 1205/1213
 	@source deploy/local/env.sh && $(GO) run ./internal/purgebench $(PURGE_ARGS)
 
-# BENCH_E2E_ARGS: -messages (20000), -rounds (3), -variants (raw,baseline,rmqguard,rmqguard-batch,
+# BENCH_E2E_ARGS: -messages (20000), -rounds (3), -variants (raw,baseline,rmqguard,rmqguard-outbox,rmqguard-batch,
 # handwritten-batch,batch-ceiling,duplicates,duplicates-redis; handwritten-batch and batch-ceiling are hand-written
 # one-transaction-per-32-message-callback references for rmqguard-batch, with and without dedup rows), -goroutines
 # (20), -handler-timeout (10s; 0: the consumer's default 30s), -rss-backlog (100000; 0 skips it), -stall (1m), -redis
 # (RMQGUARD_REDIS_ADDR: duplicates-redis), -redis-timeout (50ms); see internal/benche2e. Topics, tables, dedup rows and Redis keys of the
 # run are removed at the end.
 BENCH_E2E_ARGS ?=
-bench-e2e: up ## drain a backlog on the real broker with raw/baseline/rmqguard/batch variants/duplicates (with and without Redis), interleaved: msgs/s, ratio to the baseline, RSS
+bench-e2e: up ## drain a backlog on the real broker with raw/baseline/rmqguard/outbox/batch variants/duplicates (with and without Redis), interleaved: msgs/s, ratio to the baseline, RSS
 	@source deploy/local/env.sh && $(GO) run ./internal/benche2e $(BENCH_E2E_ARGS)
 
 lint: ## gofmt and go vet

@@ -23,7 +23,9 @@
 //     committed elsewhere.
 //   - Per sharding key, rows go out in id order (the commit order of one aggregate's serialised
 //     transactions): only the oldest unsent row of a key is due, so a key sends one row per relay round,
-//     and a message's sharding key picks its queue (hash selector). Effects have no order between them.
+//     and a message's sharding key picks its queue (hash selector). The heads of a round, one per key, go
+//     out up to 16 at once (so an effect function may be called concurrently). Effects have no order
+//     between them.
 //   - A failed send waits (100 ms doubling to MaxBackoff) and the relay backs off as a whole; rows are
 //     never dropped or reordered while the broker is down (F31). A message that no resend can deliver (the
 //     topic does not exist, the broker refuses the message) is parked with its reason; it holds back the

@@ -44,9 +44,11 @@ type Config struct {
 	NameServers []string
 	// Credentials sign the relay's requests (ACL); zero means none.
 	Credentials consumer.Credentials
-	// Effects are the durable effects this process runs, by name; Run runs only these.
+	// Effects are the durable effects this process runs, by name; Run runs only these, up to 16 at once
+	// (rows of distinct sharding keys), so a function may be called concurrently.
 	Effects map[string]EffectFunc
-	// PollInterval is how often Run looks for rows committed elsewhere. Default 1 s.
+	// PollInterval is how often Run looks for rows committed elsewhere, and for rows it passed over
+	// while busy (due again after a back-off, retried). Default 1 s.
 	PollInterval time.Duration
 	// MaxBackoff caps the wait before a failed row is tried again (doubling from 100 ms). Default 30 s.
 	MaxBackoff time.Duration

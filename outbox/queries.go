@@ -39,9 +39,9 @@ type row struct {
 
 // queries are the outbox's statements on its table.
 type queries struct {
-	table                                          string
-	insert, lock, markSent, markParked, markFailed string
-	backlog                                        string
+	table                                              string
+	insert, lock, markSentHead, markParked, markFailed string
+	backlog                                            string
 }
 
 func newQueries(t string) queries {
@@ -52,7 +52,9 @@ func newQueries(t string) queries {
 		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`,
 		lock: `SELECT id, kind, event_id, name, sharding_key, topic, tag, msg_keys, properties, body, attempts FROM ` + t + `
 		 WHERE id IN (?) AND status = 'pending' ORDER BY id FOR UPDATE SKIP LOCKED`,
-		markSent:   `UPDATE ` + t + ` SET status = 'sent', attempts = attempts + 1, last_error = '', sent_at = UTC_TIMESTAMP(6) WHERE id = ?`,
+		// markSentHead is followed by " WHEN id THEN microseconds ago" per row, then the END and the WHERE.
+		markSentHead: `UPDATE ` + t + ` SET status = 'sent', attempts = attempts + 1, last_error = '',
+		   sent_at = UTC_TIMESTAMP(6) - INTERVAL CASE id`,
 		markParked: `UPDATE ` + t + ` SET status = 'parked', attempts = attempts + 1, last_error = ? WHERE id = ?`,
 		markFailed: `UPDATE ` + t + ` SET attempts = attempts + 1, last_error = ?,
 		   next_attempt_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND WHERE id = ?`,
@@ -62,11 +64,14 @@ func newQueries(t string) queries {
 	}
 }
 
-// claimHeads is the query for the IDs of the due head rows: of each sharding key, its oldest row that is
-// pending or parked, when that row is pending, due, and of a kind this relay handles (messages when
-// messages, effects named in effects). It is a plain read: the relay locks what it finds with SKIP
-// LOCKED, and a row another relay finished meanwhile no longer matches status = 'pending'. A parked head
-// holds its key's later rows back, and only them. Empty when the relay handles nothing.
+// claimHeads is the query for the IDs of the due head rows, oldest first: pending rows that are due, of a
+// kind this relay handles (messages when messages, effects named in effects), with no older pending or
+// parked row of their sharding key. It reads the pending rows in id order (idx_outbox_pending) and stops
+// at the limit, each row checked by two probes of idx_outbox_status_key (one per status: an IN would
+// not use the sharding_key part): its cost grows with the rows it reads before the limit, not with the
+// whole backlog. Its arguments are the effect names, then the lowest id to look at, then the limit. It is a plain read: the relay locks what it finds with SKIP LOCKED, and a
+// row another relay finished meanwhile no longer matches status = 'pending'. A parked head holds its
+// key's later rows back, and only them. Empty when the relay handles nothing.
 func (q queries) claimHeads(messages bool, effects []string) (string, []any) {
 	var kinds []string
 	var args []any
@@ -82,10 +87,10 @@ func (q queries) claimHeads(messages bool, effects []string) (string, []any) {
 	if len(kinds) == 0 {
 		return "", nil
 	}
-	return `SELECT o.id FROM ` + q.table + ` o
-	 JOIN (SELECT sharding_key, MIN(id) AS id FROM ` + q.table + ` WHERE status IN ('pending', 'parked') GROUP BY sharding_key) h
-	   ON o.id = h.id
-	 WHERE o.status = 'pending' AND o.next_attempt_at <= UTC_TIMESTAMP(6) AND (` + strings.Join(kinds, " OR ") + `)
+	return `SELECT o.id FROM ` + q.table + ` o FORCE INDEX (idx_outbox_pending)
+	 WHERE o.status = 'pending' AND o.next_attempt_at <= UTC_TIMESTAMP(6) AND (` + strings.Join(kinds, " OR ") + `) AND o.id >= ?
+	   AND NOT EXISTS (SELECT 1 FROM ` + q.table + ` e WHERE e.status = 'pending' AND e.sharding_key = o.sharding_key AND e.id < o.id)
+	   AND NOT EXISTS (SELECT 1 FROM ` + q.table + ` e WHERE e.status = 'parked' AND e.sharding_key = o.sharding_key AND e.id < o.id)
 	 ORDER BY o.id LIMIT ?`, args
 }
 

@@ -2,15 +2,18 @@ package outbox
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
+	"github.com/jmoiron/sqlx"
 	"go.uber.org/zap"
 
 	"github.com/rmqguard/rmqguard/internal/rmqadmin"
@@ -71,12 +74,21 @@ func (o *Outbox) run(ctx context.Context, s sender) error {
 	}
 	backoff := time.Duration(0)
 	var reported time.Time
+	// from is the lowest id the next round looks at: the lowest it claimed in a round without failures,
+	// so that a busy relay does not walk again, every round, over the index entries of the rows it just
+	// sent (InnoDB purges them late). Rows it passed over below (due again after a back-off, locked by
+	// another relay then, retried from the CLI) are found by a scan from 0 every PollInterval.
+	from, scanned := int64(0), time.Now()
 	for {
 		if o.cfg.Observer != nil && time.Since(reported) >= o.cfg.PollInterval {
 			o.reportBacklog(ctx)
 			reported = time.Now()
 		}
-		done, failed, err := o.relayOnce(ctx, s, claim, cargs)
+		if time.Since(scanned) >= o.cfg.PollInterval {
+			from, scanned = 0, time.Now()
+		}
+		done, failed, first, err := o.relayOnce(ctx, s, claim, cargs, from)
+		from = first
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -114,16 +126,29 @@ func (o *Outbox) run(ctx context.Context, s sender) error {
 
 // relayOnce claims the due head rows (the oldest pending row of each sharding key), sends or runs each,
 // and records the results, in one transaction holding the rows' locks (FOR UPDATE SKIP LOCKED). It
-// returns how many rows it finished (sent, done or parked) and whether one failed and waits.
-func (o *Outbox) relayOnce(ctx context.Context, s sender, claim string, cargs []any) (done int, failed bool, err error) {
+// returns how many rows it finished (sent, done or parked), whether one failed and waits, and the lowest
+// id it claimed when none failed (else 0). It looks at rows from id from on.
+func (o *Outbox) relayOnce(ctx context.Context, s sender, claim string, cargs []any, from int64) (done int, failed bool, first int64, err error) {
+	done, failed, err = o.relayRound(ctx, s, claim, cargs, from, &first)
+	if failed || err != nil {
+		first = 0
+	}
+	return done, failed, first, err
+}
+
+// relayRound is relayOnce's round; it sets *first to the lowest id it claimed.
+func (o *Outbox) relayRound(ctx context.Context, s sender, claim string, cargs []any, from int64, first *int64) (done int, failed bool, err error) {
 	var ids []int64
-	if err := o.db.SelectContext(ctx, &ids, claim, append(cargs, batchSize)...); err != nil {
+	if err := o.db.SelectContext(ctx, &ids, claim, append(cargs, from, batchSize)...); err != nil {
 		return 0, false, fmt.Errorf("outbox: find due rows: %w", err)
 	}
 	if len(ids) == 0 {
 		return 0, false, nil
 	}
-	tx, err := o.db.BeginTxx(ctx, nil)
+	*first = ids[0] // the claim orders by id
+	// READ COMMITTED: the claim and the updates lock the claimed rows only, never a gap of an index, which
+	// would hold back the handlers' INSERTs of new rows until this round commits.
+	tx, err := o.db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return 0, false, fmt.Errorf("outbox: begin: %w", err)
 	}
@@ -136,19 +161,18 @@ func (o *Outbox) relayOnce(ctx context.Context, s sender, claim string, cargs []
 	if err := tx.SelectContext(ctx, &rows, q, args...); err != nil {
 		return 0, false, fmt.Errorf("outbox: claim rows: %w", err)
 	}
-	brokerDown := false
-	for _, r := range rows {
-		if r.Kind == KindMessage && brokerDown {
-			continue // left as it is: the broker just failed, the next round backs off
+	shutdown := false
+	var sent []attempted
+	for a := range o.attemptAll(ctx, s, rows) {
+		r := rows[a.i]
+		if shutdown = shutdown || ctx.Err() != nil; shutdown || a.skipped {
+			continue // shutting down: nothing recorded, the rows stay pending; skipped: left as it is
 		}
-		res := o.attempt(ctx, s, r)
+		res := a.res
 		o.observe(r, res)
-		if ctx.Err() != nil {
-			return done, failed, nil // shutting down: nothing recorded, the rows stay pending
-		}
 		switch {
 		case res.err == nil:
-			_, err = tx.ExecContext(ctx, o.q.markSent, r.ID)
+			sent = append(sent, a)
 			done++
 		case res.park:
 			_, err = tx.ExecContext(ctx, o.q.markParked, cut(res.err.Error(), 1024), r.ID)
@@ -158,15 +182,24 @@ func (o *Outbox) relayOnce(ctx context.Context, s sender, claim string, cargs []
 			done++
 		default:
 			failed = true
-			brokerDown = brokerDown || r.Kind == KindMessage
 			wait := o.rowBackoff(r.Attempts + 1)
 			_, err = tx.ExecContext(ctx, o.q.markFailed, cut(res.err.Error(), 1024), wait.Microseconds(), r.ID)
 			o.cfg.Logger.Warn("outbox: attempt failed; will try again", zap.Int64("id", r.ID), zap.String("kind", r.Kind),
 				zap.String("name", r.Name), zap.Int("attempt", r.Attempts+1), zap.Duration("wait", wait), zap.Error(res.err))
 		}
 		if err != nil {
-			return 0, failed, fmt.Errorf("outbox: record result of row %d: %w", r.ID, err)
+			shutdown = true // drain the attempts still running, record nothing more
+			err = fmt.Errorf("outbox: record result of row %d: %w", r.ID, err)
 		}
+	}
+	if err != nil {
+		return 0, failed, err
+	}
+	if ctx.Err() != nil {
+		return done, failed, nil
+	}
+	if err := o.markSent(ctx, tx, rows, sent); err != nil {
+		return 0, failed, err
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, failed, fmt.Errorf("outbox: commit results: %w", err)
@@ -203,6 +236,93 @@ func (o *Outbox) reportBacklog(ctx context.Context) {
 		return
 	}
 	o.cfg.Observer.Backlog(b.Pending, b.Parked, time.Duration(b.Oldest)*time.Microsecond)
+}
+
+// parallel is how many claimed rows one round sends or runs at once. The rows of a round are heads of
+// distinct sharding keys, so they need no order among them; a key's next row is claimed only after this
+// round has committed.
+const parallel = 16
+
+// attempted is the outcome of rows[i], known at at; skipped: not tried, because a message failed on the
+// broker first.
+type attempted struct {
+	i       int
+	res     result
+	at      time.Time
+	skipped bool
+}
+
+// markSent marks the rows of sent as sent in one statement, each with its own sent_at: the database's
+// clock now minus how long ago (this process's monotonic clock) its SEND_OK came.
+func (o *Outbox) markSent(ctx context.Context, tx *sqlx.Tx, rows []row, sent []attempted) error {
+	if len(sent) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString(o.q.markSentHead)
+	args := make([]any, 0, 3*len(sent))
+	now := time.Now()
+	for _, a := range sent {
+		b.WriteString(" WHEN ? THEN ?")
+		args = append(args, rows[a.i].ID, now.Sub(a.at).Microseconds())
+	}
+	b.WriteString(" ELSE 0 END MICROSECOND WHERE id IN (?" + strings.Repeat(", ?", len(sent)-1) + ")")
+	for _, a := range sent {
+		args = append(args, rows[a.i].ID)
+	}
+	if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
+		return fmt.Errorf("outbox: mark %d rows sent: %w", len(sent), err)
+	}
+	return nil
+}
+
+// attemptAll tries every row, up to parallel at once (the first message alone, before the others), and
+// yields each outcome as it comes, on the caller's goroutine (which records it in the round's
+// transaction); after a message fails on the broker, the messages not yet started are skipped (the next
+// round backs off). It returns after every attempt
+// has returned, so no goroutine outlives it.
+func (o *Outbox) attemptAll(ctx context.Context, s sender, rows []row) func(yield func(attempted) bool) {
+	return func(yield func(attempted) bool) {
+		out := make(chan attempted, len(rows))
+		var brokerDown atomic.Bool
+		go func() {
+			sem := make(chan struct{}, parallel)
+			probed := false
+			for i, r := range rows {
+				sem <- struct{}{}
+				// The round's first message goes alone: when the broker is down, one row fails per round.
+				var probe chan struct{}
+				if r.Kind == KindMessage && !probed {
+					probed, probe = true, make(chan struct{})
+				}
+				go func() {
+					defer func() { <-sem }()
+					if probe != nil {
+						defer close(probe)
+					}
+					if r.Kind == KindMessage && brokerDown.Load() {
+						out <- attempted{i: i, skipped: true}
+						return
+					}
+					res := o.attempt(ctx, s, r)
+					if res.err != nil && !res.park && r.Kind == KindMessage {
+						brokerDown.Store(true)
+					}
+					out <- attempted{i: i, res: res, at: time.Now()}
+				}()
+				if probe != nil {
+					<-probe
+				}
+			}
+		}()
+		stopped := false
+		for range rows {
+			a := <-out
+			if !stopped && !yield(a) {
+				stopped = true // keep receiving: every attempt must have returned
+			}
+		}
+	}
 }
 
 // result is the outcome of one attempt: nil err is success; park: never to be tried again by itself.

@@ -52,7 +52,20 @@ type layerFunc func(store *dedup.Store) (dedup.TxStore, error)
 // startChain builds the chain around h on the store (wrapped by layer when it is not nil), wraps the chain
 // so that each acknowledged message is reported to tr, and starts the consumer.
 func startChain(env *environment, o options, b backlog, group string, tr *tracker, batch int, layer layerFunc, h dedup.TxHandler) (func(), error) {
-	var opts []dedup.Option
+	return startChainOn(env, o, b, group, tr, batch, layer, nil, func(*dedup.Store) (dedup.TxHandler, func(), error) {
+		return h, func() {}, nil
+	})
+}
+
+// handlerOn builds a variant's handler on its store; after is called once the consumer has shut down,
+// before the store is closed.
+type handlerOn func(store *dedup.Store) (h dedup.TxHandler, after func(), err error)
+
+// startChainOn is startChain on a store opened with the extra options storeOpts (a table prefix), around
+// the handler mk builds on that store.
+func startChainOn(env *environment, o options, b backlog, group string, tr *tracker, batch int, layer layerFunc,
+	storeOpts []dedup.Option, mk handlerOn) (func(), error) {
+	opts := append([]dedup.Option(nil), storeOpts...)
 	if !o.sharedTxPool {
 		opts = append(opts, dedup.WithTxDSN(o.dsn))
 	}
@@ -71,8 +84,14 @@ func startChain(env *environment, o options, b backlog, group string, tr *tracke
 			return nil, err
 		}
 	}
+	h, after, err := mk(store)
+	if err != nil {
+		_ = store.Close()
+		return nil, err
+	}
 	handler, err := chain(txStore, m, o, h)
 	if err != nil {
+		after()
 		_ = store.Close()
 		return nil, err
 	}
@@ -94,10 +113,12 @@ func startChain(env *environment, o options, b backlog, group string, tr *tracke
 	}
 	c, err := consumer.New(cfg, counted, consumer.WithHealthProbe(store), consumer.WithObserver(m))
 	if err != nil {
+		after()
 		_ = store.Close()
 		return nil, err
 	}
 	if err := c.Start(); err != nil {
+		after()
 		_ = store.Close()
 		return nil, fmt.Errorf("rmqguard consumer %s: %w", group, err)
 	}
@@ -105,6 +126,7 @@ func startChain(env *environment, o options, b backlog, group string, tr *tracke
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		defer cancel()
 		_ = c.Shutdown(ctx)
+		after()
 		_ = store.Close()
 	}, nil
 }

@@ -19,6 +19,9 @@ type tracker struct {
 	first atomic.Int64 // unix nanoseconds of the first handled message; 0 = none yet
 	last  atomic.Int64 // unix nanoseconds of the latest newly handled message
 	done  chan struct{}
+	// settle, set by a variant with work after the handler (the outbox relay), is waited for once every
+	// message was handled; nil for the others.
+	settle settleFunc
 }
 
 // newTracker returns a tracker of a backlog of n messages.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,11 +24,13 @@ type environment struct {
 	producer    rocketmq.Producer
 	// rdb is the Redis of the duplicates-redis variant; nil when that variant is not run or Redis did not
 	// answer (rdbErr says why).
-	rdb     *redis.Client
-	rdbErr  error
-	run     string // unique name of the run: prefix of its topics, groups and tables
-	cleanup *cleanup
-	log     io.Writer
+	rdb    *redis.Client
+	rdbErr error
+	// outboxTopic is the topic the rmqguard-outbox variant's relay sends to; "" when it is not run.
+	outboxTopic string
+	run         string // unique name of the run: prefix of its topics, groups and tables
+	cleanup     *cleanup
+	log         io.Writer
 }
 
 // cleanup remembers the topics, tables and dedup scopes a run created, to remove them when it ends (with
@@ -37,11 +40,15 @@ type cleanup struct {
 	topics []string
 	tables []string
 	scopes []string
+	// prefixes: every table whose name starts with one is dropped (a dedup schema and outbox of a
+	// prefix: whatever tables their migrations created)
+	prefixes []string
 }
 
 func (c *cleanup) topic(name string) { c.mu.Lock(); c.topics = append(c.topics, name); c.mu.Unlock() }
 func (c *cleanup) table(name string) { c.mu.Lock(); c.tables = append(c.tables, name); c.mu.Unlock() }
 func (c *cleanup) scope(name string) { c.mu.Lock(); c.scopes = append(c.scopes, name); c.mu.Unlock() }
+func (c *cleanup) prefix(p string)   { c.mu.Lock(); c.prefixes = append(c.prefixes, p); c.mu.Unlock() }
 
 // run removes everything recorded, on a context of its own (the run's may have ended with Ctrl-C), and
 // reports failures to w without stopping.
@@ -53,6 +60,19 @@ func (c *cleanup) run(env *environment, w io.Writer) {
 	for _, t := range c.tables {
 		if _, err := env.db.ExecContext(ctx, "DROP TABLE IF EXISTS "+t); err != nil {
 			fmt.Fprintf(w, "cleanup: drop %s: %v\n", t, err)
+		}
+	}
+	for _, p := range c.prefixes {
+		var tables []string
+		like := strings.NewReplacer(`\`, `\\`, "_", `\_`, "%", `\%`).Replace(p) + "%"
+		if err := env.db.SelectContext(ctx, &tables, `SELECT table_name FROM information_schema.tables
+			WHERE table_schema = DATABASE() AND table_name LIKE ?`, like); err != nil {
+			fmt.Fprintf(w, "cleanup: tables of prefix %s: %v\n", p, err)
+		}
+		for _, t := range tables {
+			if _, err := env.db.ExecContext(ctx, "DROP TABLE IF EXISTS "+t); err != nil {
+				fmt.Fprintf(w, "cleanup: drop %s: %v\n", t, err)
+			}
 		}
 	}
 	for _, s := range c.scopes {

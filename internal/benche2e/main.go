@@ -2,7 +2,9 @@
 // OrderCreated-like messages on the real broker (a topic of its own with 4 queues) and drains it with each
 // variant, interleaved over -rounds so that machine noise hits all of them: raw (the client's push consumer
 // with a no-op handler, the ceiling), baseline (a hand-written consumer: one sqlx transaction per message
-// with a dedup row and a business row), rmqguard (consumer.New and the standard chain), rmqguard-batch
+// with a dedup row and a business row), rmqguard (consumer.New and the standard chain), rmqguard-outbox
+// (rmqguard plus one outbox message per event, relayed in the same process; its drain ends when every row is
+// sent, and it reports the commit-to-SEND_OK latency), rmqguard-batch
 // (BatchSize 32), handwritten-batch (the baseline's rows of a whole 32-message callback in one transaction,
 // no savepoints), batch-ceiling (one transaction per 32-message callback with only the business rows, no
 // dedup: what any batch dedup design can at most reach), duplicates (a backlog whose events were all
@@ -185,6 +187,15 @@ func open(ctx context.Context, o options, w io.Writer) (*environment, func(), er
 		_ = db.Close()
 		return nil, nil, err
 	}
+	if slices.Contains(o.variants, variantOutbox) {
+		env.outboxTopic = "BENCHE2E_OB_" + strings.ReplaceAll(env.run, "-", "_")
+		if err := rmqadmin.EnsureTopic(ctx, env.nameServers, env.broker, env.outboxTopic, backlogQueues); err != nil {
+			_ = env.producer.Shutdown()
+			_ = db.Close()
+			return nil, nil, err
+		}
+		env.cleanup.topic(env.outboxTopic)
+	}
 	if slices.Contains(o.variants, variantDuplicatesRedis) {
 		env.rdb, env.rdbErr = openRedis(ctx, o.redisAddr)
 	}
@@ -227,10 +238,16 @@ func describe(r result) string {
 	if r.na != "" {
 		return "n/a: " + r.na
 	}
-	return fmt.Sprintf("%d msgs in %.2fs = %.0f msgs/s", r.messages, r.elapsed.Seconds(), r.rate())
+	s := fmt.Sprintf("%d msgs in %.2fs = %.0f msgs/s", r.messages, r.elapsed.Seconds(), r.rate())
+	if r.latency != nil {
+		s += fmt.Sprintf(" (consumed in %.2fs; commit to SEND_OK p50 %s ms, p99 %s ms)", r.consumed.Seconds(),
+			millis(r.latency.p50), millis(r.latency.p99))
+	}
+	return s
 }
 
-// drain runs one variant on b with group and waits until every message was handled.
+// drain runs one variant on b with group and waits until every message was handled and, for a variant with
+// work after the handler (tracker.settle), until that work is done too: its time counts in the elapsed.
 func drain(ctx context.Context, env *environment, o options, b backlog, start drainFunc, group string) (result, error) {
 	tr := newTracker(b.n)
 	stop, err := start(ctx, env, o, b, group, tr)
@@ -238,8 +255,18 @@ func drain(ctx context.Context, env *environment, o options, b backlog, start dr
 		return result{}, err
 	}
 	n, elapsed, err := tr.wait(ctx, o.stall)
+	r := result{messages: n, elapsed: elapsed}
+	if err == nil && tr.settle != nil {
+		var end time.Time
+		var lat latencies
+		if end, lat, err = tr.settle(ctx, o.stall); err == nil {
+			r.consumed = r.elapsed
+			r.elapsed = max(r.elapsed, end.Sub(time.Unix(0, tr.first.Load())))
+			r.latency = &lat
+		}
+	}
 	stop()
-	return result{messages: n, elapsed: elapsed}, err
+	return r, err
 }
 
 // measureRSS produces a backlog of o.rssBacklog messages, then drains it with the rmqguard variant while

@@ -17,6 +17,10 @@ type result struct {
 	messages int
 	elapsed  time.Duration // first handled message to the last
 	na       string        // why the variant has no figures; "" when it ran
+	latency  *latencies    // commit-to-SEND_OK of the outbox variant's rows; nil for the others
+	// consumed is the first handled message to the last when the variant had work after them (settle):
+	// elapsed then runs to the end of that work.
+	consumed time.Duration
 }
 
 // rate returns the result's messages per second; 0 when it has no figures.
@@ -129,8 +133,48 @@ func writeTable(w io.Writer, results []result, baseline string) error {
 		return err
 	}
 	writeRedisRatio(w, summarize(results))
+	return writeOutbox(w, results)
+}
+
+// outboxTarget is issue 17's target for the outbox variant's median rate over rmqguard's.
+const outboxTarget = 0.75
+
+// writeOutbox prints, when the outbox variant ran, its commit-to-SEND_OK latencies per round and their
+// medians, and the ratio of its median rate to rmqguard's.
+func writeOutbox(w io.Writer, results []result) error {
+	var p50s, p99s []float64
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, r := range results {
+		if r.latency == nil {
+			continue
+		}
+		if len(p50s) == 0 {
+			fmt.Fprintln(w, "\ncommit to SEND_OK of the outbox rows (created_at in the handler's transaction to sent_at, database clock):")
+			fmt.Fprintln(tw, "variant\tround\trows\tp50 ms\tp99 ms")
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", r.variant, r.round, r.latency.rows, millis(r.latency.p50), millis(r.latency.p99))
+		p50s = append(p50s, float64(r.latency.p50))
+		p99s = append(p99s, float64(r.latency.p99))
+	}
+	if len(p50s) == 0 {
+		return nil
+	}
+	fmt.Fprintf(tw, "%s\tmedian\t\t%s\t%s\n", variantOutbox, millis(time.Duration(median(p50s))), millis(time.Duration(median(p99s))))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	medians := map[string]float64{}
+	for _, s := range summarize(results) {
+		medians[s.variant] = s.median
+	}
+	if with, without := medians[variantOutbox], medians[variantRmqguard]; with > 0 && without > 0 {
+		fmt.Fprintf(w, "%s / %s (medians): %s (target ≥ %.2f)\n", variantOutbox, variantRmqguard, ratio(with, without), outboxTarget)
+	}
 	return nil
 }
+
+// millis formats d in milliseconds with one decimal.
+func millis(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }
 
 // writeRedisRatio prints, when both duplicate variants ran, the ratio of the duplicates-redis median to the
 // duplicates median: what the Redis fast path buys on a backlog of duplicates (issue 8's target: ≥ 3).

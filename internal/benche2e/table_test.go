@@ -87,6 +87,46 @@ func TestBenchE2E_TableShowsTheRedisRatio(t *testing.T) {
 	require.NotContains(t, b.String(), "duplicates-redis / duplicates", "no ratio without the Redis variant")
 }
 
+func TestBenchE2E_TableShowsOutboxLatencyAndRatio(t *testing.T) {
+	rs := []result{
+		{variant: "rmqguard", round: 1, messages: 1000, elapsed: time.Second},
+		{variant: "rmqguard-outbox", round: 1, messages: 1000, elapsed: 1250 * time.Millisecond,
+			latency: &latencies{rows: 1000, p50: 4 * time.Millisecond, p99: 30 * time.Millisecond}},
+		{variant: "rmqguard", round: 2, messages: 1000, elapsed: time.Second},
+		{variant: "rmqguard-outbox", round: 2, messages: 1000, elapsed: 2 * time.Second,
+			latency: &latencies{rows: 1000, p50: 6 * time.Millisecond, p99: 50 * time.Millisecond}},
+	}
+	var b strings.Builder
+	require.NoError(t, writeTable(&b, rs, "baseline"))
+	out := b.String()
+	require.Contains(t, out, "commit to SEND_OK of the outbox rows")
+	var rows [][]string
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 4 && f[0] == "rmqguard-outbox" && f[1] != "/" && strings.Contains(f[len(f)-1], ".") {
+			rows = append(rows, f)
+		}
+	}
+	require.Equal(t, [][]string{{"rmqguard-outbox", "1", "1000", "4.0", "30.0"}, {"rmqguard-outbox", "2", "1000", "6.0", "50.0"},
+		{"rmqguard-outbox", "median", "5.0", "40.0"}}, rows)
+	// medians 1000 and (800+500)/2 = 650 msgs/s
+	require.Contains(t, out, "\nrmqguard-outbox / rmqguard (medians): 0.65 (target ≥ 0.75)\n")
+
+	b.Reset()
+	require.NoError(t, writeTable(&b, rs[:1], "baseline"))
+	require.NotContains(t, b.String(), "SEND_OK", "no outbox section without the outbox variant")
+}
+
+func TestBenchE2E_PercentileIsNearestRank(t *testing.T) {
+	require.Zero(t, percentile(nil, 0.5))
+	xs := make([]int64, 100)
+	for i := range xs {
+		xs[i] = int64(i + 1) // 1..100 µs
+	}
+	require.Equal(t, 50*time.Microsecond, percentile(xs, 0.50))
+	require.Equal(t, 99*time.Microsecond, percentile(xs, 0.99))
+	require.Equal(t, 7*time.Microsecond, percentile([]int64{7}, 0.99))
+}
+
 func TestBenchE2E_TableWithoutBaselineSaysNA(t *testing.T) {
 	var b strings.Builder
 	require.NoError(t, writeTable(&b, []result{{variant: "raw", round: 1, messages: 10, elapsed: time.Second}}, "baseline"))
@@ -120,7 +160,7 @@ func TestBenchE2E_ParseVariants(t *testing.T) {
 	require.Equal(t, []string{"baseline", "rmqguard"}, vs)
 	vs, err = parseVariants(defaultVariants)
 	require.NoError(t, err)
-	require.Equal(t, []string{"raw", "baseline", "rmqguard", "rmqguard-batch", "handwritten-batch", "batch-ceiling",
+	require.Equal(t, []string{"raw", "baseline", "rmqguard", "rmqguard-outbox", "rmqguard-batch", "handwritten-batch", "batch-ceiling",
 		"duplicates", "duplicates-redis"}, vs, "the hand-written batch references right after rmqguard-batch")
 	_, err = parseVariants("baseline,nope")
 	require.ErrorContains(t, err, `unknown variant "nope"`)

@@ -13,6 +13,8 @@ const (
 	variantBaseline = "baseline"
 	variantRmqguard = "rmqguard"
 	variantBatch    = "rmqguard-batch"
+	// variantOutbox is rmqguard plus one outbox message per event, relayed in the same process.
+	variantOutbox = "rmqguard-outbox"
 	// variantHandwrittenBatch is the hand-written batch consumer: the baseline's rows of a whole callback
 	// (batchSize messages) in one transaction, no savepoints.
 	variantHandwrittenBatch = "handwritten-batch"
@@ -46,6 +48,7 @@ func variants() map[string]drainFunc {
 		variantRmqguard: func(ctx context.Context, env *environment, o options, b backlog, group string, tr *tracker) (func(), error) {
 			return startRmqguard(ctx, env, o, b, group, tr, 1, nil)
 		},
+		variantOutbox: startRmqguardOutbox,
 		variantBatch: func(ctx context.Context, env *environment, o options, b backlog, group string, tr *tracker) (func(), error) {
 			return startRmqguard(ctx, env, o, b, group, tr, batchSize, nil)
 		},
@@ -57,7 +60,7 @@ func variants() map[string]drainFunc {
 }
 
 // defaultVariants is the -variants default: all of them, in drain order.
-var defaultVariants = strings.Join([]string{variantRaw, variantBaseline, variantRmqguard, variantBatch,
+var defaultVariants = strings.Join([]string{variantRaw, variantBaseline, variantRmqguard, variantOutbox, variantBatch,
 	variantHandwrittenBatch, variantBatchCeiling, variantDuplicates, variantDuplicatesRedis}, ",")
 
 // parseVariants splits a comma list of variant names, rejecting unknown and repeated names.
