@@ -24,7 +24,6 @@ CREATE TABLE IF NOT EXISTS {{.Outbox}} (
   sent_at         DATETIME(6)   NULL,
   PRIMARY KEY (id),
   UNIQUE KEY uk_outbox_event (kind, event_id),
-  KEY idx_outbox_pending (status, id),
   KEY idx_outbox_status_key (status, sharding_key, id),
   KEY idx_outbox_sent_at (status, sent_at)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
