@@ -61,7 +61,7 @@ GOTEST_FLAGS ?= -count=1 -p 1 -timeout 15m
 demo: up ## run the example consumer on the real services and verify exactly-once (last line is the verdict)
 	@scripts/demo.sh $(DEMO_ARGS)
 
-chaos: up ## faults under load on a stack of its own (MariaDB restart/read-only/stop, broker restart, kill -9): one verdict line per scenario
+chaos: up ## faults under load on a stack of its own (MariaDB restart/read-only/stop, broker restart, kill -9; outbox and effects in flight: kill -9, broker stopped, receiver down): one verdict line per scenario
 	@scripts/chaos.sh $(CHAOS_ARGS)
 
 # `make test` starts the services itself, so a test that cannot reach one fails instead of skipping:

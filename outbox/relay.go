@@ -358,7 +358,9 @@ func (o *Outbox) attempt(ctx context.Context, s sender, r row) result {
 }
 
 // unsendable tells whether no resend can deliver: the broker refused the message itself, or the name
-// servers answer that the topic does not exist. Anything else (no answer) is the broker's trouble.
+// servers answer that the topic does not exist while they list a master broker. Anything else (no
+// answer) is the broker's trouble: a stopped broker unregisters, and its topics' routes go with it, so a
+// missing route with no master registered is a broker down, not a topic missing.
 func (o *Outbox) unsendable(ctx context.Context, topic string, err error) bool {
 	var be primitive.MQBrokerErr
 	var bp *primitive.MQBrokerErr
@@ -368,8 +370,11 @@ func (o *Outbox) unsendable(ctx context.Context, topic string, err error) bool {
 	}
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	_, rerr := rmqadmin.TopicRoute(rctx, o.cfg.NameServers, topic)
-	return errors.Is(rerr, rmqadmin.ErrTopicNotExist)
+	if _, rerr := rmqadmin.TopicRoute(rctx, o.cfg.NameServers, topic); !errors.Is(rerr, rmqadmin.ErrTopicNotExist) {
+		return false
+	}
+	masters, merr := rmqadmin.Masters(rctx, o.cfg.NameServers)
+	return merr == nil && len(masters) > 0
 }
 
 // runEffect calls fn, turning a panic into an error.

@@ -2,7 +2,8 @@
 # make chaos: start a chaos stack of its own (never the shared services): a MariaDB on 127.0.0.1:13400
 # (deploy/local/mariadb-instance.sh, instance "chaos") and a RocketMQ name server and broker on 19876/20911
 # (deploy/local/broker-instance.sh, instance "chaos"; the broker also binds 20909 and 20912). Then run the
-# five scenarios with two example consumers of one group each; stop the stack at the end, whatever happened.
+# scenarios (five on OrderCreated messages, three with outbox rows and effects in flight) with two example
+# consumers of one group each; stop the stack at the end, whatever happened.
 # Each scenario ends with "chaos: ok …" or "chaos: FAILED …"; exit 1 when any failed.
 # Arguments are passed to the chaos command, e.g. `scripts/chaos.sh --scenarios mariadb-stop` or `--short`.
 set -euo pipefail

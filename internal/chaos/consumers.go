@@ -20,6 +20,9 @@ type ConsumerArgs struct {
 	Bin string
 	// NameServers, Broker, DSN, Group and Topic are passed as --namesrv, --broker, --mysql-dsn, --group, --topic.
 	NameServers, Broker, DSN, Group, Topic string
+	// LoyaltyTopic and NotifyAddr, when set, are passed as --loyalty-topic and --notify-addr (the paid
+	// orders' outbox follow-ups).
+	LoyaltyTopic, NotifyAddr string
 	// LogDir receives consumer-<slot>.log (appended to across restarts).
 	LogDir string
 }
@@ -102,6 +105,12 @@ func (c *Consumers) spawn(slot, gen int) (*process, error) {
 	a := c.args
 	cmd := exec.Command(a.Bin, "run", "--namesrv", a.NameServers, "--broker", a.Broker, "--mysql-dsn", a.DSN,
 		"--group", a.Group, "--topic", a.Topic, "--metrics-addr", addr)
+	if a.LoyaltyTopic != "" {
+		cmd.Args = append(cmd.Args, "--loyalty-topic", a.LoyaltyTopic)
+	}
+	if a.NotifyAddr != "" {
+		cmd.Args = append(cmd.Args, "--notify-addr", a.NotifyAddr)
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Killed with the harness, even when the harness itself is killed: no consumer outlives a run.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -133,6 +142,27 @@ func (c *Consumers) Stop() error {
 		if err := c.signal(slot, syscall.SIGTERM, 40*time.Second); err != nil {
 			errs = append(errs, err)
 			_ = c.Kill(slot)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Freeze stops (SIGSTOP) every running process, so that none of them acts until Thaw; Thaw continues
+// them (SIGCONT). Errors name the slot.
+func (c *Consumers) Freeze() error { return c.all(syscall.SIGSTOP) }
+
+// Thaw continues the processes Freeze stopped.
+func (c *Consumers) Thaw() error { return c.all(syscall.SIGCONT) }
+
+func (c *Consumers) all(sig syscall.Signal) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for slot, p := range c.proc {
+		if p != nil && !p.exited() {
+			if err := p.cmd.Process.Signal(sig); err != nil {
+				errs = append(errs, fmt.Errorf("consumer %d: %s: %w", slot, sig, err))
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/internal/chaos"
+	"github.com/rmqguard/rmqguard/internal/shop"
+	"github.com/rmqguard/rmqguard/outbox"
 )
 
 func TestLine_OkAndFailedCarryTheFigures(t *testing.T) {
@@ -52,7 +54,8 @@ func TestSelect_NamesInCatalogueOrderAndUnknownNames(t *testing.T) {
 	for _, s := range all {
 		names = append(names, s.Name)
 	}
-	assert.Equal(t, []string{"mariadb-restart", "broker-restart", "consumer-kill", "mariadb-readonly", "mariadb-stop"}, names)
+	assert.Equal(t, []string{"mariadb-restart", "broker-restart", "consumer-kill", "mariadb-readonly", "mariadb-stop",
+		"effects-consumer-kill", "effects-broker-stop", "effects-receiver-down"}, names)
 	got, err := chaos.Select(all, "mariadb-stop,consumer-kill")
 	require.NoError(t, err)
 	require.Len(t, got, 2)
@@ -97,4 +100,31 @@ func sampleOnce(t *testing.T, s *chaos.Sampler) chaos.Figures {
 	defer func() { cancel(); <-done }()
 	require.Eventually(t, func() bool { return s.Figures().Duplicates > 0 }, 5*time.Second, 10*time.Millisecond)
 	return s.Figures()
+}
+
+// TestProblems_EffectsScenarioNamesLostRowsCreditsAndNotificationsNotOnce: the verdict of an effects
+// scenario fails on an outbox row not sent (pending or parked), a missing loyalty credit, and a notification
+// key applied other than once, and its line carries the follow-ups' figures.
+func TestProblems_EffectsScenarioNamesLostRowsCreditsAndNotificationsNotOnce(t *testing.T) {
+	plan, err := shop.DomainWorkload{RunID: "r", Topic: "T", Orders: 4, PaidShare: 1, Accounts: 2, Skus: 2, Poison: true}.Plan()
+	require.NoError(t, err)
+	c := &chaos.Checker{Want: chaos.Expectation{Events: plan.TotalEvents(), PoisonEventID: plan.PoisonEventID, Domain: &plan}}
+	dom := shop.DomainEffects{Orders: 4, ByStatus: map[string]int{shop.StatusPaid: 4}, Reservations: 4, Payments: 4,
+		OnHand: plan.OnHand, Balances: plan.Balances}
+	good := chaos.Counts{Rows: plan.TotalEvents(), Letters: []chaos.Letter{{EventID: plan.PoisonEventID}}, Domain: dom,
+		FollowUps: chaos.FollowUps{Rows: map[string]map[string]int{outbox.KindMessage: {outbox.StatusSent: 4}, outbox.KindEffect: {outbox.StatusSent: 4}},
+			Credits: 4, Keys: 4, Received: 4, Calls: 5}}
+	require.Empty(t, c.Problems(good))
+	res := chaos.Result{Scenario: "effects-receiver-down", Events: plan.TotalEvents(), Counts: good, Elapsed: time.Second}
+	assert.Contains(t, res.Line(), " outbox=8/8 loyalty=4 notified=4/4 calls=5 elapsed=1.0s")
+
+	bad := good
+	bad.FollowUps.Rows = map[string]map[string]int{outbox.KindMessage: {outbox.StatusSent: 2, outbox.StatusPending: 1, outbox.StatusParked: 1},
+		outbox.KindEffect: {outbox.StatusSent: 4}}
+	bad.FollowUps.Credits, bad.FollowUps.NotOnce = 2, 1
+	assert.Equal(t, []string{
+		"outbox: 2 LoyaltyPointsCredited rows not sent (1 pending, 1 parked)",
+		"loyalty: 2 credits for 4 OrderPaid, 0 accounts with other points than planned",
+		"notifications: 4 of 4 keys received, 1 applied other than once",
+	}, c.Problems(bad))
 }

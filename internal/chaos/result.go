@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/rmqguard/rmqguard/outbox"
 )
 
 // Result is the outcome of one scenario.
@@ -33,12 +35,21 @@ func (r Result) OK() bool { return len(r.Problems) == 0 }
 //	chaos: ok scenario=NAME events=N effects=N dlq=1 paused=61.2s duplicates=N elapsed=95.0s
 //	chaos: FAILED scenario=NAME events=N effects=N dlq=K paused=0.0s duplicates=N elapsed=95.0s: problem; problem
 //
+// An effects scenario adds its follow-ups after duplicates: outbox=S/N (rows sent of the run's outbox
+// rows, messages and effects), loyalty=N (credits applied by the group <group>-loyalty), notified=R/K (keys
+// the receiver got at least once of the notification keys), calls=N (the receiver's calls for them).
+//
 // paused is how long consumption paused (the consumers' rmqguard_consumption_paused_seconds_total); 0.0s
 // when no consumer ever paused (the counter has no series for the group until a pause ends).
 func (r Result) Line() string {
 	paused := fmt.Sprintf("%.1fs", r.Figures.Paused.Seconds())
 	fields := fmt.Sprintf("scenario=%s events=%d effects=%d dlq=%d paused=%s duplicates=%.0f elapsed=%.1fs",
 		r.Scenario, r.Events, r.Counts.Orders, len(r.Counts.Letters), paused, r.Figures.Duplicates, r.Elapsed.Seconds())
+	if f := r.Counts.FollowUps; f.Rows != nil {
+		sent := f.Rows[outbox.KindMessage][outbox.StatusSent] + f.Rows[outbox.KindEffect][outbox.StatusSent]
+		fields = strings.Replace(fields, " elapsed=", fmt.Sprintf(" outbox=%d/%d loyalty=%d notified=%d/%d calls=%d elapsed=",
+			sent, f.total(outbox.KindMessage)+f.total(outbox.KindEffect), f.Credits, f.Received, f.Keys, f.Calls), 1)
+	}
 	if r.OK() {
 		return "chaos: ok " + fields
 	}

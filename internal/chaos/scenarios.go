@@ -26,6 +26,11 @@ type Scenario struct {
 	Fault func(ctx context.Context, f *Faults) error
 	// NeedsBroker is true when Fault restarts the broker: the scenario needs a broker of its own.
 	NeedsBroker bool
+	// Effects selects the domain workload with every order paid: each OrderPaid writes outbox rows (a
+	// LoyaltyPointsCredited message to the group <group>-loyalty, a notification effect to a receiver
+	// behind a Gate), and the verdict checks them too. FaultAt then counts from the first OrderPaid's part
+	// of the workload (its settling messages), when outbox rows are being written.
+	Effects bool
 	// Drain bounds the wait for the consumers to finish after the fault and the load are over.
 	Drain time.Duration
 	// Quiet ends the wait early when nothing has moved for that long (no effect, no message handled, no
@@ -47,6 +52,10 @@ type Faults struct {
 	BrokerAddr string
 	// Consumers are the group's processes.
 	Consumers *Consumers
+	// Gate stands between the consumers and the notification receiver; nil unless Scenario.Effects.
+	Gate *Gate
+	// Pending counts the run's outbox rows not yet sent (messages, effects).
+	Pending func(ctx context.Context) (messages, effects int, err error)
 	// Say prints one progress line.
 	Say func(format string, args ...any)
 }
@@ -59,6 +68,10 @@ type Durations struct {
 	Stopped time.Duration
 	// ConsumerDown is how long the killed consumer stays down before it is started again.
 	ConsumerDown time.Duration
+	// BrokerDown is how long the broker stays stopped while the relay has rows.
+	BrokerDown time.Duration
+	// ReceiverDown is how long the notification receiver refuses connections.
+	ReceiverDown time.Duration
 }
 
 // Profile sizes a set of scenarios.
@@ -78,22 +91,25 @@ type Profile struct {
 }
 
 // Full is the profile of `make chaos`: 2,000 messages at 50/s (40 s of load), the fault after 10 s, MariaDB
-// read-only for 20 s or stopped for 60 s, a killed consumer down for 5 s; the drain ends after 3 min, or after
-// 45 s without progress.
+// read-only for 20 s or stopped for 60 s, a killed consumer down for 5 s, the broker stopped for 30 s, the
+// notification receiver down for 20 s; the drain ends after 3 min, or after 45 s without progress.
 func Full() Profile {
 	return Profile{Messages: 2000, Rate: 50, FaultAt: 10 * time.Second, Drain: 3 * time.Minute, Quiet: 45 * time.Second,
-		Durations: Durations{ReadOnly: 20 * time.Second, Stopped: 60 * time.Second, ConsumerDown: 5 * time.Second}}
+		Durations: Durations{ReadOnly: 20 * time.Second, Stopped: 60 * time.Second, ConsumerDown: 5 * time.Second,
+			BrokerDown: 30 * time.Second, ReceiverDown: 20 * time.Second}}
 }
 
 // Short is the profile of the chaos test inside `make test`: 600 messages at 60/s (10 s of load), the fault
-// after 3 s, MariaDB read-only for 6 s or stopped for 10 s; the drain ends after 90 s, or after 45 s without
-// progress.
+// after 3 s, MariaDB read-only for 6 s or stopped for 10 s, the broker stopped for 10 s, the receiver down
+// for 6 s; the drain ends after 90 s, or after 45 s without progress.
 func Short() Profile {
 	return Profile{Messages: 600, Rate: 60, FaultAt: 3 * time.Second, Drain: 90 * time.Second, Quiet: 45 * time.Second,
-		Durations: Durations{ReadOnly: 6 * time.Second, Stopped: 10 * time.Second, ConsumerDown: 3 * time.Second}}
+		Durations: Durations{ReadOnly: 6 * time.Second, Stopped: 10 * time.Second, ConsumerDown: 3 * time.Second,
+			BrokerDown: 10 * time.Second, ReceiverDown: 6 * time.Second}}
 }
 
-// Scenarios returns the five scenarios of the issue, in the order `make chaos` runs them, sized by p.
+// Scenarios returns the scenarios in the order `make chaos` runs them, sized by p: five on the OrderCreated
+// workload, then three with outbox rows and effects in flight (Scenario.Effects).
 func Scenarios(p Profile) []Scenario {
 	mk := func(name string, fault func(context.Context, *Faults) error) Scenario {
 		return Scenario{Name: name, Messages: p.Messages, Rate: p.Rate, FaultAt: p.FaultAt, Drain: p.Drain,
@@ -101,12 +117,22 @@ func Scenarios(p Profile) []Scenario {
 	}
 	broker := mk("broker-restart", restartBroker)
 	broker.NeedsBroker = true
+	effects := func(name string, fault func(context.Context, *Faults) error) Scenario {
+		s := mk(name, fault)
+		s.Effects = true
+		return s
+	}
+	brokerStop := effects("effects-broker-stop", stopBrokerWithRows(p.BrokerDown))
+	brokerStop.NeedsBroker = true
 	return []Scenario{
 		mk("mariadb-restart", restartMariaDB),
 		broker,
 		mk("consumer-kill", killConsumer(p.ConsumerDown)),
 		mk("mariadb-readonly", readOnlyMariaDB(p.ReadOnly)),
 		mk("mariadb-stop", stopMariaDB(p.Stopped)),
+		effects("effects-consumer-kill", killConsumerWithEffects(p.ConsumerDown)),
+		brokerStop,
+		effects("effects-receiver-down", receiverDown(p.ReceiverDown)),
 	}
 }
 
@@ -198,5 +224,95 @@ func stopMariaDB(d time.Duration) func(context.Context, *Faults) error {
 		err := f.MariaDB.Restart(context.WithoutCancel(ctx))
 		f.Say("fault: MariaDB started again (down %.1fs)", time.Since(start).Seconds())
 		return errors.Join(stopErr, err)
+	}
+}
+
+// slowReceiver is how long the gate holds each request to the receiver while rows are made to queue up in
+// the relay (it runs a round's rows one after the other): about 10 calls a second against some 20 paid
+// orders a second.
+const slowReceiver = 100 * time.Millisecond
+
+// sayPending reports the run's outbox rows not yet sent, prefixed by what.
+func sayPending(ctx context.Context, f *Faults, what string) {
+	m, e, err := f.Pending(ctx)
+	if err != nil {
+		f.Say("fault: %s: %v", what, err)
+		return
+	}
+	f.Say("fault: %s: %d LoyaltyPointsCredited messages and %d notification effects pending in the outbox", what, m, e)
+}
+
+// killConsumerWithEffects makes the receiver slow (each call held 3 s) so that notifications are in flight
+// and rows wait in the relay, kill -9s consumer 0 after 3 s, starts it again after down, and lifts the delay.
+func killConsumerWithEffects(down time.Duration) func(context.Context, *Faults) error {
+	return func(ctx context.Context, f *Faults) error {
+		f.Say("fault: notification receiver slow (3 s a call) so that effects are in flight")
+		f.Gate.SetDelay(3 * time.Second)
+		defer f.Gate.SetDelay(0)
+		_ = sleep(ctx, 3*time.Second)
+		sayPending(ctx, f, "before kill -9 consumer 0")
+		if err := f.Consumers.Kill(0); err != nil {
+			return err
+		}
+		_ = sleep(ctx, down)
+		err := f.Consumers.Start(context.WithoutCancel(ctx), 0)
+		f.Gate.SetDelay(0)
+		f.Say("fault: consumer 0 started again after %s; receiver fast again", down)
+		return err
+	}
+}
+
+// stopBrokerWithRows makes rows queue up in the relay (the receiver slowed to slowReceiver a call for 3 s),
+// freezes the consumers (SIGSTOP) so that the relay keeps them while the broker shuts down, stops the
+// broker, thaws the consumers, and keeps the broker stopped for d from then — the relay's sends fail, its
+// rows wait — then starts it again and waits until the name server lists it. It reports the pending rows at the
+// stop and the most seen during the outage.
+func stopBrokerWithRows(d time.Duration) func(context.Context, *Faults) error {
+	return func(ctx context.Context, f *Faults) error {
+		if f.Broker == nil {
+			return errors.New("effects-broker-stop needs a broker instance of its own (deploy/local/broker-instance.sh)")
+		}
+		f.Gate.SetDelay(slowReceiver)
+		_ = sleep(ctx, 3*time.Second)
+		if err := f.Consumers.Freeze(); err != nil {
+			return errors.Join(err, f.Consumers.Thaw())
+		}
+		sayPending(ctx, f, "consumers frozen, stopping the broker for "+d.String())
+		start := time.Now()
+		stopErr := f.Broker.StopBroker(ctx)
+		stopErr = errors.Join(stopErr, f.Consumers.Thaw())
+		f.Gate.SetDelay(0)
+		f.Say("fault: broker stopped (%.1fs to shut down), consumers thawed", time.Since(start).Seconds())
+		gone := time.Now()
+		maxM, maxE := 0, 0
+		for time.Since(gone) < d && ctx.Err() == nil {
+			if m, e, err := f.Pending(ctx); err == nil {
+				maxM, maxE = max(maxM, m), max(maxE, e)
+			}
+			_ = sleep(ctx, time.Second)
+		}
+		f.Say("fault: during the outage at most %d messages and %d effects were pending; starting the broker", maxM, maxE)
+		if err := f.Broker.StartBroker(context.WithoutCancel(ctx)); err != nil {
+			return errors.Join(stopErr, err)
+		}
+		regCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+		defer cancel()
+		err := rmqadmin.WaitBrokerRegistered(regCtx, f.NameServers, f.BrokerAddr)
+		f.Say("fault: broker back and registered (%.1fs after it had stopped)", time.Since(gone).Seconds())
+		return errors.Join(stopErr, err)
+	}
+}
+
+// receiverDown refuses the consumers' connections to the notification receiver for d (the gate closed;
+// the receiver keeps its counts) and reports the effects pending at the end.
+func receiverDown(d time.Duration) func(context.Context, *Faults) error {
+	return func(ctx context.Context, f *Faults) error {
+		f.Say("fault: notification receiver down (connections refused) for %s", d)
+		f.Gate.Down()
+		_ = sleep(ctx, d)
+		sayPending(ctx, f, "receiver coming back")
+		err := f.Gate.Up(context.WithoutCancel(ctx))
+		f.Say("fault: notification receiver up again")
+		return err
 	}
 }

@@ -76,6 +76,19 @@ func (b *Broker) RestartBroker(ctx context.Context) error {
 	return err
 }
 
+// StopBroker stops the broker gracefully (SIGTERM) and waits until it has exited; the name server stays.
+func (b *Broker) StopBroker(ctx context.Context) error {
+	_, err := b.run(ctx, "stop-broker")
+	return err
+}
+
+// StartBroker starts a stopped broker again on the same port and store; it returns once the broker
+// listens, which is before it has registered with the name server.
+func (b *Broker) StartBroker(ctx context.Context) error {
+	_, err := b.run(ctx, "start-broker")
+	return err
+}
+
 // Stop stops the broker, then the name server.
 func (b *Broker) Stop(ctx context.Context) error { _, err := b.run(ctx, "stop"); return err }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/internal/shop"
+	"github.com/rmqguard/rmqguard/outbox"
 )
 
 // Expectation is what a correct consumer group makes of a scenario's workload.
@@ -21,12 +22,19 @@ type Expectation struct {
 	Events int
 	// PoisonEventID is the EVENT_ID of the one message that belongs in the DLQ.
 	PoisonEventID string
+	// Domain is the plan of an effects scenario (the domain workload, every order paid); nil for the
+	// OrderCreated workload.
+	Domain *shop.DomainPlan
 }
 
 // Counts is what MariaDB and the DLQ hold for a run.
 type Counts struct {
-	// Orders and Reservations are the business effects (shop.Effects) of the run's orders.
+	// Orders and Reservations are the business effects (shop.Effects) of the run's orders; in an effects
+	// scenario Orders is the effects of every event type (shop.DomainEffects.Effects) summed.
 	Orders, Reservations int
+	// Domain and FollowUps are an effects scenario's shop rows and paid orders' follow-ups.
+	Domain    shop.DomainEffects
+	FollowUps FollowUps
 	// Rows is the number of processed_event rows of the group.
 	Rows int
 	// Letters are the messages on %DLQ%<group>; nil when the DLQ was not read.
@@ -47,19 +55,35 @@ type Checker struct {
 	DB          *sqlx.DB
 	NameServers []string
 	Want        Expectation
+	// receiver is an effects scenario's notification receiver.
+	receiver *receiverProc
 }
 
 // Effects counts the run's orders, reservations and dedup rows. Errors (the database is down) are wrapped.
 func (c *Checker) Effects(ctx context.Context) (Counts, error) {
-	orders, reservations, err := shop.Effects(ctx, c.DB, c.Want.RunID+"-o")
+	var n Counts
+	var err error
+	if c.Want.Domain == nil {
+		n.Orders, n.Reservations, err = shop.Effects(ctx, c.DB, c.Want.RunID+"-o")
+	} else {
+		n.Domain, err = shop.RunEffects(ctx, c.DB, c.Want.RunID+"-")
+		for _, e := range n.Domain.Effects() {
+			n.Orders += e
+		}
+		n.Reservations = n.Domain.Reservations
+	}
 	if err != nil {
 		return Counts{}, err
 	}
-	var rows int
-	if err := c.DB.GetContext(ctx, &rows, `SELECT COUNT(*) FROM processed_event WHERE consumer_group = ?`, c.Want.Group); err != nil {
+	if err := c.DB.GetContext(ctx, &n.Rows, `SELECT COUNT(*) FROM processed_event WHERE consumer_group = ?`, c.Want.Group); err != nil {
 		return Counts{}, fmt.Errorf("count processed_event rows of %s: %w", c.Want.Group, err)
 	}
-	return Counts{Orders: orders, Reservations: reservations, Rows: rows}, nil
+	if c.Want.Domain != nil {
+		if n.FollowUps, err = c.followUps(ctx); err != nil {
+			return Counts{}, err
+		}
+	}
+	return n, nil
 }
 
 // Letters reads %DLQ%<group> (dlq.Read: the DLQ itself, not a metric), bounded by 30 s.
@@ -88,7 +112,7 @@ func (c *Checker) Count(ctx context.Context) (Counts, error) {
 }
 
 // Drain waits until the run is complete (every effect and dedup row written, the poison message in the DLQ),
-// or nothing has moved for quiet (no new effect or row, no message handled by any consumer, no consumer
+// or nothing has moved for quiet (no new effect, row or follow-up, no message handled by any consumer, no consumer
 // paused), or timeout has passed; report is called with the effects about every 10 s. It returns how it
 // ended: "complete", "quiet" or "timeout".
 func (c *Checker) Drain(ctx context.Context, s *Sampler, quiet, timeout time.Duration, report func(Counts)) string {
@@ -97,7 +121,7 @@ func (c *Checker) Drain(ctx context.Context, s *Sampler, quiet, timeout time.Dur
 	var prev Counts
 	for {
 		counts, err := c.Effects(ctx)
-		if err == nil && (counts.Orders != prev.Orders || counts.Rows != prev.Rows) {
+		if err == nil && counts.progress() != prev.progress() {
 			prev, lastChange = counts, time.Now()
 		}
 		if err == nil && c.effectsComplete(counts) {
@@ -126,15 +150,34 @@ func (c *Checker) Drain(ctx context.Context, s *Sampler, quiet, timeout time.Dur
 	}
 }
 
+// progress sums what grows while the run moves on: effects, dedup rows, sent outbox rows, credits and
+// notifications received.
+func (n Counts) progress() int {
+	f := n.FollowUps
+	return n.Orders + n.Rows + f.Rows[outbox.KindMessage][outbox.StatusSent] + f.Rows[outbox.KindEffect][outbox.StatusSent] +
+		f.Credits + f.Received
+}
+
 func (c *Checker) effectsComplete(n Counts) bool {
+	if d := c.Want.Domain; d != nil {
+		for typ, want := range d.Events {
+			if n.Domain.Effects()[typ] < want {
+				return false
+			}
+		}
+		return n.Rows >= c.Want.Events && c.followUpsComplete(n.FollowUps)
+	}
 	return n.Orders >= c.Want.Events && n.Reservations >= c.Want.Events && n.Rows >= c.Want.Events
 }
 
 // Problems lists every way counts differ from a correct outcome: effects = dedup rows = distinct events,
-// and the DLQ holds the poison message alone.
+// and the DLQ holds the poison message alone; in an effects scenario also the stock and balances of the
+// plan and the follow-ups (followUpProblems).
 func (c *Checker) Problems(n Counts) []string {
 	var p []string
-	if n.Orders != c.Want.Events || n.Reservations != c.Want.Events {
+	if c.Want.Domain != nil {
+		p = append(p, c.domainProblems(n.Domain)...)
+	} else if n.Orders != c.Want.Events || n.Reservations != c.Want.Events {
 		p = append(p, fmt.Sprintf("effects: %d orders and %d reservations for %d events", n.Orders, n.Reservations, c.Want.Events))
 	}
 	if n.Rows != c.Want.Events {
@@ -142,6 +185,9 @@ func (c *Checker) Problems(n Counts) []string {
 	}
 	if len(n.Letters) != 1 || !hasLetter(n.Letters, c.Want.PoisonEventID) {
 		p = append(p, describeLetters(n.Letters, c.Want.PoisonEventID))
+	}
+	if c.Want.Domain != nil {
+		p = append(p, c.followUpProblems(n.FollowUps)...)
 	}
 	return p
 }
