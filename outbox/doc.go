@@ -26,10 +26,13 @@
 //     and a message's sharding key picks its queue (hash selector). The heads of a round, one per key, go
 //     out up to 16 at once (so an effect function may be called concurrently). Effects have no order
 //     between them.
-//   - A failed send waits (100 ms doubling to MaxBackoff) and the relay backs off as a whole; rows are
-//     never dropped or reordered while the broker is down (F31). A message that no resend can deliver (the
-//     topic does not exist, the broker refuses the message) is parked with its reason; it holds back the
-//     later rows of its key, and only those (F33). An effect is parked after MaxEffectAttempts runs (F34).
+//   - A failed row waits (100 ms doubling to MaxBackoff); a failed send also backs the relay off as a
+//     whole (a failed effect does not); rows are never dropped, parked or reordered while the broker is
+//     down (F31). A message that no resend can deliver (the topic does not exist while a master broker is
+//     listed, the broker refuses the message) is parked with its reason; it holds back the later rows of
+//     its key, and only those (F33). An effect is parked after MaxEffectAttempts runs (F34); a run that
+//     outlasts EffectTimeout counts as failed even if the function ignores its context.
+//   - A stopped relay records the results it already has: a row with SEND_OK is not sent again.
 //   - A parked row stays until an operator acts: List shows it, Retry makes it pending again (rmqguard
 //     outbox list|retry). Purge deletes sent rows after a retention window; pending and parked rows stay.
 //   - `rmqguard outbox relay` sends messages from a process of its own; effects run only in a process

@@ -27,6 +27,7 @@ const (
 
 const (
 	minBackoff = 100 * time.Millisecond
+	stopGrace  = 5 * time.Second // how long a stopped relay may take to record its round's results
 	batchSize  = 64
 )
 
@@ -73,7 +74,7 @@ func (o *Outbox) run(ctx context.Context, s sender) error {
 		return nil
 	}
 	backoff := time.Duration(0)
-	var reported time.Time
+	var reported, retryAt time.Time // retryAt: when the earliest row that failed here is due again
 	// from is the lowest id the next round looks at: the lowest it claimed in a round without failures,
 	// so that a busy relay does not walk again, every round, over the index entries of the rows it just
 	// sent (InnoDB purges them late). Rows it passed over below (due again after a back-off, locked by
@@ -87,12 +88,18 @@ func (o *Outbox) run(ctx context.Context, s sender) error {
 		if time.Since(scanned) >= o.cfg.PollInterval {
 			from, scanned = 0, time.Now()
 		}
-		done, failed, first, err := o.relayOnce(ctx, s, claim, cargs, from)
+		if !retryAt.IsZero() && !time.Now().Before(retryAt) {
+			from, retryAt = 0, time.Time{} // this round tries it
+		}
+		done, brokerDown, retryIn, first, err := o.relayOnce(ctx, s, claim, cargs, from)
 		from = first
+		if at := time.Now().Add(retryIn); retryIn > 0 && (retryAt.IsZero() || at.Before(retryAt)) {
+			retryAt = at
+		}
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case err != nil || failed:
+		case err != nil || brokerDown:
 			if err != nil {
 				o.cfg.Logger.Warn("outbox relay: round failed; backing off", zap.Error(err), zap.Duration("backoff", backoff))
 			}
@@ -106,6 +113,8 @@ func (o *Outbox) run(ctx context.Context, s sender) error {
 		wait := o.cfg.PollInterval
 		if backoff > 0 {
 			wait = backoff
+		} else if !retryAt.IsZero() {
+			wait = min(wait, time.Until(retryAt)) // a failed effect's row is due again then
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -114,7 +123,7 @@ func (o *Outbox) run(ctx context.Context, s sender) error {
 			return nil
 		case <-o.wake:
 			t.Stop()
-			if backoff > 0 { // a commit does not cut a back-off short: the broker is still down
+			if backoff > 0 { // a commit does not cut a back-off short: the broker (or the database) is still down
 				if err := sleep(ctx, backoff); err != nil {
 					return nil
 				}
@@ -126,18 +135,22 @@ func (o *Outbox) run(ctx context.Context, s sender) error {
 
 // relayOnce claims the due head rows (the oldest pending row of each sharding key), sends or runs each,
 // and records the results, in one transaction holding the rows' locks (FOR UPDATE SKIP LOCKED). It
-// returns how many rows it finished (sent, done or parked), whether one failed and waits, and the lowest
-// id it claimed when none failed (else 0). It looks at rows from id from on.
-func (o *Outbox) relayOnce(ctx context.Context, s sender, claim string, cargs []any, from int64) (done int, failed bool, first int64, err error) {
-	done, failed, err = o.relayRound(ctx, s, claim, cargs, from, &first)
-	if failed || err != nil {
+// returns how many rows it finished (sent, done or parked), whether a message could not be sent (the
+// broker's trouble: the relay backs off as a whole; a failed effect waits on its own row), the shortest
+// wait of a row that failed, and the lowest id it claimed when no message failed (else 0). It looks at
+// rows from id from on. When ctx ends mid-round, the results obtained so far are still recorded (within
+// stopGrace): a row with SEND_OK is not sent again by the next start.
+func (o *Outbox) relayOnce(ctx context.Context, s sender, claim string, cargs []any, from int64) (done int, brokerDown bool, retryIn time.Duration, first int64, err error) {
+	done, brokerDown, err = o.relayRound(ctx, s, claim, cargs, from, &first, &retryIn)
+	if brokerDown || err != nil {
 		first = 0
 	}
-	return done, failed, first, err
+	return done, brokerDown, retryIn, first, err
 }
 
-// relayRound is relayOnce's round; it sets *first to the lowest id it claimed.
-func (o *Outbox) relayRound(ctx context.Context, s sender, claim string, cargs []any, from int64, first *int64) (done int, failed bool, err error) {
+// relayRound is relayOnce's round; it sets *first to the lowest id it claimed, *retryIn to the shortest
+// wait of a row that failed.
+func (o *Outbox) relayRound(ctx context.Context, s sender, claim string, cargs []any, from int64, first *int64, retryIn *time.Duration) (done int, failed bool, err error) {
 	var ids []int64
 	if err := o.db.SelectContext(ctx, &ids, claim, append(cargs, from, batchSize)...); err != nil {
 		return 0, false, fmt.Errorf("outbox: find due rows: %w", err)
@@ -148,7 +161,12 @@ func (o *Outbox) relayRound(ctx context.Context, s sender, claim string, cargs [
 	*first = ids[0] // the claim orders by id
 	// READ COMMITTED: the claim and the updates lock the claimed rows only, never a gap of an index, which
 	// would hold back the handlers' INSERTs of new rows until this round commits.
-	tx, err := o.db.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	// The transaction outlives ctx by stopGrace at most: database/sql would roll it back at once.
+	tctx, tcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer tcancel()
+	stopAfter := context.AfterFunc(ctx, func() { time.AfterFunc(stopGrace, tcancel) })
+	defer stopAfter()
+	tx, err := o.db.BeginTxx(tctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return 0, false, fmt.Errorf("outbox: begin: %w", err)
 	}
@@ -158,15 +176,15 @@ func (o *Outbox) relayRound(ctx context.Context, s sender, claim string, cargs [
 		return 0, false, err
 	}
 	var rows []row
-	if err := tx.SelectContext(ctx, &rows, q, args...); err != nil {
+	if err := tx.SelectContext(tctx, &rows, q, args...); err != nil {
 		return 0, false, fmt.Errorf("outbox: claim rows: %w", err)
 	}
 	shutdown := false
 	var sent []attempted
 	for a := range o.attemptAll(ctx, s, rows) {
 		r := rows[a.i]
-		if shutdown = shutdown || ctx.Err() != nil; shutdown || a.skipped {
-			continue // shutting down: nothing recorded, the rows stay pending; skipped: left as it is
+		if shutdown || a.skipped || a.res.err != nil && ctx.Err() != nil {
+			continue // skipped: left as it is; cut by the stop (not the row's failure): stays pending, no attempt spent
 		}
 		res := a.res
 		o.observe(r, res)
@@ -175,15 +193,18 @@ func (o *Outbox) relayRound(ctx context.Context, s sender, claim string, cargs [
 			sent = append(sent, a)
 			done++
 		case res.park:
-			_, err = tx.ExecContext(ctx, o.q.markParked, cut(res.err.Error(), 1024), r.ID)
+			_, err = tx.ExecContext(tctx, o.q.markParked, cut(res.err.Error(), 1024), r.ID)
 			o.cfg.Logger.Error("outbox: row parked; `rmqguard outbox retry` sends it again after the fix",
 				zap.Int64("id", r.ID), zap.String("kind", r.Kind), zap.String("name", r.Name),
 				zap.String("event_id", r.EventID), zap.Error(res.err))
 			done++
 		default:
-			failed = true
+			failed = failed || r.Kind == KindMessage
 			wait := o.rowBackoff(r.Attempts + 1)
-			_, err = tx.ExecContext(ctx, o.q.markFailed, cut(res.err.Error(), 1024), wait.Microseconds(), r.ID)
+			if *retryIn == 0 || wait < *retryIn {
+				*retryIn = wait
+			}
+			_, err = tx.ExecContext(tctx, o.q.markFailed, cut(res.err.Error(), 1024), wait.Microseconds(), r.ID)
 			o.cfg.Logger.Warn("outbox: attempt failed; will try again", zap.Int64("id", r.ID), zap.String("kind", r.Kind),
 				zap.String("name", r.Name), zap.Int("attempt", r.Attempts+1), zap.Duration("wait", wait), zap.Error(res.err))
 		}
@@ -195,10 +216,7 @@ func (o *Outbox) relayRound(ctx context.Context, s sender, claim string, cargs [
 	if err != nil {
 		return 0, failed, err
 	}
-	if ctx.Err() != nil {
-		return done, failed, nil
-	}
-	if err := o.markSent(ctx, tx, rows, sent); err != nil {
+	if err := o.markSent(tctx, tx, rows, sent); err != nil {
 		return 0, failed, err
 	}
 	if err := tx.Commit(); err != nil {
@@ -377,14 +395,25 @@ func (o *Outbox) unsendable(ctx context.Context, topic string, err error) bool {
 	return merr == nil && len(masters) > 0
 }
 
-// runEffect calls fn, turning a panic into an error.
-func runEffect(ctx context.Context, fn EffectFunc, e Effect) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("effect %s panicked: %v", e.Name, r)
-		}
+// runEffect calls fn, turning a panic into an error. It returns when ctx ends (EffectTimeout or the
+// relay's stop) even if fn ignores ctx: the row is tried again later, and the abandoned call may still
+// finish (the receiver dedups by IdempotencyKey).
+func runEffect(ctx context.Context, fn EffectFunc, e Effect) error {
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- fmt.Errorf("effect %s panicked: %v", e.Name, r)
+			}
+		}()
+		done <- fn(ctx, e)
 	}()
-	return fn(ctx, e)
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("effect %s: abandoned, still running when its context ended: %w", e.Name, ctx.Err())
+	}
 }
 
 // rowBackoff is the wait before attempt n+1 of a row: 100 ms doubled per attempt, capped at MaxBackoff.
