@@ -54,7 +54,8 @@ type Config struct {
 	MaxBackoff time.Duration
 	// MaxEffectAttempts is how many runs an effect gets before it is parked. Default 10.
 	MaxEffectAttempts int
-	// EffectTimeout bounds one run of an effect. Default 30 s.
+	// EffectTimeout bounds one run of an effect: then the run counts as failed, and a function that
+	// ignores its context is abandoned (it may still finish). Default 30 s.
 	EffectTimeout time.Duration
 	// Logger; default zap.NewNop().
 	Logger *zap.Logger
@@ -227,13 +228,14 @@ func (o *Outbox) Wake() {
 }
 
 // EventID returns the event ID of the outgoing row name of the event eventID in scope:
-// "scope/eventID/name" when that fits dedup.MaxEventIDLength, else "ob-" and 40 hex digits of its SHA-256.
+// "scope/eventID/name" when that fits dedup.MaxEventIDLength and scope has no '/' (then it reads back
+// unambiguously), else "ob-" and 40 hex digits of the SHA-256 of the three parts.
 func EventID(scope, eventID, name string) string {
 	id := scope + "/" + eventID + "/" + name
-	if utf8.RuneCountInString(id) <= dedup.MaxEventIDLength {
+	if utf8.RuneCountInString(id) <= dedup.MaxEventIDLength && !strings.Contains(scope, "/") {
 		return id
 	}
-	sum := sha256.Sum256([]byte(id))
+	sum := sha256.Sum256([]byte(scope + "\x00" + eventID + "\x00" + name))
 	return "ob-" + hex.EncodeToString(sum[:20])
 }
 

@@ -181,3 +181,24 @@ func TestRelay_EffectIgnoringItsContextIsAbandonedAtEffectTimeout(t *testing.T) 
 	require.Eventually(t, func() bool { st, n := tb.status(t, fx); return st == StatusPending && n >= 1 }, 3*time.Second, 20*time.Millisecond)
 	require.Less(t, stop(), 2*time.Second, "Run returns while the effect still hangs")
 }
+
+// Derived event IDs of different (scope, event ID, name) never collide, also when a scope and an event
+// ID contain '/' (dedup.WithScope allows it), and fit the dedup event-ID column.
+func TestEventID_DistinctPartsNeverCollide(t *testing.T) {
+	long := strings.Repeat("x", dedup.MaxEventIDLength)
+	cases := [][3]string{
+		{"a/b", "c", "n"}, {"a", "b/c", "n"}, {"a", "b", "c"},
+		{"g", "e", "n"}, {"g", "e", "n2"}, {"g2", "e", "n"},
+		{"g", long, "n"}, {"g", long + "y", "n"}, {"g/" + long, "e", "n"}, {"g", long[2:] + "/e", "n"},
+	}
+	seen := map[string][3]string{}
+	for _, c := range cases {
+		id := EventID(c[0], c[1], c[2])
+		require.LessOrEqual(t, len([]rune(id)), dedup.MaxEventIDLength, "%v", c)
+		prev, dup := seen[id]
+		require.False(t, dup, "%v and %v both derive %q", prev, c, id)
+		seen[id] = c
+		require.Equal(t, id, EventID(c[0], c[1], c[2]), "stable")
+	}
+	require.Equal(t, "g/e/n", EventID("g", "e", "n"), "readable when short and the scope has no '/'")
+}
