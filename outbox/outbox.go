@@ -149,7 +149,7 @@ type Message struct {
 	Properties map[string]string
 	Body       []byte
 	// ShardingKey picks the queue and orders the rows that share it; default d.AggregateID, else Keys[0],
-	// else the event ID.
+	// else the event ID. One above 128 characters is replaced by a digest of it (also on the message).
 	ShardingKey string
 }
 
@@ -198,8 +198,12 @@ func (o *Outbox) insert(ctx context.Context, d *consumer.Delivery, r row) (strin
 	}
 	scope := o.store.Scope(d)
 	r.EventID = EventID(scope, d.EventID, r.Name)
-	if r.ShardingKey == "" || utf8.RuneCountInString(r.ShardingKey) > 128 {
+	switch {
+	case r.ShardingKey == "":
 		r.ShardingKey = r.EventID
+	case utf8.RuneCountInString(r.ShardingKey) > 128: // the column's size: a digest keeps one key one key
+		sum := sha256.Sum256([]byte(r.ShardingKey))
+		r.ShardingKey = "sk-" + hex.EncodeToString(sum[:20])
 	}
 	if r.Body == nil {
 		r.Body = []byte{}

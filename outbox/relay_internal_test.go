@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
@@ -201,4 +203,25 @@ func TestEventID_DistinctPartsNeverCollide(t *testing.T) {
 		require.Equal(t, id, EventID(c[0], c[1], c[2]), "stable")
 	}
 	require.Equal(t, "g/e/n", EventID("g", "e", "n"), "readable when short and the scope has no '/'")
+}
+
+// A sharding key longer than the column keeps its meaning: the rows of one long key share a key (one
+// queue, in order), and two long keys with a common 128-character prefix do not.
+func TestSend_LongShardingKeyStillOrdersItsRows(t *testing.T) {
+	tb, o := newTable(t, Config{})
+	long := strings.Repeat("aggregate-", 20)
+	keys := map[string]string{}
+	for i, k := range []string{long + "1", long + "1", long + "2"} {
+		tx, err := tb.db.Beginx()
+		require.NoError(t, err)
+		d := &consumer.Delivery{EventID: "ev-" + strconv.Itoa(i), Group: "g"}
+		_, err = o.Send(dedup.WithTx(context.Background(), tx), d, Message{Name: "m", Topic: "T", ShardingKey: k})
+		require.NoError(t, err)
+		require.NoError(t, tx.Commit())
+		var got string
+		require.NoError(t, tb.db.Get(&got, "SELECT sharding_key FROM "+tb.t+" WHERE source_event_id = ?", d.EventID))
+		keys[d.EventID] = got
+	}
+	require.Equal(t, keys["ev-0"], keys["ev-1"], "one long key, one sharding key")
+	require.NotEqual(t, keys["ev-1"], keys["ev-2"], "two long keys")
 }
