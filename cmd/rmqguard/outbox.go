@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -45,6 +46,18 @@ func (o *outboxFlags) open() (*sqlx.DB, dedup.Tables, error) {
 	return db, t, nil
 }
 
+// with runs fn with the command's context and the database and tables of the flags, closing the database after.
+func (o *outboxFlags) with(cmd *cobra.Command, g *globalOptions, fn func(context.Context, *sqlx.DB, dedup.Tables) error) error {
+	ctx, cancel := commandContext(cmd, g)
+	defer cancel()
+	db, t, err := o.open()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = db.Close() }()
+	return fn(ctx, db, t)
+}
+
 func newOutboxCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "outbox", Short: "Relay, inspect and maintain the outbox (<prefix>rmqguard_outbox)"}
 	cmd.AddCommand(newOutboxRelayCmd(g), newOutboxListCmd(g), newOutboxRetryCmd(g), newOutboxPurgeCmd(g))
@@ -61,24 +74,19 @@ func newOutboxRelayCmd(g *globalOptions) *cobra.Command {
 			if len(g.nameServers) == 0 {
 				return errors.New("no name server: pass --namesrv")
 			}
-			ctx, cancel := commandContext(cmd, g)
-			defer cancel()
-			db, t, err := o.open()
-			if err != nil {
-				return err
-			}
-			defer func() { _ = db.Close() }()
-			store, err := dedup.NewStore(db, dedup.WithTablePrefix(t.Prefix()))
-			if err != nil {
-				return err
-			}
-			log, _ := zap.NewProduction()
-			ob, err := outbox.New(store, outbox.Config{NameServers: g.nameServers, Credentials: g.access.credentials(), Logger: log})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "outbox relay: sending %s%s to %v until interrupted\n", t.Prefix(), outbox.Table, g.nameServers)
-			return ob.Run(ctx)
+			return o.with(cmd, g, func(ctx context.Context, db *sqlx.DB, t dedup.Tables) error {
+				store, err := dedup.NewStore(db, dedup.WithTablePrefix(t.Prefix()))
+				if err != nil {
+					return err
+				}
+				log, _ := zap.NewProduction()
+				ob, err := outbox.New(store, outbox.Config{NameServers: g.nameServers, Credentials: g.access.credentials(), Logger: log})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "outbox relay: sending %s%s to %v until interrupted\n", t.Prefix(), outbox.Table, g.nameServers)
+				return ob.Run(ctx)
+			})
 		},
 	}
 	o.register(cmd)
@@ -94,24 +102,19 @@ func newOutboxListCmd(g *globalOptions) *cobra.Command {
 		Short: "List outbox rows not yet sent (pending and parked), oldest first, with their last error",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := commandContext(cmd, g)
-			defer cancel()
-			db, t, err := o.open()
-			if err != nil {
-				return err
-			}
-			defer func() { _ = db.Close() }()
-			rows, err := outbox.List(ctx, db, t, status, limit)
-			if err != nil {
-				return err
-			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "ID\tKIND\tSTATUS\tATTEMPTS\tNAME\tTOPIC\tSOURCE EVENT\tCREATED (UTC)\tLAST ERROR")
-			for _, r := range rows {
-				fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Kind, r.Status, r.Attempts, r.Name, r.Topic,
-					r.SourceEventID, r.CreatedAt.Format(time.DateTime), r.LastError)
-			}
-			return w.Flush()
+			return o.with(cmd, g, func(ctx context.Context, db *sqlx.DB, t dedup.Tables) error {
+				rows, err := outbox.List(ctx, db, t, status, limit)
+				if err != nil {
+					return err
+				}
+				w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(w, "ID\tKIND\tSTATUS\tATTEMPTS\tNAME\tTOPIC\tSOURCE EVENT\tCREATED (UTC)\tLAST ERROR")
+				for _, r := range rows {
+					fmt.Fprintf(w, "%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Kind, r.Status, r.Attempts, r.Name, r.Topic,
+						r.SourceEventID, r.CreatedAt.Format(time.DateTime), r.LastError)
+				}
+				return w.Flush()
+			})
 		},
 	}
 	o.register(cmd)
@@ -138,19 +141,14 @@ func newOutboxRetryCmd(g *globalOptions) *cobra.Command {
 				}
 				ids = append(ids, id)
 			}
-			ctx, cancel := commandContext(cmd, g)
-			defer cancel()
-			db, t, err := o.open()
-			if err != nil {
-				return err
-			}
-			defer func() { _ = db.Close() }()
-			n, err := outbox.Retry(ctx, db, t, ids...)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "outbox retry: %d parked rows pending again\n", n)
-			return nil
+			return o.with(cmd, g, func(ctx context.Context, db *sqlx.DB, t dedup.Tables) error {
+				n, err := outbox.Retry(ctx, db, t, ids...)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "outbox retry: %d parked rows pending again\n", n)
+				return nil
+			})
 		},
 	}
 	o.register(cmd)
@@ -170,16 +168,11 @@ func newOutboxPurgeCmd(g *globalOptions) *cobra.Command {
 			if older <= 0 {
 				return errors.New("no window: pass --older-than, e.g. 168h")
 			}
-			ctx, cancel := commandContext(cmd, g)
-			defer cancel()
-			db, t, err := o.open()
-			if err != nil {
+			return o.with(cmd, g, func(ctx context.Context, db *sqlx.DB, t dedup.Tables) error {
+				n, err := outbox.Purge(ctx, db, t, older, batch)
+				fmt.Fprintf(cmd.OutOrStdout(), "outbox purge: deleted %d sent rows older than %s\n", n, older)
 				return err
-			}
-			defer func() { _ = db.Close() }()
-			n, err := outbox.Purge(ctx, db, t, older, batch)
-			fmt.Fprintf(cmd.OutOrStdout(), "outbox purge: deleted %d sent rows older than %s\n", n, older)
-			return err
+			})
 		},
 	}
 	o.register(cmd)
