@@ -407,8 +407,10 @@ func testDuplicateRatioExact(t *testing.T, batch int) {
 		rep.trueDuplicates, rep.trueAcked, float64(rep.trueDuplicates)/float64(rep.trueAcked), rep.trueCauses, len(rep.mislabelled))
 
 	// Every message sent ends once (processed, duplicate or dead-lettered); a message acknowledged by its own
-	// outcome whose batch was retried comes back and ends once more.
-	assert.Equal(t, float64(len(m.sent))+rep.batchRetried, acked, "messages acknowledged = messages sent + batch comebacks")
+	// outcome whose batch was retried comes back and ends once more; and the broker may deliver a message
+	// again on its own (at least once, e.g. around the restart), which the truth counts as a redelivery.
+	assert.Equal(t, float64(rep.trueAcked), acked, "messages acknowledged = what the handlers' record says")
+	assert.GreaterOrEqual(t, acked, float64(len(m.sent))+rep.batchRetried, "messages acknowledged ≥ messages sent + batch comebacks")
 	assert.Equal(t, 54.0, rep.outcomes["processed"], "each event processed once")
 	assert.Equal(t, 6.0, rep.outcomes["dead_lettered"], "the poison events")
 	assert.Equal(t, acked-54-6, rep.outcomes["duplicate"], "the rest are duplicates")
