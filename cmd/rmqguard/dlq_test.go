@@ -33,6 +33,7 @@ type cliDLQ struct {
 func newCLIDLQ(t *testing.T, perm int) *cliDLQ {
 	t.Helper()
 	w := &cliDLQ{t: t, ns: testenv.NameServer(t), broker: testenv.Broker(t), group: testenv.Unique("cli-dlq")}
+	testenv.MySQL(t) // the schema `dlq list` reads for the replay status (RMQGUARD_MYSQL_DSN, see TestMain)
 	if perm == 0 {
 		return w
 	}

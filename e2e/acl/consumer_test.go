@@ -124,7 +124,9 @@ func TestACL_RightKeysConsumeRetryDeadLetterAndReplayInANamespace(t *testing.T) 
 	// with a wrong secret it fails with the ACL error.
 	bin := buildCLI(t)
 	env := []string{"RMQGUARD_NAMESRV=" + w.cluster.NameServers[0], "RMQGUARD_ACCESS_KEY=" + w.cluster.Credentials.AccessKey,
-		"RMQGUARD_SECRET_KEY=" + w.cluster.Credentials.SecretKey, "RMQGUARD_NAMESPACE=" + w.cluster.Namespace}
+		"RMQGUARD_SECRET_KEY=" + w.cluster.Credentials.SecretKey, "RMQGUARD_NAMESPACE=" + w.cluster.Namespace,
+		"RMQGUARD_MYSQL_DSN=" + testenv.MySQLDSN()} // the test database, migrated here, never the demo one
+	testenv.MySQL(t)
 	res := runCLI(t, bin, env, "dlq", "list", "--group", w.group, "--timeout", "30s")
 	require.Equal(t, 0, res.exit, "stderr: %s", res.stderr)
 	assert.Contains(t, res.stdout, "poison after a retry")
