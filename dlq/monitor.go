@@ -144,7 +144,7 @@ func (m *Monitor) Run(ctx context.Context) error {
 }
 
 // once takes one census and exports it, or removes the group's series when the census failed or missed
-// a broker that held waiting letters.
+// a broker that held waiting letters; a census cut by the end of ctx changes nothing.
 func (m *Monitor) once(ctx context.Context) {
 	group := m.cfg.Status.Group
 	scan := ScanOptions{EventIDProperty: m.cfg.EventIDProperty, EventIDJSONField: m.cfg.EventIDJSONField}
@@ -153,11 +153,12 @@ func (m *Monitor) once(ctx context.Context) {
 		err = m.checkBrokers(ctx, c)
 	}
 	if err != nil {
-		m.cfg.Metrics.DLQLettersWaiting.DeleteLabelValues(group)
-		if ctx.Err() == nil {
-			m.cfg.Logger.Warn("dlq census failed; rmqguard_dlq_letters_waiting removed until one succeeds",
-				zap.String("group", group), zap.Error(err))
+		if ctx.Err() != nil {
+			return // cut by the monitor's stop, not a failed census: the last count stands
 		}
+		m.cfg.Metrics.DLQLettersWaiting.DeleteLabelValues(group)
+		m.cfg.Logger.Warn("dlq census failed; rmqguard_dlq_letters_waiting removed until one succeeds",
+			zap.String("group", group), zap.Error(err))
 		return
 	}
 	m.cfg.Metrics.DLQLettersWaiting.WithLabelValues(group).Set(float64(c.Waiting))

@@ -1,10 +1,17 @@
 package dlq
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/rmqguard/rmqguard/metrics"
 )
 
 // F42: a census that does not read a broker where the last census counted waiting letters, and that is not
@@ -34,4 +41,25 @@ func TestMonitorMissing_ABrokerThatHeldWaitingLettersAndIsNotReadWithholdsTheCou
 	assert.Empty(t, m.missing(census(map[string]int{"a": 0, "b": 3}), none, t0.Add(5*time.Hour)))
 	assert.Empty(t, m.missing(census(map[string]int{"a": 0}), map[string]bool{"a": true, "b": true}, t0.Add(5*time.Hour+time.Minute)))
 	assert.Empty(t, m.missing(census(map[string]int{"a": 0}), none, t0.Add(5*time.Hour+2*time.Minute)), "b forgotten")
+}
+
+// A census cut by the monitor's stop is not a failed census: the count exported last stays; a census that
+// fails while the monitor runs removes it.
+func TestMonitorOnce_ACensusCutByTheStopKeepsTheLastCountAFailedOneRemovesIt(t *testing.T) {
+	m, err := metrics.New(prometheus.NewRegistry())
+	require.NoError(t, err)
+	mon := &Monitor{held: map[string]time.Time{}, cfg: MonitorConfig{Cluster: Cluster{NameServers: []string{"127.0.0.1:1"}},
+		Metrics: m, Status: StatusOptions{Group: "cg"}, Logger: zap.NewNop()}}
+	m.DLQLettersWaiting.WithLabelValues("cg").Set(3) // the last census
+
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	mon.once(stopped)
+	assert.Equal(t, 3.0, testutil.ToFloat64(m.DLQLettersWaiting.WithLabelValues("cg")), "kept through the stop")
+
+	ctx, cancelRun := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelRun()
+	mon.once(ctx) // no name server answers
+	require.NoError(t, ctx.Err())
+	assert.Equal(t, 0, testutil.CollectAndCount(m.DLQLettersWaiting), "removed after a failed census")
 }
