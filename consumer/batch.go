@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -18,13 +19,21 @@ import (
 // most Config.OutageWait; past it the members are retried (spending an attempt), as a message alone is.
 var ErrStoreUnavailable = errors.New("rmqguard consumer: a batch's shared resource was lost to the store")
 
+// ErrHandleCarefully marks a BatchResource.Finish error of a first pass (Batch.Careful false) whose
+// resource deferred its members' work to Finish and found a member it cannot keep (an error, a retry, a
+// panic…): the resource undid everything, and the consumer handles the whole callback again at once in a
+// careful pass, which decides each member on its own; no attempt is spent, and that pass's outcomes are
+// the ones reported.
+var ErrHandleCarefully = errors.New("rmqguard consumer: a member of the batch's first pass was not kept; the batch is handled again carefully")
+
 // BatchResource is something the members of one client callback share, such as the one dedup transaction
 // of a batch (middleware.Dedup): the consumer finishes it once, after the last member was handled and
 // before any dead letter is published or any decision reported.
 type BatchResource interface {
 	// Finish ends the resource (for a transaction: COMMIT, or ROLLBACK when no member kept anything) with
 	// the batch's context (Batch.Context). An error turns every member that depended on it (Batch.Depend)
-	// into a retry carrying the error.
+	// into a retry carrying the error, unless the callback is handled again (ErrStoreUnavailable,
+	// ErrHandleCarefully, a first loss).
 	Finish(ctx context.Context) error
 }
 
@@ -33,6 +42,12 @@ type BatchResource interface {
 // per key that the members share. Members are handled one after another, never at once; a Batch is still safe for
 // concurrent use (a handler abandoned at its deadline may run on).
 //
+// A callback is handled in passes, each with a new Batch. The first is optimistic (Careful false): a
+// resource may defer its members' work to its Finish (middleware.Dedup claims them in one statement and
+// runs their handlers there, in aggregate order unless Ordered), set their outcomes there (SetOutcome),
+// and ask for a careful pass (ErrHandleCarefully) when a member is not kept; later passes are careful (a
+// member decided while it is handled: middleware.Dedup's savepoint each).
+//
 // Its context (Context) is not a member's: it derives from the consumer's run context, so Shutdown ends it,
 // with a deadline of HandlerTimeout × the number of members in the callback; a resource begun with it (a
 // transaction) is rolled back when it ends. A resource lost to the store (its Finish error wraps
@@ -40,12 +55,15 @@ type BatchResource interface {
 // deadline) makes the consumer wait at the gate and handle the whole callback again with a new Batch,
 // spending no attempt, within OutageWait; any other failure of a resource retries its dependents.
 type Batch struct {
-	ctx    context.Context
-	mu     sync.Mutex
-	member int // index of the member being handled
-	order  []any
-	res    map[any]*batchEntry
-	causes map[int]Cause // SetDuplicateCause
+	ctx     context.Context
+	careful bool // Careful
+	ordered bool // Ordered
+	mu      sync.Mutex
+	member  int // index of the member being handled
+	order   []any
+	res     map[any]*batchEntry
+	causes  map[int]Cause   // SetDuplicateCause
+	decided map[int]Outcome // SetOutcome
 }
 
 // batchEntry is one attached resource and the members that depend on it.
@@ -71,16 +89,24 @@ func withBatch(ctx context.Context, b *Batch) context.Context {
 	return context.WithValue(ctx, batchKey{}, b)
 }
 
-// newBatch returns the scope of a callback of n members, with its context from parent bounded by
-// perMember × n; cancel ends that context (and with it whatever resource was not finished).
-func newBatch(parent context.Context, perMember time.Duration, n int) (*Batch, context.CancelFunc) {
+// newBatch returns the scope of one pass over a callback of n members, with its context from parent
+// bounded by perMember × n; cancel ends that context (and with it whatever resource was not finished).
+func newBatch(parent context.Context, perMember time.Duration, n int, careful, ordered bool) (*Batch, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(parent, perMember*time.Duration(n))
-	return &Batch{ctx: ctx, res: map[any]*batchEntry{}}, cancel
+	return &Batch{ctx: ctx, careful: careful, ordered: ordered, res: map[any]*batchEntry{}}, cancel
 }
 
 // Context returns the batch's own context: begin shared resources with it, not with a member's context
 // (which ends when that member's handler returns).
 func (b *Batch) Context() context.Context { return b.ctx }
+
+// Careful reports whether this pass must decide each member while it is handled; false in the first,
+// optimistic pass, whose resources may defer their members' work to Finish (see Batch).
+func (b *Batch) Careful() bool { return b.careful }
+
+// Ordered reports whether the members must take effect in message order (Config.Orderly): a resource
+// that defers their work must not reorder it.
+func (b *Batch) Ordered() bool { return b.ordered }
 
 // enter records that member i is being handled now.
 func (b *Batch) enter(i int) {
@@ -144,19 +170,34 @@ func (b *Batch) SetDuplicateCause(member int, c Cause) {
 	b.causes[member] = c
 }
 
+// SetOutcome records o as member's outcome (member: see Member), decided by a resource in its Finish
+// (work deferred there). Once every resource finished, the consumer puts it in place of the member's chain
+// outcome, unless a resource the member depended on failed.
+func (b *Batch) SetOutcome(member int, o Outcome) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.decided == nil {
+		b.decided = map[int]Outcome{}
+	}
+	b.decided[member] = o
+}
+
 // finish finishes every attached resource once, with the batch context, and turns each member that
 // depended on one that failed into a retry carrying the error (its outcome is decided here, once, before
-// dead letters, reports and metrics see it); then it gives the duplicates the causes resources set
-// (SetDuplicateCause). It returns the first failure (lost) and the first failure that
-// wraps ErrStoreUnavailable (outage); both nil when every resource finished.
-func (b *Batch) finish(outcomes []Outcome, errs []error) (lost, outage error) {
-	b.mu.Lock()
-	entries := make([]*batchEntry, 0, len(b.order))
-	for _, k := range b.order {
-		entries = append(entries, b.res[k])
-	}
-	b.mu.Unlock()
-	for _, e := range entries {
+// dead letters, reports and metrics see it); the others get the outcomes resources set (SetOutcome), then
+// the duplicates the causes resources set (SetDuplicateCause). An outcome a resource set is the chain's
+// too (chain): the member's handler ran in Finish. It returns the first failure (lost) and the first
+// failure that wraps ErrStoreUnavailable (outage); both nil when every resource finished.
+func (b *Batch) finish(chain, outcomes []Outcome, errs []error) (lost, outage error) {
+	failed := map[int]bool{}
+	for n := 0; ; n++ { // a resource attached while another finished is finished too
+		b.mu.Lock()
+		if n == len(b.order) {
+			b.mu.Unlock()
+			break
+		}
+		e := b.res[b.order[n]]
+		b.mu.Unlock()
 		err := e.r.Finish(b.ctx)
 		if err == nil {
 			continue
@@ -167,49 +208,69 @@ func (b *Batch) finish(outcomes []Outcome, errs []error) (lost, outage error) {
 		if outage == nil && errors.Is(err, ErrStoreUnavailable) {
 			outage = err
 		}
-		for i := range e.deps {
+		b.mu.Lock()
+		deps := maps.Clone(e.deps)
+		b.mu.Unlock()
+		for i := range deps {
+			failed[i] = true
 			outcomes[i] = Retry(0, "the batch's shared transaction did not commit: "+err.Error())
 			errs[i] = fmt.Errorf("consumer: batch resource: %w", err)
 		}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	for i, o := range b.decided {
+		if i < len(outcomes) && !failed[i] {
+			outcomes[i] = o
+		}
+	}
 	for i, c := range b.causes {
 		if i < len(outcomes) && outcomes[i].Kind == KindDuplicate && outcomes[i].Cause == "" && knownDuplicateCause(c) {
 			outcomes[i].Cause = c
 		}
 	}
+	for i := range b.decided {
+		if i < len(outcomes) && !failed[i] {
+			chain[i] = outcomes[i]
+		}
+	}
 	return lost, outage
 }
 
-// handleCallback handles the callback's messages: alone (BatchSize 1, or one message), or as one Batch;
-// when the batch's shared resource was lost to the store (ErrStoreUnavailable), it waits at the store gate
-// (unless it reopened since the pass began) and handles the whole callback again with a new Batch, within
-// w's bound. A resource lost for another reason (a deadlock with another batch: concurrent deliveries of
-// one event in two batches lock their claims in opposite orders) is not the members' own failure either:
-// the callback is handled once more, at once, with a new Batch; only when that pass loses its resource too
-// are the members that depended on it retried (spending an attempt). Middlewares see every pass; the
-// consumer reports each message's decision once, from the last. ok is false when the callback must not be
-// answered.
+// handleCallback handles the callback's messages: alone (BatchSize 1, or one message), or as one Batch per
+// pass. The first pass is optimistic (Batch.Careful false); a resource that asks for a careful pass
+// (ErrHandleCarefully: a member it deferred was not kept) makes the consumer handle the callback again at
+// once, carefully. When the batch's shared resource was lost to the store (ErrStoreUnavailable), it waits
+// at the store gate (unless it reopened since the pass began) and handles the whole callback again with a
+// new Batch, within w's bound. A resource lost for another reason (a deadlock with another batch:
+// concurrent deliveries of one event in two batches, or handlers that lock the same rows in different
+// orders) is not the members' own failure either: the callback is handled once more, at once, carefully;
+// only when that pass loses its resource too are the members that depended on it retried (spending an
+// attempt). Middlewares see every pass; the consumer reports each message's decision once, from the last.
+// ok is false when the callback must not be answered.
 func (c *Consumer) handleCallback(msgs []*primitive.MessageExt, w *outageWait) (pass, bool) {
 	if c.cfg.BatchSize <= 1 || len(msgs) <= 1 { // a callback of one message handles it alone, as BatchSize 1
 		p, _, _, ok := c.handlePass(msgs, w, nil)
 		return p, ok
 	}
-	handledAgain := false
+	handledAgain, careful := false, false
 	for {
 		gen, _ := c.gate.current()
-		b, cancel := newBatch(c.runCtx, c.cfg.HandlerTimeout, len(msgs))
+		b, cancel := newBatch(c.runCtx, c.cfg.HandlerTimeout, len(msgs), careful, c.cfg.Orderly)
 		p, lost, outage, ok := c.handlePass(msgs, w, b)
 		cancel() // an unanswered callback: its shared transaction is rolled back, never committed
 		if !ok || lost == nil {
 			return p, ok
 		}
 		if outage == nil {
+			if !careful && errors.Is(lost, ErrHandleCarefully) {
+				careful = true // a member's own failure, decided in the careful pass: no log line here
+				continue
+			}
 			if handledAgain {
 				return p, true
 			}
-			handledAgain = true
+			handledAgain, careful = true, true
 			c.log.Info("the batch's shared transaction was lost; handling the batch once more in a new one", // expected (a deadlock between batches), healed here
 				zap.String("group", c.cfg.Group), zap.Int("members", len(msgs)), zap.Error(lost))
 			continue

@@ -149,7 +149,7 @@ func (c *Consumer) handlePass(msgs []*primitive.MessageExt, w *outageWait, b *Ba
 	if b != nil {
 		// The shared transaction commits before exhaust, dead letters and reports: a member that depended
 		// on a failed COMMIT is decided a retry (its chain outcome stays the handler's, logged beside it).
-		lost, outage = b.finish(p.outcomes, p.errs)
+		lost, outage = b.finish(p.chain, p.outcomes, p.errs)
 	}
 	return p, lost, outage, true
 }

@@ -2,12 +2,132 @@ package dedup
 
 import (
 	"context"
-
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/rmqguard/rmqguard/consumer"
 )
+
+// Column sizes of processed_event's topic and msg_id, which ClaimBatch checks (Claim leaves it to the
+// server's strict mode).
+const (
+	maxTopicLength = 255
+	maxMsgIDLength = 64
+)
+
+// ClaimBatch claims the events of a batch's members in txn with one multi-row INSERT IGNORE: ds's
+// processed_event rows as Claim writes them, with txn's claim token, inserted in the order of ds (sort ds
+// by scope and event ID, so that concurrent batches lock their claims in one order). dup[i] reports that
+// ds[i] is a duplicate, not claimed: its scope already has a committed row for the event (after waiting
+// for a transaction that held it), or an earlier element of ds carries the same event. Telling them apart
+// costs no failed statement: when fewer rows than distinct events went in, one SELECT of the rows carrying
+// txn's token tells which are txn's. It returns an error before any statement when a member cannot be
+// claimed this way (what Claim refuses, or an event ID, scope, topic or message ID that is not valid UTF-8
+// or longer than its column, which IGNORE would store altered: Claim decides such a member alone), or the
+// statement's error, wrapped (roll txn back then). An empty ds costs nothing.
+func (s *Store) ClaimBatch(ctx context.Context, txn *Txn, ds []*consumer.Delivery) (dup []bool, err error) {
+	dup = make([]bool, len(ds))
+	if len(ds) == 0 {
+		return dup, nil
+	}
+	var q strings.Builder
+	q.WriteString(s.q.claimBatchHead)
+	args := make([]any, 0, 8*len(ds))
+	first := make(map[[2]string]int, len(ds)) // scope and event ID → index of its row in ds
+	for i, d := range ds {
+		scope := s.Scope(d)
+		if err := checkBatchRow(scope, d); err != nil {
+			return nil, fmt.Errorf("dedup: claim a batch of %d: %w", len(ds), err)
+		}
+		k := [2]string{scope, d.EventID}
+		if _, ok := first[k]; ok {
+			dup[i] = true
+			continue
+		}
+		if len(first) > 0 {
+			q.WriteString(", ")
+		}
+		first[k] = i
+		q.WriteString(s.q.claimBatchRow)
+		args = append(args, scope, d.EventID, cut(d.EventType, MaxEventTypeLength), cut(d.AggregateID, MaxAggregateIDLength),
+			d.Topic, d.Msg.MsgId, ResultSuccess, txn.token)
+	}
+	res, err := txn.Tx.ExecContext(ctx, q.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("dedup: claim a batch of %d: %w", len(first), err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return nil, fmt.Errorf("dedup: claim a batch of %d: rows affected: %w", len(first), err)
+	}
+	if int(n) < len(first) {
+		owned, err := s.ownRows(ctx, txn, first)
+		if err != nil {
+			return nil, err
+		}
+		for k, i := range first {
+			dup[i] = !owned[k]
+		}
+	}
+	for k, i := range first {
+		if !dup[i] {
+			txn.claims.add(k[0], k[1])
+		}
+	}
+	return dup, nil
+}
+
+// ownRows returns which of keys (scope and event ID) have a row carrying txn's claim token: one SELECT by
+// primary key.
+func (s *Store) ownRows(ctx context.Context, txn *Txn, keys map[[2]string]int) (map[[2]string]bool, error) {
+	var q strings.Builder
+	q.WriteString(s.q.ownedHead)
+	args := make([]any, 0, 1+2*len(keys))
+	args = append(args, txn.token)
+	for k := range keys {
+		if len(args) > 1 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?)")
+		args = append(args, k[0], k[1])
+	}
+	q.WriteString(")")
+	var rows []struct {
+		Scope   string `db:"consumer_group"`
+		EventID string `db:"event_id"`
+	}
+	if err := txn.Tx.SelectContext(ctx, &rows, q.String(), args...); err != nil {
+		return nil, fmt.Errorf("dedup: read back the claims of a batch of %d: %w", len(keys), err)
+	}
+	owned := make(map[[2]string]bool, len(rows))
+	for _, r := range rows {
+		owned[[2]string{r.Scope, r.EventID}] = true
+	}
+	return owned, nil
+}
+
+// checkBatchRow refuses what Claim refuses (checkKey) and what INSERT IGNORE would store altered instead of
+// failing: text that is not valid UTF-8, a topic or message ID longer than its column.
+func checkBatchRow(scope string, d *consumer.Delivery) error {
+	if err := checkKey(scope, d.EventID); err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		name, v string
+		max     int
+	}{{"event ID", d.EventID, MaxEventIDLength}, {"scope", scope, MaxGroupLength}, {"topic", d.Topic, maxTopicLength}, {"message ID", d.Msg.MsgId, maxMsgIDLength}} {
+		if !utf8.ValidString(c.v) || utf8.RuneCountInString(c.v) > c.max {
+			return fmt.Errorf("%s %q is not valid UTF-8 or longer than %d characters", c.name, c.v, c.max)
+		}
+	}
+	return nil
+}
+
+// Attribute makes the after-commit hooks registered next d's: a failed one is counted and logged under
+// d's group and event ID. Claim does it; a batch whose members were claimed together (ClaimBatch) calls it
+// before each member's handler.
+func (t *Txn) Attribute(d *consumer.Delivery) { t.hooks.claimed(d.Group, d.EventID) }
 
 // RecordStaleIn records d's event as stale inside txn, a batch's shared transaction: its processed_event
 // row with result_status ResultStale and txn's claim token, committed with the batch. Call it after rolling

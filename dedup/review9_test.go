@@ -26,17 +26,18 @@ import (
 // A panic in member 2's handler, with Recover outside Dedup as the recommended chain has it, must undo
 // member 2's claim and writes like any other failure: the other members still commit, but member 2's
 // processed_event row must not commit without its effect (the handler never finished), else its
-// redelivery is a duplicate and the event is lost.
+// redelivery is a duplicate and the event is lost. Member 2 panics in both passes of the first delivery
+// (the first pass, deferred to the batch's end, and the careful one).
 func TestReview9_Batch_PanicInMemberRollsBackItsClaim(t *testing.T) {
 	f := newFixture(t)
 	e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
-	boom := true
+	booms := 2
 	cb := f.batchConsumer(t, false, f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		if err := f.ledger.Append(ctx, tx, d.EventID+"-half"); err != nil {
 			return consumer.Outcome{}, err
 		}
-		if d.EventID == e2 && boom {
-			boom = false
+		if d.EventID == e2 && booms > 0 {
+			booms--
 			panic("member 2 panics half-way")
 		}
 		return consumer.Processed(), nil
@@ -58,17 +59,18 @@ func TestReview9_Batch_PanicInMemberRollsBackItsClaim(t *testing.T) {
 // savepoint (rmqguard_sp<N>, documented and predictable) moves it past the member's claim, so that the
 // member's ROLLBACK TO SAVEPOINT on failure keeps its claim and the writes before it, and COMMIT makes
 // them durable: a failed message whose redelivery is a duplicate. The batch's savepoint names must not be
-// a handler's to take.
+// a handler's to take. Member 2 fails in both passes of the first delivery (the first pass has no
+// savepoint; the careful one has).
 func TestReview9_Batch_HandlerSavepointOfTheSameNameKeepsAFailedClaim(t *testing.T) {
 	f := newFixture(t)
 	e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
-	fail := true
+	fails := 2
 	cb := f.batchConsumer(t, false, f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		if err := f.ledger.Append(ctx, tx, d.EventID+"-before"); err != nil {
 			return consumer.Outcome{}, err
 		}
-		if d.EventID == e2 && fail {
-			fail = false
+		if d.EventID == e2 && fails > 0 {
+			fails--
 			// The handler's own savepoint, for its own partial undo; its name is the member's.
 			if _, err := tx.ExecContext(ctx, "SAVEPOINT rmqguard_sp2"); err != nil {
 				return consumer.Outcome{}, err

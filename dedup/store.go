@@ -203,12 +203,9 @@ func (s *Store) Claim(ctx context.Context, txn *Txn, d *consumer.Delivery) error
 // insertRow inserts d's processed_event row with result_status status and claim token through ex (a
 // transaction, or the pool for a statement of its own); see Claim for what it checks and returns.
 func (s *Store) insertRow(ctx context.Context, ex sqlx.ExecerContext, d *consumer.Delivery, status, token string) error {
-	if d.EventID == "" || utf8.RuneCountInString(d.EventID) > MaxEventIDLength {
-		return retry.Permanentf("dedup: event ID %q is empty or longer than %d characters", d.EventID, MaxEventIDLength)
-	}
 	scope := s.Scope(d)
-	if utf8.RuneCountInString(scope) > MaxGroupLength {
-		return retry.Permanentf("dedup: consumer group %q is longer than %d characters", scope, MaxGroupLength)
+	if err := checkKey(scope, d.EventID); err != nil {
+		return err
 	}
 	_, err := ex.ExecContext(ctx, s.q.claim,
 		scope, d.EventID, cut(d.EventType, MaxEventTypeLength), cut(d.AggregateID, MaxAggregateIDLength),
@@ -224,6 +221,18 @@ func (s *Store) insertRow(ctx context.Context, ex sqlx.ExecerContext, d *consume
 	}
 	if err != nil {
 		return fmt.Errorf("dedup: claim scope %s event %s: %w", scope, d.EventID, err)
+	}
+	return nil
+}
+
+// checkKey refuses, as permanent, an empty event ID or one longer than MaxEventIDLength, and a scope
+// longer than MaxGroupLength: the key columns cannot hold them.
+func checkKey(scope, eventID string) error {
+	if eventID == "" || utf8.RuneCountInString(eventID) > MaxEventIDLength {
+		return retry.Permanentf("dedup: event ID %q is empty or longer than %d characters", eventID, MaxEventIDLength)
+	}
+	if utf8.RuneCountInString(scope) > MaxGroupLength {
+		return retry.Permanentf("dedup: consumer group %q is longer than %d characters", scope, MaxGroupLength)
 	}
 	return nil
 }

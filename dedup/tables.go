@@ -76,6 +76,7 @@ type queries struct {
 	claim, confirm, committed, processed, cause, probe string
 	aggregateRead, aggregateAdvance                    string
 	confirmBatchHead, causesHead                       string
+	claimBatchHead, claimBatchRow, ownedHead           string
 	// lease mode (lease.go)
 	leaseClaim, leaseTake, leaseRead, leaseMine, leaseHold, leaseRelease, leaseExpire string
 }
@@ -99,6 +100,11 @@ func newQueries(t Tables) queries {
 		 WHERE consumer_group = ? AND aggregate_type = ? AND aggregate_id = ? AND version = ?`,
 		confirmBatchHead: `SELECT COUNT(*) FROM ` + p + ` WHERE claim_token = ? AND (consumer_group, event_id) IN (`,
 		causesHead:       `SELECT consumer_group, event_id, msg_id FROM ` + p + ` WHERE (consumer_group, event_id) IN (`,
+		claimBatchHead: `INSERT IGNORE INTO ` + p + `
+		   (consumer_group, event_id, event_type, aggregate_id, topic, msg_id, consumed_at, result_status, claim_token)
+		 VALUES `,
+		claimBatchRow: `(?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(6), ?, ?)`,
+		ownedHead:     `SELECT consumer_group, event_id FROM ` + p + ` WHERE claim_token = ? AND (consumer_group, event_id) IN (`,
 		leaseClaim: `INSERT INTO ` + l + ` (consumer_group, event_id, claim_token, msg_id, claimed_at, lease_until)
 		 VALUES (?, ?, ?, ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND)`,
 		leaseTake: `UPDATE ` + l + ` SET claim_token = ?, msg_id = ?, claimed_at = UTC_TIMESTAMP(6),

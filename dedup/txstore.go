@@ -23,6 +23,9 @@ type TxStore interface {
 	Begin(ctx context.Context) (*Txn, error)
 	// Claim inserts d's processed_event row in txn; ErrDuplicate when the scope has it (see Store.Claim).
 	Claim(ctx context.Context, txn *Txn, d *consumer.Delivery) error
+	// ClaimBatch inserts the rows of a batch's members in txn in one statement; dup[i] when ds[i]'s scope
+	// has its event (see Store.ClaimBatch).
+	ClaimBatch(ctx context.Context, txn *Txn, ds []*consumer.Delivery) (dup []bool, err error)
 	// Confirm checks that txn still holds its row, right before Commit (see Store.Confirm).
 	Confirm(ctx context.Context, txn *Txn, d *consumer.Delivery) error
 	// DuplicateCause reads why a duplicate came again (see Store.DuplicateCause).

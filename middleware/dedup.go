@@ -72,6 +72,9 @@ func (w *dedupMW) wrap(next consumer.Handler) consumer.Handler {
 			return committedDuplicate(ctx, cause), nil
 		}
 		if b := consumer.BatchFromContext(ctx); b != nil {
+			if !b.Careful() {
+				return deferInBatch(ctx, store, b, d, next)
+			}
 			return dedupInBatch(ctx, store, b, d, next)
 		}
 		txn, err := store.Begin(ctx)

@@ -159,28 +159,35 @@ func (bt *batchTxn) finish(ctx context.Context) error {
 	return nil
 }
 
-// setCauses reads the causes of the batch's duplicates in one read (dedup.TxStore.DuplicateCauses), after
-// the transaction ended so that it sees every committed row, the batch's own included, and sets them on the
-// batch (consumer.Batch.SetDuplicateCause). A failed read leaves them unset: the consumer reports them as
-// consumer.CauseUnknown, never a guess. A batch without a duplicate costs nothing.
+// setCauses reads the causes of the batch's duplicates in one read, after the transaction ended so that
+// it sees every committed row, the batch's own included, and sets them on the batch (readCauses).
 func (bt *batchTxn) setCauses(ctx context.Context) {
 	bt.mu.Lock()
 	dups := bt.dups
 	bt.mu.Unlock()
-	if len(dups) == 0 {
-		return
-	}
+	idx := make([]int, len(dups))
 	ds := make([]*consumer.Delivery, len(dups))
 	for i, m := range dups {
-		ds[i] = m.d
+		idx[i], ds[i] = m.idx, m.d
 	}
-	causes, err := bt.store.DuplicateCauses(ctx, ds)
+	readCauses(ctx, bt.store, bt.b, idx, ds)
+}
+
+// readCauses reads the causes of duplicates ds, the batch's members idx, in one read
+// (dedup.TxStore.DuplicateCauses) and sets them on b (consumer.Batch.SetDuplicateCause). A failed read
+// leaves them unset: the consumer reports them as consumer.CauseUnknown, never a guess. No duplicate costs
+// nothing.
+func readCauses(ctx context.Context, store dedup.TxStore, b *consumer.Batch, idx []int, ds []*consumer.Delivery) {
+	if len(ds) == 0 {
+		return
+	}
+	causes, err := store.DuplicateCauses(ctx, ds)
 	if err != nil {
 		return
 	}
 	for i, c := range causes {
 		if c != "" {
-			bt.b.SetDuplicateCause(dups[i].idx, c)
+			b.SetDuplicateCause(idx[i], c)
 		}
 	}
 }

@@ -44,6 +44,28 @@ func (l *Layer) Claim(ctx context.Context, txn *dedup.Txn, d *consumer.Delivery)
 	return err
 }
 
+// ClaimBatch claims a batch's rows in the wrapped store (dedup.Store.ClaimBatch) and, as Claim does for
+// each, registers the write of the "done" key of every member claimed as an after-commit step of txn, and
+// writes (SET NX, no message ID) the key of every duplicate whose row is not txn's own.
+func (l *Layer) ClaimBatch(ctx context.Context, txn *dedup.Txn, ds []*consumer.Delivery) ([]bool, error) {
+	dup, err := l.store.ClaimBatch(ctx, txn, ds)
+	if err != nil {
+		return dup, err
+	}
+	for i, d := range ds {
+		switch {
+		case !dup[i]:
+			key, msgID := l.Key(d), d.Msg.MsgId
+			if hookErr := txn.AfterCommit(func(ctx context.Context) { l.mark(ctx, key, msgID, false) }); hookErr != nil {
+				l.fallback(ReasonMarkFailed)
+			}
+		case !l.ownClaim(ctx, txn, d):
+			l.mark(ctx, l.Key(d), "", true)
+		}
+	}
+	return dup, nil
+}
+
 // ownClaim reports whether the row d's claim ran into is txn's own, not committed (dedup.Txn.Claimed, no
 // round trip): a transaction that claims several deliveries (a batch) would meet its own row if two of
 // them carried the same event, and that row goes away if the transaction rolls back.

@@ -31,6 +31,8 @@ type CommitProxy struct {
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	conns   map[net.Conn]struct{}
+	stmts   []string // COM_QUERY statements forwarded, when recording
+	record  bool
 }
 
 // answerRule is what the proxy does with the answer to a statement that starts with query: hold it delay,
@@ -90,6 +92,22 @@ func (p *CommitProxy) LoseCommitAnswers(d time.Duration) {
 // whether it committed.
 func (p *CommitProxy) DropCommits() {
 	p.rule.Store(&answerRule{query: []byte("COMMIT"), drop: true})
+}
+
+// RecordStatements starts recording the statements (COM_QUERY) forwarded from now on, dropping those
+// recorded before; Statements returns them.
+func (p *CommitProxy) RecordStatements() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stmts, p.record = nil, true
+}
+
+// Statements returns the statements recorded since RecordStatements, in the order forwarded (upper case,
+// trimmed; with interpolateParams, as dedup.WithTxDSN's pool sends them, every statement is one).
+func (p *CommitProxy) Statements() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.stmts...)
 }
 
 // Commits returns the number of COMMITs the proxy forwarded to the server.
@@ -188,6 +206,11 @@ func (p *CommitProxy) fromClient(client, server net.Conn, pending chan<- *answer
 			if bytes.Equal(stmt, []byte("COMMIT")) {
 				p.commits.Add(1)
 			}
+			p.mu.Lock()
+			if p.record {
+				p.stmts = append(p.stmts, string(stmt))
+			}
+			p.mu.Unlock()
 			if matched {
 				select {
 				case pending <- r:
