@@ -13,6 +13,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/collect"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -188,12 +189,51 @@ func (db *deferredBatch) run(ctx context.Context, txn *dedup.Txn, members []*def
 	if !db.b.Ordered() {
 		slices.SortStableFunc(kept, byAggregate)
 	}
+	var batch collect.Collector
 	for _, m := range kept {
-		if ended, failure, err := m.run(ctx, txn); err != nil {
+		if ended, failure, err := m.run(ctx, txn, &batch); err != nil {
 			return nil, nil, db.fail(txn, ended, failure, err)
 		}
 	}
+	if batch.Len() > 0 {
+		if err := db.flush(ctx, txn, &batch, kept); err != nil {
+			return nil, nil, err
+		}
+	}
 	return kept, dups, nil
+}
+
+// flush calls the batch handlers (dedup.HandleBatch) that collected members of kept once each, in txn with
+// the batch's context, and keeps their outcomes; as run, the first member not kept stops the pass (fail).
+func (db *deferredBatch) flush(ctx context.Context, txn *dedup.Txn, batch *collect.Collector, kept []*deferredMember) (err error) {
+	type result struct {
+		o   consumer.Outcome
+		err error
+	}
+	results := map[*consumer.Delivery]result{}
+	fctx := dedup.WithTxn(ctx, txn)
+	defer txn.StatementContext(fctx)()
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("dedup: a batch handler panicked (%w): %w", newPanicError(p), consumer.ErrHandleCarefully)
+			}
+		}()
+		batch.Flush(fctx, func(d *consumer.Delivery, o consumer.Outcome, err error) { results[d] = result{o, err} })
+	}()
+	if err != nil {
+		return db.fail(txn, ctx.Err() != nil, err, err)
+	}
+	for _, m := range kept {
+		r, ok := results[m.d]
+		if !ok {
+			continue // not collected: its own handler decided
+		}
+		if err := m.keep(r.o, r.err, ctx.Err() != nil); err != nil {
+			return db.fail(txn, ctx.Err() != nil, r.err, err)
+		}
+	}
+	return nil
 }
 
 // byAggregate orders members by AggregateID, those without one last.
@@ -210,10 +250,10 @@ func byAggregate(a, b *deferredMember) int {
 	return strings.Compare(x, y)
 }
 
-// run runs m's handler in txn and keeps its outcome. When m does not end kept it returns whether its
-// handler's context had ended, its failure (nil for an outcome that is not kept) and the error Finish
-// reports: wrapping consumer.ErrHandleCarefully, or ErrBatchLost for a deadlock.
-func (m *deferredMember) run(ctx context.Context, txn *dedup.Txn) (ended bool, failure, err error) {
+// run runs m's handler in txn (a batch handler adds m to batch instead) and keeps its outcome. When m does
+// not end kept it returns whether its handler's context had ended, its failure (nil for an outcome that
+// is not kept) and the error Finish reports (keep).
+func (m *deferredMember) run(ctx context.Context, txn *dedup.Txn, batch *collect.Collector) (ended bool, failure, err error) {
 	base := context.WithoutCancel(m.ctx)
 	var mctx context.Context
 	var cancel context.CancelFunc
@@ -226,21 +266,28 @@ func (m *deferredMember) run(ctx context.Context, txn *dedup.Txn) (ended bool, f
 	defer context.AfterFunc(ctx, cancel)()
 	txn.Attribute(m.d)
 	defer txn.StatementContext(mctx)() // a handler's tx.Exec ends at the member's deadline too (F7)
-	o, err := m.call(dedup.WithTxn(mctx, txn))
+	o, err := m.call(collect.With(dedup.WithTxn(mctx, txn), batch))
 	ended = mctx.Err() != nil
+	return ended, err, m.keep(o, err, ended)
+}
+
+// keep keeps o, m's outcome, unless m does not end kept: an error (err, or ended: its handler returned
+// after its deadline) or an outcome other than processed or duplicate. Its error then wraps
+// consumer.ErrHandleCarefully, or ErrBatchLost for a deadlock.
+func (m *deferredMember) keep(o consumer.Outcome, err error, ended bool) error {
 	switch {
 	case err != nil && deadlocked(err):
-		return ended, err, fmt.Errorf("%w: member %d (event %s) failed: %v", ErrBatchLost, m.idx+1, m.d.EventID, err)
+		return fmt.Errorf("%w: member %d (event %s) failed: %v", ErrBatchLost, m.idx+1, m.d.EventID, err)
 	case err != nil:
-		return ended, err, m.notKept(err.Error())
+		return m.notKept(err.Error())
 	case ended:
-		return ended, nil, m.notKept("returned after its deadline")
+		return m.notKept("returned after its deadline")
 	case o.Kind != consumer.KindProcessed && o.Kind != consumer.KindDuplicate:
-		return ended, nil, m.notKept("outcome " + o.Kind.String())
+		return m.notKept("outcome " + o.Kind.String())
 	}
 	o.Committed = true // the batch's COMMIT decides it now, not a deadline
 	m.o = o
-	return false, nil, nil
+	return nil
 }
 
 // call runs m's handler; a panic is recovered as an error (the careful pass meets it again, under Recover).
