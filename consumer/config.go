@@ -102,9 +102,9 @@ type Config struct {
 	// BatchSize is ConsumeMessageBatchMaxSize: messages per callback. Default 1; 1..1024. A batch is
 	// acknowledged or retried as a whole by the client. Above 1 each member's handler context carries the
 	// callback's Batch (BatchFromContext), through which middleware.Dedup gives the members one shared
-	// transaction (a savepoint each, one COMMIT after the last member; the batch's context has the deadline
-	// HandlerTimeout × members); with 1, and in a callback that holds one message, each message has its own
-	// transaction.
+	// transaction (one claim statement and the handlers after the last member, a careful pass with a
+	// savepoint each when one is not kept, one COMMIT; the batch's context has the deadline HandlerTimeout ×
+	// members); with 1, and in a callback that holds one message, each message has its own transaction.
 	// Orderly: a batch is up to BatchSize consecutive messages of one queue, acknowledged or suspended as a
 	// whole; the members behind one that is not acknowledged (and not a dead letter) are not handled in
 	// that callback, and spend no attempt, so that none takes effect before it. Its dead letters are

@@ -43,7 +43,10 @@ import (
 // knows (no round trip).
 //
 // In a batch (consumer.Config.BatchSize > 1, consumer.BatchFromContext) the members of one callback share
-// one transaction instead, a SAVEPOINT per member and one COMMIT after the last; see dedup_batch.go.
+// one transaction instead, committed once after the last: the first pass claims them in one statement and
+// runs their handlers after the last member, in aggregate order, without savepoints (dedup_deferred.go);
+// a member not kept makes the consumer handle the batch again carefully, a SAVEPOINT per member
+// (dedup_batch.go). dedup.HandleBatch handles a batch's new members in one call.
 //
 // A nil store (nil, or a nil *dedup.Store left by a failed dedup.NewStore) makes Chain (and so consumer.New)
 // refuse the chain with an error wrapping ErrNilDependency; Dedup itself cannot return an error. Dedup

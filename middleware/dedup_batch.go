@@ -9,8 +9,9 @@ import (
 	"github.com/rmqguard/rmqguard/dedup"
 )
 
-// Batch mode of Dedup (consumer.Config.BatchSize > 1): the members of one client callback share one dedup
-// transaction, begun on the first member that reaches Dedup with the batch's own context
+// The careful pass of Dedup's batch mode (consumer.Config.BatchSize > 1, consumer.Batch.Careful: after a
+// first pass, dedup_deferred.go, that did not keep every member): the members of one client callback share
+// one dedup transaction, begun on the first member that reaches Dedup with the batch's own context
 // (consumer.Batch.Context: the consumer's run context, deadline HandlerTimeout × members) and committed
 // once by the consumer after the last member (consumer.BatchResource). Each member runs between a
 // SAVEPOINT and, unless it is kept, a ROLLBACK TO SAVEPOINT, with its own context for its statements:

@@ -15,8 +15,10 @@ import (
 // and error when set; never the body. It is a tracing aid, off unless the logger enables debug: the
 // consumer itself logs each message's final decision once, at the level that says whether a person must
 // look (consumer.WithLogger), so Logging is not part of the recommended chain. A message's chain may run
-// more than once before its decision (a batch handled again after losing its shared transaction, a run
-// repeated after a wait for the store): Logging writes a line for each run, the consumer one per message.
+// more than once before its decision (a batch handled again after its first pass, or after losing its
+// shared transaction, a run repeated after a wait for the store): Logging writes a line for each run, the
+// consumer one per message. In a batch's first pass the run ends at Dedup, which defers the handler:
+// "processed: deferred to the batch's commit".
 // A nil log is zap.NewNop() (no lines).
 func Logging(log *zap.Logger) consumer.Middleware {
 	if log == nil {

@@ -18,8 +18,10 @@ import (
 // consumer reports each message's final decision once (consumer.WithObserver(m) feeds
 // rmqguard_messages_total, rmqguard_duplicates_total, rmqguard_dead_letters_total …), after a batch is
 // combined and dead letters are published. Labels use the original topic (restored from RETRY_TOPIC).
-// Each chain keeps the rmqguard_handle_duration_seconds series of the (group, topic) pairs it has seen (up
-// to 256), so a message costs no label lookup; those series must not be deleted from m.HandleDuration.
+// In a batch's first pass the run ends at Dedup, which defers the handler to the batch's end (its errors
+// are met again in the careful pass that follows them). Each chain keeps the
+// rmqguard_handle_duration_seconds series of the (group, topic) pairs it has seen (up to 256), so a message
+// costs no label lookup; those series must not be deleted from m.HandleDuration.
 // A nil m makes Chain (and so consumer.New) refuse the chain with an error wrapping ErrNilDependency.
 func Metrics(m *metrics.Metrics) consumer.Middleware {
 	if m == nil {

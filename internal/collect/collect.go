@@ -31,7 +31,9 @@ type group struct {
 type ctxKey struct{}
 
 // With returns ctx carrying c.
-func With(ctx context.Context, c *Collector) context.Context { return context.WithValue(ctx, ctxKey{}, c) }
+func With(ctx context.Context, c *Collector) context.Context {
+	return context.WithValue(ctx, ctxKey{}, c)
+}
 
 // From returns the Collector of ctx, nil when none.
 func From(ctx context.Context) *Collector {
