@@ -21,8 +21,8 @@ const (
 // by scope and event ID, so that concurrent batches lock their claims in one order). dup[i] reports that
 // ds[i] is a duplicate, not claimed: its scope already has a committed row for the event (after waiting
 // for a transaction that held it), or an earlier element of ds carries the same event. Telling them apart
-// costs no failed statement: when fewer rows than distinct events went in, one SELECT of the rows carrying
-// txn's token tells which are txn's. It returns an error before any statement when a member cannot be
+// costs no failed statement: when some but not all rows went in, one SELECT of the rows carrying txn's
+// token tells which are txn's. It returns an error before any statement when a member cannot be
 // claimed this way (what Claim refuses, or an event ID, scope, topic or message ID that is not valid UTF-8
 // or longer than its column, which IGNORE would store altered: Claim decides such a member alone), or the
 // statement's error, wrapped (roll txn back then). An empty ds costs nothing.
@@ -61,7 +61,12 @@ func (s *Store) ClaimBatch(ctx context.Context, txn *Txn, ds []*consumer.Deliver
 	if err != nil {
 		return nil, fmt.Errorf("dedup: claim a batch of %d: rows affected: %w", len(first), err)
 	}
-	if int(n) < len(first) {
+	switch {
+	case n == 0: // every event was there: no read needed
+		for _, i := range first {
+			dup[i] = true
+		}
+	case int(n) < len(first):
 		owned, err := s.ownRows(ctx, txn, first)
 		if err != nil {
 			return nil, err

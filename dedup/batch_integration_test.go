@@ -370,6 +370,31 @@ func TestBatch_DuplicatesToldApartWithoutAFailedStatementEach(t *testing.T) {
 	}
 }
 
+// Issue 18, item 1: a batch whose members are all duplicates (the redelivery of a batch that committed)
+// costs its one claim statement, which inserts nothing, and no read of its rows; every member is a
+// duplicate caused by redelivery, and no handler runs.
+func TestBatch_AllDuplicatesCostOneClaimAndNoRead(t *testing.T) {
+	f := newFixture(t)
+	proxy := f.proxiedStore(t)
+	var runs atomic.Int32
+	cb := f.batchConsumer(t, false, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		runs.Add(1)
+		return insertOrder(ctx, tx, d)
+	})
+	msgs := f.batchMsgs(t, f.prefix+"-1", f.prefix+"-2", f.prefix+"-3")
+	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, msgs...))
+	proxy.RecordStatements()
+	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, msgs...))
+	assert.Equal(t, []string{"START", "INSERT IGNORE INTO", "ROLLBACK"}, statementKinds(proxy.Statements()))
+	assert.Equal(t, int32(3), runs.Load(), "no handler ran on the redelivery")
+	for _, m := range msgs {
+		dec := cb.Decisions(m.MsgId)
+		require.Len(t, dec, 2)
+		assert.Equal(t, consumer.KindDuplicate, dec[1].Outcome.Kind)
+		assert.Equal(t, consumer.CauseRedelivery, dec[1].Outcome.Cause)
+	}
+}
+
 // Rule 7: the batch transaction lives on the batch's own context (HandlerTimeout × members), not on a
 // member's: members that together run longer than one HandlerTimeout still commit together.
 func TestIssue8_Batch_TransactionOutlivesEachMembersContext(t *testing.T) {

@@ -2,6 +2,7 @@ package dedup_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -226,4 +227,65 @@ func TestHandleBatch_AloneIsCalledWithOneDelivery(t *testing.T) {
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
 	assert.Equal(t, []int{1}, h.sizes())
 	assert.Equal(t, 1, f.orderRows(t, f.prefix+"-1"))
+}
+
+// Issue 18, item 1: whatever keeps member 2 of a batch's first pass from being kept — an error, a retry, a
+// dead letter, stale, a panic, a handler past its deadline — the consumer handles the batch again
+// carefully: member 2 alone is decided (retried, dead-lettered, recorded stale), the others commit once, in
+// one COMMIT of the careful pass (the first pass committed nothing).
+func TestBatch_MemberNotKeptInTheFirstPassIsDecidedAloneInTheCarefulPass(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fail func() (consumer.Outcome, error)
+		want consumer.Kind
+	}{
+		{"error", func() (consumer.Outcome, error) { return consumer.Outcome{}, errors.New("member 2 fails") }, consumer.KindRetry},
+		{"retry", func() (consumer.Outcome, error) { return consumer.Retry(0, "not yet"), nil }, consumer.KindRetry},
+		{"dead letter", func() (consumer.Outcome, error) { return consumer.DeadLetter("never"), nil }, consumer.KindDeadLettered},
+		{"stale", func() (consumer.Outcome, error) { return consumer.Stale("older"), nil }, consumer.KindStale},
+		{"panic", func() (consumer.Outcome, error) { panic("member 2 panics") }, consumer.KindRetry},
+		{"past its deadline", func() (consumer.Outcome, error) {
+			time.Sleep(400 * time.Millisecond)
+			return consumer.Processed(), nil
+		}, consumer.KindRetry},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
+			proxy := f.proxiedStore(t)
+			eventID, err := middleware.EventID(middleware.EventIDConfig{})
+			require.NoError(t, err)
+			h := middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+				if err := insertOrders(ctx, tx, []string{d.EventID}); err != nil {
+					return consumer.Outcome{}, err
+				}
+				if d.EventID == e2 {
+					return tc.fail()
+				}
+				return consumer.Processed(), nil
+			}), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Deadline(0), middleware.Dedup(f.store))
+			sink := &deadLetters{}
+			cfg := consumer.Config{Group: f.group, Subscriptions: []consumer.Subscription{{Topic: "ORDER"}},
+				BatchSize: 32, HandlerTimeout: 300 * time.Millisecond}
+			cb := testenv.NewCallback(t, cfg, h, consumer.WithDeadLetterSink(sink))
+			msgs := f.batchMsgs(t, e1, e2, e3)
+			proxy.RecordStatements()
+			cb.Deliver(t, false, msgs...)
+			assert.Equal(t, tc.want, cb.Decisions(msgs[1].MsgId)[0].Outcome.Kind)
+			assert.Zero(t, f.orderRows(t, e2), "member 2's write is not kept")
+			for _, id := range []string{e1, e3} {
+				assert.Equal(t, 1, f.orderRows(t, id), "%s committed once", id)
+			}
+			commits := 0
+			for _, k := range statementKinds(proxy.Statements()) {
+				if k == "COMMIT" {
+					commits++
+				}
+			}
+			assert.Equal(t, 1, commits, "one COMMIT: the careful pass's")
+			if tc.want == consumer.KindDeadLettered {
+				assert.Equal(t, []string{e2}, sink.ids)
+			}
+		})
+	}
 }
