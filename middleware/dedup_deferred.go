@@ -29,7 +29,9 @@ import (
 //     (stable: message order within an aggregate; members without one last), in message order when the
 //     consumer is orderly (consumer.Batch.Ordered): batches that update the same rows lock them in the same
 //     order and wait for each other instead of deadlocking. A handler's context has its member's values
-//     and the time the member had left when it reached Dedup, and ends with the batch's;
+//     and the time the member had left when it reached Dedup, and ends with the batch's. A batch handler
+//     (dedup.HandleBatch) the chains reach collects its members (internal/collect) and is called once
+//     after the last handler, with the batch's context; its outcomes are its members';
 //   - commits once (dedup.TxStore.ConfirmBatch first, as in a careful pass) and sets each member's outcome
 //     (consumer.Batch.SetOutcome): its handler's, or a duplicate.
 //
