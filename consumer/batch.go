@@ -172,7 +172,9 @@ func (b *Batch) SetDuplicateCause(member int, c Cause) {
 
 // SetOutcome records o as member's outcome (member: see Member), decided by a resource in its Finish
 // (work deferred there). Once every resource finished, the consumer puts it in place of the member's chain
-// outcome, unless a resource the member depended on failed.
+// outcome, unless a resource the member depended on failed. A first pass's resource that fails because a
+// member panicked sets that member's outcome with Cause CausePanic: the consumer logs the panic at warn
+// (the careful pass that follows may not meet it again).
 func (b *Batch) SetOutcome(member int, o Outcome) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -180,6 +182,19 @@ func (b *Batch) SetOutcome(member int, o Outcome) {
 		b.decided = map[int]Outcome{}
 	}
 	b.decided[member] = o
+}
+
+// panicked returns the first member whose outcome a resource set with Cause CausePanic (SetOutcome).
+func (b *Batch) panicked() (member int, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	member = -1
+	for i, o := range b.decided {
+		if o.Cause == CausePanic && (member < 0 || i < member) {
+			member = i
+		}
+	}
+	return member, member >= 0
 }
 
 // finish finishes every attached resource once, with the batch context, and turns each member that
@@ -264,7 +279,8 @@ func (c *Consumer) handleCallback(msgs []*primitive.MessageExt, w *outageWait) (
 		}
 		if outage == nil {
 			if !careful && errors.Is(lost, ErrHandleCarefully) {
-				careful = true // a member's own failure, decided in the careful pass: no log line here
+				c.logFirstPassPanic(b, p.ds, lost)
+				careful = true // a member's own failure, decided in the careful pass: no other log line here
 				continue
 			}
 			if handledAgain {
@@ -291,4 +307,17 @@ func (c *Consumer) handleCallback(msgs []*primitive.MessageExt, w *outageWait) (
 			return p, true
 		}
 	}
+}
+
+// logFirstPassPanic logs at warn a member's panic that ended b, a first pass (lost: its Finish error): the
+// careful pass decides the member, and may not meet the panic again (no line from middleware.Recover then).
+func (c *Consumer) logFirstPassPanic(b *Batch, ds []*Delivery, lost error) {
+	i, ok := b.panicked()
+	if !ok || i >= len(ds) {
+		return
+	}
+	d := ds[i]
+	c.log.Warn("handler panicked in the batch's first pass; the batch is handled again carefully, where the member is decided on its own",
+		zap.String("group", d.Group), zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId),
+		zap.String("event_id", d.EventID), zap.Int("attempt", d.Attempt), zap.Error(lost))
 }

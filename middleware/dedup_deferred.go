@@ -38,7 +38,9 @@ import (
 // The first member that does not end kept — an error, a retry, a dead letter, stale, a panic, a handler
 // that returned after its deadline — stops the pass: the transaction is rolled back and Finish returns an
 // error wrapping consumer.ErrHandleCarefully, so that the consumer handles the callback again carefully
-// (dedup_batch.go), where that member is decided alone and the others commit once. A deadlock (1213), a
+// (dedup_batch.go), where that member is decided alone and the others commit once. A panic (Recover, above
+// Dedup, does not see it here) is set as the member's outcome (consumer.Batch.SetOutcome, CausePanic), so
+// that the consumer logs it even when the careful pass does not meet it again. A deadlock (1213), a
 // connection the member's failure broke, or kept rows missing before COMMIT lose the transaction instead
 // (ErrBatchLost: the consumer handles the callback once more, carefully, and retries it if that pass is
 // lost too); a loss that is the store's doing wraps consumer.ErrStoreUnavailable, as in a careful pass. A
@@ -67,9 +69,10 @@ type deferredMember struct {
 	next consumer.Handler
 	ctx  context.Context // the member's: its values (it has ended by Finish)
 	// left is the time the member's deadline had left when it reached Dedup; bounded false: no deadline.
-	left    time.Duration
-	bounded bool
-	o       consumer.Outcome // its handler's, once kept
+	left      time.Duration
+	bounded   bool
+	o         consumer.Outcome // its handler's, once kept
+	collected bool             // a batch handler collected it (dedup.HandleBatch)
 }
 
 // deferInBatch is Dedup for a member of a first pass after Done: it defers the member to Finish and
@@ -194,6 +197,9 @@ func (db *deferredBatch) run(ctx context.Context, txn *dedup.Txn, members []*def
 	var batch collect.Collector
 	for _, m := range kept {
 		if ended, failure, err := m.run(ctx, txn, &batch); err != nil {
+			if errors.Is(failure, ErrPanic) {
+				db.b.SetOutcome(m.idx, panicRetry()) // not applied (Finish fails): the consumer logs the panic
+			}
 			return nil, nil, db.fail(txn, ended, failure, err)
 		}
 	}
@@ -224,6 +230,11 @@ func (db *deferredBatch) flush(ctx context.Context, txn *dedup.Txn, batch *colle
 		batch.Flush(fctx, func(d *consumer.Delivery, o consumer.Outcome, err error) { results[d] = result{o, err} })
 	}()
 	if err != nil {
+		for _, m := range kept {
+			if m.collected {
+				db.b.SetOutcome(m.idx, panicRetry()) // as in run: the consumer logs the panic
+			}
+		}
 		return db.fail(txn, ctx.Err() != nil, err, err)
 	}
 	for _, m := range kept {
@@ -268,7 +279,9 @@ func (m *deferredMember) run(ctx context.Context, txn *dedup.Txn, batch *collect
 	defer context.AfterFunc(ctx, cancel)()
 	txn.Attribute(m.d)
 	defer txn.StatementContext(mctx)() // a handler's tx.Exec ends at the member's deadline too (F7)
+	before := batch.Len()
 	o, err := m.call(collect.With(dedup.WithTxn(mctx, txn), batch))
+	m.collected = batch.Len() > before
 	ended = mctx.Err() != nil
 	return ended, err, m.keep(o, err, ended)
 }

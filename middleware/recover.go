@@ -58,7 +58,9 @@ func panicRetry() consumer.Outcome {
 // "stacktrace" on its logger (zap's production config adds one at error level, Recover's own frames,
 // not the handler's). The consumer then logs the message's decision (a retry, or a dead letter on the
 // last delivery) without a stack. A transaction opened inside is rolled back by the middleware that
-// opened it (deferred rollback). A nil log is zap.NewNop(): panics are still recovered, not logged.
+// opened it (deferred rollback). A nil log is zap.NewNop(): panics are still recovered, not logged. A
+// handler that Dedup runs in a batch's first pass (after the chain returned) panics outside Recover: the
+// consumer logs that panic at warn (consumer.WithLogger), and Recover the careful pass's, if it recurs.
 func Recover(log *zap.Logger) consumer.Middleware {
 	if log == nil {
 		log = zap.NewNop()

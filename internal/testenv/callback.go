@@ -47,6 +47,15 @@ func NewCallback(t testing.TB, cfg consumer.Config, h consumer.Handler, opts ...
 // returns its result.
 func (cb *Callback) Deliver(t testing.TB, orderly bool, msgs ...*primitive.MessageExt) rmq.ConsumeResult {
 	t.Helper()
+	res, err := cb.Call(t, orderly, msgs...)
+	require.NoError(t, err)
+	return res
+}
+
+// Call is Deliver for a callback that may be left unanswered (the consumer stopping): it returns the
+// result and the error the client would get (consumer.ErrStopped when unanswered).
+func (cb *Callback) Call(t testing.TB, orderly bool, msgs ...*primitive.MessageExt) (rmq.ConsumeResult, error) {
+	t.Helper()
 	ctx := primitive.WithConcurrentlyCtx(context.Background(), primitive.NewConsumeConcurrentlyContext())
 	if orderly {
 		ctx = primitive.WithOrderlyCtx(context.Background(), primitive.NewConsumeOrderlyContext())
@@ -55,9 +64,7 @@ func (cb *Callback) Deliver(t testing.TB, orderly bool, msgs ...*primitive.Messa
 	f := cb.push.f
 	cb.push.mu.Unlock()
 	require.NotNil(t, f, "the consumer subscribed no callback")
-	res, err := f(ctx, msgs...)
-	require.NoError(t, err)
-	return res
+	return f(ctx, msgs...)
 }
 
 // Shutdown shuts the consumer down (consumer.Consumer.Shutdown), e.g. while Deliver runs on another

@@ -1,0 +1,237 @@
+package dedup_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/middleware"
+	"github.com/rmqguard/rmqguard/retry"
+)
+
+// How a batch's first pass (its members deferred to the batch's Finish) fails: whose failure it is, what
+// the consumer answers, and what is reported.
+
+// runCounter counts the runs of each event's handler.
+type runCounter struct {
+	mu   sync.Mutex
+	runs map[string]int
+}
+
+// add counts a run of eventID and returns its number (1 for the first).
+func (r *runCounter) add(eventID string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.runs == nil {
+		r.runs = map[string]int{}
+	}
+	r.runs[eventID]++
+	return r.runs[eventID]
+}
+
+func (r *runCounter) of(eventID string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.runs[eventID]
+}
+
+// A first pass whose COMMIT never reaches the server (the store's connection breaks) is the store's
+// failure, not the members': the consumer waits at the store gate and handles the callback again, and
+// every member is Processed on this delivery, once, spending no attempt.
+func TestBatch_FirstPassCommitLostToTheStoreIsHandledAgainWithoutSpendingAnAttempt(t *testing.T) {
+	f := newFixture(t)
+	proxy := f.proxiedStore(t)
+	e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
+	var runs runCounter
+	cb := f.batchConsumer(t, false, f.ledger.Handler(func(_ context.Context, _ *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if runs.add(d.EventID) == 1 {
+			proxy.DropCommits() // the first pass's COMMIT
+		} else {
+			proxy.DelayCommitAnswers(0) // the next pass's goes through
+		}
+		return consumer.Processed(), nil
+	}))
+	msgs := f.batchMsgs(t, e1, e2, e3)
+	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, msgs...))
+	for i, id := range []string{e1, e2, e3} {
+		assert.Equal(t, 2, runs.of(id), "%s: the first pass, then the pass after the gate", id)
+		assert.Equal(t, 1, f.ledger.Count(t, id), "%s took effect once", id)
+		dec := cb.Decisions(msgs[i].MsgId)
+		require.Len(t, dec, 1, id)
+		assert.Equal(t, consumer.KindProcessed, dec[0].Outcome.Kind, "%s: %s (%v)", id, dec[0].Outcome, dec[0].Err)
+		assert.NoError(t, dec[0].Err, id)
+		assert.False(t, dec[0].BatchRetried, id)
+	}
+}
+
+// F15 after a first pass: member 2 fails on its own in the first pass (a retry), and the careful pass that
+// follows loses its transaction to a deadlock in member 3. That loss is not the members' own failure: the
+// consumer handles the callback once more, carefully, before answering; members 1 and 3 commit once and
+// are Processed, member 2 alone is retried for its own reason, and no decision carries the loss.
+func TestF15_Batch_CarefulPassLostAfterAFirstPassFailureIsHandledOnceMore(t *testing.T) {
+	f := newFixture(t)
+	a, b := f.prefix+"-lock-a", f.prefix+"-lock-b"
+	for _, o := range []string{a, b} {
+		_, err := f.db.Exec(`INSERT INTO orders (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
+			VALUES (?, 'sku', 1, 1, 'CREATED', 1, NOW(6), NOW(6))`, o)
+		require.NoError(t, err)
+	}
+	e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
+	var runs runCounter
+	deadlocks := 0
+	cb := f.batchConsumer(t, false, f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		n := runs.add(d.EventID)
+		switch {
+		case d.EventID == e2:
+			return consumer.Retry(0, "member 2 is not ready"), nil
+		case d.EventID == e3 && n == 1: // the careful pass (the first pass stopped at member 2)
+			if _, err := tx.ExecContext(ctx, `UPDATE orders SET version = version + 1 WHERE order_no = ?`, a); err != nil {
+				return consumer.Outcome{}, err
+			}
+			defer f.deadlockWith(a, b)()
+			_, err := tx.ExecContext(ctx, `UPDATE orders SET version = version + 1 WHERE order_no = ?`, b)
+			var me *mysql.MySQLError
+			if errors.As(err, &me) && me.Number == retry.ErLockDeadlock {
+				deadlocks++
+			}
+			return consumer.Outcome{}, err
+		}
+		return consumer.Processed(), nil
+	}))
+	msgs := f.batchMsgs(t, e1, e2, e3)
+	assert.Equal(t, rmq.ConsumeRetryLater, cb.Deliver(t, false, msgs...))
+	require.Equal(t, 1, deadlocks, "the scenario produced its deadlock in the careful pass")
+	assert.Equal(t, 2, runs.of(e3), "member 3: the lost careful pass, then the careful pass once more")
+	for i, id := range []string{e1, e2, e3} {
+		dec := cb.Decisions(msgs[i].MsgId)
+		require.Len(t, dec, 1, id)
+		assert.NotErrorIs(t, dec[0].Err, middleware.ErrBatchLost, id)
+		if id == e2 {
+			assert.Equal(t, consumer.KindRetry, dec[0].Chain.Kind)
+			assert.Equal(t, "member 2 is not ready", dec[0].Chain.Reason)
+			assert.Zero(t, f.ledger.Count(t, id))
+			continue
+		}
+		assert.Equal(t, consumer.KindProcessed, dec[0].Outcome.Kind, "%s: %s (%v)", id, dec[0].Outcome, dec[0].Err)
+		assert.Equal(t, 1, f.ledger.Count(t, id), "%s took effect once", id)
+	}
+}
+
+// Shutdown while the first pass runs its members' handlers (in the batch's Finish): the handlers are
+// cancelled, the callback is not answered (the client redelivers it as it was, no attempt spent), no
+// decision is reported, and nothing commits — not even member 1, whose handler had returned.
+func TestBatch_ShutdownDuringTheFirstPassAnswersNothingAndCommitsNothing(t *testing.T) {
+	f := newFixture(t)
+	e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
+	started := make(chan struct{})
+	var once sync.Once
+	h := f.chain(t, f.ledger.Handler(func(ctx context.Context, _ *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if d.EventID == e2 {
+			once.Do(func() { close(started) })
+			<-ctx.Done() // a long handler that honours its context
+			return consumer.Outcome{}, ctx.Err()
+		}
+		return consumer.Processed(), nil
+	}))
+	cfg := consumer.Config{Group: f.group, Subscriptions: []consumer.Subscription{{Topic: "ORDER"}},
+		BatchSize: 32, HandlerTimeout: 10 * time.Second, DrainTimeout: 100 * time.Millisecond}
+	cb := testenv.NewCallback(t, cfg, h)
+	stopped := make(chan error, 1)
+	go func() {
+		<-started
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		stopped <- cb.Shutdown(ctx)
+	}()
+	msgs := f.batchMsgs(t, e1, e2, e3)
+	_, err := cb.Call(t, false, msgs...)
+	assert.ErrorIs(t, err, consumer.ErrStopped, "not answered")
+	require.ErrorIs(t, <-stopped, context.DeadlineExceeded, "member 2's handler outlived DrainTimeout and was cancelled")
+	for i, id := range []string{e1, e2, e3} {
+		assert.Empty(t, cb.Decisions(msgs[i].MsgId), "%s: no decision", id)
+		assert.Zero(t, f.ledger.Count(t, id), "%s: no effect", id)
+		assert.Equal(t, "", f.status(t, id), "%s: no dedup row", id)
+	}
+}
+
+// A panic in the first pass that does not come back in the careful pass (the handler recovered, or it
+// depended on the order of the members) heals: the batch is Processed. But the panic does not vanish: it
+// is logged once, at warn, with the member's event ID and the panic value (Recover never saw it: the
+// member's handler ran in the batch's Finish). A batch handler's panic names the first member of its call.
+func TestBatch_FirstPassPanicThatDoesNotRecurIsLoggedOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		panic string // the event whose handler panics, the member the line names
+		h     func(f *fixture, panicky string, runs *runCounter) consumer.Handler
+	}{
+		{"handler", "-2", func(f *fixture, panicky string, runs *runCounter) consumer.Handler {
+			return dedup.Handle(f.ledger.Handler(func(_ context.Context, _ *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+				if runs.add(d.EventID) == 1 && d.EventID == panicky {
+					panic("member panics once")
+				}
+				return consumer.Processed(), nil
+			}))
+		}},
+		{"batch handler", "-1", func(f *fixture, _ string, runs *runCounter) consumer.Handler {
+			return dedup.HandleBatch(func(ctx context.Context, tx *sqlx.Tx, ds []*consumer.Delivery) ([]consumer.Outcome, error) {
+				if runs.add("call") == 1 {
+					panic("member panics once")
+				}
+				outs := make([]consumer.Outcome, len(ds))
+				for i, d := range ds {
+					if err := f.ledger.Append(ctx, tx, d.EventID); err != nil {
+						return nil, err
+					}
+					outs[i] = consumer.Processed()
+				}
+				return outs, nil
+			})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
+			core, logs := observer.New(zapcore.DebugLevel)
+			log := zap.New(core)
+			eventID, err := middleware.EventID(middleware.EventIDConfig{})
+			require.NoError(t, err)
+			h := middleware.Chain(tc.h(f, f.prefix+tc.panic, &runCounter{}), middleware.Recover(log), middleware.Classify(), eventID,
+				middleware.Deadline(0), middleware.Dedup(f.store))
+			cfg := consumer.Config{Group: f.group, Subscriptions: []consumer.Subscription{{Topic: "ORDER"}},
+				BatchSize: 32, HandlerTimeout: 5 * time.Second}
+			cb := testenv.NewCallback(t, cfg, h, consumer.WithLogger(log))
+			msgs := f.batchMsgs(t, e1, e2, e3)
+			assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, msgs...))
+			for i, id := range []string{e1, e2, e3} {
+				assert.Equal(t, consumer.KindProcessed, cb.Decisions(msgs[i].MsgId)[0].Outcome.Kind, id)
+				assert.Equal(t, 1, f.ledger.Count(t, id), "%s took effect once", id)
+			}
+			var lines []observer.LoggedEntry
+			for _, e := range logs.All() {
+				if e.Level >= zapcore.WarnLevel && strings.Contains(e.Message, "panic") {
+					lines = append(lines, e)
+				}
+			}
+			require.Len(t, lines, 1, "one line for the panic")
+			assert.Equal(t, zapcore.WarnLevel, lines[0].Level, "healed: a warning, not an error")
+			fields := lines[0].ContextMap()
+			assert.Equal(t, f.prefix+tc.panic, fields["event_id"])
+			assert.Contains(t, fields["error"], "member panics once", "the panic value")
+		})
+	}
+}
