@@ -235,3 +235,65 @@ func TestBatch_FirstPassPanicThatDoesNotRecurIsLoggedOnce(t *testing.T) {
 		})
 	}
 }
+
+// twoStoreRouter is a handler that routes a message by its tag to one of two complete chains, each with a
+// Dedup of its own store (on f's database): tag "B" to the second. h is both chains' business handler.
+func (f *fixture) twoStoreRouter(t *testing.T, h dedup.TxHandler) consumer.Handler {
+	t.Helper()
+	other := newStore(t, f.db)
+	eventID, err := middleware.EventID(middleware.EventIDConfig{})
+	require.NoError(t, err)
+	a := middleware.Chain(dedup.Handle(h), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Dedup(f.store))
+	b := middleware.Chain(dedup.Handle(h), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Dedup(other))
+	return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		if d.Msg.GetTags() == "B" {
+			return b(ctx, d)
+		}
+		return a(ctx, d)
+	}
+}
+
+// A batch whose members go to two stores (a router with a Dedup per branch) cannot commit its first pass
+// as one: when a member of one store is not kept, the other store's members must not have committed
+// already. Concurrently: they would come back in the careful pass as duplicates "redelivered", though
+// this delivery processed them. Orderly: a member behind the failed one would have taken effect before
+// it. Each member is decided once, by the careful pass.
+func TestBatch_MembersOfTwoStoresAreDecidedOnceByTheCarefulPass(t *testing.T) {
+	for _, orderly := range []bool{false, true} {
+		t.Run(map[bool]string{false: "concurrently", true: "orderly"}[orderly], func(t *testing.T) {
+			f := newFixture(t)
+			if orderly {
+				f.db.SetMaxOpenConns(0)
+			}
+			e1, e2 := f.prefix+"-1", f.prefix+"-2"
+			h := f.router2(t, e1)
+			cfg := consumer.Config{Group: f.group, Subscriptions: []consumer.Subscription{{Topic: "ORDER"}},
+				BatchSize: 32, Orderly: orderly, HandlerTimeout: 5 * time.Second}
+			cb := testenv.NewCallback(t, cfg, h)
+			msgs := f.batchMsgs(t, e1, e2)
+			msgs[0].WithTag("B") // member 1, the one that fails, on the second store
+			cb.Deliver(t, orderly, msgs...)
+			dec := cb.Decisions(msgs[1].MsgId)
+			if orderly {
+				require.Len(t, dec, 1)
+				assert.True(t, dec[0].Outcome.Kind == consumer.KindRetry && dec[0].Err == nil, "member 2 is held back behind member 1: %s", dec[0].Outcome)
+				assert.Zero(t, f.ledger.Count(t, e2), "member 2 took no effect before member 1")
+				assert.Equal(t, "", f.status(t, e2))
+				return
+			}
+			require.Len(t, dec, 1)
+			assert.Equal(t, consumer.KindProcessed, dec[0].Outcome.Kind, "member 2 was processed by this delivery: %s", dec[0].Outcome)
+			assert.Equal(t, 1, f.ledger.Count(t, e2))
+		})
+	}
+}
+
+// router2 is twoStoreRouter around a ledger handler that fails failing's event with a retry.
+func (f *fixture) router2(t *testing.T, failing string) consumer.Handler {
+	return f.twoStoreRouter(t, f.ledger.Handler(func(_ context.Context, _ *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if d.EventID == failing {
+			return consumer.Retry(0, "member 1 is not ready"), nil
+		}
+		return consumer.Processed(), nil
+	}))
+}

@@ -44,8 +44,8 @@ import (
 // connection the member's failure broke, or kept rows missing before COMMIT lose the transaction instead
 // (ErrBatchLost: the consumer handles the callback once more, carefully, and retries it if that pass is
 // lost too); a loss that is the store's doing wraps consumer.ErrStoreUnavailable, as in a careful pass. A
-// chain with Timeout outside Dedup is always handled carefully: a handler Timeout may abandon cannot run
-// after its member returned.
+// chain with Timeout outside Dedup is always handled carefully (a handler Timeout may abandon cannot run
+// after its member returned), and so is a batch whose members go to several stores (firstPassShares).
 
 // deferredBatch is the first pass's share of a batch for one store, attached to the consumer.Batch under
 // the store (batchKey).
@@ -104,11 +104,60 @@ func deferredOf(b *consumer.Batch, store dedup.TxStore) (*deferredBatch, error) 
 		return r, nil
 	}
 	db := &deferredBatch{store: store, b: b, keys: map[string]bool{}}
+	shares, err := firstPassSharesOf(b)
+	if err != nil {
+		return nil, err
+	}
 	if err := b.Attach(key, db); err != nil {
 		return nil, err
 	}
+	shares.add(db)
 	return db, nil
 }
+
+// firstPassShares are the shares of a first pass, one per store, attached to the consumer.Batch under
+// firstPassKey (its Finish does nothing). The shares of several stores (a router with a Dedup per branch)
+// commit one after another, not as one: a share that commits before another asks for a careful pass
+// would have its members handled again there (reported as duplicates) and, in orderly mode, take effect
+// before a failed member ahead of them. So a batch with more than one store is handled carefully.
+type firstPassShares struct {
+	mu     sync.Mutex
+	shares []*deferredBatch
+}
+
+type firstPassKey struct{}
+
+// firstPassSharesOf returns the batch's firstPassShares, attaching it on first use.
+func firstPassSharesOf(b *consumer.Batch) (*firstPassShares, error) {
+	if r, ok := b.Resource(firstPassKey{}).(*firstPassShares); ok {
+		return r, nil
+	}
+	r := &firstPassShares{}
+	if err := b.Attach(firstPassKey{}, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// add records db; from the second store on, every share is handled carefully.
+func (s *firstPassShares) add(db *deferredBatch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.shares = append(s.shares, db)
+	if len(s.shares) < 2 {
+		return
+	}
+	for _, share := range s.shares {
+		share.mu.Lock()
+		if share.careful == "" {
+			share.careful = "the batch's members go to several Dedup stores, which cannot commit as one"
+		}
+		share.mu.Unlock()
+	}
+}
+
+// Finish implements consumer.BatchResource: nothing to finish.
+func (*firstPassShares) Finish(context.Context) error { return nil }
 
 // add records m; again when an earlier member has its event.
 func (db *deferredBatch) add(m *deferredMember) (again bool) {
