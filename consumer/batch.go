@@ -274,6 +274,9 @@ func (c *Consumer) handleCallback(msgs []*primitive.MessageExt, w *outageWait) (
 		b, cancel := newBatch(c.runCtx, c.cfg.HandlerTimeout, len(msgs), careful, c.cfg.Orderly)
 		p, lost, outage, ok := c.handlePass(msgs, w, b)
 		cancel() // an unanswered callback: its shared transaction is rolled back, never committed
+		if ok && lost == nil && !careful {
+			c.gate.succeeded() // the first pass's resources reached the store (its members' work was deferred there)
+		}
 		if !ok || lost == nil {
 			return p, ok
 		}

@@ -223,3 +223,34 @@ func TestBatch_F41_DuplicateCausesSetAtFinishReachTheDecisions(t *testing.T) {
 		assert.Equal(t, w.cause, dec.Outcome.Cause, msgs[i])
 	}
 }
+
+// F19 in a batch's first pass: members whose work a resource deferred to its Finish did not reach the
+// store. When that Finish loses the batch to the store every time (no health probe: the handlers are the
+// probe), the gate's backoff doubles per closing as it does for a message alone (100, 200, 400 ms…); the
+// deferred members' provisional outcomes must not count as getting past the store, which would keep the
+// consumer retrying a down store every 100 ms.
+func TestBatch_F19_FirstPassLostToTheStoreBacksOffAsAMessageAlone(t *testing.T) {
+	passes := 0
+	h := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		b := consumer.BatchFromContext(ctx)
+		if b.Resource("tx") == nil {
+			passes++
+			r := &sharedResource{}
+			if passes <= 4 {
+				r.err = fmt.Errorf("begin: connection refused: %w", consumer.ErrStoreUnavailable)
+			}
+			require.NoError(t, b.Attach("tx", r))
+		}
+		b.Depend("tx", b.Member())
+		return consumer.Processed(), nil // deferred to Finish: nothing reached the store yet
+	}
+	cfg := validConfig()
+	cfg.BatchSize = 8
+	cfg.OutageWait = 30 * time.Second
+	_, fp := newConsumer(t, cfg, h)
+	start := time.Now()
+	res, _ := fp.deliver(t, "ORDER", orderMsg("a"), orderMsg("b"))
+	assert.Equal(t, rmq.ConsumeSuccess, res)
+	assert.Equal(t, 5, passes)
+	assert.GreaterOrEqual(t, time.Since(start), 1400*time.Millisecond, "backoffs of 100, 200, 400 and 800 ms")
+}

@@ -175,7 +175,9 @@ func (c *Consumer) decide(d *Delivery, w *outageWait, b *Batch) (o Outcome, err 
 			return o, err, false // cancelled by Shutdown: not the message's failure
 		}
 		if o.Kind != KindUnavailable {
-			c.gate.succeeded()
+			if b == nil || b.Careful() { // a first pass's member may not have reached the store: see handleCallback
+				c.gate.succeeded()
+			}
 			return o, err, true
 		}
 		ch, stopped := c.gate.trip(gen, o.Reason)
