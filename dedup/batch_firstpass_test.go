@@ -297,3 +297,62 @@ func (f *fixture) router2(t *testing.T, failing string) consumer.Handler {
 		return consumer.Processed(), nil
 	}))
 }
+
+// A first pass whose one claim statement waits for a row another transaction holds (a concurrent
+// delivery of one of its events, whose transaction stays open) until the batch's deadline passes has not
+// met a store outage: the store answered BEGIN and is merely waiting for a lock. It must not close the
+// consumer's store gate (pausing every queue, reporting the store unavailable); the careful pass decides
+// the members, the blocked one timing out on its own as a message alone would.
+func TestBatch_FirstPassClaimWaitingForARowLockIsNotAStoreOutage(t *testing.T) {
+	f := newFixture(t)
+	e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
+	holder, err := f.db.Beginx()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = holder.Rollback() })
+	_, err = holder.Exec(`INSERT INTO processed_event (consumer_group, event_id, topic, msg_id, consumed_at, result_status, claim_token)
+		VALUES (?, ?, 'ORDER', 'another-delivery', UTC_TIMESTAMP(6), 'SUCCESS', 'other')`, f.group, e2)
+	require.NoError(t, err)
+
+	core, logs := observer.New(zapcore.InfoLevel)
+	cfg := consumer.Config{Group: f.group, Subscriptions: []consumer.Subscription{{Topic: "ORDER"}},
+		BatchSize: 32, HandlerTimeout: 300 * time.Millisecond, OutageWait: 5 * time.Second}
+	eventID, err := middleware.EventID(middleware.EventIDConfig{})
+	require.NoError(t, err)
+	h := middleware.Chain(dedup.Handle(f.ledger.Handler(func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
+		return consumer.Processed(), nil
+	})), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Deadline(0), middleware.Dedup(f.store))
+	cb := testenv.NewCallback(t, cfg, h, consumer.WithLogger(zap.New(core)))
+	msgs := f.batchMsgs(t, e1, e2, e3)
+	cb.Deliver(t, false, msgs...)
+	assert.Empty(t, logs.FilterMessageSnippet("store unavailable").All(), "the store gate stayed open")
+	dec := cb.Decisions(msgs[1].MsgId)
+	require.Len(t, dec, 1)
+	assert.NotErrorIs(t, dec[0].Err, consumer.ErrStoreUnavailable)
+	assert.NotEqual(t, consumer.KindUnavailable, dec[0].Chain.Kind)
+	assert.Zero(t, f.ledger.Count(t, e2), "member 2 was never applied while another transaction held its row")
+}
+
+// The other side of the rule above: a first pass whose claim statement loses its connection (the store's
+// doing, while the batch's deadline is far) is a store outage: the consumer waits at the gate and handles
+// the callback again, and every member is Processed on this delivery, once, spending no attempt.
+func TestBatch_FirstPassClaimLostWithItsConnectionIsHandledAgainWithoutSpendingAnAttempt(t *testing.T) {
+	f := newFixture(t)
+	proxy := f.proxiedStore(t)
+	e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
+	var runs runCounter
+	cb := f.batchConsumer(t, false, f.ledger.Handler(func(_ context.Context, _ *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		runs.add(d.EventID)
+		return consumer.Processed(), nil
+	}))
+	msgs := f.batchMsgs(t, e1, e2, e3)
+	proxy.DropNext("INSERT IGNORE")
+	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, msgs...))
+	for i, id := range []string{e1, e2, e3} {
+		assert.Equal(t, 1, runs.of(id), "%s: its handler ran in the pass after the gate only", id)
+		assert.Equal(t, 1, f.ledger.Count(t, id), "%s took effect once", id)
+		dec := cb.Decisions(msgs[i].MsgId)
+		require.Len(t, dec, 1, id)
+		assert.Equal(t, consumer.KindProcessed, dec[0].Outcome.Kind, "%s: %s (%v)", id, dec[0].Outcome, dec[0].Err)
+		assert.False(t, dec[0].BatchRetried, id)
+	}
+}

@@ -388,17 +388,21 @@ func (db *deferredBatch) fail(txn *dedup.Txn, ended bool, failure, err error) er
 	return err
 }
 
-// failClaim rolls txn back after its claim failed with err and returns what Finish reports: the store's
-// doing (ErrStoreUnavailable) for an infrastructure failure, a broken connection or the batch's deadline
-// passed (by waits at the store gate); a loss (ErrBatchLost) for a deadlock; else a careful pass, where
-// each member's claim decides it alone.
+// failClaim rolls txn back after its claim failed with err and returns what Finish reports: a loss
+// (ErrBatchLost) for a deadlock; the store's doing (ErrStoreUnavailable) for an infrastructure failure or
+// a broken connection; else a careful pass, where each member's claim decides it alone. A claim that ran
+// into the batch's deadline (ctx ended) waited for a row another transaction holds (a concurrent delivery
+// of one of its events), or Shutdown cancelled it: the store answered BEGIN, so that is no outage (and the
+// broken connection follows from the cancellation); in the careful pass a member that waits again ends at
+// its own deadline, as a message alone does. (The deadline passed before Finish, by waits at the store
+// gate, fails Begin.)
 func (db *deferredBatch) failClaim(ctx context.Context, txn *dedup.Txn, err error) error {
 	rbErr := txn.RollbackAfter(err)
 	switch {
-	case retry.Classify(err) == retry.ClassInfrastructure || ctx.Err() != nil || rbErr != nil:
-		return storeFailure(err, true)
 	case deadlocked(err):
 		return fmt.Errorf("%w: %v", ErrBatchLost, err)
+	case ctx.Err() == nil && (retry.Classify(err) == retry.ClassInfrastructure || rbErr != nil):
+		return storeFailure(err, true)
 	}
 	return fmt.Errorf("%w (%w)", err, consumer.ErrHandleCarefully)
 }

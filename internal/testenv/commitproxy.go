@@ -43,6 +43,7 @@ type answerRule struct {
 	delay time.Duration
 	lose  bool
 	drop  bool
+	once  bool // the rule is cleared after its first match
 }
 
 // NewCommitProxy starts a proxy to the test database on a free port of 127.0.0.1; answers pass unchanged
@@ -92,6 +93,13 @@ func (p *CommitProxy) LoseCommitAnswers(d time.Duration) {
 // whether it committed.
 func (p *CommitProxy) DropCommits() {
 	p.rule.Store(&answerRule{query: []byte("COMMIT"), drop: true})
+}
+
+// DropNext makes the proxy close the client's and the server's connections instead of forwarding the next
+// statement that starts with query (case-insensitive), once; later statements pass unchanged. The server
+// rolls the open transaction back, and the client sees a broken connection.
+func (p *CommitProxy) DropNext(query string) {
+	p.rule.Store(&answerRule{query: bytes.ToUpper([]byte(query)), drop: true, once: true})
 }
 
 // RecordStatements starts recording the statements (COM_QUERY) forwarded from now on, dropping those
@@ -200,6 +208,9 @@ func (p *CommitProxy) fromClient(client, server net.Conn, pending chan<- *answer
 			stmt := bytes.ToUpper(bytes.TrimSpace(payload[1:]))
 			r := p.rule.Load()
 			matched := r != nil && bytes.HasPrefix(stmt, r.query)
+			if matched && r.once {
+				matched = p.rule.CompareAndSwap(r, nil)
+			}
 			if matched && r.drop {
 				return // closes both connections: the server rolls the transaction back
 			}
