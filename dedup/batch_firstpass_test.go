@@ -356,3 +356,35 @@ func TestBatch_FirstPassClaimLostWithItsConnectionIsHandledAgainWithoutSpendingA
 		assert.False(t, dec[0].BatchRetried, id)
 	}
 }
+
+// ClaimBatch tells duplicates apart as the table's key does, not as Go compares strings: event IDs the key
+// takes for one (MariaDB's utf8mb4_bin pads spaces, so "x" and "x " collide; the EventID middleware trims
+// IDs, a Delivery built by hand need not) are one event there, the second a duplicate without a failed
+// statement, as its own claim alone would be (1062). A duplicate of an earlier batch's row is one too,
+// and the batch's own rows are claimed.
+func TestClaimBatch_EventIDsTheKeyTakesForOneAreOneEvent(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	delivery := func(id string) *consumer.Delivery {
+		d := consumer.NewDelivery(f.group, f.orderMsg(t, id, id))
+		d.EventID = id
+		return d
+	}
+	x, padded, y := f.prefix+"-x", f.prefix+"-x ", f.prefix+"-y"
+	txn, err := f.store.Begin(ctx)
+	require.NoError(t, err)
+	dup, err := f.store.ClaimBatch(ctx, txn, []*consumer.Delivery{delivery(x), delivery(padded), delivery(y)})
+	require.NoError(t, err)
+	assert.Equal(t, []bool{false, true, false}, dup)
+	require.NoError(t, txn.Commit())
+	assert.Equal(t, 1, f.dedupRows(t, x))
+
+	txn, err = f.store.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = txn.Rollback() }()
+	assert.ErrorIs(t, f.store.Claim(ctx, txn, delivery(padded)), dedup.ErrDuplicate, "alone, the same finding")
+	z := f.prefix + "-z"
+	dup, err = f.store.ClaimBatch(ctx, txn, []*consumer.Delivery{delivery(y + " "), delivery(z)})
+	require.NoError(t, err)
+	assert.Equal(t, []bool{true, false}, dup, "an earlier batch's row (padded) is a duplicate; the new one is claimed")
+}
