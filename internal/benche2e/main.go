@@ -19,7 +19,7 @@
 // driver's interpolateParams, as rmqguard's own transaction pool has it, unless -interpolate-params=false),
 // into tables of its own. The rate is the distinct messages handled (for rmqguard: acknowledged by the
 // consumer's final decision) divided by the time from the first to the last. It prints one row per variant
-// and round, the medians and the ratios to the baseline, the ratios issue 18 sets targets for, the lost
+// and round, the medians and the ratios to the baseline, the ratios the batch work is held to, the lost
 // batches, retries and dead letters per 1,000 messages of the variants on rmqguard's consumer, then the
 // resident memory of the process while the rmqguard variant drains a -rss-backlog backlog. Topics, tables
 // and dedup rows it created, and its Redis keys, are removed at the end, also after Ctrl-C. Run by
