@@ -116,7 +116,7 @@ bench-purge: up ## F22 figures: purge 1,000,000 old dedup rows while 8 goroutine
 # (RMQGUARD_REDIS_ADDR: duplicates-redis), -redis-timeout (50ms); see internal/benche2e. Topics, tables, dedup rows and Redis keys of the
 # run are removed at the end.
 BENCH_E2E_ARGS ?=
-bench-e2e: up ## drain a backlog on the real broker with raw/baseline/rmqguard/outbox/batch variants/duplicates (with and without Redis), interleaved: msgs/s, ratio to the baseline, RSS
+bench-e2e: up ## drain a backlog on the real broker with raw/baseline/rmqguard/outbox/batch variants/hot rows/duplicates (with and without Redis), interleaved: msgs/s, ratios, lost batches and retries, RSS
 	@source deploy/local/env.sh && $(GO) run ./internal/benche2e $(BENCH_E2E_ARGS)
 
 lint: ## gofmt and go vet

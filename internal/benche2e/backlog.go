@@ -23,11 +23,14 @@ const (
 	sendRetryPause = 300 * time.Millisecond
 )
 
-// backlog is a topic of the run holding n OrderCreated-like messages whose event IDs are prefix + index.
+// backlog is a topic of the run holding n messages whose event IDs are prefix + index: OrderCreated-like
+// ones (orderMessage), or those message builds.
 type backlog struct {
 	topic  string
 	prefix string
 	n      int
+	// message builds message i with event ID id for topic; nil: orderMessage.
+	message func(topic, id string, i int) *primitive.Message
 }
 
 // orderBody is an OrderCreated-like JSON body of message i (about 250 bytes, like the example's events).
@@ -37,8 +40,20 @@ func orderBody(eventID string, i int) []byte {
 		`"items":[{"sku":"SKU-` + strconv.Itoa(i%50) + `","qty":1,"price":"` + strconv.Itoa(10+i%90) + `.50"}]}`)
 }
 
-// produce creates b's topic with backlogQueues queues and sends its n messages (EVENT_ID, EVENT_TYPE and
-// AGGREGATE_ID properties, tag OrderCreated, key the order number) in batches, requiring SEND_OK.
+// orderMessage is OrderCreated message i with event ID id (EVENT_ID, EVENT_TYPE and AGGREGATE_ID
+// properties, tag OrderCreated, key the order number, body orderBody).
+func orderMessage(topic, id string, i int) *primitive.Message {
+	m := primitive.NewMessage(topic, orderBody(id, i))
+	m.WithTag("OrderCreated")
+	m.WithKeys([]string{"O-" + id})
+	m.WithProperty("EVENT_ID", id)
+	m.WithProperty("EVENT_TYPE", "OrderCreated")
+	m.WithProperty("AGGREGATE_ID", "O-"+id)
+	return m
+}
+
+// produce creates b's topic with backlogQueues queues and sends its n messages in batches, requiring
+// SEND_OK.
 func (b backlog) produce(ctx context.Context, env *environment) error {
 	if err := rmqadmin.EnsureTopic(ctx, env.nameServers, env.broker, b.topic, backlogQueues); err != nil {
 		return err
@@ -63,16 +78,13 @@ func (b backlog) produce(ctx context.Context, env *environment) error {
 
 // sendBatch sends messages [from, to) in one batch.
 func (b backlog) sendBatch(ctx context.Context, p rocketmq.Producer, from, to int) error {
+	message := b.message
+	if message == nil {
+		message = orderMessage
+	}
 	msgs := make([]*primitive.Message, 0, to-from)
 	for i := from; i < to; i++ {
-		id := b.prefix + strconv.Itoa(i)
-		m := primitive.NewMessage(b.topic, orderBody(id, i))
-		m.WithTag("OrderCreated")
-		m.WithKeys([]string{"O-" + id})
-		m.WithProperty("EVENT_ID", id)
-		m.WithProperty("EVENT_TYPE", "OrderCreated")
-		m.WithProperty("AGGREGATE_ID", "O-"+id)
-		msgs = append(msgs, m)
+		msgs = append(msgs, message(b.topic, b.prefix+strconv.Itoa(i), i))
 	}
 	var res *primitive.SendResult
 	var err error

@@ -29,12 +29,12 @@ func startRmqguard(ctx context.Context, env *environment, o options, b backlog, 
 		return nil, err
 	}
 	env.cleanup.scope(group)
-	return startChain(env, o, b, group, tr, batch, layer, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+	return startChain(env, o, b, group, tr, batch, layer, dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		if err := insertBusinessRow(ctx, tx, bizTable, d.EventID); err != nil {
 			return consumer.Outcome{}, err
 		}
 		return consumer.Processed(), nil
-	})
+	}))
 }
 
 // startDuplicates drains b through the rmqguard variant after marking all its events processed in the
@@ -49,10 +49,11 @@ func startDuplicates(ctx context.Context, env *environment, o options, b backlog
 // layerFunc wraps the dedup store of a variant in a fast-path layer (the Redis variant); nil keeps the store.
 type layerFunc func(store *dedup.Store) (dedup.TxStore, error)
 
-// startChain builds the chain around h on the store (wrapped by layer when it is not nil), wraps the chain
-// so that each acknowledged message is reported to tr, and starts the consumer.
-func startChain(env *environment, o options, b backlog, group string, tr *tracker, batch int, layer layerFunc, h dedup.TxHandler) (func(), error) {
-	return startChainOn(env, o, b, group, tr, batch, layer, nil, func(*dedup.Store) (dedup.TxHandler, func(), error) {
+// startChain builds the chain around h (a dedup.Handle result, or another adapter of the dedup package) on
+// the store (wrapped by layer when it is not nil) and starts the consumer, whose final decisions report
+// each message handled for good to tr (observer).
+func startChain(env *environment, o options, b backlog, group string, tr *tracker, batch int, layer layerFunc, h consumer.Handler) (func(), error) {
+	return startChainWith(env, o, b, group, tr, batch, layer, nil, func(*dedup.Store) (consumer.Handler, func(), error) {
 		return h, func() {}, nil
 	})
 }
@@ -65,6 +66,19 @@ type handlerOn func(store *dedup.Store) (h dedup.TxHandler, after func(), err er
 // the handler mk builds on that store.
 func startChainOn(env *environment, o options, b backlog, group string, tr *tracker, batch int, layer layerFunc,
 	storeOpts []dedup.Option, mk handlerOn) (func(), error) {
+	return startChainWith(env, o, b, group, tr, batch, layer, storeOpts, func(store *dedup.Store) (consumer.Handler, func(), error) {
+		h, after, err := mk(store)
+		if err != nil {
+			return nil, nil, err
+		}
+		return dedup.Handle(h), after, nil
+	})
+}
+
+// startChainWith is startChainOn around the consumer.Handler mk builds (a dedup.Handle result, or another
+// adapter of the dedup package). The consumer's decisions and lost batches are counted in tr.consumer.
+func startChainWith(env *environment, o options, b backlog, group string, tr *tracker, batch int, layer layerFunc,
+	storeOpts []dedup.Option, mk func(store *dedup.Store) (h consumer.Handler, after func(), err error)) (func(), error) {
 	opts := append([]dedup.Option(nil), storeOpts...)
 	if !o.sharedTxPool {
 		opts = append(opts, dedup.WithTxDSN(o.dsn))
@@ -95,13 +109,6 @@ func startChainOn(env *environment, o options, b backlog, group string, tr *trac
 		_ = store.Close()
 		return nil, err
 	}
-	counted := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-		out, err := handler(ctx, d)
-		if err == nil && out.Kind.Acknowledges() {
-			tr.handled(d.Msg.GetProperty("EVENT_ID"))
-		}
-		return out, err
-	}
 	cfg := consumer.Config{
 		NameServers:       env.nameServers,
 		Group:             group,
@@ -111,7 +118,9 @@ func startChainOn(env *environment, o options, b backlog, group string, tr *trac
 		HandlerTimeout:    o.handlerTimeout,
 		StartFrom:         consumer.StartFromFirstOffset,
 	}
-	c, err := consumer.New(cfg, counted, consumer.WithHealthProbe(store), consumer.WithObserver(m))
+	tr.consumer = &consumerCounts{batch: batch}
+	c, err := consumer.New(cfg, handler, consumer.WithHealthProbe(store), consumer.WithObserver(observer{m, tr.consumer, tr}),
+		consumer.WithLogger(tr.consumer.logger()))
 	if err != nil {
 		after()
 		_ = store.Close()
@@ -134,7 +143,7 @@ func startChainOn(env *environment, o options, b backlog, group string, tr *trac
 // chain is the standard chain of the README and the example consumer, outermost first, without the
 // example's domain steps (order aggregate check, version). middleware.Logging is not in it: it is a
 // debugging aid outside the recommended chain (the consumer logs each final decision itself).
-func chain(store dedup.TxStore, m *metrics.Metrics, o options, h dedup.TxHandler) (consumer.Handler, error) {
+func chain(store dedup.TxStore, m *metrics.Metrics, o options, h consumer.Handler) (consumer.Handler, error) {
 	eventID, err := middleware.EventID(middleware.EventIDConfig{
 		Extractors: []middleware.Extractor{middleware.FromProperty("EVENT_ID"), middleware.FromJSONField("eventId")},
 	})
@@ -142,6 +151,6 @@ func chain(store dedup.TxStore, m *metrics.Metrics, o options, h dedup.TxHandler
 		return nil, err
 	}
 	log := zap.NewNop()
-	return middleware.Chain(dedup.Handle(h), middleware.Metrics(m), middleware.Recover(log),
+	return middleware.Chain(h, middleware.Metrics(m), middleware.Recover(log),
 		middleware.Classify(), eventID, middleware.Deadline(0), middleware.Dedup(store)), nil // Deadline(0): HandlerTimeout, inline
 }

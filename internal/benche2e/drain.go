@@ -22,6 +22,8 @@ type tracker struct {
 	// settle, set by a variant with work after the handler (the outbox relay), is waited for once every
 	// message was handled; nil for the others.
 	settle settleFunc
+	// consumer, set by a variant on rmqguard's consumer, counts its decisions; nil for the others.
+	consumer *consumerCounts
 }
 
 // newTracker returns a tracker of a backlog of n messages.

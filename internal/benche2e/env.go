@@ -31,6 +31,8 @@ type environment struct {
 	run         string // unique name of the run: prefix of its topics, groups and tables
 	cleanup     *cleanup
 	log         io.Writer
+	// hot is the backlog of the hot-row variants (produceHot); nil when none is run.
+	hot *backlog
 }
 
 // cleanup remembers the topics, tables and dedup scopes a run created, to remove them when it ends (with

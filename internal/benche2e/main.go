@@ -7,15 +7,23 @@
 // sent, and it reports the commit-to-SEND_OK latency), rmqguard-batch
 // (BatchSize 32), handwritten-batch (the baseline's rows of a whole 32-message callback in one transaction,
 // no savepoints), batch-ceiling (one transaction per 32-message callback with only the business rows, no
-// dedup: what any batch dedup design can at most reach), duplicates (a backlog whose events were all
-// processed already, drained by rmqguard) and duplicates-redis (the same with the store wrapped in the
-// Redis fast path, dedup/redisfast, every event's done key written first; n/a when Redis at -redis does
-// not answer). Every variant drains with a fresh consumer group from the first offset, the same consume
-// goroutines and the same MySQL pool, into tables of its own. The rate is the distinct messages handled
-// divided by the time from the first to the last. It prints one row per variant and round, the medians
-// and the ratios to the baseline, then the resident memory of the process while the rmqguard variant
-// drains a -rss-backlog backlog. Topics, tables and dedup rows it created, and its Redis keys, are
-// removed at the end, also after Ctrl-C. Run by `make bench-e2e`.
+// dedup), handwritten-multirow (per 32-message callback one transaction with one multi-row claim of the
+// dedup rows and one multi-row INSERT of the business rows: the hand-written ceiling with dedup),
+// rmqguard-batch-handler (BatchSize 32 with a batch handler, dedup.HandleBatch, writing the business rows
+// in one multi-row INSERT), hotrow and hotrow-batch (a backlog of its own over 50 accounts, drained by
+// rmqguard around a handler that appends a ledger row and upserts the account's balance, with BatchSize 1
+// and 32), duplicates (a backlog whose events were all processed already, drained by rmqguard) and
+// duplicates-redis (the same with the store wrapped in the Redis fast path, dedup/redisfast, every event's
+// done key written first; n/a when Redis at -redis does not answer). Every variant drains with a fresh
+// consumer group from the first offset, the same consume goroutines and the same MySQL pool (with the
+// driver's interpolateParams, as rmqguard's own transaction pool has it, unless -interpolate-params=false),
+// into tables of its own. The rate is the distinct messages handled (for rmqguard: acknowledged by the
+// consumer's final decision) divided by the time from the first to the last. It prints one row per variant
+// and round, the medians and the ratios to the baseline, the ratios the batch work is held to, the lost
+// batches, retries and dead letters per 1,000 messages of the variants on rmqguard's consumer, then the
+// resident memory of the process while the rmqguard variant drains a -rss-backlog backlog. Topics, tables
+// and dedup rows it created, and its Redis keys, are removed at the end, also after Ctrl-C. Run by
+// `make bench-e2e`.
 package main
 
 import (
@@ -47,6 +55,7 @@ type options struct {
 	nameServers    string
 	broker         string
 	dsn            string
+	interpolate    bool // the application pool's interpolateParams (appDSN)
 	redisAddr      string
 	redisTimeout   time.Duration
 	messages       int
@@ -81,6 +90,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.nameServers, "namesrv", testenv.Env("RMQGUARD_NAMESRV", "127.0.0.1:9876"), "name servers, comma separated")
 	fs.StringVar(&o.broker, "broker", testenv.Env("RMQGUARD_BROKER_ADDR", "127.0.0.1:10911"), "broker address (topics are created and deleted there)")
 	fs.StringVar(&o.dsn, "dsn", testenv.Env("RMQGUARD_MYSQL_DSN", "rmqguard:rmqguard@tcp(127.0.0.1:3306)/rmqguard?parseTime=true"), "MySQL DSN")
+	fs.BoolVar(&o.interpolate, "interpolate-params", true, "the application's pool (the hand-written variants' transactions) with the driver's interpolateParams on, as rmqguard's own pool (dedup.WithTxDSN) has it; false: -dsn as given")
 	fs.StringVar(&o.redisAddr, "redis", testenv.Env("RMQGUARD_REDIS_ADDR", testenv.DefaultRedisAddr), "Redis of the duplicates-redis variant (host:port)")
 	fs.DurationVar(&o.redisTimeout, "redis-timeout", redisfast.DefaultTimeout, "bound of each Redis command of the duplicates-redis variant (redisfast.Config.Timeout, at most 1s)")
 	fs.IntVar(&o.messages, "messages", 20_000, "messages in the backlog each variant drains")
@@ -139,8 +149,15 @@ func run(ctx context.Context, o options, w io.Writer) ([]result, error) {
 	if err := b.produce(ctx, env); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(w, "run %s: %d messages on %s (%d queues) in %s; %d consume goroutines, pool %d\n",
-		env.run, b.n, b.topic, backlogQueues, time.Since(start).Round(time.Millisecond), o.goroutines, o.goroutines+4)
+	pool := "DSN as given"
+	if o.interpolate {
+		pool = "interpolateParams on"
+	}
+	fmt.Fprintf(w, "run %s: %d messages on %s (%d queues) in %s; %d consume goroutines, pool %d (%s)\n",
+		env.run, b.n, b.topic, backlogQueues, time.Since(start).Round(time.Millisecond), o.goroutines, o.goroutines+4, pool)
+	if err := produceHot(ctx, env, o.variants, b.n); err != nil {
+		return nil, err
+	}
 	results, err := rounds(ctx, env, o, b)
 	if len(results) > 0 {
 		// Also after an interrupted run: the rounds that finished are worth seeing.
@@ -164,7 +181,11 @@ func run(ctx context.Context, o options, w io.Writer) ([]result, error) {
 // open connects to the database and the broker and starts the producer; the returned function cleans up
 // what the run created and closes them.
 func open(ctx context.Context, o options, w io.Writer) (*environment, func(), error) {
-	db, err := sqlx.Open("mysql", o.dsn)
+	dsn, err := appDSN(o.dsn, o.interpolate)
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := sqlx.Open("mysql", dsn)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open database: %w", err)
 	}
@@ -227,7 +248,7 @@ func rounds(ctx context.Context, env *environment, o options, b backlog) ([]resu
 				return results, fmt.Errorf("%s round %d: %w", name, round, err)
 			}
 			results = append(results, r)
-			fmt.Fprintf(env.log, "  round %d %-16s %s\n", round, name, describe(r))
+			fmt.Fprintf(env.log, "  round %d %-22s %s\n", round, name, describe(r))
 		}
 	}
 	return results, nil
@@ -239,6 +260,9 @@ func describe(r result) string {
 		return "n/a: " + r.na
 	}
 	s := fmt.Sprintf("%d msgs in %.2fs = %.0f msgs/s", r.messages, r.elapsed.Seconds(), r.rate())
+	if c := r.counts; c != nil && (c.lost > 0 || c.retries > 0 || c.deadLetter > 0) {
+		s += fmt.Sprintf("; %d lost batches, %d retries, %d dead letters", c.lost, c.retries, c.deadLetter)
+	}
 	if r.latency != nil {
 		s += fmt.Sprintf(" (consumed in %.2fs; commit to SEND_OK p50 %s ms, p99 %s ms)", r.consumed.Seconds(),
 			millis(r.latency.p50), millis(r.latency.p99))
@@ -255,7 +279,7 @@ func drain(ctx context.Context, env *environment, o options, b backlog, start dr
 		return result{}, err
 	}
 	n, elapsed, err := tr.wait(ctx, o.stall)
-	r := result{messages: n, elapsed: elapsed}
+	r := result{messages: n, elapsed: elapsed, counts: tr.consumer.snapshot()}
 	if err == nil && tr.settle != nil {
 		var end time.Time
 		var lat latencies

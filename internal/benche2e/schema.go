@@ -42,10 +42,21 @@ func createDedupTable(ctx context.Context, env *environment, name string) error 
 	return nil
 }
 
+// The business row of an OrderCreated event: the INSERT's head (before VALUES, after the table) and one
+// row's placeholders, whose arguments businessArgs appends.
+const (
+	businessColumns = ` (order_no, event_id, user_id, amount, created_at) VALUES `
+	businessRow     = `(?, ?, ?, ?, UTC_TIMESTAMP(6))`
+)
+
+// businessArgs appends the arguments of businessRow for eventID to args.
+func businessArgs(args []any, eventID string) []any {
+	return append(args, "O-"+eventID, eventID, 1000, "10.50")
+}
+
 // insertBusinessRow inserts the business row of one OrderCreated event through ex.
 func insertBusinessRow(ctx context.Context, ex sqlx.ExecerContext, table, eventID string) error {
-	_, err := ex.ExecContext(ctx, `INSERT INTO `+table+` (order_no, event_id, user_id, amount, created_at)
-		VALUES (?, ?, ?, ?, UTC_TIMESTAMP(6))`, "O-"+eventID, eventID, 1000, "10.50")
+	_, err := ex.ExecContext(ctx, `INSERT INTO `+table+businessColumns+businessRow, businessArgs(make([]any, 0, 4), eventID)...)
 	if err != nil {
 		return fmt.Errorf("insert business row of %s: %w", eventID, err)
 	}

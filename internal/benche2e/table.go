@@ -17,6 +17,7 @@ type result struct {
 	messages int
 	elapsed  time.Duration // first handled message to the last
 	na       string        // why the variant has no figures; "" when it ran
+	counts   *counts       // what rmqguard's consumer decided (retries, lost batches); nil for other variants
 	latency  *latencies    // commit-to-SEND_OK of the outbox variant's rows; nil for the others
 	// consumed is the first handled message to the last when the variant had work after them (settle):
 	// elapsed then runs to the end of that work.
@@ -101,7 +102,8 @@ func baselineRates(results []result, baseline string) (map[int]float64, float64)
 
 // writeTable prints the per-round rows (variant, round, messages, seconds, msgs/s, ratio to the baseline
 // of the same round), then one row per variant with its median and the ratio of medians, then the ratio
-// of the duplicate variants with and without Redis when both ran. Ratios are "n/a"
+// of the duplicate variants with and without Redis when both ran, the outbox's figures (writeOutbox), the
+// ratios with targets and the consumer's decisions (writeTargets). Ratios are "n/a"
 // when the baseline did not run; a variant that could not run shows n/a and why.
 func writeTable(w io.Writer, results []result, baseline string) error {
 	perRound, baseMedian := baselineRates(results, baseline)
@@ -133,7 +135,10 @@ func writeTable(w io.Writer, results []result, baseline string) error {
 		return err
 	}
 	writeRedisRatio(w, summarize(results))
-	return writeOutbox(w, results)
+	if err := writeOutbox(w, results); err != nil {
+		return err
+	}
+	return writeTargets(w, results)
 }
 
 // outboxTarget is issue 17's target for the outbox variant's median rate over rmqguard's.

@@ -21,14 +21,25 @@ const (
 	// variantBatchCeiling is one transaction per callback with only the business rows, no dedup: the ceiling
 	// of any batch dedup design with this handler.
 	variantBatchCeiling = "batch-ceiling"
-	variantDuplicates   = "duplicates"
+	// variantHandwrittenMultirow is the hand-written batch consumer at its best: per callback one transaction
+	// with one multi-row claim of the dedup rows and one multi-row INSERT of the business rows.
+	variantHandwrittenMultirow = "handwritten-multirow"
+	// variantBatchHandler is rmqguard-batch with a batch handler (dedup.HandleBatch) writing the business
+	// rows of a batch in one multi-row INSERT.
+	variantBatchHandler = "rmqguard-batch-handler"
+	// variantHotrow and variantHotrowBatch drain the hot-row backlog (hotrow.go) through rmqguard, per
+	// message and with BatchSize batchSize.
+	variantHotrow      = "hotrow"
+	variantHotrowBatch = "hotrow-batch"
+	variantDuplicates  = "duplicates"
 	// variantDuplicatesRedis drains the duplicates backlog with the dedup store wrapped in the Redis fast
 	// path (dedup/redisfast), every event's done key written beforehand: each message is answered by Redis.
 	variantDuplicatesRedis = "duplicates-redis"
 )
 
-// batchSize is the messages per callback (ConsumeMessageBatchMaxSize) of the batch variants: rmqguard-batch's
-// consumer.Config.BatchSize, handwritten-batch and batch-ceiling. 32, the client's default pull batch.
+// batchSize is the messages per callback (ConsumeMessageBatchMaxSize) of the batch variants: consumer.Config.BatchSize
+// of rmqguard-batch, rmqguard-batch-handler and hotrow-batch; handwritten-batch, handwritten-multirow and
+// batch-ceiling. 32, the client's default pull batch.
 const batchSize = 32
 
 // errNotAvailable is returned by a variant that cannot run yet; its row shows n/a.
@@ -52,16 +63,21 @@ func variants() map[string]drainFunc {
 		variantBatch: func(ctx context.Context, env *environment, o options, b backlog, group string, tr *tracker) (func(), error) {
 			return startRmqguard(ctx, env, o, b, group, tr, batchSize, nil)
 		},
-		variantHandwrittenBatch: startHandwrittenBatch,
-		variantBatchCeiling:     startBatchCeiling,
-		variantDuplicates:       startDuplicates,
-		variantDuplicatesRedis:  startDuplicatesRedis,
+		variantHandwrittenBatch:    startHandwrittenBatch,
+		variantBatchCeiling:        startBatchCeiling,
+		variantHandwrittenMultirow: startHandwrittenMultirow,
+		variantBatchHandler:        startBatchHandler,
+		variantHotrow:              startHotrow(1),
+		variantHotrowBatch:         startHotrow(batchSize),
+		variantDuplicates:          startDuplicates,
+		variantDuplicatesRedis:     startDuplicatesRedis,
 	}
 }
 
 // defaultVariants is the -variants default: all of them, in drain order.
 var defaultVariants = strings.Join([]string{variantRaw, variantBaseline, variantRmqguard, variantOutbox, variantBatch,
-	variantHandwrittenBatch, variantBatchCeiling, variantDuplicates, variantDuplicatesRedis}, ",")
+	variantHandwrittenBatch, variantBatchCeiling, variantHandwrittenMultirow, variantBatchHandler, variantHotrow, variantHotrowBatch,
+	variantDuplicates, variantDuplicatesRedis}, ",")
 
 // parseVariants splits a comma list of variant names, rejecting unknown and repeated names.
 func parseVariants(list string) ([]string, error) {
