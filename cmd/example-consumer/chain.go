@@ -22,9 +22,7 @@ func chain(s *shop.Shop, store *dedup.Store, fast dedup.TxStore, m *metrics.Metr
 	if fast == nil {
 		fast = store
 	}
-	eventID, err := middleware.EventID(middleware.EventIDConfig{
-		Extractors: []middleware.Extractor{middleware.FromProperty(shop.PropEventID), middleware.FromJSONField("eventId")},
-	})
+	eventID, err := exampleEventID()
 	if err != nil {
 		return nil, err
 	}
@@ -47,4 +45,32 @@ func chain(s *shop.Shop, store *dedup.Store, fast dedup.TxStore, m *metrics.Metr
 	return middleware.Chain(dedup.Handle(s.Handle),
 		middleware.Metrics(m), middleware.Recover(log), middleware.Classify(),
 		eventID, shop.CheckOrderAggregate(), middleware.Deadline(0), middleware.Dedup(fast), version), nil
+}
+
+// loyaltyBatchSize is the loyalty group's consumer.Config.BatchSize: its handler credits a batch's accounts in
+// one statement.
+const loyaltyBatchSize = 16
+
+// loyaltyChain is the loyalty group's chain: chain's outer middlewares and Dedup (on fast, or store), around
+// the batch handler of the LoyaltyPointsCredited events (Shop.LoyaltyPointsCreditedBatch), whose aggregate
+// is the account: a batch's credits run in account order.
+func loyaltyChain(s *shop.Shop, store *dedup.Store, fast dedup.TxStore, m *metrics.Metrics, log *zap.Logger) (consumer.Handler, error) {
+	if fast == nil {
+		fast = store
+	}
+	eventID, err := exampleEventID()
+	if err != nil {
+		return nil, err
+	}
+	return middleware.Chain(dedup.HandleBatchJSON(s.LoyaltyPointsCreditedBatch),
+		middleware.Metrics(m), middleware.Recover(log), middleware.Classify(),
+		eventID, middleware.Deadline(0), middleware.Dedup(fast)), nil
+}
+
+// exampleEventID reads the event ID from the EVENT_ID property, else the body's eventId; the type and the
+// aggregate from EVENT_TYPE (else the tag) and AGGREGATE_ID.
+func exampleEventID() (consumer.Middleware, error) {
+	return middleware.EventID(middleware.EventIDConfig{
+		Extractors: []middleware.Extractor{middleware.FromProperty(shop.PropEventID), middleware.FromJSONField("eventId")},
+	})
 }

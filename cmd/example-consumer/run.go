@@ -277,9 +277,14 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 		return err
 	}
 
-	// The second group applies the LoyaltyPointsCredited events through the same chain: Dedup on the
-	// EVENT_ID the outbox derived, the handler's loyalty_credit row keyed by the order.
-	loyalty, err := startLoyaltyConsumer(cfg, s, handler, store, m, log)
+	// The second group applies the LoyaltyPointsCredited events in batches: Dedup on the EVENT_ID the
+	// outbox derived, a batch handler writing the loyalty_credit rows (keyed by the order) and the accounts'
+	// points in one statement.
+	loyaltyHandler, err := loyaltyChain(s2, store, fast, m, log)
+	if err != nil {
+		return err
+	}
+	loyalty, err := startLoyaltyConsumer(cfg, s, loyaltyHandler, store, m, log)
 	if err != nil {
 		return err
 	}
@@ -400,6 +405,7 @@ func (l loyaltyConsumer) close() error { return l.publisher.Close() }
 func startLoyaltyConsumer(cfg consumer.Config, s *settings, handler consumer.Handler, store *dedup.Store,
 	m *metrics.Metrics, log *zap.Logger) (loyaltyConsumer, error) {
 	cfg.Group = s.loyaltyGroup()
+	cfg.BatchSize = loyaltyBatchSize
 	cfg.Subscriptions = []consumer.Subscription{{Topic: s.loyaltyTopic, Expression: shop.EventLoyaltyPointsCredited}}
 	publisher, err := dlq.StartPublisher(dlq.PublisherConfig{
 		NameServers: cfg.NameServers, Group: cfg.Group, Namespace: cfg.Namespace, Credentials: cfg.Credentials,

@@ -3,6 +3,9 @@ package shop
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -59,28 +62,60 @@ type Option func(*Shop)
 // WithFollowUps makes the OrderPaid handler call f for every order it pays. Default: none.
 func WithFollowUps(f FollowUps) Option { return func(s *Shop) { s.followUps = f } }
 
-// LoyaltyPointsCredited credits e.Points to e.AccountID once per order: a loyalty_credit row keyed by
-// LoyaltyCreditID (with the event ID) and the account's points, in the dedup transaction. A credit already
-// recorded (the same order under another event ID) changes nothing and is a duplicate.
+// LoyaltyPointsCredited credits e.Points to e.AccountID once per order, as LoyaltyPointsCreditedBatch
+// does for a batch of one; an invalid credit is a permanent error.
 func (s *Shop) LoyaltyPointsCredited(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery, e LoyaltyPointsCredited) (consumer.Outcome, error) {
 	if err := e.check(); err != nil {
 		return consumer.Outcome{}, err
 	}
-	now := time.Now().UTC()
-	res, err := s.credits.Record(ctx, tx, LoyaltyCreditID(e.OrderNo), map[string]any{
-		"account_id": e.AccountID, "order_no": e.OrderNo, "points": e.Points, "event_id": d.EventID, "created_at": now})
+	outcomes, err := s.LoyaltyPointsCreditedBatch(ctx, tx, []*consumer.Delivery{d}, []LoyaltyPointsCredited{e})
 	if err != nil {
-		return consumer.Outcome{}, fmt.Errorf("shop: record loyalty credit of order %s: %w", e.OrderNo, err)
+		return consumer.Outcome{}, err
 	}
-	if res == dedup.ActionAlreadyApplied {
-		return consumer.Duplicate(), nil
+	return outcomes[0], nil
+}
+
+// LoyaltyPointsCreditedBatch credits the points of es (es[i] is ds[i]'s body) once per order, in the dedup
+// transaction (dedup.HandleBatchJSON): a loyalty_credit row per credit, keyed by LoyaltyCreditID (with the
+// event ID), then the points of the credits it recorded added to their accounts in one multi-row upsert, in
+// account order, so that batches crediting the same accounts lock them in the same order. A credit already
+// recorded (the same order under another event ID) changes nothing and is a duplicate; an invalid one is
+// dead-lettered alone.
+func (s *Shop) LoyaltyPointsCreditedBatch(ctx context.Context, tx *sqlx.Tx, ds []*consumer.Delivery, es []LoyaltyPointsCredited) ([]consumer.Outcome, error) {
+	outcomes := make([]consumer.Outcome, len(ds))
+	points := map[string]int64{}
+	now := time.Now().UTC()
+	for i, e := range es {
+		if err := e.check(); err != nil {
+			outcomes[i] = consumer.DeadLetter(err.Error())
+			continue
+		}
+		res, err := s.credits.Record(ctx, tx, LoyaltyCreditID(e.OrderNo), map[string]any{
+			"account_id": e.AccountID, "order_no": e.OrderNo, "points": e.Points, "event_id": ds[i].EventID, "created_at": now})
+		if err != nil {
+			return nil, fmt.Errorf("shop: record loyalty credit of order %s: %w", e.OrderNo, err)
+		}
+		if res == dedup.ActionAlreadyApplied {
+			outcomes[i] = consumer.Duplicate()
+			continue
+		}
+		points[e.AccountID] += e.Points
+		outcomes[i] = consumer.Processed()
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO loyalty_account (account_id, points, updated_at) VALUES (?, ?, ?)
-		ON DUPLICATE KEY UPDATE points = points + VALUES(points), updated_at = VALUES(updated_at)`,
-		e.AccountID, e.Points, now); err != nil {
-		return consumer.Outcome{}, fmt.Errorf("shop: credit loyalty points of %s: %w", e.AccountID, err)
+	if len(points) == 0 {
+		return outcomes, nil
 	}
-	return consumer.Processed(), nil
+	accounts := slices.Sorted(maps.Keys(points))
+	args := make([]any, 0, 3*len(accounts))
+	for _, a := range accounts {
+		args = append(args, a, points[a], now)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO loyalty_account (account_id, points, updated_at) VALUES (?, ?, ?)`+
+		strings.Repeat(", (?, ?, ?)", len(accounts)-1)+
+		` ON DUPLICATE KEY UPDATE points = points + VALUES(points), updated_at = VALUES(updated_at)`, args...); err != nil {
+		return nil, fmt.Errorf("shop: credit loyalty points of %d accounts: %w", len(accounts), err)
+	}
+	return outcomes, nil
 }
 
 // paidFollowUps calls the follow-ups (if any) for the order just paid, reading its account and amount.
