@@ -300,9 +300,9 @@ func statementKinds(stmts []string) []string {
 	return kinds
 }
 
-// Issue 18, item 1: a happy batch of n members sends BEGIN, one claim statement for all n, the handlers'
+// A happy batch of n members sends BEGIN, one claim statement for all n, the handlers'
 // writes and COMMIT, recorded on the wire: no SAVEPOINT, no claim per member, no read-back (the careful
-// pass, before issue 18 the only one, sent a SAVEPOINT and a claim per member: 3n + 2 here).
+// pass, until the first pass the only one, sent a SAVEPOINT and a claim per member: 3n + 2 here).
 func TestBatch_HappyBatchSendsOneClaimAndNoSavepoint(t *testing.T) {
 	f := newFixture(t)
 	proxy := f.proxiedStore(t)
@@ -326,7 +326,7 @@ func TestBatch_HappyBatchSendsOneClaimAndNoSavepoint(t *testing.T) {
 	}
 }
 
-// Issue 18, item 1: duplicates in a batch — events committed earlier, one redelivered, and an event twice
+// Duplicates in a batch — events committed earlier, one redelivered, and an event twice
 // inside the batch — are told apart by one read of the batch's own claims after the one claim statement,
 // never by a failed statement each; they are answered Duplicate with their cause (read after the COMMIT, in
 // one SELECT on the application's pool) and their handlers do not run.
@@ -370,7 +370,7 @@ func TestBatch_DuplicatesToldApartWithoutAFailedStatementEach(t *testing.T) {
 	}
 }
 
-// Issue 18, item 1: a batch whose members are all duplicates (the redelivery of a batch that committed)
+// A batch whose members are all duplicates (the redelivery of a batch that committed)
 // costs its one claim statement, which inserts nothing, and no read of its rows; every member is a
 // duplicate caused by redelivery, and no handler runs.
 func TestBatch_AllDuplicatesCostOneClaimAndNoRead(t *testing.T) {

@@ -30,7 +30,7 @@ func (f *fixture) accountMsgs(t *testing.T, prefix string, accounts ...string) [
 	return msgs
 }
 
-// F37 (issue 18, item 3): two consumers' batches update the same hot rows at the same time, the second in
+// F37: two consumers' batches update the same hot rows at the same time, the second in
 // the opposite message order. The first pass runs each batch's members in aggregate order, so both lock
 // the balances in one order and one batch waits for the other instead of deadlocking: no pass is lost
 // (each handler runs once), every event takes effect once and the balances reconcile. (With the members
@@ -88,7 +88,7 @@ func TestBatch_F37_OppositeOrdersOverHotRowsWaitInsteadOfDeadlocking(t *testing.
 	assert.Equal(t, want, balances.All(t), "the balances reconcile")
 }
 
-// Issue 18, item 3: the first pass runs its members in AggregateID order, message order kept within an
+// The first pass runs its members in AggregateID order, message order kept within an
 // aggregate and members without one last; in orderly mode (consumer.Config.Orderly) in message order.
 func TestBatch_MembersRunInAggregateOrderUnlessOrderly(t *testing.T) {
 	for _, orderly := range []bool{false, true} {

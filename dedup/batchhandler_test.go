@@ -104,7 +104,7 @@ func (f *fixture) batchHandlerConsumer(t *testing.T, h consumer.Handler, sink co
 	return testenv.NewCallback(t, cfg, f.chainOf(t, h), consumer.WithDeadLetterSink(sink))
 }
 
-// F38 (issue 18, item 2): a batch handler runs once for the batch's new members and returns an outcome per
+// F38: a batch handler runs once for the batch's new members and returns an outcome per
 // member; when it fails one, that member alone is retried (the batch is handled again carefully, the
 // handler called with one member at a time inside its savepoint) and the others commit once. On the
 // redelivery the handler gets the failed member alone (the others are duplicates, left out).
@@ -164,7 +164,7 @@ func TestBatchHandler_F38_FailedMemberOnItsLastAttemptIsDeadLetteredAlone(t *tes
 	assert.Zero(t, f.orderRows(t, e2))
 }
 
-// Issue 18, item 2: a happy batch through a batch handler sends BEGIN, one claim, the handler's one
+// A happy batch through a batch handler sends BEGIN, one claim, the handler's one
 // multi-row write and COMMIT, whatever the number of members.
 func TestBatchHandler_HappyBatchSendsFourStatements(t *testing.T) {
 	f := newFixture(t)
@@ -229,7 +229,7 @@ func TestHandleBatch_AloneIsCalledWithOneDelivery(t *testing.T) {
 	assert.Equal(t, 1, f.orderRows(t, f.prefix+"-1"))
 }
 
-// Issue 18, item 1: whatever keeps member 2 of a batch's first pass from being kept — an error, a retry, a
+// Whatever keeps member 2 of a batch's first pass from being kept — an error, a retry, a
 // dead letter, stale, a panic, a handler past its deadline — the consumer handles the batch again
 // carefully: member 2 alone is decided (retried, dead-lettered, recorded stale), the others commit once, in
 // one COMMIT of the careful pass (the first pass committed nothing).

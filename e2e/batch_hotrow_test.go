@@ -45,7 +45,7 @@ func (r *retriedOnly) Decided(_ *consumer.Delivery, dec consumer.Decision) {
 // handler that appends a ledger row and adds the event's amount to one of 50 account balances (its
 // AGGREGATE_ID): every event takes effect once, the balances reconcile, nothing is dead-lettered, and at
 // most one batch per 1,000 messages loses its shared transaction (the consumer's "handling the batch once
-// more" line; before issue 18 the same workload lost 8 batches per 1,110 messages to deadlocks).
+// more" line; before the first pass the same workload lost 8 batches per 1,110 messages to deadlocks).
 func TestE2E_F37_HotRowsInBatchesLoseAtMostOneBatchPerThousand(t *testing.T) {
 	w := newWorld(t, 8)
 	db := testenv.MySQL(t)
