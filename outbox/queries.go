@@ -65,13 +65,17 @@ func newQueries(t string) queries {
 }
 
 // claimHeads is the query for the IDs of the due head rows, oldest first: pending rows that are due, of a
-// kind this relay handles (messages when messages, effects named in effects), with no older pending or
-// parked row of their sharding key. It reads the pending rows in id order (idx_outbox_pending) and stops
-// at the limit, each row checked by two probes of idx_outbox_status_key (one per status: an IN would
-// not use the sharding_key part): its cost grows with the rows it reads before the limit, not with the
-// whole backlog. Its arguments are the effect names, then the lowest id to look at, then the limit. It is a plain read: the relay locks what it finds with SKIP LOCKED, and a
-// row another relay finished meanwhile no longer matches status = 'pending'. A parked head holds its
-// key's later rows back, and only them. Empty when the relay handles nothing.
+// kind this relay handles (messages when messages, effects named in effects), whose sharding key's row
+// before them (id order) is sent, or that have none. A key's rows are sent one after the other in id
+// order, so its sent rows are the oldest ones (purged rows were sent too): the row before a pending row
+// is sent exactly when no older row of its key is pending or parked. A parked head holds its key's later
+// rows back, and only them; a row committed late below its key's last sent row does not hold the rows
+// after it. The query reads the pending rows in id order (idx_outbox_pending) and stops at the limit,
+// each row checked by one lookup of idx_outbox_key and the primary key: its cost grows with the rows it
+// reads before the limit, not with the backlog or a key's history. Its arguments are the effect names,
+// then the lowest id to look at, then the limit. It is a plain read: the relay locks what it finds with
+// SKIP LOCKED, and a row another relay finished meanwhile no longer matches status = 'pending'. Empty
+// when the relay handles nothing.
 func (q queries) claimHeads(messages bool, effects []string) (string, []any) {
 	var kinds []string
 	var args []any
@@ -89,8 +93,8 @@ func (q queries) claimHeads(messages bool, effects []string) (string, []any) {
 	}
 	return `SELECT o.id FROM ` + q.table + ` o FORCE INDEX (idx_outbox_pending)
 	 WHERE o.status = 'pending' AND o.next_attempt_at <= UTC_TIMESTAMP(6) AND (` + strings.Join(kinds, " OR ") + `) AND o.id >= ?
-	   AND NOT EXISTS (SELECT 1 FROM ` + q.table + ` e WHERE e.status = 'pending' AND e.sharding_key = o.sharding_key AND e.id < o.id)
-	   AND NOT EXISTS (SELECT 1 FROM ` + q.table + ` e WHERE e.status = 'parked' AND e.sharding_key = o.sharding_key AND e.id < o.id)
+	   AND COALESCE((SELECT e.status FROM ` + q.table + ` e FORCE INDEX (idx_outbox_key)
+	     WHERE e.sharding_key = o.sharding_key AND e.id < o.id ORDER BY e.id DESC LIMIT 1), 'sent') = 'sent'
 	 ORDER BY o.id LIMIT ?`, args
 }
 
