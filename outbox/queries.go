@@ -3,6 +3,7 @@ package outbox
 import (
 	"database/sql"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,17 +51,36 @@ func newQueries(t string) queries {
 		insert: `INSERT INTO ` + t + ` (kind, event_id, source_event_id, scope, name, sharding_key, topic, tag, msg_keys,
 		   properties, body, status, attempts, next_attempt_at, created_at)
 		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`,
+		// lock is followed by the ids, then lockTail.
 		lock: `SELECT id, kind, event_id, name, sharding_key, topic, tag, msg_keys, properties, body, attempts FROM ` + t + `
-		 WHERE id IN (?) AND status = 'pending' ORDER BY id FOR UPDATE SKIP LOCKED`,
-		// markSentHead is followed by " WHEN id THEN microseconds ago" per row, then the END and the WHERE.
+		 WHERE id IN (`,
+		// markSentHead is followed by " WHEN id IN (ids) THEN microseconds ago" per SEND_OK, then the END
+		// and the WHERE.
 		markSentHead: `UPDATE ` + t + ` SET status = 'sent', attempts = attempts + 1, last_error = '',
-		   sent_at = UTC_TIMESTAMP(6) - INTERVAL CASE id`,
+		   sent_at = UTC_TIMESTAMP(6) - INTERVAL CASE`,
 		markParked: `UPDATE ` + t + ` SET status = 'parked', attempts = attempts + 1, last_error = ? WHERE id = ?`,
 		markFailed: `UPDATE ` + t + ` SET attempts = attempts + 1, last_error = ?,
 		   next_attempt_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND WHERE id = ?`,
 		backlog: `SELECT COALESCE(SUM(status = 'pending'), 0) AS pending, COALESCE(SUM(status = 'parked'), 0) AS parked,
 		   COALESCE(TIMESTAMPDIFF(MICROSECOND, MIN(CASE WHEN status = 'pending' THEN created_at END), UTC_TIMESTAMP(6)), 0) AS oldest
 		 FROM ` + t + ` WHERE status IN ('pending', 'parked')`,
+	}
+}
+
+// lockTail ends the lock statement after its ids.
+const lockTail = `) AND status = 'pending' ORDER BY id FOR UPDATE SKIP LOCKED`
+
+// The relay's statements carry their ids and numbers as literals, so that they go in one round trip each
+// on a pool whose DSN has no interpolateParams (the application's, Store.DB): a statement with arguments
+// is then a prepare, an execute and a close, and the server parses it each time all the same.
+
+// appendIDs writes ids to b, comma separated.
+func appendIDs(b *strings.Builder, ids []int64) {
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.FormatInt(id, 10))
 	}
 }
 
@@ -72,11 +92,11 @@ func newQueries(t string) queries {
 // rows back, and only them; a row committed late below its key's last sent row does not hold the rows
 // after it. The query reads the pending rows in id order (idx_outbox_pending) and stops at the limit,
 // each row checked by one lookup of idx_outbox_key and the primary key: its cost grows with the rows it
-// reads before the limit, not with the backlog or a key's history. Its arguments are the effect names,
-// then the lowest id to look at, then the limit. It is a plain read: the relay locks what it finds with
+// reads before the limit, not with the backlog or a key's history. It is returned as a function of the
+// lowest id to look at and the limit; its arguments are the effect names. It is a plain read: the relay locks what it finds with
 // SKIP LOCKED, and a row another relay finished meanwhile no longer matches status = 'pending'. Empty
 // when the relay handles nothing.
-func (q queries) claimHeads(messages bool, effects []string) (string, []any) {
+func (q queries) claimHeads(messages bool, effects []string) (func(from int64, limit int) string, []any) {
 	var kinds []string
 	var args []any
 	if messages {
@@ -89,13 +109,17 @@ func (q queries) claimHeads(messages bool, effects []string) (string, []any) {
 		}
 	}
 	if len(kinds) == 0 {
-		return "", nil
+		return nil, nil
 	}
-	return `SELECT o.id FROM ` + q.table + ` o FORCE INDEX (idx_outbox_pending)
-	 WHERE o.status = 'pending' AND o.next_attempt_at <= UTC_TIMESTAMP(6) AND (` + strings.Join(kinds, " OR ") + `) AND o.id >= ?
+	head := `SELECT o.id FROM ` + q.table + ` o FORCE INDEX (idx_outbox_pending)
+	 WHERE o.status = 'pending' AND o.next_attempt_at <= UTC_TIMESTAMP(6) AND (` + strings.Join(kinds, " OR ") + `) AND o.id >= `
+	tail := `
 	   AND COALESCE((SELECT e.status FROM ` + q.table + ` e FORCE INDEX (idx_outbox_key)
 	     WHERE e.sharding_key = o.sharding_key AND e.id < o.id ORDER BY e.id DESC LIMIT 1), 'sent') = 'sent'
-	 ORDER BY o.id LIMIT ?`, args
+	 ORDER BY o.id LIMIT `
+	return func(from int64, limit int) string {
+		return head + strconv.FormatInt(from, 10) + tail + strconv.Itoa(limit)
+	}, args
 }
 
 // sqlxIn expands the IN (?) of query for ids.

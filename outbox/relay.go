@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -79,7 +80,7 @@ func (o *Outbox) Run(ctx context.Context) error {
 // queue (nil: each message alone, its queue chosen by the sender).
 func (o *Outbox) run(ctx context.Context, s sender, rt router) error {
 	claim, cargs := o.q.claimHeads(s != nil, effectNames(o.cfg.Effects))
-	if claim == "" {
+	if claim == nil {
 		<-ctx.Done()
 		return nil
 	}
@@ -156,7 +157,7 @@ func (o *Outbox) run(ctx context.Context, s sender, rt router) error {
 // wait of a row that failed, and the lowest id it claimed when no message failed (else 0). It looks at
 // rows from id from on. When ctx ends mid-round, the results obtained so far are still recorded (within
 // stopGrace): a row with SEND_OK is not sent again by the next start.
-func (o *Outbox) relayOnce(ctx context.Context, s sender, rt router, claim string, cargs []any, from int64) (done int, brokerDown bool, retryIn time.Duration, first int64, err error) {
+func (o *Outbox) relayOnce(ctx context.Context, s sender, rt router, claim func(int64, int) string, cargs []any, from int64) (done int, brokerDown bool, retryIn time.Duration, first int64, err error) {
 	done, brokerDown, err = o.relayRound(ctx, s, rt, claim, cargs, from, &first, &retryIn)
 	if brokerDown || err != nil {
 		first = 0
@@ -166,9 +167,9 @@ func (o *Outbox) relayOnce(ctx context.Context, s sender, rt router, claim strin
 
 // relayRound is relayOnce's round; it sets *first to the lowest id it claimed, *retryIn to the shortest
 // wait of a row that failed.
-func (o *Outbox) relayRound(ctx context.Context, s sender, rt router, claim string, cargs []any, from int64, first *int64, retryIn *time.Duration) (done int, failed bool, err error) {
+func (o *Outbox) relayRound(ctx context.Context, s sender, rt router, claim func(int64, int) string, cargs []any, from int64, first *int64, retryIn *time.Duration) (done int, failed bool, err error) {
 	var ids []int64
-	if err := o.db.SelectContext(ctx, &ids, claim, append(cargs, from, roundRows)...); err != nil {
+	if err := o.db.SelectContext(ctx, &ids, claim(from, roundRows), cargs...); err != nil {
 		return 0, false, fmt.Errorf("outbox: find due rows: %w", err)
 	}
 	if len(ids) == 0 {
@@ -187,12 +188,12 @@ func (o *Outbox) relayRound(ctx context.Context, s sender, rt router, claim stri
 		return 0, false, fmt.Errorf("outbox: begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	q, args, err := sqlxIn(o.q.lock, ids)
-	if err != nil {
-		return 0, false, err
-	}
+	var lock strings.Builder
+	lock.WriteString(o.q.lock)
+	appendIDs(&lock, ids)
+	lock.WriteString(lockTail)
 	var rows []row
-	if err := tx.SelectContext(tctx, &rows, q, args...); err != nil {
+	if err := tx.SelectContext(tctx, &rows, lock.String()); err != nil {
 		return 0, false, fmt.Errorf("outbox: claim rows: %w", err)
 	}
 	shutdown := false
@@ -287,24 +288,35 @@ type attempted struct {
 }
 
 // markSent marks the rows of sent as sent in one statement, each with its own sent_at: the database's
-// clock now minus how long ago (this process's monotonic clock) its SEND_OK came.
+// clock now minus how long ago (this process's monotonic clock) its SEND_OK came (one SEND_OK for the
+// rows of a batch).
 func (o *Outbox) markSent(ctx context.Context, tx *sqlx.Tx, rows []row, sent []attempted) error {
 	if len(sent) == 0 {
 		return nil
 	}
+	byAt := map[time.Time][]int64{}
+	var ats []time.Time
+	all := make([]int64, 0, len(sent))
+	for _, a := range sent {
+		if _, ok := byAt[a.at]; !ok {
+			ats = append(ats, a.at)
+		}
+		byAt[a.at] = append(byAt[a.at], rows[a.i].ID)
+		all = append(all, rows[a.i].ID)
+	}
 	var b strings.Builder
 	b.WriteString(o.q.markSentHead)
-	args := make([]any, 0, 3*len(sent))
 	now := time.Now()
-	for _, a := range sent {
-		b.WriteString(" WHEN ? THEN ?")
-		args = append(args, rows[a.i].ID, now.Sub(a.at).Microseconds())
+	for _, at := range ats {
+		b.WriteString(" WHEN id IN (")
+		appendIDs(&b, byAt[at])
+		b.WriteString(") THEN ")
+		b.WriteString(strconv.FormatInt(now.Sub(at).Microseconds(), 10))
 	}
-	b.WriteString(" ELSE 0 END MICROSECOND WHERE id IN (?" + strings.Repeat(", ?", len(sent)-1) + ")")
-	for _, a := range sent {
-		args = append(args, rows[a.i].ID)
-	}
-	if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
+	b.WriteString(" ELSE 0 END MICROSECOND WHERE id IN (")
+	appendIDs(&b, all)
+	b.WriteString(")")
+	if _, err := tx.ExecContext(ctx, b.String()); err != nil {
 		return fmt.Errorf("outbox: mark %d rows sent: %w", len(sent), err)
 	}
 	return nil
