@@ -2,7 +2,10 @@ package outbox
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -50,15 +53,28 @@ func Retry(ctx context.Context, db *sqlx.DB, t dedup.Tables, ids ...int64) (int6
 
 // Purge deletes the rows of t's outbox sent more than olderThan ago (database clock), in batches of
 // batch rows (default 1000), and returns how many it deleted; a pending or parked row is never deleted.
+// It deletes in id order up to the first sent row still inside the window (rows are sent about in id
+// order; a row retried long after it was parked holds the purge of the rows after it until it ages
+// too), so that each statement reads what it deletes, not every sent row.
 func Purge(ctx context.Context, db *sqlx.DB, t dedup.Tables, olderThan time.Duration, batch int) (int64, error) {
 	if batch <= 0 {
 		batch = 1000
 	}
-	q := `DELETE FROM ` + t.Prefix() + Table + ` WHERE status = 'sent'
-	 AND sent_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND ORDER BY sent_at LIMIT ?`
+	table, older := t.Prefix()+Table, olderThan.Microseconds()
+	var bound int64
+	err := db.GetContext(ctx, &bound, `SELECT id FROM `+table+` FORCE INDEX (idx_outbox_pending)
+	 WHERE status = 'sent' AND sent_at >= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND ORDER BY id LIMIT 1`, older)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		bound = math.MaxInt64
+	case err != nil:
+		return 0, fmt.Errorf("outbox: purge: first sent row inside the window: %w", err)
+	}
+	q := `DELETE FROM ` + table + ` WHERE status = 'sent' AND id < ? AND sent_at < UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+	 ORDER BY id LIMIT ?`
 	var total int64
 	for {
-		res, err := db.ExecContext(ctx, q, olderThan.Microseconds(), batch)
+		res, err := db.ExecContext(ctx, q, bound, older, batch)
 		if err != nil {
 			return total, fmt.Errorf("outbox: purge: %w", err)
 		}

@@ -23,14 +23,15 @@
 //     committed elsewhere.
 //   - Per sharding key, rows go out in id order (the commit order of one aggregate's serialised
 //     transactions): only the oldest unsent row of a key is due, so a key sends one row per relay round,
-//     and a message's sharding key picks its queue (hash selector). The heads of a round, one per key, go
-//     out up to 16 at once (so an effect function may be called concurrently). Effects have no order
-//     between them.
+//     and a message's sharding key picks its queue (the client's hash selector's choice). A round's
+//     messages go in one SendSync per queue (a RocketMQ batch, in id order, up to 1 MiB); a batch that
+//     fails is sent again row by row, so that only a row the broker refuses is parked. Effects run up to
+//     16 at once (so an effect function may be called concurrently) and have no order between them.
 //   - A failed row waits (100 ms doubling to MaxBackoff); a failed send also backs the relay off as a
 //     whole (a failed effect does not); rows are never dropped, parked or reordered while the broker is
 //     down (F31). A message that no resend can deliver (the topic does not exist while a master broker is
-//     listed, the broker refuses the message) is parked with its reason; it holds back the later rows of
-//     its key, and only those (F33). An effect is parked after MaxEffectAttempts runs (F34); a run that
+//     listed, the broker refuses the message, a body above 4 MiB: the broker's default maxMessageSize) is
+//     parked with its reason; it holds back the later rows of its key, and only those (F33). An effect is parked after MaxEffectAttempts runs (F34); a run that
 //     outlasts EffectTimeout counts as failed even if the function ignores its context.
 //   - A stopped relay records the results it already has: a row with SEND_OK is not sent again.
 //   - A parked row stays until an operator acts: List shows it, Retry makes it pending again (rmqguard

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -121,6 +122,8 @@ type Outbox struct {
 	db    *sqlx.DB
 	q     queries
 	wake  chan struct{}
+	// wakes counts the Wake calls (one per commit with rows): how busy the relay's producers are.
+	wakes atomic.Int64
 	inst  string
 }
 
@@ -225,6 +228,7 @@ func (o *Outbox) insert(ctx context.Context, d *consumer.Delivery, r row) (strin
 
 // Wake makes Run look for due rows now (it does not block).
 func (o *Outbox) Wake() {
+	o.wakes.Add(1)
 	select {
 	case o.wake <- struct{}{}:
 	default:

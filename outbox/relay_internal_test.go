@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
@@ -24,7 +26,7 @@ type table struct {
 	t  string
 }
 
-func newTable(t *testing.T, cfg Config) (*table, *Outbox) {
+func newTable(t testing.TB, cfg Config) (*table, *Outbox) {
 	t.Helper()
 	db := testenv.MySQL(t)
 	prefix := "obi" + strings.ReplaceAll(strings.TrimPrefix(testenv.Unique("obi"), "obi-"), "-", "_") + "_"
@@ -67,36 +69,47 @@ func (tb *table) status(t *testing.T, id int64) (status string, attempts int) {
 	return r.Status, r.Attempts
 }
 
-// fakeSender answers SEND_OK, or what next says (when set), and records the bodies it was given.
+// fakeSender answers SEND_OK, or what next says (when set), and records the messages it was given: their
+// bodies in sent, in the order of the calls, and each call's messages in calls.
 type fakeSender struct {
-	mu   sync.Mutex
-	sent []string
-	next func(n int) error // n: 1 for the first call
+	mu    sync.Mutex
+	sent  []string
+	calls [][]*primitive.Message
+	next  func(n int, msgs []*primitive.Message) error // n: 1 for the first call
 }
 
 func (s *fakeSender) SendSync(_ context.Context, msgs ...*primitive.Message) (*primitive.SendResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.sent = append(s.sent, string(msgs[0].Body))
+	s.calls = append(s.calls, msgs)
+	for _, m := range msgs {
+		s.sent = append(s.sent, string(m.Body))
+	}
 	if s.next != nil {
-		if err := s.next(len(s.sent)); err != nil {
+		if err := s.next(len(s.calls), msgs); err != nil {
 			return nil, err
 		}
 	}
 	return &primitive.SendResult{Status: primitive.SendOK}, nil
 }
 
+// count is how many messages the sender was given.
 func (s *fakeSender) count() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.sent)
 }
 
-// runRelay runs o.run with s until the test ends (or the returned stop).
+// runRelay runs o.run with s, each message alone, until the test ends (or the returned stop).
 func runRelay(t *testing.T, o *Outbox, s sender) (stop func() time.Duration) {
+	return runRelayWith(t, o, s, nil)
+}
+
+// runRelayWith runs o.run with s and rt until the test ends (or the returned stop).
+func runRelayWith(t *testing.T, o *Outbox, s sender, rt router) (stop func() time.Duration) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- o.run(ctx, s) }()
+	go func() { done <- o.run(ctx, s, rt) }()
 	var once sync.Once
 	var took time.Duration
 	stop = func() time.Duration {
@@ -129,14 +142,14 @@ func TestRelay_StoppedMidRoundRecordsTheRowsAlreadySent(t *testing.T) {
 		ids = append(ids, tb.add(t, o, KindMessage, "m-"+k, k))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &fakeSender{next: func(n int) error {
+	s := &fakeSender{next: func(n int, _ []*primitive.Message) error {
 		if n == 3 {
 			cancel() // Shutdown while the third send is in flight
 			return context.Canceled
 		}
 		return nil
 	}}
-	require.NoError(t, o.run(ctx, s))
+	require.NoError(t, o.run(ctx, s, nil))
 	s.mu.Lock()
 	seen := append([]string(nil), s.sent...)
 	s.mu.Unlock()
@@ -245,4 +258,213 @@ func TestSend_LongShardingKeyStillOrdersItsRows(t *testing.T) {
 	}
 	require.Equal(t, keys["ev-0"], keys["ev-1"], "one long key, one sharding key")
 	require.NotEqual(t, keys["ev-1"], keys["ev-2"], "two long keys")
+}
+
+// fixedRoute is a router whose every topic has n queues on broker "b".
+type fixedRoute int
+
+func (n fixedRoute) queues(_ context.Context, topic string) ([]*primitive.MessageQueue, error) {
+	qs := make([]*primitive.MessageQueue, n)
+	for i := range qs {
+		qs[i] = &primitive.MessageQueue{Topic: topic, BrokerName: "b", QueueId: i}
+	}
+	return qs, nil
+}
+
+func (fixedRoute) forget(string) {}
+
+// queueOf picks, for every sharding key, the queue the client's hash selector picks for a message with
+// that key: a relay that batches sends each key's rows where one that sends them alone would.
+func TestQueueOf_SameQueueAsTheClientsHashSelector(t *testing.T) {
+	qs, _ := fixedRoute(7).queues(context.Background(), "T")
+	hash := producer.NewHashQueueSelector()
+	for i := range 500 {
+		key := "O-" + strconv.Itoa(i*7919)
+		m := primitive.NewMessage("T", nil)
+		m.WithShardingKey(key)
+		require.Same(t, hash.Select(m, qs, ""), queueOf(key, qs), "key %s", key)
+	}
+}
+
+// The relay's selector sends a message to the queue the relay chose, found in the client's route; a
+// batch whose queue the route lacks is not sent anywhere else (its rows' order lives in that queue); a
+// message without a chosen queue goes by its sharding key.
+func TestQueueSelector_HonoursTheRelaysQueue(t *testing.T) {
+	qs, _ := fixedRoute(4).queues(context.Background(), "T")
+	sel := newQueueSelector()
+	m := primitive.NewMessage("T", nil)
+	m.Queue = &primitive.MessageQueue{Topic: "T", BrokerName: "b", QueueId: 2}
+	require.Same(t, qs[2], sel.Select(m, qs, ""))
+	batch := &primitive.Message{Topic: "T", Batch: true, Queue: &primitive.MessageQueue{Topic: "T", BrokerName: "gone", QueueId: 2}}
+	require.Nil(t, sel.Select(batch, qs, ""), "a batch for a queue the route lacks")
+	byKey := primitive.NewMessage("T", nil)
+	byKey.WithShardingKey("O-42")
+	require.Same(t, queueOf("O-42", qs), sel.Select(byKey, qs, ""))
+	byKey.Queue = batch.Queue
+	require.Same(t, queueOf("O-42", qs), sel.Select(byKey, qs, ""), "one message for a queue the route lacks goes by its key")
+}
+
+// A round's messages go in one SendSync per queue, each batch to the queue of its rows' sharding keys (the
+// one the client's hash selector picks), its rows in id order; every row is sent once and marked sent.
+func TestRelay_BatchesARoundsMessagesOneSendPerQueue(t *testing.T) {
+	tb, o := newTable(t, Config{PollInterval: time.Hour})
+	const rows = 40
+	var ids []int64
+	for i := range rows {
+		ids = append(ids, tb.add(t, o, KindMessage, "m-"+strconv.Itoa(i), "key-"+strconv.Itoa(i)))
+	}
+	s := &fakeSender{}
+	runRelayWith(t, o, s, fixedRoute(4))
+	o.Wake()
+	require.Eventually(t, func() bool { st, _ := tb.status(t, ids[rows-1]); return st == StatusSent }, 5*time.Second, 10*time.Millisecond)
+	for _, id := range ids {
+		st, attempts := tb.status(t, id)
+		require.Equal(t, StatusSent, st, "row %d", id)
+		require.Equal(t, 1, attempts, "row %d", id)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Len(t, s.sent, rows, "each row once")
+	require.Len(t, s.calls, 4, "one send per queue (the round claims all 40)")
+	qs, _ := fixedRoute(4).queues(context.Background(), "T")
+	for _, call := range s.calls {
+		require.NotNil(t, call[0].Queue, "the relay chose the batch's queue")
+		last := -1
+		for _, m := range call {
+			require.Equal(t, call[0].Queue.QueueId, queueOf(m.GetShardingKey(), qs).QueueId, "row %s", m.Body)
+			n, err := strconv.Atoi(strings.TrimPrefix(string(m.Body), "m-"))
+			require.NoError(t, err)
+			require.Greater(t, n, last, "id order in the batch")
+			last = n
+			require.NotEmpty(t, m.GetProperty(primitive.PropertyUniqueClientMessageIdKeyIndex), "each message of a batch has its own message ID")
+		}
+	}
+}
+
+// The broker refuses a batch because of one message in it (MESSAGE_ILLEGAL): the batch is sent again row
+// by row, that row is parked with the broker's reason, and the other rows of the batch are sent. A row
+// whose body is above the broker's default limit is parked without a send.
+func TestRelay_RefusedBatchParksOnlyTheRowAtFault(t *testing.T) {
+	tb, o := newTable(t, Config{PollInterval: time.Hour})
+	var ids []int64
+	for i := range 12 {
+		ids = append(ids, tb.add(t, o, KindMessage, "m-"+strconv.Itoa(i), "key-"+strconv.Itoa(i)))
+	}
+	bad := ids[5]
+	huge := tb.add(t, o, KindMessage, "huge", "key-huge")
+	_, err := tb.db.Exec("UPDATE "+tb.t+" SET body = ? WHERE id = ?", make([]byte, maxMessageSize+1), huge)
+	require.NoError(t, err)
+	refusal := primitive.MQBrokerErr{ResponseCode: codeMessageIllegal, ErrorMessage: "the message is illegal"}
+	s := &fakeSender{next: func(_ int, msgs []*primitive.Message) error {
+		for _, m := range msgs {
+			if string(m.Body) == "m-5" {
+				return refusal
+			}
+		}
+		return nil
+	}}
+	runRelayWith(t, o, s, fixedRoute(2))
+	o.Wake()
+	require.Eventually(t, func() bool { st, _ := tb.status(t, ids[len(ids)-1]); return st == StatusSent }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { st, _ := tb.status(t, huge); return st == StatusParked }, 5*time.Second, 10*time.Millisecond)
+	for _, id := range ids {
+		st, attempts := tb.status(t, id)
+		if id == bad {
+			require.Equal(t, StatusParked, st)
+			require.Equal(t, 1, attempts)
+			continue
+		}
+		require.Equal(t, StatusSent, st, "row %d", id)
+		require.Equal(t, 1, attempts, "row %d: sent once", id)
+	}
+	var reasons []string
+	require.NoError(t, tb.db.Select(&reasons, "SELECT last_error FROM "+tb.t+" WHERE status = 'parked' ORDER BY id"))
+	require.Len(t, reasons, 2)
+	require.Contains(t, reasons[0], "the message is illegal")
+	require.Contains(t, reasons[1], "maxMessageSize")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, body := range s.sent {
+		require.NotEqual(t, maxMessageSize+1, len(body), "the huge row was sent")
+	}
+}
+
+// Per sharding key the rows go out in id order and to one queue, across the batches of many rounds and
+// with two relays on the table: a key's next row is claimed only after its previous one's batch had
+// SEND_OK and was recorded.
+func TestRelay_EachKeysRowsGoOutInIdOrderToOneQueueAcrossBatches(t *testing.T) {
+	tb, o := newTable(t, Config{PollInterval: 50 * time.Millisecond})
+	const keys, perKey = 8, 30
+	var want []int64
+	for seq := range perKey {
+		for k := range keys {
+			want = append(want, tb.add(t, o, KindMessage, fmt.Sprintf("k%d-%03d", k, seq), "key-"+strconv.Itoa(k)))
+		}
+	}
+	s := &fakeSender{}
+	other, err := New(o.store, Config{PollInterval: 50 * time.Millisecond})
+	require.NoError(t, err)
+	runRelayWith(t, o, s, fixedRoute(4))
+	runRelayWith(t, other, s, fixedRoute(4))
+	o.Wake()
+	other.Wake()
+	require.Eventually(t, func() bool {
+		var pending int
+		require.NoError(t, tb.db.Get(&pending, "SELECT COUNT(*) FROM "+tb.t+" WHERE status <> 'sent'"))
+		return pending == 0
+	}, 20*time.Second, 20*time.Millisecond)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Len(t, s.sent, keys*perKey, "each row once")
+	last := map[string]string{}
+	queue := map[string]int{}
+	batches := 0
+	for _, call := range s.calls {
+		if len(call) > 1 {
+			batches++
+		}
+		for _, m := range call {
+			body, key := string(m.Body), m.GetShardingKey()
+			require.Greater(t, body, last[key], "key %s: %s after %s", key, body, last[key])
+			last[key] = body
+			if q, ok := queue[key]; ok {
+				require.Equal(t, q, m.Queue.QueueId, "key %s changed queue", key)
+			}
+			queue[key] = m.Queue.QueueId
+		}
+	}
+	require.Positive(t, batches, "some rounds sent batches")
+}
+
+// Purge deletes the sent rows past the window, in id order, up to the first sent row still inside it;
+// pending and parked rows stay, whatever their age.
+func TestPurge_DeletesSentRowsPastTheWindowUpToTheFirstYoungOne(t *testing.T) {
+	tb, o := newTable(t, Config{})
+	rows := []struct{ status, sentAgo string }{
+		{StatusSent, "240 HOUR"}, {StatusSent, "240 HOUR"}, {StatusPending, ""}, {StatusParked, ""},
+		{StatusSent, "1 HOUR"}, {StatusSent, "240 HOUR"},
+	}
+	var ids []int64
+	for i, r := range rows {
+		id := tb.add(t, o, KindMessage, "m-"+strconv.Itoa(i), "k-"+strconv.Itoa(i))
+		ids = append(ids, id)
+		if r.sentAgo != "" {
+			_, err := tb.db.Exec("UPDATE "+tb.t+" SET status = 'sent', sent_at = UTC_TIMESTAMP(6) - INTERVAL "+r.sentAgo+" WHERE id = ?", id)
+			require.NoError(t, err)
+		} else {
+			_, err := tb.db.Exec("UPDATE "+tb.t+" SET status = ?, created_at = UTC_TIMESTAMP(6) - INTERVAL 400 HOUR WHERE id = ?", r.status, id)
+			require.NoError(t, err)
+		}
+	}
+	tables, err := dedup.NewTables(strings.TrimSuffix(tb.t, Table))
+	require.NoError(t, err)
+	n, err := Purge(context.Background(), tb.db, tables, 24*time.Hour, 1)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, n)
+	var left []int64
+	require.NoError(t, tb.db.Select(&left, "SELECT id FROM "+tb.t+" ORDER BY id"))
+	require.Equal(t, ids[2:], left, "the two old sent rows before the young one are deleted; the one after it waits for it")
+	n, err = Purge(context.Background(), tb.db, tables, 30*time.Minute, 1000)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, n, "with a shorter window the young row and the one after it go too")
 }

@@ -59,7 +59,7 @@ func TestRelay_HeadsOfDistinctKeysRunConcurrentlyEachOnceWithTheirOwnSentAt(t *t
 	for i, us := range spans {
 		require.GreaterOrEqual(t, time.Duration(us)*time.Microsecond, busy, "row %d", i)
 	}
-	// One round claims all 40 (the batch is 64), run in waves of 16: the sent_at of its rows spread over
+	// One round claims all 40 (it claims up to 256), run in waves of 16: the sent_at of its rows spread over
 	// the waves; a sent_at taken at the end of the round would be the same for all.
 	var spread int64
 	require.NoError(t, e.db.Get(&spread, "SELECT TIMESTAMPDIFF(MICROSECOND, MIN(sent_at), MAX(sent_at)) FROM "+

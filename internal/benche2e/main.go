@@ -35,6 +35,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -66,6 +67,7 @@ type options struct {
 	rssBacklog     int
 	stall          time.Duration
 	sharedTxPool   bool
+	cpuProfile     string
 }
 
 func main() {
@@ -76,8 +78,21 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benche2e: -cpuprofile:", err)
+			os.Exit(2)
+		}
+		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+	}
 	if _, err := run(ctx, o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "benche2e:", err)
+		stop()
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
@@ -100,6 +115,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.handlerTimeout, "handler-timeout", 10*time.Second, "rmqguard's handler deadline (consumer.Config.HandlerTimeout, reported by middleware.Deadline(0)); 0: the consumer's default, 30s")
 	fs.IntVar(&o.rssBacklog, "rss-backlog", 100_000, "backlog the rmqguard variant drains while its resident memory is sampled; 0 skips it")
 	fs.BoolVar(&o.sharedTxPool, "shared-tx-pool", false, "rmqguard's transactions on the application's pool (autocommit toggled and the claim read back per message) instead of the store's own (dedup.WithTxDSN)")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the whole run to this file")
 	fs.DurationVar(&o.stall, "stall", time.Minute, "give up a drain after this long without a new message")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -267,6 +283,9 @@ func describe(r result) string {
 		s += fmt.Sprintf(" (consumed in %.2fs; commit to SEND_OK p50 %s ms, p99 %s ms)", r.consumed.Seconds(),
 			millis(r.latency.p50), millis(r.latency.p99))
 	}
+	if r.cpu != "" {
+		s += "; cpu s: " + r.cpu
+	}
 	return s
 }
 
@@ -274,6 +293,8 @@ func describe(r result) string {
 // work after the handler (tracker.settle), until that work is done too: its time counts in the elapsed.
 func drain(ctx context.Context, env *environment, o options, b backlog, start drainFunc, group string) (result, error) {
 	tr := newTracker(b.n)
+	procs := cpuProcesses()
+	before := sampleCPU(procs)
 	stop, err := start(ctx, env, o, b, group, tr)
 	if err != nil {
 		return result{}, err
@@ -289,6 +310,7 @@ func drain(ctx context.Context, env *environment, o options, b backlog, start dr
 			r.latency = &lat
 		}
 	}
+	r.cpu = sampleCPU(procs).since(before, procs)
 	stop()
 	return r, err
 }

@@ -171,3 +171,16 @@ func TestBenchE2E_ParseVariants(t *testing.T) {
 	require.ErrorContains(t, err, "-messages 0")
 	require.ErrorContains(t, err, "-rounds 0")
 }
+
+func TestBenchE2E_CPUOfAStatLine(t *testing.T) {
+	// pid (comm with blanks) state ppid ... utime=fields 14, stime=15 (ticks of 10 ms)
+	line := "1724 (mariadbd x) S 1 1724 1724 0 -1 4194560 5000 0 0 0 1234 566 0 0 20 0 30 0 100 0 0"
+	d, err := parseStatCPU(line)
+	require.NoError(t, err)
+	require.Equal(t, 18*time.Second, d)
+	_, err = parseStatCPU("1 (x) S 1 2")
+	require.Error(t, err)
+	before := cpuSample{"bench": time.Second, "mariadb": 2 * time.Second}
+	after := cpuSample{"bench": 3 * time.Second, "mariadb": 2500 * time.Millisecond, "broker": time.Second}
+	require.Equal(t, "bench 2.00, mariadb 0.50", after.since(before, cpuProcesses()), "a process missing before is left out")
+}
