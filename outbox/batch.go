@@ -28,6 +28,9 @@ const (
 	// routeTTL is how long the relay uses a topic's queue list before it asks the name servers again
 	// (the client refreshes its routes every 30 s too).
 	routeTTL = 30 * time.Second
+	// routeRetry is how long the relay goes on with what it knows (the last route, or none: each message
+	// alone) after a failed route lookup before it asks again.
+	routeRetry = 5 * time.Second
 )
 
 // router gives the queues a topic's messages may go to, in the order the client's selectors see them.
@@ -55,7 +58,7 @@ func newRoutes(nameServers []string) *routes {
 
 // queues returns the writable queues of topic on brokers with a master, sorted by broker name then
 // queue id (the client's list: internal routeData2PublishInfo). A failed lookup returns the last list
-// known, if any, else the error.
+// known (nil if none) and the error, and is not tried again for routeRetry.
 func (r *routes) queues(ctx context.Context, topic string) ([]*primitive.MessageQueue, error) {
 	r.mu.Lock()
 	k, ok := r.known[topic]
@@ -65,10 +68,10 @@ func (r *routes) queues(ctx context.Context, topic string) ([]*primitive.Message
 	}
 	route, err := rmqadmin.TopicRoute(ctx, r.nameServers, topic)
 	if err != nil {
-		if ok {
-			return k.qs, nil
-		}
-		return nil, err
+		r.mu.Lock()
+		r.known[topic] = knownRoute{qs: k.qs, at: time.Now().Add(routeRetry - routeTTL)}
+		r.mu.Unlock()
+		return k.qs, err
 	}
 	var qs []*primitive.MessageQueue
 	for _, qd := range route {

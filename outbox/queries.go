@@ -93,9 +93,9 @@ func appendIDs(b *strings.Builder, ids []int64) {
 // after it. The query reads the pending rows in id order (idx_outbox_pending) and stops at the limit,
 // each row checked by one lookup of idx_outbox_key and the primary key: its cost grows with the rows it
 // reads before the limit, not with the backlog or a key's history. It is returned as a function of the
-// lowest id to look at and the limit; its arguments are the effect names. It is a plain read: the relay locks what it finds with
-// SKIP LOCKED, and a row another relay finished meanwhile no longer matches status = 'pending'. Empty
-// when the relay handles nothing.
+// lowest id to look at and the limit, with its arguments (the effect names); nil when the relay handles
+// nothing. It is a plain read: the relay locks what it finds with SKIP LOCKED, and a row another relay
+// finished meanwhile no longer matches status = 'pending'.
 func (q queries) claimHeads(messages bool, effects []string) (func(from int64, limit int) string, []any) {
 	var kinds []string
 	var args []any

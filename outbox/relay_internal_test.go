@@ -17,6 +17,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/rmqadmin"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -467,4 +468,33 @@ func TestPurge_DeletesSentRowsPastTheWindowUpToTheFirstYoungOne(t *testing.T) {
 	n, err = Purge(context.Background(), tb.db, tables, 30*time.Minute, 1000)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, n, "with a shorter window the young row and the one after it go too")
+}
+
+// The relay's routes list a topic's writable queues as the client does (broker by broker, queue ids in
+// order); a topic the name server does not know gives an error and no queues (its messages then go
+// alone), and a failed lookup keeps the last list known.
+func TestRoutes_ListTheTopicsQueuesAndKeepTheLastOnAFailedLookup(t *testing.T) {
+	ns := testenv.NameServer(t)
+	ctx := context.Background()
+	topic := "RMQGUARD_OBR_" + strings.ReplaceAll(testenv.Unique("r"), "-", "_")
+	require.NoError(t, rmqadmin.EnsureTopic(ctx, []string{ns}, testenv.Broker(t), topic, 4))
+	t.Cleanup(func() { _ = rmqadmin.DeleteTopic(context.Background(), []string{ns}, testenv.Broker(t), topic) })
+	r := newRoutes([]string{ns})
+	qs, err := r.queues(ctx, topic)
+	require.NoError(t, err)
+	require.Len(t, qs, 4)
+	for i, q := range qs {
+		require.Equal(t, topic, q.Topic)
+		require.Equal(t, i, q.QueueId)
+		require.NotEmpty(t, q.BrokerName)
+	}
+	missing, err := r.queues(ctx, topic+"_MISSING")
+	require.ErrorIs(t, err, rmqadmin.ErrTopicNotExist)
+	require.Empty(t, missing)
+
+	dead := newRoutes([]string{"127.0.0.1:1"})
+	dead.known[topic] = knownRoute{qs: qs, at: time.Now().Add(-time.Hour)}
+	stale, err := dead.queues(ctx, topic)
+	require.Error(t, err)
+	require.Equal(t, qs, stale, "the last list known")
 }
