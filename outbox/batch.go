@@ -9,6 +9,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
+	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/internal/rmqadmin"
 )
 
@@ -43,6 +44,7 @@ type router interface {
 // routes is the router of a relay with a broker: topic routes from the name servers, kept routeTTL.
 type routes struct {
 	nameServers []string
+	namespace   string // the topics' namespace (Config.Namespace)
 	mu          sync.Mutex
 	known       map[string]knownRoute
 }
@@ -52,8 +54,8 @@ type knownRoute struct {
 	at time.Time
 }
 
-func newRoutes(nameServers []string) *routes {
-	return &routes{nameServers: nameServers, known: map[string]knownRoute{}}
+func newRoutes(nameServers []string, namespace string) *routes {
+	return &routes{nameServers: nameServers, namespace: namespace, known: map[string]knownRoute{}}
 }
 
 // queues returns the writable queues of topic on brokers with a master, sorted by broker name then
@@ -66,7 +68,7 @@ func (r *routes) queues(ctx context.Context, topic string) ([]*primitive.Message
 	if ok && time.Since(k.at) < routeTTL {
 		return k.qs, nil
 	}
-	route, err := rmqadmin.TopicRoute(ctx, r.nameServers, topic)
+	route, err := rmqadmin.TopicRoute(ctx, r.nameServers, consumer.InNamespace(r.namespace, topic))
 	if err != nil {
 		r.mu.Lock()
 		r.known[topic] = knownRoute{qs: k.qs, at: time.Now().Add(routeRetry - routeTTL)}

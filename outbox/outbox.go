@@ -45,6 +45,9 @@ type Config struct {
 	NameServers []string
 	// Credentials sign the relay's requests (ACL); zero means none.
 	Credentials consumer.Credentials
+	// Namespace is the RocketMQ namespace of the messages' topics (as consumer.Config.Namespace): a row's
+	// Topic is sent to the topic in it. Default none.
+	Namespace string
 	// Effects are the durable effects this process runs, by name; Run runs only these, up to 16 at once
 	// (rows of distinct sharding keys), so a function may be called concurrently.
 	Effects map[string]EffectFunc
@@ -81,6 +84,9 @@ func (c Config) Validate() error {
 		if !strings.Contains(ns, ":") {
 			errs = append(errs, fmt.Errorf("outbox: NameServers: entry %d %q is not host:port", i, ns))
 		}
+	}
+	if err := consumer.ValidateNamespace(c.Namespace); err != nil {
+		errs = append(errs, fmt.Errorf("outbox: Namespace: %w", err))
 	}
 	for name, fn := range c.Effects {
 		if err := checkName(name); err != nil {

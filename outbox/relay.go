@@ -17,6 +17,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"go.uber.org/zap"
 
+	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/internal/rmqadmin"
 )
 
@@ -62,6 +63,9 @@ func (o *Outbox) Run(ctx context.Context) error {
 		if !o.cfg.Credentials.IsZero() {
 			opts = append(opts, producer.WithCredentials(o.cfg.Credentials.Client()))
 		}
+		if o.cfg.Namespace != "" {
+			opts = append(opts, producer.WithNamespace(o.cfg.Namespace))
+		}
 		p, err := rocketmq.NewProducer(opts...)
 		if err != nil {
 			return fmt.Errorf("outbox: relay: new producer: %w", err)
@@ -70,7 +74,7 @@ func (o *Outbox) Run(ctx context.Context) error {
 			return fmt.Errorf("outbox: relay: start producer: %w", err)
 		}
 		defer func() { _ = p.Shutdown() }()
-		return o.run(ctx, p, newRoutes(o.cfg.NameServers))
+		return o.run(ctx, p, newRoutes(o.cfg.NameServers, o.cfg.Namespace))
 	}
 	return o.run(ctx, nil, nil)
 }
@@ -466,7 +470,7 @@ func (o *Outbox) unsendable(ctx context.Context, topic string, err error) bool {
 	}
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	if _, rerr := rmqadmin.TopicRoute(rctx, o.cfg.NameServers, topic); !errors.Is(rerr, rmqadmin.ErrTopicNotExist) {
+	if _, rerr := rmqadmin.TopicRoute(rctx, o.cfg.NameServers, consumer.InNamespace(o.cfg.Namespace, topic)); !errors.Is(rerr, rmqadmin.ErrTopicNotExist) {
 		return false
 	}
 	masters, merr := rmqadmin.Masters(rctx, o.cfg.NameServers)

@@ -479,7 +479,7 @@ func TestRoutes_ListTheTopicsQueuesAndKeepTheLastOnAFailedLookup(t *testing.T) {
 	topic := "RMQGUARD_OBR_" + strings.ReplaceAll(testenv.Unique("r"), "-", "_")
 	require.NoError(t, rmqadmin.EnsureTopic(ctx, []string{ns}, testenv.Broker(t), topic, 4))
 	t.Cleanup(func() { _ = rmqadmin.DeleteTopic(context.Background(), []string{ns}, testenv.Broker(t), topic) })
-	r := newRoutes([]string{ns})
+	r := newRoutes([]string{ns}, "")
 	qs, err := r.queues(ctx, topic)
 	require.NoError(t, err)
 	require.Len(t, qs, 4)
@@ -492,7 +492,7 @@ func TestRoutes_ListTheTopicsQueuesAndKeepTheLastOnAFailedLookup(t *testing.T) {
 	require.ErrorIs(t, err, rmqadmin.ErrTopicNotExist)
 	require.Empty(t, missing)
 
-	dead := newRoutes([]string{"127.0.0.1:1"})
+	dead := newRoutes([]string{"127.0.0.1:1"}, "")
 	dead.known[topic] = knownRoute{qs: qs, at: time.Now().Add(-time.Hour)}
 	stale, err := dead.queues(ctx, topic)
 	require.Error(t, err)

@@ -243,7 +243,7 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	ob, err := outbox.New(store, outbox.Config{NameServers: nameServers, Credentials: cred, Logger: log, Observer: om,
+	ob, err := outbox.New(store, outbox.Config{NameServers: nameServers, Credentials: cred, Namespace: namespace, Logger: log, Observer: om,
 		Effects: map[string]outbox.EffectFunc{
 			effectNotify: notifyEffect(&http.Client{Timeout: 10 * time.Second}, "http://"+s.notifyAddr+"/notify")}})
 	if err != nil {

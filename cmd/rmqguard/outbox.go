@@ -80,7 +80,7 @@ func newOutboxRelayCmd(g *globalOptions) *cobra.Command {
 					return err
 				}
 				log, _ := zap.NewProduction()
-				ob, err := outbox.New(store, outbox.Config{NameServers: g.nameServers, Credentials: g.access.credentials(), Logger: log})
+				ob, err := outbox.New(store, outbox.Config{NameServers: g.nameServers, Credentials: g.access.credentials(), Namespace: g.access.namespace, Logger: log})
 				if err != nil {
 					return err
 				}
