@@ -15,7 +15,7 @@ import (
 	"github.com/rmqguard/rmqguard/dedup"
 )
 
-// The hot-row workload (variants hotrow and hotrow-batch): a backlog of its own whose events credit one of
+// The hot-row workload (variants hotrow, hotrow-batch and hotrow-batch-handler): a backlog of its own whose events credit one of
 // hotAccounts accounts each (AGGREGATE_ID the account), drained by rmqguard's standard chain around a
 // handler that appends a ledger row and adds the amount to the account's balance with an upsert, the row
 // lock that concurrent handlers queue on: per message (BatchSize 1) and in batches of batchSize.
@@ -57,7 +57,7 @@ func hotBalances(n int) map[string]int64 {
 
 // produceHot produces the hot backlog (env.hot) of n messages when a hot-row variant is among variants.
 func produceHot(ctx context.Context, env *environment, variants []string, n int) error {
-	if !slices.Contains(variants, variantHotrow) && !slices.Contains(variants, variantHotrowBatch) {
+	if !slices.ContainsFunc(variants, func(v string) bool { return strings.HasPrefix(v, variantHotrow) }) {
 		return nil
 	}
 	hot := backlog{topic: "BENCHE2E_HOT_" + strings.ReplaceAll(env.run, "-", "_"), prefix: env.run + "-h-", n: n, message: hotMessage}
@@ -69,10 +69,66 @@ func produceHot(ctx context.Context, env *environment, variants []string, n int)
 	return nil
 }
 
-// startHotrow returns the drainFunc of a hot-row variant with consumer.Config.BatchSize batch: it drains
-// env.hot (not b, whose size it has) into a ledger and a balance table of the group's, and after the drain
-// reports on env.log when the ledger or the balances do not add up (an effect lost or applied twice).
+// startHotrow returns the drainFunc of a hot-row variant with consumer.Config.BatchSize batch, each event's
+// ledger row and balance upsert written by a per-message handler (dedup.HandleJSON): see startHot.
 func startHotrow(batch int) drainFunc {
+	return startHot(batch, func(ledger, balance string) consumer.Handler {
+		return dedup.HandleJSON(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery, ev hotEvent) (consumer.Outcome, error) {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO `+ledger+` (event_id, account, amount, created_at)
+				VALUES (?, ?, ?, UTC_TIMESTAMP(6))`, d.EventID, ev.Account, ev.Amount); err != nil {
+				return consumer.Outcome{}, fmt.Errorf("ledger row of %s: %w", d.EventID, err)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO `+balance+` (account, balance) VALUES (?, ?)
+				ON DUPLICATE KEY UPDATE balance = balance + VALUES(balance)`, ev.Account, ev.Amount); err != nil {
+				return consumer.Outcome{}, fmt.Errorf("balance of %s: %w", ev.Account, err)
+			}
+			return consumer.Processed(), nil
+		})
+	})
+}
+
+// startHotrowBatchHandler is hotrow-batch-handler: BatchSize batchSize around a batch handler
+// (dedup.HandleBatchJSON) that writes a batch's ledger rows in one multi-row INSERT and its balances in one
+// multi-row upsert, one row per account (the batch's amounts summed) in account order.
+func startHotrowBatchHandler() drainFunc {
+	return startHot(batchSize, func(ledger, balance string) consumer.Handler {
+		return dedup.HandleBatchJSON(func(ctx context.Context, tx *sqlx.Tx, ds []*consumer.Delivery, evs []hotEvent) ([]consumer.Outcome, error) {
+			rows := make([]string, len(ds))
+			args := make([]any, 0, 3*len(ds))
+			sums := make(map[string]int64, hotAccounts)
+			for i, d := range ds {
+				rows[i] = `(?, ?, ?, UTC_TIMESTAMP(6))`
+				args = append(args, d.EventID, evs[i].Account, evs[i].Amount)
+				sums[evs[i].Account] += evs[i].Amount
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO `+ledger+` (event_id, account, amount, created_at) VALUES `+
+				strings.Join(rows, ", "), args...); err != nil {
+				return nil, fmt.Errorf("ledger rows of %d events: %w", len(ds), err)
+			}
+			accounts := slices.Sorted(maps.Keys(sums))
+			rows, args = rows[:0], args[:0]
+			for _, a := range accounts {
+				rows = append(rows, `(?, ?)`)
+				args = append(args, a, sums[a])
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO `+balance+` (account, balance) VALUES `+strings.Join(rows, ", ")+
+				` ON DUPLICATE KEY UPDATE balance = balance + VALUES(balance)`, args...); err != nil {
+				return nil, fmt.Errorf("balances of %d accounts: %w", len(accounts), err)
+			}
+			outs := make([]consumer.Outcome, len(ds))
+			for i := range outs {
+				outs[i] = consumer.Processed()
+			}
+			return outs, nil
+		})
+	})
+}
+
+// startHot returns the drainFunc of a hot-row variant with consumer.Config.BatchSize batch around the handler
+// mk builds on the variant's ledger and balance tables: it drains env.hot (not b, whose size it has) into
+// those tables of the group's, and after the drain reports on env.log when the ledger or the balances do not
+// add up (an effect lost or applied twice).
+func startHot(batch int, mk func(ledger, balance string) consumer.Handler) drainFunc {
 	return func(ctx context.Context, env *environment, o options, b backlog, group string, tr *tracker) (func(), error) {
 		if env.hot == nil || env.hot.n != b.n {
 			return nil, fmt.Errorf("%s: no hot-row backlog of %d messages", group, b.n)
@@ -82,18 +138,7 @@ func startHotrow(batch int) drainFunc {
 			return nil, err
 		}
 		env.cleanup.scope(group)
-		stop, err := startChain(env, o, *env.hot, group, tr, batch, nil, dedup.HandleJSON(
-			func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery, ev hotEvent) (consumer.Outcome, error) {
-				if _, err := tx.ExecContext(ctx, `INSERT INTO `+ledger+` (event_id, account, amount, created_at)
-					VALUES (?, ?, ?, UTC_TIMESTAMP(6))`, d.EventID, ev.Account, ev.Amount); err != nil {
-					return consumer.Outcome{}, fmt.Errorf("ledger row of %s: %w", d.EventID, err)
-				}
-				if _, err := tx.ExecContext(ctx, `INSERT INTO `+balance+` (account, balance) VALUES (?, ?)
-					ON DUPLICATE KEY UPDATE balance = balance + VALUES(balance)`, ev.Account, ev.Amount); err != nil {
-					return consumer.Outcome{}, fmt.Errorf("balance of %s: %w", ev.Account, err)
-				}
-				return consumer.Processed(), nil
-			}))
+		stop, err := startChain(env, o, *env.hot, group, tr, batch, nil, mk(ledger, balance))
 		if err != nil {
 			return nil, err
 		}

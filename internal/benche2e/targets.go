@@ -22,6 +22,7 @@ var targets = []target{
 	{variantBatchHandler, variantBaseline, 5},
 	{variantBatchHandler, variantHandwrittenMultirow, 0.8},
 	{variantHotrowBatch, variantHotrow, 1.5},
+	{variantHotrowBatchHandler, variantHotrow, 1.5},
 }
 
 // maxLostPerThousand is the most batches per 1,000 messages hotrow-batch may lose (issue 18's target).

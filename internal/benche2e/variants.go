@@ -31,7 +31,10 @@ const (
 	// message and with BatchSize batchSize.
 	variantHotrow      = "hotrow"
 	variantHotrowBatch = "hotrow-batch"
-	variantDuplicates  = "duplicates"
+	// variantHotrowBatchHandler drains the hot-row backlog with BatchSize batchSize through a batch handler
+	// (dedup.HandleBatchJSON): one multi-row ledger INSERT and one balance upsert per batch, in account order.
+	variantHotrowBatchHandler = "hotrow-batch-handler"
+	variantDuplicates         = "duplicates"
 	// variantDuplicatesRedis drains the duplicates backlog with the dedup store wrapped in the Redis fast
 	// path (dedup/redisfast), every event's done key written beforehand: each message is answered by Redis.
 	variantDuplicatesRedis = "duplicates-redis"
@@ -69,6 +72,7 @@ func variants() map[string]drainFunc {
 		variantBatchHandler:        startBatchHandler,
 		variantHotrow:              startHotrow(1),
 		variantHotrowBatch:         startHotrow(batchSize),
+		variantHotrowBatchHandler:  startHotrowBatchHandler(),
 		variantDuplicates:          startDuplicates,
 		variantDuplicatesRedis:     startDuplicatesRedis,
 	}
@@ -77,7 +81,7 @@ func variants() map[string]drainFunc {
 // defaultVariants is the -variants default: all of them, in drain order.
 var defaultVariants = strings.Join([]string{variantRaw, variantBaseline, variantRmqguard, variantOutbox, variantBatch,
 	variantHandwrittenBatch, variantBatchCeiling, variantHandwrittenMultirow, variantBatchHandler, variantHotrow, variantHotrowBatch,
-	variantDuplicates, variantDuplicatesRedis}, ",")
+	variantHotrowBatchHandler, variantDuplicates, variantDuplicatesRedis}, ",")
 
 // parseVariants splits a comma list of variant names, rejecting unknown and repeated names.
 func parseVariants(list string) ([]string, error) {
