@@ -259,9 +259,10 @@ func (b *Batch) finish(chain, outcomes []Outcome, errs []error) (lost, outage er
 // at the store gate (unless it reopened since the pass began) and handles the whole callback again with a
 // new Batch, within w's bound. A resource lost for another reason (a deadlock with another batch:
 // concurrent deliveries of one event in two batches, or handlers that lock the same rows in different
-// orders) is not the members' own failure either: the callback is handled once more, at once, carefully;
-// only when that pass loses its resource too are the members that depended on it retried (spending an
-// attempt). Middlewares see every pass; the consumer reports each message's decision once, from the last.
+// orders, a member outliving the batch's deadline) is not the members' own failure either: the callback is
+// handled once more, at once, carefully; when that pass loses its resource too, each member is handled
+// alone (no Batch), so only a member whose own handler fails spends an attempt. Middlewares see every
+// pass; the consumer reports each message's decision once, from the last.
 // ok is false when the callback must not be answered.
 func (c *Consumer) handleCallback(msgs []*primitive.MessageExt, w *outageWait) (pass, bool) {
 	if c.cfg.BatchSize <= 1 || len(msgs) <= 1 { // a callback of one message handles it alone, as BatchSize 1
@@ -287,7 +288,12 @@ func (c *Consumer) handleCallback(msgs []*primitive.MessageExt, w *outageWait) (
 				continue
 			}
 			if handledAgain {
-				return p, true
+				// Lost twice (the same deadlock again, or a member outliving the batch's deadline): each member
+				// alone, so that only a member whose own handler fails spends an attempt.
+				c.log.Info("the batch's shared transaction was lost again; handling each member alone",
+					zap.String("group", c.cfg.Group), zap.Int("members", len(msgs)), zap.Error(lost))
+				p, _, _, ok = c.handlePass(msgs, w, nil)
+				return p, ok
 			}
 			handledAgain, careful = true, true
 			c.log.Info("the batch's shared transaction was lost; handling the batch once more in a new one", // expected (a deadlock between batches), healed here

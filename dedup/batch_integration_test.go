@@ -102,10 +102,11 @@ func TestIssue8_Batch_FailingMemberRolledBackOthersCommitTogether(t *testing.T) 
 
 // Rule 3, F15 in batch form: a deadlock inside member 2's handler rolls the whole batch transaction back
 // server-side. Whether the handler returns the 1213 (ROLLBACK TO SAVEPOINT then fails with 1305) or
-// swallows it and goes on (the claim count before COMMIT finds rows missing), no member's effect commits,
-// every member that depended on the transaction is decided a retry (with the error, reported so), and no
-// after-commit hook runs. On redelivery each event takes effect once.
-func TestF15_Batch_DeadlockInOneMemberRetriesEveryMember(t *testing.T) {
+// swallows it and goes on (the claim count before COMMIT finds rows missing), no effect of that pass
+// commits and no after-commit hook runs. Lost in the careful pass and again in the one after it, the
+// batch is handled member by member: when member 2 deadlocks alone too, it alone is decided a retry (with
+// the error, never a dead letter), members 1 and 3 commit once; on redelivery member 2 takes effect once.
+func TestF15_Batch_DeadlockInEveryPassRetriesOnlyTheMemberThatDeadlocks(t *testing.T) {
 	for _, swallow := range []bool{false, true} {
 		name := map[bool]string{false: "handler returns the deadlock", true: "handler swallows the deadlock"}[swallow]
 		t.Run(name, func(t *testing.T) {
@@ -117,7 +118,7 @@ func TestF15_Batch_DeadlockInOneMemberRetriesEveryMember(t *testing.T) {
 				require.NoError(t, err)
 			}
 			e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
-			deadlockPasses, deadlocks := 2, 0 // the first delivery deadlocks in both of its passes
+			deadlockPasses, deadlocks := 3, 0 // the first delivery deadlocks in its careful pass, the next, and alone
 			var hooksMu sync.Mutex
 			hooks := 0
 			cb := f.batchConsumer(t, false, f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
@@ -143,36 +144,35 @@ func TestF15_Batch_DeadlockInOneMemberRetriesEveryMember(t *testing.T) {
 			}))
 			msgs := f.batchMsgs(t, e1, e2, e3)
 			assert.Equal(t, rmq.ConsumeRetryLater, cb.Deliver(t, false, msgs...))
-			require.Equal(t, 2, deadlocks, "the scenario produced its deadlock in both passes of the first delivery")
+			require.Equal(t, 3, deadlocks, "the scenario produced its deadlock in the two batch passes and alone")
 			for i, id := range []string{e1, e2, e3} {
-				assert.Equal(t, "", f.status(t, id), "no row committed for member %d", i+1)
-				assert.Equal(t, 0, f.ledger.Count(t, id), "no effect committed for member %d", i+1)
 				dec := cb.Decisions(msgs[i].MsgId)
 				require.Len(t, dec, 1)
-				if !swallow && i == 1 {
-					continue // its own failure, the deadlock
-				}
-				if !swallow && i == 2 {
-					assert.ErrorIs(t, dec[0].Err, middleware.ErrBatchLost, "member 3 is not handled on a lost transaction")
-					assert.Contains(t, dec[0].Err.Error(), "member 2 (event "+e2+") failed", "the loss names the member that caused it")
-					assert.Contains(t, dec[0].Err.Error(), "1213", "and its deadlock, not only the 1305 that followed")
+				if i != 1 {
+					assert.Equal(t, "SUCCESS", f.status(t, id), "member %d committed", i+1)
+					assert.Equal(t, 1, f.ledger.Count(t, id), "member %d took effect once", i+1)
+					assert.Equal(t, consumer.KindProcessed, dec[0].Outcome.Kind, "member %d decided processed", i+1)
 					continue
 				}
-				assert.Equal(t, consumer.KindRetry, dec[0].Outcome.Kind, "member %d decided a retry", i+1)
-				require.Error(t, dec[0].Err, "member %d carries the batch's error", i+1)
+				assert.Equal(t, "", f.status(t, id), "no row committed for the member that deadlocked")
+				assert.Equal(t, 0, f.ledger.Count(t, id), "no effect committed for the member that deadlocked")
+				assert.Equal(t, consumer.KindRetry, dec[0].Outcome.Kind, "the member that deadlocked is decided a retry")
+				require.Error(t, dec[0].Err, "with its error")
 				if swallow {
 					assert.ErrorIs(t, dec[0].Err, dedup.ErrClaimLost)
 				} else {
-					assert.ErrorIs(t, dec[0].Err, middleware.ErrBatchLost)
+					var me *mysql.MySQLError
+					require.ErrorAs(t, dec[0].Err, &me)
+					assert.EqualValues(t, retry.ErLockDeadlock, me.Number)
 				}
 			}
-			assert.Zero(t, hooks, "no after-commit hook ran")
+			assert.Equal(t, 2, hooks, "the hooks of members 1 and 3 ran once, after their own COMMITs")
 
 			assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, msgs...))
 			for _, id := range []string{e1, e2, e3} {
 				assert.Equal(t, 1, f.ledger.Count(t, id), "event %s took effect once", id)
 			}
-			assert.Equal(t, 3, hooks, "each kept member's hook ran once after the batch COMMIT")
+			assert.Equal(t, 3, hooks, "each member's hook ran once")
 		})
 	}
 }
@@ -486,14 +486,16 @@ func TestIssue8_Batch_DuplicateAndOwnRollbackToAreNoDoubt(t *testing.T) {
 // Rule 7 with middleware.Timeout outside Dedup: member 1's handler ignores its context and is abandoned at
 // its deadline while it still runs, then writes late on the shared transaction. Its claim is still in the
 // transaction and its late write would fall into the next member's savepoint, so the next member finds it
-// active and the batch transaction is lost: nothing commits, not member 1's claim without its effect, and
-// every member is retried. On redelivery each event takes effect once.
-func TestIssue8_Batch_AbandonedMemberLosesTheBatch(t *testing.T) {
+// active and the batch transaction is lost: nothing commits, not member 1's claim without its effect. Lost
+// in both careful passes, the members are handled alone: member 1, abandoned again, is retried alone (its
+// late write finds its own transaction finished); members 2 and 3 commit. On redelivery member 1 takes
+// effect once.
+func TestBatch_AbandonedMemberLosesTheBatchAndIsRetriedAlone(t *testing.T) {
 	f := newFixture(t)
 	e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
-	var slowPasses atomic.Int32 // abandoned in both passes of the first delivery
-	slowPasses.Store(2)
-	lateWrite := make(chan error, 2)
+	var slowPasses atomic.Int32 // abandoned in the two batch passes of the first delivery and alone
+	slowPasses.Store(3)
+	lateWrite := make(chan error, 3)
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
 	h := middleware.Chain(dedup.Handle(f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
@@ -507,14 +509,17 @@ func TestIssue8_Batch_AbandonedMemberLosesTheBatch(t *testing.T) {
 	cb := testenv.NewCallback(t, cfg, h)
 	msgs := f.batchMsgs(t, e1, e2, e3)
 	assert.Equal(t, rmq.ConsumeRetryLater, cb.Deliver(t, false, msgs...))
-	assert.Error(t, <-lateWrite, "the late write finds the transaction finished")
-	assert.Error(t, <-lateWrite, "the late write of the second pass finds its transaction finished")
-	for i, id := range []string{e1, e2, e3} {
-		assert.Equal(t, "", f.status(t, id), "no row committed for member %d", i+1)
-		assert.Equal(t, 0, f.ledger.Count(t, id))
-		assert.Equal(t, consumer.KindRetry, cb.Decisions(msgs[i].MsgId)[0].Outcome.Kind)
+	for pass := 1; pass <= 3; pass++ {
+		assert.Error(t, <-lateWrite, "the late write of pass %d finds its transaction finished", pass)
 	}
-	assert.ErrorIs(t, cb.Decisions(msgs[1].MsgId)[0].Err, middleware.ErrBatchLost)
+	assert.Equal(t, "", f.status(t, e1), "no row committed for the abandoned member")
+	assert.Equal(t, 0, f.ledger.Count(t, e1))
+	assert.Equal(t, consumer.KindRetry, cb.Decisions(msgs[0].MsgId)[0].Outcome.Kind)
+	for i, id := range []string{e2, e3} {
+		assert.Equal(t, "SUCCESS", f.status(t, id), "member %d committed alone", i+2)
+		assert.Equal(t, 1, f.ledger.Count(t, id))
+		assert.Equal(t, consumer.KindProcessed, cb.Decisions(msgs[i+1].MsgId)[0].Outcome.Kind)
+	}
 	assert.Equal(t, 0, f.ledger.Count(t, e1+"-late"))
 
 	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, msgs...))

@@ -70,11 +70,16 @@ func TestS8_Batch_DoneKeysWrittenAfterTheBatchCommit(t *testing.T) {
 // F16 in batch mode: when the batch transaction does not commit (here a member's handler ends it with a
 // ROLLBACK of its own, so the kept rows are gone at the count before COMMIT), no done key is written, not
 // even for a member that repeats an event claimed earlier in the same batch (its 1062 would come from the
-// batch's own uncommitted row).
+// batch's own uncommitted row). Lost twice, the members are handled alone: only then does member 1 commit
+// and get its key; member 2, whose own transaction its ROLLBACK ends, gets none.
 func TestF16_Batch_LostBatchWritesNoDoneKey(t *testing.T) {
 	f := newFixture(t, testenv.Redis(t), time.Minute)
 	e1, e2 := f.prefix+"-1", f.prefix+"-2"
+	var keysBeforeAlone []bool
 	cb := f.batchCallback(t, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		if consumer.BatchFromContext(ctx) == nil && keysBeforeAlone == nil {
+			keysBeforeAlone = []bool{f.exists(t, e1), f.exists(t, e2)}
+		}
 		if d.EventID == e2 {
 			if _, err := tx.ExecContext(ctx, `ROLLBACK`); err != nil {
 				return consumer.Outcome{}, err
@@ -83,8 +88,9 @@ func TestF16_Batch_LostBatchWritesNoDoneKey(t *testing.T) {
 		return consumer.Processed(), nil
 	})
 	assert.Equal(t, rmq.ConsumeRetryLater, cb.Deliver(t, false, f.msg(e1), f.msg(e1), f.msg(e2)))
-	assert.False(t, f.exists(t, e1), "no done key: the batch did not commit")
-	assert.False(t, f.exists(t, e2))
-	assert.Equal(t, 0, f.ledger.Count(t, e1))
+	assert.Equal(t, []bool{false, false}, keysBeforeAlone, "no done key after the two lost batch passes")
+	assert.True(t, f.exists(t, e1), "member 1 committed alone")
+	assert.Equal(t, 1, f.ledger.Count(t, e1))
+	assert.False(t, f.exists(t, e2), "member 2's own transaction did not commit")
 	assert.Equal(t, 0, f.ledger.Count(t, e2))
 }
