@@ -34,10 +34,10 @@ func Example_typedHandler() {
 	_ = typedHandler
 }
 
-// The README's "Typed handlers" code block is typedHandler's returned expression, line for line (leading
-// blanks aside), so the code users copy is the code that compiles.
+// The "Typed handlers" code block of docs/wiring-and-handlers.md is typedHandler's returned expression, line
+// for line (leading blanks aside), so the code users copy is the code that compiles.
 func TestREADMETypedHandlerIsTheCompiledExample(t *testing.T) {
-	block := testenv.READMEBlock(t, "### Typed handlers")
+	block := testenv.DocBlock(t, "docs/wiring-and-handlers.md", "## Typed handlers")
 	body := testenv.Between(t, "typed_example_test.go", "func typedHandler() consumer.Handler {\n\treturn ", "\n}\n")
 	require.Equal(t, testenv.Lines(block), testenv.Lines(body))
 }

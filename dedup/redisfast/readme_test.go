@@ -8,10 +8,10 @@ import (
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
-// The README's "Redis fast path" code block is fastDedup's body (example_test.go), line for line (leading
-// and trailing blanks aside), so the wiring users copy is the one that compiles.
+// The "Redis fast path" code block of docs/configuration.md is fastDedup's body (example_test.go), line for
+// line (leading and trailing blanks aside), so the wiring users copy is the one that compiles.
 func TestS8_READMEWiringIsTheCompiledExample(t *testing.T) {
-	block := testenv.READMEBlock(t, "## Redis fast path")
+	block := testenv.DocBlock(t, "docs/configuration.md", "## Redis fast path")
 	body := testenv.Between(t, "example_test.go",
 		"func fastDedup(store *dedup.Store, reg prometheus.Registerer) (consumer.Middleware, func() error, error) {\n", "\n}\n")
 	require.Equal(t, testenv.Lines(body), testenv.Lines(block))

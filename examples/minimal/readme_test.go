@@ -17,7 +17,7 @@ import (
 func TestREADMEMinimalConsumerIsThisFile(t *testing.T) {
 	src, err := os.ReadFile("main.go")
 	require.NoError(t, err)
-	assert.Equal(t, string(src), testenv.READMEBlock(t, "## A consumer in one file"))
+	assert.Equal(t, string(src), testenv.DocBlock(t, "README.md", "## A consumer in one file"))
 
 	body := testenv.Between(t, "main.go", "func run() error {\n", "\n}\n")
 	assert.LessOrEqual(t, len(strings.Split(body, "\n")), 20, "run's body is the wiring:\n%s", body)

@@ -7,25 +7,26 @@ import (
 	"testing"
 )
 
-// READMEBlock returns the first ```go block after the line heading (e.g. "## Wiring a consumer") in the
-// repository's README.md, without its fences; the test fails when there is none.
-func READMEBlock(t testing.TB, heading string) string {
+// DocBlock returns the first ```go block after the line heading (e.g. "## Wiring a consumer") in file, a
+// Markdown file named from the repository's root ("README.md", "docs/effects.md"), without its fences; the
+// test fails when there is none.
+func DocBlock(t testing.TB, file, heading string) string {
 	t.Helper()
-	readme, err := os.ReadFile(filepath.Join(repoRoot(), "README.md"))
+	doc, err := os.ReadFile(filepath.Join(repoRoot(), filepath.FromSlash(file)))
 	if err != nil {
-		t.Fatalf("read README.md: %v", err)
+		t.Fatalf("read %s: %v", file, err)
 	}
-	_, section, ok := strings.Cut(string(readme), "\n"+heading+"\n")
+	_, section, ok := strings.Cut(string(doc), "\n"+heading+"\n")
 	if !ok {
-		t.Fatalf("README.md has no %q heading", heading)
+		t.Fatalf("%s has no %q heading", file, heading)
 	}
 	_, block, ok := strings.Cut(section, "```go\n")
 	if !ok {
-		t.Fatalf("README.md has no ```go block after %q", heading)
+		t.Fatalf("%s has no ```go block after %q", file, heading)
 	}
 	block, _, ok = strings.Cut(block, "\n```")
 	if !ok {
-		t.Fatalf("README.md's ```go block after %q is not closed", heading)
+		t.Fatalf("%s's ```go block after %q is not closed", file, heading)
 	}
 	return block + "\n"
 }
@@ -50,7 +51,7 @@ func Between(t testing.TB, file, start, end string) string {
 }
 
 // Lines returns s's lines without their leading and trailing blanks, so that code indented in a function
-// compares equal to the same code at the left margin of the README.
+// compares equal to the same code at the left margin of a Markdown block.
 func Lines(s string) []string {
 	var out []string
 	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
