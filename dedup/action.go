@@ -72,21 +72,11 @@ func NewActions(t ActionTable) (*Actions, error) {
 	return &Actions{t: t, insert: "INSERT INTO " + quote(t.Table) + " (" + quote(t.KeyColumn)}, nil
 }
 
-// Record inserts the action row (KeyColumn = id, plus columns, written in name order) in tx: the dedup
-// transaction of a message, or a compensation job's own transaction. Apply the action's effect in the
-// same transaction only when it returns ActionApplied.
-//
-// A 1062 on KeyName returns ActionAlreadyApplied and no error: the action's row exists, so its effect
-// does too. MySQL rolls back only the failed statement and keeps the transaction open, so the handler
-// carries on (and commits its dedup row) while applying nothing. The database's unique key settles a
-// race: with InnoDB, a second transaction inserting the same id waits for the first; if the first
-// commits, the second gets the 1062 (already applied); if it rolls back, the second's insert goes
-// through (applied). So a message and a compensation job handling one action give one effect.
-//
-// A 1062 on another unique key of the table (or one whose key MySQL does not name) is not this action's
-// row: it comes back as an error wrapping the driver's error, as any other database error does, with
-// the table and id. An empty id, or a column that is invalid, is KeyColumn or is named twice (in two
-// cases), is a programming error and returns a retry.Permanent error.
+// Record inserts the action row (KeyColumn = id, plus columns, in name order) in tx (a message's dedup
+// transaction, or a job's own); apply the action's effect in tx only when it returns ActionApplied. A 1062
+// on KeyName is ActionAlreadyApplied and no error (the package doc, "Actions"). Errors: a 1062 on another
+// key, and any other database error, wrapped with the table and id; an empty id or an invalid, key or twice
+// named column, retry.Permanent.
 func (a *Actions) Record(ctx context.Context, tx *sqlx.Tx, id string, columns map[string]any) (ActionResult, error) {
 	if err := a.check(id, columns); err != nil {
 		return 0, retry.Permanent(fmt.Errorf("dedup: record action %q in %s: %w", id, a.t.Table, err))

@@ -21,18 +21,11 @@ func WithTxn(ctx context.Context, txn *Txn) context.Context {
 	return context.WithValue(WithTx(ctx, txn.Tx), txnKey{}, txn)
 }
 
-// AfterCommit registers fn to run once the message's dedup transaction (the Txn in ctx, see WithTxn) has
-// committed: for effects that must not happen unless the business writes did and whose loss is acceptable,
-// such as invalidating a cache. fn is a func(context.Context) or a func(context.Context) error. fn never
-// runs when the transaction rolls back (an error, a retry, a stale event, a lost claim, a failed or
-// abandoned commit), nor for a duplicate (the handler does not run). It runs at most once per commit, in
-// the consumer's goroutine before the message is acknowledged, with the handler's context; it is not
-// exactly-once: a crash between COMMIT and fn loses it, and the redelivery is then a duplicate that does not
-// run it again. A fn that returns an error or panics has lost its effect: the message stays committed, the
-// failure is counted (WithObserver) and logged at error level with the event ID (WithLogger), each one,
-// whatever the logger's sampling (see WithLogger). It returns ErrNoTx when ctx carries no dedup
-// transaction, and an error wrapping sql.ErrTxDone when the transaction is already finished (a handler
-// abandoned at its deadline).
+// AfterCommit registers fn (a func(context.Context) or func(context.Context) error) to run at most once,
+// after the dedup transaction in ctx commits, before the message is acknowledged: for effects whose loss is
+// acceptable (the package doc, "After-commit hooks"). A failing fn is counted (WithObserver) and logged
+// (WithLogger); the message stays committed. Errors: ErrNoTx when ctx carries no dedup transaction; one
+// wrapping sql.ErrTxDone when the transaction already finished.
 func AfterCommit[F func(context.Context) | func(context.Context) error](ctx context.Context, fn F) error {
 	txn, ok := ctx.Value(txnKey{}).(*Txn)
 	if !ok || txn == nil {

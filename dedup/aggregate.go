@@ -49,17 +49,9 @@ func (a Aggregate) check() error {
 func (a Aggregate) String() string { return a.Type + " " + a.ID }
 
 // AggregateVersion reads a's stored version in tx and locks a's row until tx ends, so that events of one
-// aggregate handled at once are serialised: the second waits until the first commits or rolls back and
-// then reads what it left. It returns 0 when the aggregate has no version yet.
-//
-// It is one statement: INSERT … ON DUPLICATE KEY UPDATE version = LAST_INSERT_ID(version). For a new
-// aggregate it inserts a placeholder row at version 0 (AdvanceAggregate moves it; a rollback removes it; a
-// row left at 0 means "no version"); for a known one it locks the row and returns its version through
-// LAST_INSERT_ID (the statement's insert ID: 0 when a row was inserted). A locking read (SELECT … FOR UPDATE)
-// would be the plain way, but on a missing row it takes a gap lock in REPEATABLE READ, and first events of
-// different new aggregates then deadlock on their inserts (measured: most of 16 at once); inserting takes no
-// gap lock, and two first events of one new aggregate wait for each other instead. It returns a permanent
-// error for a key the table cannot hold and the statement's error, wrapped.
+// aggregate handled at once are serialised; 0 when the aggregate has no version yet. It is one statement,
+// which inserts a placeholder row at version 0 for a new aggregate (the package doc, "Versions"). Errors:
+// a permanent error for a key the table cannot hold; the statement's error, wrapped.
 func (s *Store) AggregateVersion(ctx context.Context, tx *sqlx.Tx, a Aggregate) (int64, error) {
 	if err := a.check(); err != nil {
 		return 0, err

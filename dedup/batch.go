@@ -16,16 +16,11 @@ const (
 	maxMsgIDLength = 64
 )
 
-// ClaimBatch claims the events of a batch's members in txn with one multi-row INSERT IGNORE: ds's
-// processed_event rows as Claim writes them, with txn's claim token, inserted in the order of ds (sort ds
-// by scope and event ID, so that concurrent batches lock their claims in one order). dup[i] reports that
-// ds[i] is a duplicate, not claimed: its scope already has a committed row for the event (after waiting
-// for a transaction that held it), or an earlier element of ds carries the same event. Telling them apart
-// costs no failed statement: when some but not all rows went in, one SELECT of the rows carrying txn's
-// token tells which are txn's. It returns an error before any statement when a member cannot be
-// claimed this way (what Claim refuses, or an event ID, scope, topic or message ID that is not valid UTF-8
-// or longer than its column, which IGNORE would store altered: Claim decides such a member alone), or the
-// statement's error, wrapped (roll txn back then). An empty ds costs nothing.
+// ClaimBatch claims ds's events in txn with one multi-row INSERT IGNORE, in the order of ds (sort it by scope
+// and event ID); dup[i] reports that ds[i] is a duplicate, not claimed (the package doc, "Batches"). An
+// empty ds costs nothing. Errors: before any statement, a member it cannot claim this way (Claim decides it
+// alone: what Claim refuses, or a field not valid UTF-8 or too long for its column); the statement's
+// error, wrapped (roll txn back then).
 func (s *Store) ClaimBatch(ctx context.Context, txn *Txn, ds []*consumer.Delivery) (dup []bool, err error) {
 	dup = make([]bool, len(ds))
 	if len(ds) == 0 {

@@ -16,15 +16,10 @@ import (
 // outcome per delivery, in order (what a TxHandler would return for each). An error fails every delivery.
 type BatchTxHandler func(ctx context.Context, tx *sqlx.Tx, ds []*consumer.Delivery) ([]consumer.Outcome, error)
 
-// HandleBatch adapts a BatchTxHandler into a consumer.Handler, a Handle result (the chain needs
-// middleware.Dedup, as for any Handle). In a batch's first pass (consumer.Config.BatchSize > 1), where
-// middleware.Dedup runs the members' chains after the last member, h runs once, in the batch's
-// transaction, with the batch's new deliveries (duplicates left out) in the order the chains reached it;
-// when a delivery's outcome is not processed (or a duplicate), or h fails, the batch is handled again
-// carefully, calling h with one delivery at a time inside that member's savepoint, so that the failing
-// member alone is retried or dead-lettered. Elsewhere (BatchSize 1, a careful pass) h gets one delivery.
-// Its context there is the batch's (deadline HandlerTimeout × members), carrying the transaction
-// (dedup.AfterCommit works). A nil h is refused as Handle refuses a nil handler.
+// HandleBatch adapts h into a consumer.Handler, a Handle result (the chain needs middleware.Dedup). In a
+// batch's first pass h runs once with the batch's new deliveries; in the careful pass, and with BatchSize 1,
+// with one delivery at a time (the package doc, "Batches"). Its context carries the transaction. A nil h is
+// refused as Handle refuses a nil handler.
 func HandleBatch(h BatchTxHandler) consumer.Handler {
 	if h == nil {
 		return consumer.Refuse(errNilBatchHandler)

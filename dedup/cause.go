@@ -10,19 +10,10 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 )
 
-// DuplicateCause tells why d, whose Claim returned ErrDuplicate, came again, by reading the stored
-// processed_event row in txn (one SELECT, on the duplicate path only):
-//
-//   - consumer.CauseRedelivery when the row's msg_id is d's message ID: the same message again (a lost
-//     offset commit, a consume-timeout resend, a rebalance, a retried batch; the client's MsgId is the
-//     producer's UNIQ_KEY, kept across redeliveries);
-//   - consumer.CauseReplay when d carries replay provenance (consumer.PropReplayID): `rmqguard dlq replay`
-//     sent it, with a new message ID;
-//   - consumer.CauseResend otherwise: a new message carrying an event ID already processed (the producer
-//     sent the event again).
-//
-// It returns an error, wrapped, when the row cannot be read (the query fails, or the row is gone: purged
-// since); the caller then leaves the cause empty, and the consumer reports it as consumer.CauseUnknown.
+// DuplicateCause tells why d, whose Claim returned ErrDuplicate, came again: consumer.CauseRedelivery,
+// CauseReplay or CauseResend (the package doc, "Duplicates"), read from the stored row in txn with one
+// SELECT. It returns an error, wrapped, when the row cannot be read (the query fails, or the row was purged
+// since); the caller then leaves the cause empty, reported as consumer.CauseUnknown.
 func (s *Store) DuplicateCause(ctx context.Context, txn *Txn, d *consumer.Delivery) (consumer.Cause, error) {
 	scope := s.Scope(d)
 	var msgID string

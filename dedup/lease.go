@@ -38,17 +38,11 @@ type Lease struct {
 	takeover       bool
 }
 
-// ClaimLease commits, in a transaction of its own, a lease of duration dur on d's event (scope and event
-// ID): a new lease row, or, when the row's lease has expired (its holder died or gave up: it never
-// committed), the row taken over by a conditional UPDATE (then Takeover reports true for a context
-// carrying the lease, see WithLease). Lease times are on
-// the database's UTC clock; a claim whose COMMIT's answer was lost is decided by the lease row it left
-// (read back by its token). It returns an error wrapping ErrLeaseHeld when another delivery holds a live
-// lease; an empty or too long event ID or scope is permanent, as for Claim. A missing lease table (the
-// schema before migration 00005) is an error wrapping ErrSchema that names the fix, marked infrastructure:
-// consumption pauses instead of spending attempts. The store's own failures (no
-// connection, a connection lost, a read-only server) are marked (or classify as) retry.Infrastructure,
-// unless ctx ended: not the message's failure, so no attempt is spent on them.
+// ClaimLease commits, in a transaction of its own, a lease of duration dur on d's event: a new lease row, or
+// an expired one taken over (Takeover then reports true; the package doc, "Leases"). Errors: ErrLeaseHeld
+// (wrapped) while another delivery holds a live lease; an empty or too long event ID or scope, permanent; a
+// missing lease table, ErrSchema (wrapped) marked infrastructure; the store's own failures,
+// retry.Infrastructure unless ctx ended.
 func (s *Store) ClaimLease(ctx context.Context, d *consumer.Delivery, dur time.Duration) (*Lease, error) {
 	if d.EventID == "" || utf8.RuneCountInString(d.EventID) > MaxEventIDLength {
 		return nil, retry.Permanentf("dedup: event ID %q is empty or longer than %d characters", d.EventID, MaxEventIDLength)

@@ -61,13 +61,11 @@ func renderMigrations(t Tables) (fs.FS, error) {
 	return out, nil
 }
 
-// Migrate applies the dedup schema (the processed_event, aggregate_version and event_lease tables) to db, a MySQL or
-// MariaDB database, recording the applied migrations in VersionTable. With WithTablePrefix(p) among opts
-// (the only option it takes: the others configure a Store and are refused) the tables are
-// p + "processed_event", p + "aggregate_version", p + "event_lease" and p + VersionTable instead; pass the same option to
-// NewStore. It is safe to run from several processes at once: they serialise on a MySQL named lock
-// (GET_LOCK). It returns the migrations it applied (none when the schema is current), or an error: an
-// invalid option (naming it and why), or the migration's error, wrapped.
+// Migrate applies the dedup schema (processed_event, aggregate_version, event_lease) to db, a MySQL or
+// MariaDB database, recording the migrations in VersionTable; WithTablePrefix is the one option it takes.
+// Several processes may run it at once: they serialise on a MySQL named lock (GET_LOCK). It returns the
+// migrations it applied (none when current). Errors: an invalid option (named, with why); a migration's
+// error, wrapped.
 func Migrate(ctx context.Context, db *sql.DB, opts ...Option) ([]string, error) {
 	t, err := tablesOption("Migrate", opts)
 	if err != nil {

@@ -11,15 +11,11 @@ import (
 // openPingTimeout bounds Open's first connection to the server.
 const openPingTimeout = 10 * time.Second
 
-// Open is the one call a service needs for its dedup store: it opens a pool on dsn (a go-sql-driver/mysql
-// DSN, e.g. "app:secret@tcp(127.0.0.1:3306)/shop?parseTime=true"), checks that it connects (within 10 s
-// or ctx's end), applies the dedup migrations (Migrate: the processed-event and aggregate-version tables,
-// idempotent), and returns NewStore on that pool with WithTxDSN(dsn) — transactions on a pool of their own
-// with autocommit off — and the other opts (WithScope, WithLogger, WithTablePrefix; a WithTxDSN among them
-// takes the place of dsn's). The returned Store owns the pool: Close closes it too. Use Migrate and
-// NewStore instead when the schema is migrated by another tool or the pool is shared with other code.
-// Errors name the step that failed (an empty dsn, open, connect, migrate, NewStore) and wrap its error; on failure
-// nothing stays open.
+// Open opens a pool on dsn (a go-sql-driver/mysql DSN), checks that it connects (within 10 s or ctx's end),
+// applies the migrations (Migrate) and returns NewStore on that pool with WithTxDSN(dsn) and opts (a WithTxDSN
+// among them takes dsn's place). The Store owns the pool: Close closes it. Use Migrate and NewStore when
+// another tool migrates or the pool is shared. Errors name the failed step (an empty dsn, open, connect,
+// migrate, NewStore) and wrap its error; on failure nothing stays open.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if dsn == "" {
 		return nil, fmt.Errorf("dedup: Open: dsn is empty (a go-sql-driver/mysql DSN, e.g. app:secret@tcp(127.0.0.1:3306)/shop?parseTime=true)")

@@ -27,15 +27,11 @@ type storeConfig struct {
 // apply runs opt on c.
 func (opt Option) apply(c *storeConfig) error { return opt(c) }
 
-// WithTablePrefix names the dedup schema's tables prefix + "processed_event", prefix + "aggregate_version",
-// prefix + "event_lease" (lease mode) and prefix + "rmqguard_dedup_db_version" (the migrations' version
-// table) instead of the default names,
-// so that several dedup schemas share one database without sharing rows: the same event ID is processed
-// once in each. Give the same prefix to Migrate (which creates the tables), NewStore, and the
-// TablePrefix of PurgeConfig and JanitorConfig (`rmqguard dedup purge --table-prefix`). The default is no
-// prefix. The prefix may hold only lowercase ASCII letters, digits and '_', at most 39 characters, and the
-// names must not start with a digit (see NewTables); otherwise NewStore and Migrate fail with an error
-// naming WithTablePrefix and why. Given twice, it fails too.
+// WithTablePrefix prefixes the dedup schema's table names, the migrations' version table included, so that
+// several dedup schemas share one database (the package doc, "Table names"). Default: no prefix. Give the
+// same prefix to Migrate, NewStore, PurgeConfig and JanitorConfig. A prefix of other than lowercase ASCII
+// letters, digits and '_', longer than 39 characters or starting with a digit, or the option given twice,
+// fails NewStore and Migrate with an error naming WithTablePrefix.
 func WithTablePrefix(prefix string) Option {
 	return func(c *storeConfig) error {
 		if c.prefixed {
@@ -97,19 +93,11 @@ func WithObserver(obs Observer) Option {
 // defaultTxPoolIdle is the idle connections kept by the pool of WithTxDSN when db's pool is unbounded.
 const defaultTxPoolIdle = 64
 
-// WithTxDSN makes the store run the transactions of Begin on a connection pool of its own, opened on dsn
-// (go-sql-driver's format; the same database as db), instead of on db's pool. Its connections start with
-// autocommit off, set once per connection rather than toggled twice per message, which db's pool cannot
-// allow because the application's own statements on it must commit by themselves; and each remembers
-// whether, since its last BEGIN, a statement failed or one that is not plain DML ran (the only ways a
-// transaction ends underneath the handler), so that Confirm reads the dedup row back only then, not on the
-// happy path. Together they save three round trips per message. The pool is bounded like db's
-// (db.Stats().MaxOpenConnections) and keeps as many idle connections (64 when db's pool is unbounded);
-// Store.Close closes it. Everything else the store does (RecordStale, Purge, Probe, …) stays on db, which is
-// why NewStore refuses a dsn that reaches another server or database than db. The dsn's autocommit
-// parameter (any case) is replaced by autocommit=0 and multiStatements is turned off: a query holding
-// several statements could end the transaction while looking like plain DML, so on this pool it fails
-// (MySQL 1064). An empty or unparsable dsn, or WithTxDSN given twice, fails here.
+// WithTxDSN runs the transactions of Begin on a pool of the store's own, opened on dsn (go-sql-driver's
+// format; db's server and database), with autocommit off per connection and interpolateParams on: three
+// round trips fewer per message (the package doc, "The transaction's pool"). Everything else stays on db.
+// The pool is bounded like db's and keeps as many idle connections (64 when db is unbounded); Close closes
+// it. An empty or unparsable dsn, or the option given twice, fails here.
 func WithTxDSN(dsn string) Option {
 	return func(c *storeConfig) error {
 		c.others = append(c.others, "WithTxDSN")

@@ -131,17 +131,11 @@ func (r PurgeResult) RowsPerSecond() float64 {
 	return float64(r.Rows) / r.Elapsed.Seconds()
 }
 
-// Purge deletes the processed_event rows (in TablePrefix + "processed_event") of cfg.Scope older than cfg.OlderThan, in batches of
-// cfg.BatchSize: each batch reads the primary keys of the oldest rows with a plain (non-locking) SELECT on
-// the (consumer_group, consumed_at) index, then deletes those keys, repeating the consumed_at condition,
-// in a READ COMMITTED transaction of its own (record locks on those rows only, no gap locks), so claims
-// running meanwhile do not wait on it beyond one batch, and a row claimed again since is kept. It stops
-// when a batch finds nothing, or when ctx ends (returning what it did so far and ctx's error). An invalid
-// cfg is refused before anything is read (see PurgeConfig.Validate, ErrWindowTooShort). Query errors are
-// wrapped with the batch they happened in. Then, the same way, it deletes the scope's lease rows (lease
-// mode, TablePrefix + "event_lease") whose lease ended before the same cutoff (lease_until), the traces of
-// runs that died and whose message did not come back within the window; a schema without that table
-// (before migration 00005) has none.
+// Purge deletes cfg.Scope's processed_event rows older than cfg.OlderThan, cfg.BatchSize at a time, then
+// the scope's lease rows whose lease ended before the same cutoff (none before migration 00005). See the
+// package doc, "Purging", for why claims do not wait on it. It stops when a batch finds nothing, or when ctx
+// ends (returning what it did so far and ctx's error). Errors: an invalid cfg before anything is read (see
+// PurgeConfig.Validate, ErrWindowTooShort); query errors, wrapped with their batch.
 func Purge(ctx context.Context, db *sqlx.DB, cfg PurgeConfig) (PurgeResult, error) {
 	return purge(ctx, db, cfg, nil)
 }

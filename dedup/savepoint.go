@@ -30,12 +30,9 @@ func (t *Txn) Savepoint(ctx context.Context) (Savepoint, error) {
 }
 
 // RollbackTo undoes everything the transaction did since sp (ROLLBACK TO SAVEPOINT), its claim included,
-// and drops the after-commit hooks registered since sp: they never run (and the claims, see Claimed). The transaction stays open. It
-// returns the statement's error, wrapped: MySQL 1305 (no such savepoint) means the server already rolled
-// the whole transaction back (a deadlock, 1213), so nothing done before sp will commit either.
-//
-// On the pool of WithTxDSN a successful rollback to a savepoint is not a doubt (see trackedConn) unless
-// there was one before it, so a batch with a failing member still commits without a SELECT.
+// and drops the after-commit hooks and claims registered since; the transaction stays open. It returns the
+// statement's error, wrapped: MySQL 1305 (no such savepoint) means the server already rolled the whole
+// transaction back (a deadlock, 1213), so nothing done before sp will commit either.
 func (t *Txn) RollbackTo(ctx context.Context, sp Savepoint) error {
 	doubt := !t.tracked || t.doubtSinceBegin()
 	if _, err := t.Tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+sp.name); err != nil {

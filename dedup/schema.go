@@ -37,13 +37,11 @@ type column struct {
 	Collation string `db:"COLLATION_NAME"`
 }
 
-// CheckSchema verifies that processed_event (or, with WithTablePrefix among opts, its prefixed name; no
-// other option is accepted), in db's current database, exists with the columns the store writes, that its
-// primary key is exactly (consumer_group, event_id) with no prefix lengths, and that both key columns
-// compare bytes exactly: a binary type or a _bin collation (such as utf8mb4_bin, which migration 00001
-// uses). It returns an error wrapping ErrSchema that names the table, each problem and the ALTER TABLE (or
-// dedup.Migrate) that fixes it, the error of an invalid option, or the error of the information_schema
-// queries.
+// CheckSchema verifies processed_event (or its WithTablePrefix name; no other option) in db's current
+// database: the columns the store writes, primary key exactly (consumer_group, event_id) with no prefix
+// lengths, both key columns comparing bytes exactly (a binary type or a _bin collation). Errors: one wrapping
+// ErrSchema that names the table, each problem and the ALTER TABLE (or Migrate) that fixes it; an invalid
+// option; the information_schema queries' error.
 func CheckSchema(ctx context.Context, db *sqlx.DB, opts ...Option) error {
 	t, err := tablesOption("CheckSchema", opts)
 	if err != nil {

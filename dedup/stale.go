@@ -12,21 +12,11 @@ import (
 	"github.com/rmqguard/rmqguard/retry"
 )
 
-// RecordStale records that d's event was decided stale: it inserts d's processed_event row with
-// result_status ResultStale (and no claim token) in a short transaction of its own — call it after the
-// event's transaction rolled back, so that nothing the handler wrote survives and only the decision is kept.
-// As for a message's own transaction, the INSERT ends with ctx (nothing commits then) but a COMMIT once
-// sent is waited for even when ctx ends meanwhile: the row is there exactly when RecordStale returns nil,
-// so a deadline never turns a recorded decision into a failure (F39). A later delivery of the same event ID in the scope then claims a 1062 and is a
-// duplicate (S7, F12). A 1062 here means the scope already has a row for the event (a concurrent delivery
-// recorded or processed it first, while this one decided): RecordStale then returns an error wrapping
-// ErrDuplicate, and middleware.Dedup reports this delivery as a duplicate, so that one event counts as
-// stale once. It returns the other errors of the insert, wrapped (a retry: the decision must be kept
-// before the message is acknowledged), and rejects an empty or too long event ID as permanent, like Claim.
-// The store's own failures — no connection, a connection lost, a read-only server — are marked (or
-// classify as) retry.Infrastructure, as a failed BEGIN or COMMIT is, unless ctx ended: not the message's
-// failure, so no attempt is spent on them. It runs on a connection of its own, which is closed, not
-// returned to the pool, when it met a read-only server.
+// RecordStale records that d's event was decided stale: d's processed_event row with result_status
+// ResultStale, in a short transaction of its own; call it after the event's transaction rolled back (the
+// package doc, "Stale events"). Errors: one wrapping ErrDuplicate when the scope already has the row; the
+// store's own failures, marked retry.Infrastructure unless ctx ended; the insert's other errors, wrapped;
+// an empty or too long event ID, permanent, as for Claim.
 func (s *Store) RecordStale(ctx context.Context, d *consumer.Delivery) error {
 	conn, err := s.db.Connx(ctx)
 	if err != nil {

@@ -1,8 +1,3 @@
-// Package dedup keeps the idempotency record of consumed events: one processed_event row per dedup
-// scope (by default the consumer group) and business event ID, inserted in the same local transaction as
-// the handler's business writes. The database's unique key, not an assumption that retries never overlap,
-// settles concurrent deliveries. Rows older than the dedup window are removed by Purge or a Janitor. The
-// tables can carry a prefix (WithTablePrefix), so that several dedup schemas share a database.
 package dedup
 
 import (
@@ -64,15 +59,11 @@ type Store struct {
 	q      queries
 }
 
-// NewStore returns a Store on db, configured by opts (WithScope, WithLogger, WithObserver, WithTxDSN,
-// WithTablePrefix).
-// db must hold the dedup schema (see Migrate, with the same WithTablePrefix): NewStore checks it
-// (CheckSchema, bounded by a 5 s timeout) and returns an error wrapping ErrSchema, with the ALTER TABLE
-// that fixes it, when the processed-event table (processed_event, or its prefixed name) is missing, its
-// primary key is not (consumer_group, event_id), or a key column does not compare bytes exactly. It also
-// returns an error when db is nil, an option is invalid (the error names the option and why), the check's
-// queries fail, or the pool of WithTxDSN cannot connect or reaches another server or database than db
-// (host name, port and database compared). When it fails it closes the pool of WithTxDSN.
+// NewStore returns a Store on db, which must hold the dedup schema (Migrate, with the same WithTablePrefix),
+// configured by opts (WithScope, WithLogger, WithObserver, WithTxDSN, WithTablePrefix).
+// Errors: ErrSchema (wrapped, with the ALTER TABLE that fixes it) from CheckSchema, bounded by 5 s; a nil
+// db; an invalid option (named, with why); the check's queries; a WithTxDSN pool that cannot connect or
+// reaches another host, port or database than db. On failure it closes the pool of WithTxDSN.
 func NewStore(db *sqlx.DB, opts ...Option) (*Store, error) {
 	if db == nil {
 		return nil, errors.New("dedup: NewStore: db is nil")
@@ -184,13 +175,11 @@ func (s *Store) Tables() Tables { return s.tables }
 // DB returns the database the store writes to.
 func (s *Store) DB() *sqlx.DB { return s.db }
 
-// Claim inserts the processed_event row of d (its scope, see Scope, and d.EventID), with txn's claim
-// token, in txn. consumed_at is the database's clock in UTC (UTC_TIMESTAMP(6)), never the consumer
-// host's, so that the retention window of Purge is measured on one clock whatever the session time zone.
-// It returns ErrDuplicate when the insert fails with MySQL 1062 on processed_event's primary key, i.e. the
-// scope already processed the event (or another transaction holding the same key commits while Claim
-// waits on its lock); MySQL 1205/1213 from that wait come back wrapped and classify as transient. Claim
-// rejects an empty event ID, or one longer than MaxEventIDLength, as permanent.
+// Claim inserts d's processed_event row (its scope, see Scope, and d.EventID) with txn's claim token, in txn;
+// consumed_at is the database's UTC clock. It returns ErrDuplicate on MySQL 1062 on the row's primary key:
+// the scope already processed the event (or a transaction holding the key committed while Claim waited).
+// MySQL 1205/1213 from that wait come back wrapped (transient); an empty event ID, or one longer than
+// MaxEventIDLength, is permanent.
 func (s *Store) Claim(ctx context.Context, txn *Txn, d *consumer.Delivery) error {
 	if err := s.insertRow(ctx, txn.Tx, d, ResultSuccess, txn.token); err != nil {
 		return err

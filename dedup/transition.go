@@ -134,21 +134,11 @@ func (t StateTable) validate() error {
 	return nil
 }
 
-// Transition runs tr in tx (the dedup transaction, or a job's own) as one conditional UPDATE:
-//
-//	UPDATE table SET status = To, version = Version [, Set columns]
-//	WHERE key = Key AND version = Version-1 AND status IN (From…)
-//
-// One row changed is TransitionApplied: one round trip on the happy path. Zero rows is never success:
-// one SELECT … FOR UPDATE of the row then tells TransitionStale (its version ≥ Version), TransitionAhead
-// (its version < Version-1), TransitionIllegal (its version is Version-1, its status not in From) or
-// TransitionMissing (no row). Only TransitionApplied wrote anything.
-//
-// An invalid tr (nil Key, no From or an empty one, empty To, Version < 1, a bad, reserved or twice named
-// Set column) is a programming error in the handler and returns a retry.Permanent error, so that the
-// message goes to the dead-letter queue instead of looping. Database errors come back wrapped with the table and key, and
-// classify as the retry package says (1213, 1205: transient). A row that changed between the UPDATE and
-// the SELECT (possible under READ COMMITTED) returns a retry.Transient error: retry the event.
+// Transition runs tr in tx (the dedup transaction, or a job's own) as one conditional UPDATE; one row changed
+// is TransitionApplied, and zero rows one SELECT … FOR UPDATE more that tells TransitionStale, Ahead, Illegal
+// or Missing (the package doc, "Transitions"). Only TransitionApplied wrote anything. Errors: an invalid tr,
+// retry.Permanent; database errors wrapped with the table and key; a row that changed between the two
+// statements, retry.Transient.
 func (s *States) Transition(ctx context.Context, tx *sqlx.Tx, tr Transition) (TransitionResult, error) {
 	if err := s.check(tr); err != nil {
 		return 0, retry.Permanent(fmt.Errorf("dedup: transition %s key %v: %w", s.t.Table, tr.Key, err))

@@ -25,17 +25,10 @@ const releaseTimeout = 5 * time.Second
 // readBackTimeout bounds the read-back of a transaction whose COMMIT's answer was lost (Txn.Commit).
 const readBackTimeout = 5 * time.Second
 
-// Txn is one message's local transaction, in which the dedup row and the business writes commit together.
-//
-// It runs on a connection of its own with autocommit off: when MySQL rolls the transaction back underneath
-// the handler (a deadlock, 1213), statements the handler runs after that open a new transaction instead of
-// committing one by one, so nothing is durable unless Commit succeeds. When the context given to Begin
-// ends first (a handler past its deadline, perhaps abandoned by middleware.Timeout), the transaction is
-// rolled back and the connection returned to the pool at once, not when the handler finally returns.
-// Finish it with Commit, Rollback or RollbackAfter; later calls return sql.ErrTxDone. Effects registered with
-// AfterCommit run once, after a successful Commit only. A connection on which the transaction met a
-// read-only server (MySQL 1290/1836/1792: a former primary after a failover) is closed, never handed back
-// to the pool.
+// Txn is one message's local transaction, in which the dedup row and the business writes commit together,
+// on a connection of its own with autocommit off (see the package doc, "The transaction"). Finish it with
+// Commit, Rollback or RollbackAfter; later calls return sql.ErrTxDone. Effects registered with AfterCommit
+// run once, after a successful Commit only.
 type Txn struct {
 	// Tx is the transaction the handler writes through (dedup.TxFromContext).
 	Tx    *sqlx.Tx
@@ -109,19 +102,11 @@ func beginFailed(ctx context.Context, err error) error {
 	return retry.Infrastructure(err)
 }
 
-// Commit commits the transaction and returns the connection to the pool (closes it when the server
-// refused the commit as read-only). When the COMMIT succeeded, it then runs the effects registered with
-// AfterCommit, in order, with the context given to Begin (which may have ended by then); a hook that fails
-// (an error, or a panic, recovered) is counted and logged (see AfterCommit), and Commit still returns nil:
-// the transaction committed, so the message must not be retried. When the COMMIT fails, the hooks are dropped and the error is marked retry.Infrastructure,
-// unless it is the message's own (a deadlock, the context's end: transient) or the transaction was already
-// finished (sql.ErrTxDone): whether the store kept the commit is unknown, and the message must be handled
-// again once the store answers. A COMMIT whose answer was lost (the connection failed around it; not a
-// refusal by the server) is decided by the rows it left: Commit reads one of the transaction's own rows
-// back by its claim token (a locking read, which waits for a COMMIT the server is still working on), on
-// the store's db with a context of its own bounded by 5 s, since the one given to Begin may have ended
-// meanwhile. When the row is there the transaction committed, and Commit returns nil whatever the clock
-// says (F39). Only this failure path reads back.
+// Commit commits the transaction, returns the connection to the pool, and then runs the AfterCommit hooks
+// in order; a failing hook is counted and logged, and Commit still returns nil. A failed COMMIT drops the
+// hooks and is marked retry.Infrastructure, unless it is the message's own (a deadlock, the context's end:
+// transient) or the transaction was finished (sql.ErrTxDone). A COMMIT whose answer was lost is decided by
+// reading its row back (the package doc, "The transaction"): nil when it committed.
 func (t *Txn) Commit() error {
 	t.stop()
 	err := sql.ErrTxDone

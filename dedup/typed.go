@@ -19,17 +19,11 @@ func HandleJSON[T any](fn TypedTxHandler[T]) consumer.Handler {
 	return HandleWith(consumer.JSON{}, fn)
 }
 
-// HandleWith is Handle(Typed(codec, fn)): the transactional handler that decodes each body into a new T
-// with codec and calls fn with the message's dedup transaction. It is what Handle returns, so the chain
-// needs middleware.Dedup (and middleware.EventID before it) as for any Handle.
-//
-// The body is decoded inside the dedup transaction, after the claim: a duplicate is acknowledged without
-// decoding, and a body the codec cannot decode (for JSON also an empty body and null) is dead-lettered at once
-// (consumer.KindDeadLetter, consumer.CausePermanent, reason "undecodable body: …", with a permanent error
-// wrapping consumer.ErrUndecodableBody). A dead letter is not a success, so the transaction rolls back and
-// no processed_event row is kept; a redelivery of the message is dead-lettered the same way, never retried
-// endlessly. T is a value type such as a struct: the codec decodes into a *T. A nil codec or fn panics
-// here, at construction.
+// HandleWith is Handle(Typed(codec, fn)): a transactional handler that decodes each body, inside the dedup
+// transaction after the claim, into a new T (a value type; the codec decodes into a *T) and calls fn. An
+// undecodable body is dead-lettered at once with reason "undecodable body: …" and a permanent error wrapping
+// consumer.ErrUndecodableBody; no row is kept (the package doc, "Typed handlers"). The chain needs
+// middleware.Dedup, as for Handle. A nil codec or fn panics here, at construction.
 func HandleWith[T any](codec consumer.Codec, fn TypedTxHandler[T]) consumer.Handler {
 	return Handle(Typed(codec, fn))
 }

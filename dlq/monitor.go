@@ -84,14 +84,10 @@ type MonitorConfig struct {
 	Logger *zap.Logger
 }
 
-// Monitor exports the depth of a consumer group's DLQ: the letters waiting for an operator, counted by
-// TakeCensus every Interval into rmqguard_dlq_letters_waiting{group}. A census that fails or reads the
-// DLQ only in part removes the series until one succeeds again (a partial count would read as letters
-// replayed, then as new letters). So does a census that misses a broker where the Monitor last counted
-// waiting letters and that is no longer listed as a master: a master that is down is forgotten by the name
-// server, and the scan of the others looks complete. Such a broker is forgotten after an hour (the alert's window; removed for good, say):
-// the count without it is exported from then on. The consumer's process is the natural place to run it: it
-// knows its group, cluster and dedup database.
+// Monitor exports the depth of a consumer group's DLQ, the letters waiting for an operator, counted by
+// TakeCensus every Interval into rmqguard_dlq_letters_waiting{group}. A census that fails, reads the DLQ only
+// in part, or misses a master it last counted letters on removes the series (the package doc, "The DLQ
+// census"). Run it in the consumer's process: it knows its group, cluster and dedup database.
 type Monitor struct {
 	cfg MonitorConfig
 

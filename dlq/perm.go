@@ -41,13 +41,11 @@ func (f PermFix) String() string {
 		f.Topic, f.Before, f.After, f.ReadQueues, f.WriteQueues)
 }
 
-// FixPerm makes group's DLQ topic readable: on every broker where its perm lacks the read bit (4) it re-creates
-// the topic (admin UPDATE_AND_CREATE_TOPIC on the broker's master, which updates an existing topic) with the
-// read bit added (perm 2 becomes 6) and the same read and write queue counts, then waits, polling the name
-// server every 200 ms, until the route shows it readable. A topic that is readable already is left alone.
-//
-// Errors: an invalid cluster; ErrNoDLQ (wrapped) when the topic does not exist; a broker with no master
-// address; the admin request failing; ctx ending before the new perm shows in the route (wrapping ctx.Err()).
+// FixPerm makes group's DLQ topic readable: on every broker where its perm lacks the read bit (4) it
+// re-creates the topic with the read bit added (perm 2 becomes 6), queue counts kept, then polls the name
+// server every 200 ms until the route shows it readable; a readable topic is left alone. Errors: an invalid
+// cluster; ErrNoDLQ (wrapped) when the topic does not exist; a broker with no master address; the admin
+// request failing; ctx ending before the new perm shows in the route (wrapping ctx.Err()).
 func FixPerm(ctx context.Context, cluster Cluster, group string) (PermFix, error) {
 	if err := cluster.Validate(); err != nil {
 		return PermFix{}, err

@@ -1,5 +1,3 @@
-// Package dlq routes messages to a consumer group's dead-letter queue, %DLQ%<group>, with the reason
-// attached, and reads the DLQ back.
 package dlq
 
 import (
@@ -77,18 +75,10 @@ func (p *Publisher) Close() error {
 	return nil
 }
 
-// NewPublisher returns a Publisher sending through p, a started producer that stays the caller's (Close
-// does not shut it down). It returns an error if p is nil. StartPublisher builds and owns the producer
-// from settings instead, which is what most consumers want.
-//
-// On a cluster with ACL or a namespace, build p from a Cluster, which gives it the name servers, the
-// credentials and the group in the namespace, and no client namespace option (the client would prefix the
-// already complete "%DLQ%<ns>%<group>" once more):
-//
-//	p, err := rocketmq.NewProducer(append(cluster.ProducerOptions(group+"-dlq"),
-//		producer.WithInstanceName("…unique…"))...)
-//
-// The letters go to %DLQ%<ns>%<group>: the consumer sets Delivery.Namespace from Config.Namespace.
+// NewPublisher returns a Publisher sending through p, a started producer that stays the caller's (Close does
+// not shut it down); StartPublisher builds and owns one instead. With ACL or a namespace, build p from a
+// Cluster (ProducerOptions), never with the client's namespace option (the package doc, "Namespaces"); the
+// letters go to %DLQ%<ns>%<group>. It returns an error if p is nil.
 func NewPublisher(p Producer) (*Publisher, error) {
 	if p == nil {
 		return nil, errors.New("dlq: NewPublisher: producer is nil")

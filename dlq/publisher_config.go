@@ -82,14 +82,11 @@ func (c PublisherConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// StartPublisher validates cfg, builds a rocketmq-client-go producer from it (name servers, credentials,
-// the producer group in the namespace, no client namespace option: the letters name their topic in full),
-// starts it and returns a Publisher that owns it: Close shuts the producer down. Given to
-// consumer.WithDeadLetterSink, it is closed by the consumer's Shutdown (the consumer closes a sink that
-// implements io.Closer).
-//
-// Errors: the *PublisherConfigError of each invalid field, joined; the client's error creating or starting
-// the producer, wrapped. The name servers are not contacted until the first send.
+// StartPublisher validates cfg, builds a producer from it (name servers, credentials, the producer group in
+// the namespace, no client namespace option), starts it and returns a Publisher that owns it: Close, or the
+// consumer's Shutdown when given to consumer.WithDeadLetterSink, shuts it down. The name servers are not
+// contacted until the first send. Errors: each invalid field's *PublisherConfigError, joined; the client's
+// error creating or starting the producer, wrapped.
 func StartPublisher(cfg PublisherConfig) (*Publisher, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

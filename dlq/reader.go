@@ -21,14 +21,11 @@ func Read(ctx context.Context, nameServers []string, group string, limit int) ([
 	return ReadCluster(ctx, Cluster{NameServers: nameServers}, group, limit)
 }
 
-// ReadCluster returns the messages on the DLQ topic of group (given without namespace) in cluster c
-// (c.DLQTopic: %DLQ%<group>, or %DLQ%<ns>%<group>), queue by queue from the oldest, at most limit in all
-// (limit ≤ 0 means no limit), with Scan's bounds: up to the max offsets captured at the start, no
-// long-poll. It is the raw form of Scan for tests and tools that want the client's messages; it reads with
-// a pull consumer of its own group (in c's namespace, with c's credentials), so no group's offsets move.
-// Errors: c.Validate's; ErrNoReadableRoute (wrapped, with ErrNoDLQ or ErrWriteOnly) when the topic cannot
-// be read; an error listing the problems when a queue could not be read to its end; client errors wrapped
-// (an ACL refusal surfaces there).
+// ReadCluster returns the messages of group's DLQ topic in c (c.DLQTopic), queue by queue from the oldest, at
+// most limit (≤ 0: no limit), with Scan's bounds: the raw form of Scan, read by a pull consumer of its own
+// group, so no group's offsets move. Errors: c.Validate's; ErrNoReadableRoute (wrapped, with ErrNoDLQ or
+// ErrWriteOnly) when the topic cannot be read; one listing the problems when a queue could not be read to its
+// end; client errors, wrapped (an ACL refusal surfaces there).
 func ReadCluster(ctx context.Context, c Cluster, group string, limit int) ([]*primitive.MessageExt, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err

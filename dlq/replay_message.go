@@ -63,18 +63,11 @@ func ReservedProperty(name string) bool {
 	return reservedProperties[name] || strings.HasPrefix(name, "TIMER_") || strings.HasPrefix(name, transientPropertyPrefix)
 }
 
-// ReplayMessage builds the message that replays l to consumer group of namespace ns ("" = none): topic
-// %RETRY%<group> (%RETRY%<ns>%<group>), so that only that group receives it (the broker delivers a
-// group's retry topic to that group alone), with RETRY_TOPIC set to topic (<ns>%<topic>), which the
-// client and consumer.NewDelivery restore as the visible topic. Send it through a producer without a
-// namespace option (dlq.Cluster.ProducerOptions): the names are already the broker's. The
-// body, TAGS, KEYS and every other non-reserved property of the letter are kept (ReservedProperty), and
-// prov is added as the consumer.PropReplay* properties (PropReplayOf = l.StoreID). The broker stores it
-// with ReconsumeTimes 0, so the group's full retry budget applies again.
-//
-// topic must be the letter's origin topic, or the --target-topic the operator chose; a group that does
-// not subscribe topic cannot hand the message to a handler (the client retries it until it is
-// dead-lettered again).
+// ReplayMessage builds the message that replays l to group in namespace ns ("" = none): topic %RETRY%<group>
+// (%RETRY%<ns>%<group>) with RETRY_TOPIC set to topic (<ns>%<topic>), the letter's body, TAGS, KEYS and
+// non-reserved properties (ReservedProperty), and prov as the consumer.PropReplay* properties (PropReplayOf =
+// l.StoreID). topic is the letter's origin or the operator's --target-topic, one group subscribes. Send it
+// through a producer without a namespace option (Cluster.ProducerOptions); see the package doc, "Replay".
 func ReplayMessage(l Letter, ns, group, topic string, prov Provenance) *primitive.Message {
 	msg := primitive.NewMessage(consumer.NamespacedRetryTopic(ns, group), l.Body)
 	for k, v := range l.Properties {

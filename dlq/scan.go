@@ -60,19 +60,11 @@ func (r *ScanResult) incomplete(format string, args ...any) {
 	r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
 }
 
-// Scan reads group's DLQ topic on cluster (%DLQ%<group>) with a pull consumer of its own (no group's offsets
-// move) and returns the letters opts selects.
-//
-// The scan is bounded: each readable queue is read from its min offset (older letters have expired) up to the
-// max offset captured when the scan starts, so letters arriving meanwhile are not chased. Since/Until also
-// narrow the offsets through the broker's search by store time (widened by ClockSkew either side); letters are then matched on FailedAt exactly.
-// Reading an empty queue costs one short request, never a long-poll. ctx is checked between pulls; one pull
-// cannot be interrupted (the client bounds it by 30 s).
-//
-// Errors (nothing was read): an invalid cluster or options; ErrNoDLQ (wrapped) when the topic does not exist,
-// which means there are no dead letters; ErrWriteOnly (wrapped, naming the perm and the fix) when no queue is
-// readable; the client or name server failing. Any other trouble — a queue or broker not readable, a pull
-// error, ctx ending, the limit hit — returns what was read with Complete false and a Problem per cause.
+// Scan reads group's DLQ topic on cluster (%DLQ%<group>) with a pull consumer of its own, from each queue's
+// min offset to the max offset captured at the start, and returns the letters opts selects (the package
+// doc, "Scans"). Errors (nothing read): an invalid cluster or options; ErrNoDLQ (wrapped): no dead letters;
+// ErrWriteOnly (wrapped, with the fix) when no queue is readable; the client or name server failing. Other
+// trouble returns what was read with Complete false and a Problem per cause.
 func Scan(ctx context.Context, cluster Cluster, group string, opts ScanOptions) (ScanResult, error) {
 	if err := cluster.Validate(); err != nil {
 		return ScanResult{}, err

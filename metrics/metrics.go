@@ -1,6 +1,3 @@
-// Package metrics holds rmqguard's Prometheus collectors. They are registered on a Registerer the
-// application passes in (never the global default registry implicitly), so tests and several consumers
-// in one process do not collide.
 package metrics
 
 import (
@@ -26,16 +23,9 @@ const (
 // with the client's default MaxReconsumeTimes of 16.
 var AttemptBuckets = []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}
 
-// Metrics is the set of rmqguard collectors. The duplicate rate of a group is the share of the messages it
-// acknowledged that were duplicates: rate(rmqguard_duplicates_total[5m]) over the rate of
-// rmqguard_messages_total{outcome=~"processed|duplicate|stale|dead_lettered|dead_letter"} (retries are not
-// in it: the message comes again); deploy/prometheus/rules.yml records it.
-//
-// Three sources feed it: the consumer's final decisions (consumer.WithObserver(m): messages, duplicates, dead
-// letters, attempts, batch retries, handlers in flight, lag, pauses, unsubscribed messages), the
-// middleware chain (middleware.Metrics(m): handle duration, panics, unidentifiable messages, handler errors),
-// which alone sees the chain's errors, and the dedup store (dedup.WithObserver(m): after-commit failures). Each message is counted in rmqguard_messages_total once, by the
-// consumer, at its final decision.
+// Metrics is the set of rmqguard collectors, fed by the consumer's final decisions (consumer.WithObserver),
+// the middleware chain (middleware.Metrics) and the dedup store (dedup.WithObserver); the package doc says
+// which source counts what, and how the duplicate rate is computed.
 type Metrics struct {
 	// Messages counts messages at their final decision (consumer.Decision), once per answered delivery:
 	// rmqguard_messages_total{group,topic,outcome}, outcome one of processed, duplicate, stale, retry,

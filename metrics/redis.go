@@ -6,13 +6,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// RedisFallbacks counts the Redis fast path's fall-throughs to the database (dedup/redisfast), by reason:
-// rmqguard_redis_fallbacks_total{reason}, reason one of miss (no done key), timeout, error (the lookup
-// failed: Redis down or refusing), mark_failed (a done key could not be written after a commit) and skipped
-// (not sent: the layer's cool-down after a failed or timed-out command). None of
-// them fails a message; a high rate only means the fast path saves little. It implements
-// redisfast.Observer. It is separate from Metrics so that consumers without the fast path export nothing
-// about Redis.
+// RedisFallbacks counts the Redis fast path's fall-throughs to the database, by reason:
+// rmqguard_redis_fallbacks_total{reason}, reason miss, timeout, error, mark_failed or skipped (the package
+// doc, "Redis"). It implements redisfast.Observer, apart from Metrics so that consumers without the fast
+// path export nothing about Redis.
 type RedisFallbacks struct {
 	// Total is rmqguard_redis_fallbacks_total{reason}.
 	Total *prometheus.CounterVec

@@ -1,19 +1,3 @@
-// Package topics creates RocketMQ topics up front: a business topic, and a consumer group's retry topic
-// (%RETRY%<group>) and dead-letter topic (%DLQ%<group>), which the broker would otherwise create only on
-// the group's first retry and first dead letter.
-//
-// Why up front: the client notices a topic that appears after it started only on its next route refresh
-// (every 30 s in rocketmq-client-go), so the first retries of a brand-new group come that much late; and
-// brokers before 4.9.2 create a DLQ write-only (perm 2), which nobody can read back. Each master broker holds
-// its own queues of a topic, so Ensure works per master: by default on every master the name servers list.
-// It is idempotent: it creates the topic on each master that lacks it, makes a write-only DLQ readable, keeps
-// the queue counts of every topic that exists, and reports per topic and broker what it found (Created,
-// Exists, Updated).
-//
-// The package is named after what it manages (the client's own package for cluster operations is called
-// admin, and covers more). It speaks the remoting protocol of rocketmq-client-go/v2 (4.x and 5.x brokers,
-// no gRPC proxy) and signs its requests with ACL credentials when given; the broker's refusals come back as
-// *consumer.ACLError. A consumer runs it in Start with consumer.WithEnsureTopics(topics.ForConsumer).
 package topics
 
 import (
@@ -173,14 +157,9 @@ func EnsureGroup(ctx context.Context, c Cluster, group string) ([]Result, error)
 }
 
 // ForConsumer ensures the retry and dead-letter topics of cfg's group on every master broker, with cfg's
-// name servers, namespace and credentials. It has the shape consumer.WithEnsureTopics takes:
-//
-//	c, err := consumer.New(cfg, handler, consumer.WithEnsureTopics(topics.ForConsumer))
-//
-// Business topics are not created: their queue count is the producers' capacity decision. With ACL the
-// account needs the right to create topics only while they are missing (a later start sends only a
-// signed heartbeat and a route query). Errors are EnsureGroup's, with the name servers; a broker that
-// refuses the keys gives a *consumer.ACLError naming it.
+// name servers, namespace and credentials; pass it to consumer.WithEnsureTopics. Business topics are not
+// created (their queue count is the producers' decision). Errors are EnsureGroup's, with the name servers;
+// a broker that refuses the keys gives a *consumer.ACLError naming it (the package doc, "ACL").
 func ForConsumer(ctx context.Context, cfg consumer.Config) error {
 	c := Cluster{NameServers: cfg.NameServers, Namespace: cfg.Namespace, Credentials: cfg.Credentials}
 	if _, err := EnsureGroup(ctx, c, cfg.Group); err != nil {

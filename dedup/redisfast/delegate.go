@@ -23,13 +23,10 @@ func (l *Layer) CheckConcurrency(handlers int) error {
 	return nil
 }
 
-// Claim claims d's row in the wrapped store. When the claim succeeds it registers, as an after-commit step
-// of txn (dedup.Txn.AfterCommit), the write of d's "done" key holding d's message ID: the key appears only
-// once the row committed, never before, and never when the transaction rolls back. When the scope already
-// has the row (dedup.ErrDuplicate) and the row is not txn's own (see ownClaim: a batch's transaction meets
-// its own uncommitted row when two members carry one event), it writes the key with no message ID unless
-// one exists (SET NX), so that the next delivery skips the database. Redis failures are counted,
-// never returned; the store's errors are returned as they are.
+// Claim claims d's row in the wrapped store and registers, as an after-commit step of txn, the write of d's
+// "done" key holding d's message ID. When the scope already has the row (dedup.ErrDuplicate) and it is not
+// txn's own, it writes the key with no message ID unless one exists (SET NX; the package doc, "Keys"). Redis
+// failures are counted, never returned; the store's errors are returned as they are.
 func (l *Layer) Claim(ctx context.Context, txn *dedup.Txn, d *consumer.Delivery) error {
 	err := l.store.Claim(ctx, txn, d)
 	switch {
