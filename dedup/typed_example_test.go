@@ -12,13 +12,13 @@ import (
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
-// OrderCreated is the JSON body of the README's typed handler example.
+// OrderCreated is the JSON body of the typed handler example of docs/wiring-and-handlers.md.
 type OrderCreated struct {
 	OrderNo  string `json:"orderNo"`
 	Quantity int    `json:"quantity"`
 }
 
-// typedHandler is the README's "Typed handlers" example; Example_typedHandler keeps it compiling.
+// typedHandler is the "Typed handlers" example of docs/wiring-and-handlers.md; Example_typedHandler keeps it compiling.
 func typedHandler() consumer.Handler {
 	return dedup.HandleJSON(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery, e OrderCreated) (consumer.Outcome, error) {
 		// e is the decoded body; the event ID is still d.EventID
@@ -28,7 +28,7 @@ func typedHandler() consumer.Handler {
 }
 
 // Example_typedHandler shows a transactional handler that gets the body decoded into its own type; it
-// takes the place of dedup.Handle in the chain (the README's wiring). It is compiled, not run: it needs a
+// takes the place of dedup.Handle in the chain (the guide's wiring). It is compiled, not run: it needs a
 // database.
 func Example_typedHandler() {
 	_ = typedHandler

@@ -13,7 +13,7 @@ import (
 	"github.com/rmqguard/rmqguard/middleware"
 )
 
-// fastDedup is the README's "Redis fast path" wiring, line for line; Example keeps it compiling.
+// fastDedup is the "Redis fast path" wiring of docs/configuration.md, line for line; Example keeps it compiling.
 func fastDedup(store *dedup.Store, reg prometheus.Registerer) (consumer.Middleware, func() error, error) {
 	rdb := redis.NewClient(redisfast.ClientOptions("127.0.0.1:6379")) // one dial, no retries: a dead Redis fails fast
 	fallbacks, err := metrics.NewRedisFallbacks(reg)                  // rmqguard_redis_fallbacks_total{reason}
