@@ -18,7 +18,8 @@ type OrderCreated struct {
 	Quantity int    `json:"quantity"`
 }
 
-// typedHandler is the "Typed handlers" example of docs/wiring-and-handlers.md; Example_typedHandler keeps it compiling.
+// typedHandler is the "Typed handlers" example of docs/wiring-and-handlers.md; Example_typedHandler keeps
+// it compiling.
 func typedHandler() consumer.Handler {
 	return dedup.HandleJSON(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery, e OrderCreated) (consumer.Outcome, error) {
 		// e is the decoded body; the event ID is still d.EventID
