@@ -75,7 +75,7 @@ test: up test-rules interop-java ## unit, integration (MariaDB, Redis) and end-t
 		$(GO) test $(GOTEST_FLAGS) ./e2e/ ./internal/chaos/ && \
 		RMQGUARD_TEST_DEDUP_TXPOOL=0 $(GO) test -race $(GOTEST_FLAGS) ./dedup/
 
-# The Java producer of e2e's interop test (TestE2E_Issue9Item9_JavaProducer…): official RocketMQ Java client,
+# The Java producer of e2e's interop test (TestE2E_JavaProducer…): official RocketMQ Java client,
 # built with Maven into interop/java-producer/target (git-ignored) when missing or older than its sources. The test
 # runs the same script itself, so `go test -run JavaProducer ./e2e/` works alone; here a missing java or mvn
 # fails `make test` before the long run starts.

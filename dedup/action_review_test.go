@@ -14,7 +14,7 @@ import (
 // S6: MySQL index names are case-insensitive, so KeyName "uk_change_id" names the key declared as
 // UK_Change_ID (1062 reports the declared spelling). A second record of the action is "already applied",
 // not an error that retries the message into the DLQ.
-func TestS6_ActionKeyNameIsMatchedWithoutCase(t *testing.T) {
+func TestActions_KeyNameIsMatchedWithoutCase(t *testing.T) {
 	db := testenv.MySQL(t)
 	ctx := context.Background()
 	table := tempTable(t, db, "tx_inv", `CREATE TABLE %s (

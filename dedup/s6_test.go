@@ -156,9 +156,9 @@ func s6Race(t *testing.T, db *sqlx.DB, d s6Domain, order string) (msg, comp *s6T
 
 var s6Orders = []string{"concurrent", "message first", "compensation first"}
 
-// TestS6_CompensationAndMessageOnOneInventoryChange: a compensation job returning stock and the message
+// S6: a compensation job returning stock and the message
 // carrying the same inventory_change (change_id, under its own unique key) give one effect.
-func TestS6_CompensationAndMessageOnOneInventoryChange(t *testing.T) {
+func TestDedup_CompensationAndMessageOnOneInventoryChangeGiveOneEffect(t *testing.T) {
 	db := testenv.MySQL(t)
 	for _, order := range s6Orders {
 		t.Run(order, func(t *testing.T) {
@@ -199,9 +199,9 @@ func TestS6_CompensationAndMessageOnOneInventoryChange(t *testing.T) {
 	}
 }
 
-// TestS6_CompensationAndMessageOnOneAccountTransaction: the same race on account_transaction
+// S6: the same race on account_transaction
 // (transaction_id, its primary key): balance = Σ amounts, one row per transaction_id.
-func TestS6_CompensationAndMessageOnOneAccountTransaction(t *testing.T) {
+func TestDedup_CompensationAndMessageOnOneAccountTransactionGiveOneEffect(t *testing.T) {
 	db := testenv.MySQL(t)
 	for _, order := range s6Orders {
 		t.Run(order, func(t *testing.T) {

@@ -127,7 +127,7 @@ func (w *versionWorld) staleTotal() float64 {
 // S7: an old version arrives late (after newer ones were applied): the state keeps the newer version, the
 // late event is acknowledged as stale, counted, writes nothing, and its processed_event row says STALE; a
 // redelivery of it is then a duplicate, not a second stale.
-func TestS7_OldVersionArrivingLateIsStaleAndRecorded(t *testing.T) {
+func TestVersion_OldVersionArrivingLateIsStaleAndRecorded(t *testing.T) {
 	w := newVersionWorld(t, middleware.VersionConfig{}, nil)
 	assert.Equal(t, consumer.KindProcessed, w.send(t, "paid-1", "o-1", 1, 0).Kind)
 	assert.Equal(t, consumer.KindRetry, w.send(t, "paid-3", "o-1", 3, 0).Kind, "v3 before v2: a gap, retried")
@@ -155,7 +155,7 @@ func TestS7_OldVersionArrivingLateIsStaleAndRecorded(t *testing.T) {
 }
 
 // S7, a handler's own stale: what it wrote before deciding is rolled back, the decision is recorded.
-func TestS7_HandlerStaleRollsBackItsWritesAndIsRecorded(t *testing.T) {
+func TestVersion_HandlerStaleRollsBackItsWritesAndIsRecorded(t *testing.T) {
 	var w *versionWorld
 	w = newVersionWorld(t, middleware.VersionConfig{EventTypes: []string{"none"}},
 		func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
@@ -465,7 +465,7 @@ func TestVersion_MissingAggregateTableIsRefusedAtConstruction(t *testing.T) {
 // S7: when the stale decision cannot be recorded, the message is retried (never acknowledged without its
 // STALE row), and the stale event still wrote nothing; the redelivery records it. The insert is made to
 // fail by a trigger, on a database of the test's own.
-func TestS7_FailureToRecordStaleIsRetried(t *testing.T) {
+func TestVersion_FailureToRecordStaleIsRetried(t *testing.T) {
 	db := scratchDB(t)
 	_, err := dedup.Migrate(context.Background(), db.DB)
 	require.NoError(t, err)

@@ -45,7 +45,7 @@ func TestF12_HandlersOwnDuplicateMovesTheStoredVersion(t *testing.T) {
 // the event is stale once and a duplicate once (rmqguard_stale_total counts the event once), never two
 // stales. The loader holds each delivery long enough for the other to queue up behind its row. The
 // duplicate's cause is read from the STALE row (F41): the same message, a redelivery.
-func TestS7_ConcurrentDeliveriesOfOneStaleEventCountOneStale(t *testing.T) {
+func TestVersion_ConcurrentDeliveriesOfOneStaleEventCountOneStale(t *testing.T) {
 	entered := make(chan struct{}, 2)
 	load := func(ctx context.Context, _ *sqlx.Tx, _ string) (int64, error) {
 		entered <- struct{}{}

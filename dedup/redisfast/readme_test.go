@@ -8,9 +8,9 @@ import (
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
-// The README's "Redis fast path" code block is fastDedup's body (example_test.go), line for line (leading
+// S8: the README's "Redis fast path" code block is fastDedup's body (example_test.go), line for line (leading
 // and trailing blanks aside), so the wiring users copy is the one that compiles.
-func TestS8_READMEWiringIsTheCompiledExample(t *testing.T) {
+func TestRedisFast_READMEWiringIsTheCompiledExample(t *testing.T) {
 	block := testenv.READMEBlock(t, "## Redis fast path")
 	body := testenv.Between(t, "example_test.go",
 		"func fastDedup(store *dedup.Store, reg prometheus.Registerer) (consumer.Middleware, func() error, error) {\n", "\n}\n")

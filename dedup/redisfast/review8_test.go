@@ -21,7 +21,7 @@ import (
 // which is not committed. That 1062 is dedup.ErrDuplicate, but it does not come from a committed row: when
 // the batch then rolls back, Redis must not answer "done" for the event, or its redelivery is acknowledged
 // as a duplicate and the event is lost.
-func TestReview8_F16_DuplicateOfAnUncommittedClaimInTheSameTransactionWritesNoDoneKey(t *testing.T) {
+func TestRedisFast_DuplicateOfAnUncommittedClaimInTheSameTransactionWritesNoDoneKey(t *testing.T) {
 	f := newFixture(t, testenv.Redis(t), time.Minute)
 	ctx := context.Background()
 	ev := f.prefix + "-e"
@@ -47,11 +47,11 @@ func TestReview8_F16_DuplicateOfAnUncommittedClaimInTheSameTransactionWritesNoDo
 	assert.False(t, done, "Redis answers done for an event whose row never committed: its redelivery would be lost")
 }
 
-// BenchmarkReview8_NewMessageRedisBlackholed measures what a Redis that accepts connections but never
+// BenchmarkRedisFast_NewMessageRedisBlackholed measures what a Redis that accepts connections but never
 // answers (CLIENT PAUSE ALL on a server of the benchmark's own) costs each new message through Dedup:
 // "mysql" is the database store alone, "redis-paused" the layer with its default 50 ms timeout (the GET
 // before Begin and the SET after the commit each wait for it).
-func BenchmarkReview8_NewMessageRedisBlackholed(b *testing.B) {
+func BenchmarkRedisFast_NewMessageRedisBlackholed(b *testing.B) {
 	srv := testenv.StartRedis(b, ownRedisPort)
 	rdb := srv.Client()
 	f := newFixture(b, rdb, time.Minute)
@@ -76,10 +76,10 @@ func BenchmarkReview8_NewMessageRedisBlackholed(b *testing.B) {
 // S8 with a Redis that accepts connections but never answers (a network partition or a stopped process;
 // CLIENT PAUSE here): each lookup and each key write waits for the whole timeout (50 ms by default), so five
 // new messages would cost ten timeouts, half a second, and 20 consume goroutines would drain at most about
-// 200 messages/s (see BenchmarkReview8_NewMessageRedisBlackholed: about 100 ms per message against about
+// 200 messages/s (see BenchmarkRedisFast_NewMessageRedisBlackholed: about 100 ms per message against about
 // 1 ms without the layer). After the first timeout the layer leaves Redis alone for a while: the messages
 // behind it fall through at once, counted as skipped; MySQL decides every one of them.
-func TestReview8_S8_BlackholedRedisCostsOneTimeoutNotOnePerCommand(t *testing.T) {
+func TestRedisFast_BlackholedRedisCostsOneTimeoutNotOnePerCommand(t *testing.T) {
 	srv := testenv.StartRedis(t, ownRedisPort)
 	f := newFixture(t, srv.Client(), time.Minute)
 	h := f.chain(t, nil)
@@ -98,7 +98,7 @@ func TestReview8_S8_BlackholedRedisCostsOneTimeoutNotOnePerCommand(t *testing.T)
 // S8 on the store's own transaction pool (dedup.WithTxDSN, what the README wires): a duplicate MySQL
 // decides writes the done key (the claim's 1062 is a failed statement, so the check that the row is not
 // the transaction's own reads it back), and the next delivery is answered by Redis.
-func TestReview8_S8_DuplicateOnTheOwnPoolWritesTheDoneKey(t *testing.T) {
+func TestRedisFast_DuplicateOnTheOwnPoolWritesTheDoneKey(t *testing.T) {
 	db := testenv.MySQL(t)
 	store, err := dedup.NewStore(db, dedup.WithTxDSN(testenv.MySQLDSN()))
 	require.NoError(t, err)
@@ -119,10 +119,10 @@ func TestReview8_S8_DuplicateOnTheOwnPoolWritesTheDoneKey(t *testing.T) {
 	assert.Len(t, f.keysOfTest(t), 1)
 }
 
-// Config.Timeout bounds a command only when the client honours the context's deadline: a client made with
+// S8: Config.Timeout bounds a command only when the client honours the context's deadline: a client made with
 // go-redis's defaults (ContextTimeoutEnabled false) waits for its own ReadTimeout instead (measured on a
 // paused Redis: one Done took 5.4 s, not 50 ms). New refuses such a client, naming the option.
-func TestReview8_S8_ClientThatIgnoresTheContextDeadlineIsRefused(t *testing.T) {
+func TestRedisFast_ClientThatIgnoresTheContextDeadlineIsRefused(t *testing.T) {
 	db := testenv.MySQL(t)
 	store, err := dedup.NewStore(db)
 	require.NoError(t, err)
