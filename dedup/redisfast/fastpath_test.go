@@ -196,3 +196,27 @@ func fallThroughs(c *counts) int {
 	return c.get(redisfast.ReasonError) + c.get(redisfast.ReasonTimeout) + c.get(redisfast.ReasonMarkFailed) +
 		c.get(redisfast.ReasonSkipped)
 }
+
+// S8 on the store's own transaction pool (dedup.WithTxDSN, what the README wires): a duplicate MySQL
+// decides writes the done key (the claim's 1062 is a failed statement, so the check that the row is not
+// the transaction's own reads it back), and the next delivery is answered by Redis.
+func TestRedisFast_DuplicateOnTheOwnPoolWritesTheDoneKey(t *testing.T) {
+	db := testenv.MySQL(t)
+	store, err := dedup.NewStore(db, dedup.WithTxDSN(testenv.MySQLDSN()))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+	f := newFixtureOn(t, db, store, testenv.Redis(t), time.Minute)
+	ev := f.prefix + "-e"
+	o, err := f.handle(f.chainOn(t, f.store, nil), f.msg(ev)) // processed without the layer: no key
+	require.NoError(t, err)
+	require.Equal(t, consumer.KindProcessed, o.Kind)
+	h := f.chain(t, nil)
+	for _, want := range []int{1, 1} { // the first duplicate misses and writes the key; the second hits it
+		o, err := f.handle(h, f.msg(ev))
+		require.NoError(t, err)
+		assert.Equal(t, consumer.KindDuplicate, o.Kind)
+		assert.Equal(t, want, f.obs.get(redisfast.ReasonMiss))
+	}
+	assert.Equal(t, 1, f.ledger.Count(t, ev))
+	assert.Len(t, f.keysOfTest(t), 1)
+}
