@@ -46,14 +46,20 @@ func main() {
 	}
 }
 
-// skippedTops are the top-level folders whose packages are not part of the public API.
-var skippedTops = []string{"internal", "tools", "cmd", "examples"}
+// notPublic reports whether a top-level folder's packages are not part of the public API.
+func notPublic(top string) bool {
+	switch top {
+	case "internal", "tools", "cmd", "examples":
+		return true
+	}
+	return false
+}
 
 func run(args []string, stdout, stderr io.Writer) error {
 	fl := flag.NewFlagSet("apisize", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	root := fl.String("root", ".", "the module's root folder (where go.mod is)")
-	all := fl.Bool("all", false, "also count packages under "+strings.Join(skippedTops, "/, ")+"/")
+	all := fl.Bool("all", false, "also count packages under internal/, tools/, cmd/ and examples/")
 	uses := fl.String("uses", "", "count instead the distinct module identifiers this Go file uses")
 	fl.Usage = func() {
 		fmt.Fprint(stderr, `usage: apisize [-root DIR] [-all] [-uses FILE]
@@ -135,7 +141,7 @@ func countModule(root, modPath string, all bool) ([]pkgSize, error) {
 		if rel != "." && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || name == "vendor") {
 			return filepath.SkipDir
 		}
-		if !all && rel != "." && containsString(skippedTops, strings.SplitN(rel, "/", 2)[0]) {
+		if !all && rel != "." && notPublic(strings.SplitN(rel, "/", 2)[0]) {
 			return filepath.SkipDir
 		}
 		decls, methods, found, err := countDir(dir)
@@ -156,15 +162,6 @@ func countModule(root, modPath string, all bool) ([]pkgSize, error) {
 	}
 	sort.Slice(sizes, func(i, j int) bool { return sizes[i].path < sizes[j].path })
 	return sizes, nil
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // countDir counts the exported identifiers of the non-test Go files in dir; found is false when it has none.
