@@ -20,7 +20,7 @@ SERVICES_MODE ?= $(shell timeout 20 docker info >/dev/null 2>&1 && echo docker |
 # Topics the demo and the tests use; created explicitly because the broker runs with autoCreateTopicEnable=false.
 TOPICS = RMQGUARD_PROBE RMQGUARD_DEMO_ORDER RMQGUARD_TEST_ORDER
 
-.PHONY: up down demo test test-unit test-rules interop-java bench bench-e2e bench-purge lint mutate chaos
+.PHONY: up down demo test test-unit test-rules interop-java bench bench-e2e bench-purge lint api-size mutate chaos
 
 # ------------------------------------------------------------------------------------------------ services
 
@@ -75,7 +75,7 @@ test: up test-rules interop-java ## unit, integration (MariaDB, Redis) and end-t
 		$(GO) test $(GOTEST_FLAGS) ./e2e/ ./internal/chaos/ && \
 		RMQGUARD_TEST_DEDUP_TXPOOL=0 $(GO) test -race $(GOTEST_FLAGS) ./dedup/
 
-# The Java producer of e2e's interop test (TestE2E_Issue9Item9_JavaProducer…): official RocketMQ Java client,
+# The Java producer of e2e's interop test (TestE2E_JavaProducer…): official RocketMQ Java client,
 # built with Maven into interop/java-producer/target (git-ignored) when missing or older than its sources. The test
 # runs the same script itself, so `go test -run JavaProducer ./e2e/` works alone; here a missing java or mvn
 # fails `make test` before the long run starts.
@@ -118,6 +118,11 @@ bench-purge: up ## F22 figures: purge 1,000,000 old dedup rows while 8 goroutine
 BENCH_E2E_ARGS ?=
 bench-e2e: up ## drain a backlog on the real broker with raw/baseline/rmqguard/outbox/batch variants/hot rows/duplicates (with and without Redis), interleaved: msgs/s, ratios, lost batches and retries, RSS
 	@source deploy/local/env.sh && $(GO) run ./internal/benche2e $(BENCH_E2E_ARGS)
+
+# API_SIZE_ARGS: -all (also internal/, tools/, cmd/, examples/), -uses FILE (the names one Go file uses); see `go run ./tools/apisize -h`.
+API_SIZE_ARGS ?=
+api-size: ## the public API's size: exported identifiers per package (top-level names, methods of exported types) and the total
+	@$(GO) run ./tools/apisize $(API_SIZE_ARGS)
 
 lint: ## gofmt and go vet
 	@test -z "$$(gofmt -l . | grep -v '^.local/')" || { gofmt -l . | grep -v '^.local/'; exit 1; }

@@ -108,7 +108,7 @@ func TestBatch_ResourceFinishedOnceAfterTheLastMemberALostBatchHandledAgainThenA
 
 // A callback holding a single message handles it alone even with BatchSize > 1: no Batch, so no shared
 // transaction and no savepoint for it.
-func TestIssue8_SingleMessageCallbackHasNoBatch(t *testing.T) {
+func TestBatch_SingleMessageCallbackHasNoBatch(t *testing.T) {
 	cfg := validConfig()
 	cfg.BatchSize = 32
 	var b *consumer.Batch
@@ -122,10 +122,10 @@ func TestIssue8_SingleMessageCallbackHasNoBatch(t *testing.T) {
 	assert.Nil(t, b)
 }
 
-// Review 9: a batch's shared resource lost to the store (Finish wraps ErrStoreUnavailable) is not the
+// A batch's shared resource lost to the store (Finish wraps ErrStoreUnavailable) is not the
 // members' failure: the consumer waits at the store gate and handles the whole callback again with a new
 // Batch, spending no attempt; a store that stays lost past OutageWait ends in a retry (no endless loop).
-func TestReview9_BatchResourceLostToTheStoreHandlesTheCallbackAgain(t *testing.T) {
+func TestBatch_ResourceLostToTheStoreHandlesTheCallbackAgain(t *testing.T) {
 	for _, lost := range []int{1, 1 << 30} {
 		t.Run(map[bool]string{true: "lost once", false: "lost past OutageWait"}[lost == 1], func(t *testing.T) {
 			passes := 0

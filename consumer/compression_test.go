@@ -70,7 +70,7 @@ func storedMsg(body []byte, sysFlag int32) *primitive.MessageExt {
 	return m
 }
 
-func TestIssue9Item8_JavaLZ4AndZSTDBodiesAreDecodedByTheirCodecBits(t *testing.T) {
+func TestCompression_JavaLZ4AndZSTDBodiesAreDecodedByTheirCodecBits(t *testing.T) {
 	for name, tc := range map[string]struct {
 		flag int32
 		body []byte
@@ -88,7 +88,7 @@ func TestIssue9Item8_JavaLZ4AndZSTDBodiesAreDecodedByTheirCodecBits(t *testing.T
 	}
 }
 
-func TestIssue9Item8_ZlibInflatedByTheClientIsLeftAlone(t *testing.T) {
+func TestCompression_ZlibInflatedByTheClientIsLeftAlone(t *testing.T) {
 	for _, flag := range []int32{consumer.SysFlagCompressed, consumer.SysFlagCompressed | consumer.SysFlagZlib} {
 		// The client inflated it: the body no longer matches the stored body's CRC.
 		m := storedMsg(zlibJava(t, plainOrder), flag)
@@ -101,7 +101,7 @@ func TestIssue9Item8_ZlibInflatedByTheClientIsLeftAlone(t *testing.T) {
 	}
 }
 
-func TestIssue9Item8_ZlibTheClientCouldNotInflateIsCorrupt(t *testing.T) {
+func TestCompression_ZlibTheClientCouldNotInflateIsCorrupt(t *testing.T) {
 	stored := zlibJava(t, plainOrder)
 	stored[len(stored)/2] ^= 0xff // the client's inflate failed and passed the stored bytes on
 	_, _, err := consumer.DecodeBody(storedMsg(stored, consumer.SysFlagCompressed|consumer.SysFlagZlib))
@@ -109,14 +109,14 @@ func TestIssue9Item8_ZlibTheClientCouldNotInflateIsCorrupt(t *testing.T) {
 	assert.Contains(t, err.Error(), "corrupt compressed body (zlib, SysFlag 769)")
 }
 
-func TestIssue9Item8_UnknownCodecBitsAreUnsupported(t *testing.T) {
+func TestCompression_UnknownCodecBitsAreUnsupported(t *testing.T) {
 	flag := consumer.SysFlagCompressed | 5<<8
 	_, _, err := consumer.DecodeBody(storedMsg([]byte("\x01\x02\x03"), flag))
 	require.ErrorIs(t, err, consumer.ErrUnsupportedCompression)
 	assert.Contains(t, err.Error(), "unsupported compression (type 5, SysFlag 1281)")
 }
 
-func TestIssue9Item8_CorruptLZ4AndZSTDFramesAreCorrupt(t *testing.T) {
+func TestCompression_CorruptLZ4AndZSTDFramesAreCorrupt(t *testing.T) {
 	lz := lz4Java(t, plainOrder)
 	zs := zstdJava(t, plainOrder)
 	for name, m := range map[string]*primitive.MessageExt{
@@ -129,7 +129,7 @@ func TestIssue9Item8_CorruptLZ4AndZSTDFramesAreCorrupt(t *testing.T) {
 	}
 }
 
-func TestIssue9Item8_PlainBodiesAreNotTouched(t *testing.T) {
+func TestCompression_PlainBodiesAreNotTouched(t *testing.T) {
 	m := storedMsg(plainOrder, 0)
 	body, decoded, err := consumer.DecodeBody(m)
 	require.NoError(t, err)
@@ -137,7 +137,7 @@ func TestIssue9Item8_PlainBodiesAreNotTouched(t *testing.T) {
 	assert.Equal(t, plainOrder, body)
 }
 
-func TestIssue9Item8_AReplayedLetterIsDecodedByItsBodySysFlagProperty(t *testing.T) {
+func TestCompression_AReplayedLetterIsDecodedByItsBodySysFlagProperty(t *testing.T) {
 	// A letter sent by the Go producer has no codec bits; PropBodySysFlag carries them.
 	m := storedMsg(lz4Java(t, plainOrder), 0)
 	m.WithProperty(consumer.PropBodySysFlag, strconv.Itoa(int(consumer.SysFlagCompressed|consumer.SysFlagLZ4)))
@@ -147,7 +147,7 @@ func TestIssue9Item8_AReplayedLetterIsDecodedByItsBodySysFlagProperty(t *testing
 	assert.Equal(t, plainOrder, body)
 }
 
-func TestIssue9Item8_TheChainSeesTheDecodedBodyAndNoCompressedFlag(t *testing.T) {
+func TestCompression_TheChainSeesTheDecodedBodyAndNoCompressedFlag(t *testing.T) {
 	var seen []byte
 	var flag int32
 	h := func(_ context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
@@ -161,7 +161,7 @@ func TestIssue9Item8_TheChainSeesTheDecodedBodyAndNoCompressedFlag(t *testing.T)
 	assert.Equal(t, consumer.SysFlagZSTD, flag, "the compressed flag is cleared, the codec bits stay (as the Java client does)")
 }
 
-func TestIssue9Item8_AnUnsupportedCodecIsDeadLetteredAtOnceWithTheFlagKept(t *testing.T) {
+func TestCompression_AnUnsupportedCodecIsDeadLetteredAtOnceWithTheFlagKept(t *testing.T) {
 	called := false
 	h := func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
 		called = true
@@ -189,7 +189,7 @@ func TestIssue9Item8_AnUnsupportedCodecIsDeadLetteredAtOnceWithTheFlagKept(t *te
 	require.NoError(t, c.Shutdown(context.Background()))
 }
 
-func TestIssue9Item8_ALetterOfADecodedBodyIsPlainAndCarriesNoBodySysFlag(t *testing.T) {
+func TestCompression_ALetterOfADecodedBodyIsPlainAndCarriesNoBodySysFlag(t *testing.T) {
 	p := &fakeProducer{status: primitive.SendOK}
 	c, fp := newBatchConsumer(t, b3Poison, withProducer(p))
 	m := storedMsg(lz4Java(t, plainOrder), consumer.SysFlagCompressed|consumer.SysFlagLZ4)

@@ -13,11 +13,11 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 )
 
-// BenchmarkIssue9_DecisionLog measures one processed message through the consumer's callback with the
+// BenchmarkDecisionLog measures one processed message through the consumer's callback with the
 // decision line off (no logger; a production JSON logger at info, where a success is a debug line) and on
 // (the same logger at debug, writing to io.Discard). Compare with benchstat: at info the line should cost
 // one level check.
-func BenchmarkIssue9_DecisionLog(b *testing.B) {
+func BenchmarkDecisionLog(b *testing.B) {
 	production := func(level zapcore.Level) *zap.Logger {
 		enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
 		return zap.New(zapcore.NewCore(enc, zapcore.AddSync(io.Discard), level), zap.AddCaller(), zap.AddStacktrace(zapcore.ErrorLevel))

@@ -39,11 +39,11 @@ func linesFor(logs *observer.ObservedLogs, msgID string) []observer.LoggedEntry 
 	return logs.FilterField(zap.String("msg_id", msgID)).All()
 }
 
-// Issue 9, item 6: each message's final decision is one line from the consumer, at the level that says
+// Each message's final decision is one line from the consumer, at the level that says
 // whether a person must look — successes at debug, retries at info (warn when the next delivery is the
 // last or the store is unavailable), dead letters and undecided handlers at error — with its fields and
 // without a stack trace even under zap's production options.
-func TestIssue9_DecisionLineLevelPerOutcome(t *testing.T) {
+func TestDecisionLog_LineLevelPerOutcome(t *testing.T) {
 	storeDown := fmt.Errorf("claim: %w", consumer.ErrStoreUnavailable)
 	for _, tc := range []struct {
 		name     string
@@ -115,8 +115,8 @@ func TestIssue9_DecisionLineLevelPerOutcome(t *testing.T) {
 	}
 }
 
-// Issue 9, item 6: a message that waited OutageWait for the store is a retry logged once at warn.
-func TestIssue9_UnavailableDecisionIsOneWarning(t *testing.T) {
+// A message that waited OutageWait for the store is a retry logged once at warn.
+func TestDecisionLog_UnavailableDecisionIsOneWarning(t *testing.T) {
 	s := newStore()
 	log, logs := productionLike()
 	cfg := validConfig()
@@ -139,9 +139,9 @@ func TestIssue9_UnavailableDecisionIsOneWarning(t *testing.T) {
 	assert.Equal(t, "unavailable", infoOrAbove[0].ContextMap()["outcome"])
 }
 
-// Issue 9, item 6: under zap's production config (JSON, AddStacktrace at error) a dead letter's line is
+// Under zap's production config (JSON, AddStacktrace at error) a dead letter's line is
 // at error and has no "stacktrace" key; the reason and cause are fields.
-func TestIssue9_DeadLetterLineHasNoStacktraceUnderProductionConfig(t *testing.T) {
+func TestDecisionLog_DeadLetterLineHasNoStacktraceUnderProductionConfig(t *testing.T) {
 	for name, sink := range map[string]consumer.DeadLetterSink{"published": &fakeSink{}, "broker's DLQ": nil} {
 		t.Run(name, func(t *testing.T) {
 			var buf bytes.Buffer
@@ -165,9 +165,9 @@ func TestIssue9_DeadLetterLineHasNoStacktraceUnderProductionConfig(t *testing.T)
 	}
 }
 
-// Issue 9, item 6: a batch of 3 (processed, duplicate, dead letter) logs exactly one decision line per
+// A batch of 3 (processed, duplicate, dead letter) logs exactly one decision line per
 // message, each at its own level.
-func TestIssue9_BatchOfThreeLogsOneDecisionLinePerMessage(t *testing.T) {
+func TestDecisionLog_BatchOfThreeLogsOneDecisionLinePerMessage(t *testing.T) {
 	log, logs := productionLike()
 	cfg := validConfig()
 	cfg.BatchSize = 8

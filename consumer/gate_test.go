@@ -177,7 +177,7 @@ func TestGate_F19_WithoutProbeTheHandlerIsTheProbe(t *testing.T) {
 	require.NoError(t, c.Shutdown(context.Background()))
 }
 
-// Item 6: a handler cancelled by Shutdown is not a failure of the message, even on its last delivery.
+// A handler cancelled by Shutdown is not a failure of the message, even on its last delivery.
 func TestShutdown_CancelledHandlerIsNeverDeadLetteredNorPublished(t *testing.T) {
 	sink := &fakeSink{}
 	started := make(chan struct{})

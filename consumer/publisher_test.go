@@ -27,7 +27,7 @@ func (s *recordingSink) Close() error { s.closed++; return nil }
 
 // The publisher of WithDeadLetterPublisher is built by Start from the Config, takes the dead letters, and is
 // closed by Shutdown.
-func TestIssue9_DeadLetterPublisherIsBuiltAtStartAndClosedAtShutdown(t *testing.T) {
+func TestDeadLetterPublisher_IsBuiltAtStartAndClosedAtShutdown(t *testing.T) {
 	sink := &recordingSink{}
 	var built []consumer.Config
 	publisher := func(cfg consumer.Config) (consumer.DeadLetterSink, error) {
@@ -54,7 +54,7 @@ func TestIssue9_DeadLetterPublisherIsBuiltAtStartAndClosedAtShutdown(t *testing.
 
 // The publisher's error fails Start before the client starts; a Start that fails after the publisher was
 // built closes it.
-func TestIssue9_DeadLetterPublisherErrorsFailStartAndLeaveNothingOpen(t *testing.T) {
+func TestDeadLetterPublisher_ErrorsFailStartAndLeaveNothingOpen(t *testing.T) {
 	refused := errors.New("name server refused")
 	c, fp := newConsumer(t, validConfig(), handlerReturning(consumer.Processed(), nil),
 		consumer.WithDeadLetterPublisher(func(consumer.Config) (consumer.DeadLetterSink, error) { return nil, refused }))
@@ -74,7 +74,7 @@ func TestIssue9_DeadLetterPublisherErrorsFailStartAndLeaveNothingOpen(t *testing
 
 // Wiring mistakes around the sink fail New, naming the option: both sink options, or a nil sink behind the
 // interface (the result of a StartPublisher whose error was dropped).
-func TestIssue9_SinkWiringMistakesFailNew(t *testing.T) {
+func TestNew_SinkWiringMistakesFail(t *testing.T) {
 	publisher := func(consumer.Config) (consumer.DeadLetterSink, error) { return &recordingSink{}, nil }
 	var dropped *recordingSink // what `p, _ := build()` leaves when build fails
 	for name, tc := range map[string]struct {
@@ -96,7 +96,7 @@ func TestIssue9_SinkWiringMistakesFailNew(t *testing.T) {
 
 // Run starts the consumer, consumes until its context ends, then shuts it down; a failed Start is returned
 // at once and leaves nothing running.
-func TestIssue9_RunStartsConsumesAndShutsDownWhenTheContextEnds(t *testing.T) {
+func TestRun_StartsConsumesAndShutsDownWhenTheContextEnds(t *testing.T) {
 	c, fp := newConsumer(t, validConfig(), handlerReturning(consumer.Processed(), nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -123,7 +123,7 @@ func TestIssue9_RunStartsConsumesAndShutsDownWhenTheContextEnds(t *testing.T) {
 
 // A second Start whose client start fails must not close the publisher the first Start built: the running
 // consumer still sends its dead letters through it.
-func TestIssue9_FailedSecondStartKeepsTheRunningConsumersPublisher(t *testing.T) {
+func TestDeadLetterPublisher_FailedSecondStartKeepsTheRunningConsumersPublisher(t *testing.T) {
 	sink := &recordingSink{}
 	built := 0
 	c, fp := newConsumer(t, validConfig(), handlerReturning(consumer.DeadLetter("bad order"), nil),

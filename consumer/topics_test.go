@@ -13,7 +13,7 @@ import (
 
 // WithEnsureTopics runs before the client starts; its error fails Start (the client is never started) and
 // keeps the topic and broker the function named.
-func TestI9_EnsureTopicsRunsBeforeTheClientAndItsErrorFailsStart(t *testing.T) {
+func TestEnsureTopics_RunsBeforeTheClientAndItsErrorFailsStart(t *testing.T) {
 	var got consumer.Config
 	var hadDeadline bool
 	fail := errors.New(`ensure topic "%RETRY%cg": create on broker 127.0.0.1:10911: refused`)
@@ -37,7 +37,7 @@ func TestI9_EnsureTopicsRunsBeforeTheClientAndItsErrorFailsStart(t *testing.T) {
 	assert.NotContains(t, fp.Calls(), "shutdown", "the client panics when shut down before it started")
 }
 
-func TestI9_EnsureTopicsSuccessStartsTheClient(t *testing.T) {
+func TestEnsureTopics_SuccessStartsTheClient(t *testing.T) {
 	calls := 0
 	ensure := func(context.Context, consumer.Config) error { calls++; return nil }
 	c, fp := newConsumer(t, validConfig(), handlerReturning(consumer.Processed(), nil), consumer.WithEnsureTopics(ensure))
@@ -57,7 +57,7 @@ func (s *closingSink) DeadLetter(context.Context, *consumer.Delivery, string) er
 func (s *closingSink) Close() error                                                 { s.closed++; return s.err }
 
 // Shutdown closes a sink that implements io.Closer, once, after the client; its error is returned.
-func TestI9_ShutdownClosesACloserSink(t *testing.T) {
+func TestShutdown_ClosesACloserSink(t *testing.T) {
 	sink := &closingSink{err: errors.New("producer shutdown failed")}
 	c, _ := newConsumer(t, validConfig(), handlerReturning(consumer.Processed(), nil), consumer.WithDeadLetterSink(sink))
 	require.NoError(t, c.Start())

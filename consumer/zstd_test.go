@@ -12,7 +12,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 )
 
-func TestIssue9Item8_SharedZSTDDecoderDecodesConcurrentlyAndAfterClose(t *testing.T) {
+func TestZSTD_SharedDecoderDecodesConcurrentlyAndAfterClose(t *testing.T) {
 	big := bytes.Repeat(plainOrder, 64)
 	frame := zstdJava(t, big)
 	var z consumer.ZSTDDecoder
@@ -34,7 +34,7 @@ func TestIssue9Item8_SharedZSTDDecoderDecodesConcurrentlyAndAfterClose(t *testin
 	assert.Equal(t, big, after)
 }
 
-func TestIssue9Item8_ZSTDFrameLargerThanTheLimitIsRefusedAsCorrupt(t *testing.T) {
+func TestZSTD_FrameLargerThanTheLimitIsRefusedAsCorrupt(t *testing.T) {
 	frame := zstdJava(t, make([]byte, consumer.MaxDecodedBody+1)) // zeros: a few KB on the wire
 	var z consumer.ZSTDDecoder
 	defer z.Close()
@@ -46,7 +46,7 @@ func TestIssue9Item8_ZSTDFrameLargerThanTheLimitIsRefusedAsCorrupt(t *testing.T)
 }
 
 // A body of exactly MaxDecodedBody bytes is still decoded: the limit refuses only what is larger.
-func TestIssue9Item8_ZSTDBodyOfExactlyTheLimitDecodes(t *testing.T) {
+func TestZSTD_BodyOfExactlyTheLimitDecodes(t *testing.T) {
 	body := make([]byte, consumer.MaxDecodedBody)
 	var z consumer.ZSTDDecoder
 	defer z.Close()
@@ -58,7 +58,7 @@ func TestIssue9Item8_ZSTDBodyOfExactlyTheLimitDecodes(t *testing.T) {
 // Close while decodes are in flight (Shutdown while late deliveries decode): Close waits for the decodes
 // that hold the shared decoder, and a decode that starts after it gets a decoder of its own; every decode
 // succeeds and -race finds no use of a freed decoder.
-func TestIssue9Item8_SharedZSTDDecoderClosedDuringDecodes(t *testing.T) {
+func TestZSTD_SharedDecoderClosedDuringDecodes(t *testing.T) {
 	big := bytes.Repeat(plainOrder, 64)
 	frame := zstdJava(t, big)
 	for range 20 {
@@ -81,7 +81,7 @@ func TestIssue9Item8_SharedZSTDDecoderClosedDuringDecodes(t *testing.T) {
 
 // The limit is on the whole body, not per frame: two frames of just over half the limit each (a body
 // may hold several concatenated frames) are refused.
-func TestIssue9Item8_ZSTDFramesTogetherLargerThanTheLimitAreRefused(t *testing.T) {
+func TestZSTD_FramesTogetherLargerThanTheLimitAreRefused(t *testing.T) {
 	half := zstdJava(t, make([]byte, consumer.MaxDecodedBody/2+1))
 	body := append(append([]byte{}, half...), half...)
 	var z consumer.ZSTDDecoder
@@ -108,7 +108,7 @@ func javaZSTDBody() []byte {
 // compressor writes a frame that declares a 128 MiB window whatever the body's size, which the reference
 // decoder accepts by default. It decodes, with the shared decoder and with DecodeBody, instead of being
 // dead-lettered as "window size exceeded".
-func TestIssue9Item8_JavaZSTDLevel22FrameWithA128MiBWindowDecodes(t *testing.T) {
+func TestZSTD_JavaLevel22FrameWithA128MiBWindowDecodes(t *testing.T) {
 	require.Equal(t, byte(0x88), javaZSTDLevel22[5], "window descriptor: 2^27 bytes")
 	var z consumer.ZSTDDecoder
 	defer z.Close()

@@ -24,7 +24,7 @@ import (
 	"github.com/rmqguard/rmqguard/retry"
 )
 
-// Issue 8, item 3: with consumer.Config.BatchSize > 1 the members of one callback share one dedup
+// With consumer.Config.BatchSize > 1 the members of one callback share one dedup
 // transaction, a SAVEPOINT per member and one COMMIT after the last. These tests run the consumer's real
 // callback (testenv.Callback: only the pulling is the test's) on the real test database.
 
@@ -63,7 +63,7 @@ func (f *fixture) status(t *testing.T, eventID string) string {
 
 // Rules 1 and 2: a failing member is rolled back to its savepoint (its claim and its writes); the others
 // commit together. The batch is retried as a whole, and on redelivery the committed members are duplicates.
-func TestIssue8_Batch_FailingMemberRolledBackOthersCommitTogether(t *testing.T) {
+func TestBatch_FailingMemberRolledBackOthersCommitTogether(t *testing.T) {
 	f := newFixture(t)
 	e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
 	fail := true
@@ -225,7 +225,7 @@ func TestF15_Batch_LostBatchIsHandledOnceMoreBeforeAnyRetry(t *testing.T) {
 
 // Rule 5: a stale member is rolled back to its savepoint (its writes dropped) and its STALE row is inserted
 // inside the batch transaction, committed with the others; its next delivery is a duplicate.
-func TestIssue8_Batch_StaleMemberRecordedInsideTheBatch(t *testing.T) {
+func TestBatch_StaleMemberRecordedInsideTheBatch(t *testing.T) {
 	f := newFixture(t)
 	e1, e2 := f.prefix+"-1", f.prefix+"-2"
 	cb := f.batchConsumer(t, false, f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
@@ -251,7 +251,7 @@ func TestIssue8_Batch_StaleMemberRecordedInsideTheBatch(t *testing.T) {
 
 // Rule 6: after-commit hooks of a member rolled back to its savepoint never run; the kept members' run
 // once, after the batch COMMIT (the row is visible to another connection when they run).
-func TestIssue8_Batch_AfterCommitHooksOfRolledBackMemberNeverRun(t *testing.T) {
+func TestBatch_AfterCommitHooksOfRolledBackMemberNeverRun(t *testing.T) {
 	f := newFixture(t)
 	e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
 	var mu sync.Mutex
@@ -397,7 +397,7 @@ func TestBatch_AllDuplicatesCostOneClaimAndNoRead(t *testing.T) {
 
 // Rule 7: the batch transaction lives on the batch's own context (HandlerTimeout × members), not on a
 // member's: members that together run longer than one HandlerTimeout still commit together.
-func TestIssue8_Batch_TransactionOutlivesEachMembersContext(t *testing.T) {
+func TestBatch_TransactionOutlivesEachMembersContext(t *testing.T) {
 	f := newFixture(t)
 	cfg := consumer.Config{Group: f.group, Subscriptions: []consumer.Subscription{{Topic: "ORDER"}},
 		BatchSize: 32, HandlerTimeout: 300 * time.Millisecond}
@@ -416,7 +416,7 @@ func TestIssue8_Batch_TransactionOutlivesEachMembersContext(t *testing.T) {
 // Rule 8: in orderly mode the members behind one that is not acknowledged are held back (not handled) and
 // have no claim in the transaction; the members before it commit before the queue is suspended. The first
 // pass runs members 1 and 2 in message order and stops at 2, the careful pass runs them again.
-func TestIssue8_Batch_OrderlyHeldBackMembersHaveNoClaim(t *testing.T) {
+func TestBatch_OrderlyHeldBackMembersHaveNoClaim(t *testing.T) {
 	f := newFixture(t)
 	e1, e2, e3, e4 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3", f.prefix+"-4"
 	handled := map[string]int{}
@@ -446,7 +446,7 @@ func TestIssue8_Batch_OrderlyHeldBackMembersHaveNoClaim(t *testing.T) {
 // Rule 4 at the store: on the store's own pool (WithTxDSN) a duplicate claim (1062) and a successful
 // ROLLBACK TO SAVEPOINT of the store's own leave no doubt (ConfirmBatch then costs no SELECT); any other
 // failed statement does, and a handler's own ROLLBACK TO SAVEPOINT does too.
-func TestIssue8_Batch_DuplicateAndOwnRollbackToAreNoDoubt(t *testing.T) {
+func TestBatch_DuplicateAndOwnRollbackToAreNoDoubt(t *testing.T) {
 	f := newFixture(t)
 	store, err := dedup.NewStore(f.db, dedup.WithTxDSN(testenv.MySQLDSN()))
 	require.NoError(t, err)
@@ -533,7 +533,7 @@ func TestBatch_AbandonedMemberLosesTheBatchAndIsRetriedAlone(t *testing.T) {
 // back at the deadline; in a batch its claim and writes are rolled back to its savepoint, the others commit.
 // It is slow in both passes of the first delivery (the first pass, deferred to the batch's end, and the
 // careful one).
-func TestIssue8_Batch_MemberReturningAfterItsDeadlineIsNotKept(t *testing.T) {
+func TestBatch_MemberReturningAfterItsDeadlineIsNotKept(t *testing.T) {
 	f := newFixture(t)
 	e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
 	slow := 2

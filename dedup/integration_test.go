@@ -123,7 +123,9 @@ func (f *fixture) count(c *prometheus.CounterVec, labels ...string) float64 {
 	return testutil.ToFloat64(c.WithLabelValues(labels...))
 }
 
-func TestS1_SameEventTwiceInARow(t *testing.T) {
+// S1: the same event delivered twice in a row is applied once; the second message (its own MsgId) is a
+// duplicate with the cause "resend".
+func TestDedup_SameEventTwiceInARowAppliesOnce(t *testing.T) {
 	f := newFixture(t)
 	h := f.chain(t, f.ledger.Handler(shop.HandleOrderCreated))
 	ev, order := f.prefix+"-e", f.prefix+"-1"
@@ -144,7 +146,9 @@ func TestS1_SameEventTwiceInARow(t *testing.T) {
 	assert.Equal(t, consumer.CauseResend, o2.Cause, "a new message (its own MsgId) with the same event ID")
 }
 
-func TestS2_SameEventConcurrently16Goroutines(t *testing.T) {
+// S2: 16 copies of one event handled at once give one effect and one dedup row; the others are
+// duplicates or retries (never dead letters), and each retried copy is a duplicate on its redelivery.
+func TestDedup_ConcurrentCopiesApplyOnce(t *testing.T) {
 	f := newFixture(t)
 	h := f.chain(t, f.ledger.Handler(shop.HandleOrderCreated))
 	ev, order := f.prefix+"-e", f.prefix+"-1"
@@ -190,7 +194,9 @@ func TestS2_SameEventConcurrently16Goroutines(t *testing.T) {
 	assert.Equal(t, 1, f.ledger.Count(t, ev), "still applied once after the redeliveries")
 }
 
-func TestS4_F1_FailedAttemptLeavesNoDedupRowAndRetryAppliesOnce(t *testing.T) {
+// S4, F1: a failed attempt is retried, never acknowledged, and leaves neither a dedup row nor an effect;
+// the retry applies the event once and a later redelivery is a duplicate.
+func TestDedup_FailedAttemptLeavesNoDedupRowAndRetryAppliesOnce(t *testing.T) {
 	f := newFixture(t)
 	ev, order := f.prefix+"-e", f.prefix+"-1"
 	failing := true

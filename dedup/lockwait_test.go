@@ -18,10 +18,10 @@ import (
 )
 
 // S2: a claim that waits on the key of a transaction still open (a concurrent delivery of the same event)
-// until the lock-wait timeout (1205, 1 s on this session) is a transient retry: not acknowledged as a
+// until the lock-wait timeout (1205, 1 s on this connection) is a transient retry: not acknowledged as a
 // duplicate, not dead-lettered, no effect. Once the other transaction rolls back, the redelivery applies
 // the event once.
-func TestS2_LockWaitTimeoutOnAClaimHeldByAnotherTransactionIsATransientRetry(t *testing.T) {
+func TestDedup_LockWaitTimeoutOnAClaimHeldByAnotherTransactionIsATransientRetry(t *testing.T) {
 	f := newFixture(t)
 	cfg, err := mysql.ParseDSN(testenv.Env("RMQGUARD_TEST_MYSQL_DSN", testenv.DefaultMySQLDSN))
 	require.NoError(t, err)

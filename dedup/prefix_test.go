@@ -52,9 +52,9 @@ func createTableOf(t *testing.T, db *sqlx.DB, table string) string {
 	return strings.Replace(ddl, "`"+table+"`", "`T`", 1)
 }
 
-// I9 item 7: migrations with a prefix create exactly the prefixed tables, shaped like the default
+// Migrations with a prefix create exactly the prefixed tables, shaped like the default
 // ones; running them again applies nothing; the default migration still creates the default names.
-func TestI9_TablePrefix_MigrateCreatesExactlyThePrefixedTables(t *testing.T) {
+func TestTablePrefix_MigrateCreatesExactlyThePrefixedTables(t *testing.T) {
 	db := scratchDB(t)
 	ctx := context.Background()
 
@@ -102,11 +102,11 @@ func prefixedChain(t *testing.T, db *sqlx.DB, prefix string, opts ...dedup.Optio
 	return store, middleware.Chain(h, middleware.Classify(), eventID, middleware.Dedup(store), version)
 }
 
-// I9 item 7: two stores with different prefixes in one database are independent: the same event ID, in
+// Two stores with different prefixes in one database are independent: the same event ID, in
 // the same consumer group, is processed once by each (its second delivery a duplicate in each), each
 // schema holds its own row and aggregate version, and each store's Probe, Processed and Purge see its
 // own table only. One store runs on its own transaction pool (WithTxDSN), the other on db's.
-func TestI9_TablePrefix_TwoStoresInOneDatabaseAreIndependent(t *testing.T) {
+func TestTablePrefix_TwoStoresInOneDatabaseAreIndependent(t *testing.T) {
 	db, dsn := scratchDBWithDSN(t)
 	ctx := context.Background()
 	_, err := db.Exec(`CREATE TABLE effect (service VARCHAR(64) NOT NULL, event_id VARCHAR(128) NOT NULL)`)
@@ -158,10 +158,10 @@ func TestI9_TablePrefix_TwoStoresInOneDatabaseAreIndependent(t *testing.T) {
 	assert.True(t, kept, "svc_b_processed_event untouched")
 }
 
-// I9 item 7: an invalid prefix fails NewStore, Migrate, CheckSchema, PurgeConfig.Validate and NewJanitor
+// An invalid prefix fails NewStore, Migrate, CheckSchema, PurgeConfig.Validate and NewJanitor
 // before any statement, naming the option (or field) and why; options other than WithTablePrefix are
 // refused by Migrate, naming them.
-func TestI9_TablePrefix_InvalidPrefixFailsNamingTheOption(t *testing.T) {
+func TestTablePrefix_InvalidPrefixFailsNamingTheOption(t *testing.T) {
 	raw, err := sql.Open("mysql", "nobody:x@tcp(127.0.0.1:1)/none") // never connected: the checks come first
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = raw.Close() })
@@ -204,10 +204,10 @@ func TestI9_TablePrefix_InvalidPrefixFailsNamingTheOption(t *testing.T) {
 	assert.NoError(t, err, "39 characters: the version table has 64")
 }
 
-// I9 item 7: without a prefix nothing changes: the default names, the migrations' text (no template left,
+// Without a prefix nothing changes: the default names, the migrations' text (no template left,
 // the default names in it), and the janitor's lock name (the scope's hash alone); with a prefix the lock
 // differs, so the janitors of two schemas do not exclude each other.
-func TestI9_TablePrefix_DefaultIsUnchanged(t *testing.T) {
+func TestTablePrefix_DefaultIsUnchanged(t *testing.T) {
 	var zero dedup.Tables
 	def, err := dedup.NewTables("")
 	require.NoError(t, err)
@@ -255,9 +255,9 @@ func TestI9_TablePrefix_DefaultIsUnchanged(t *testing.T) {
 	assert.LessOrEqual(t, len(jp.LockName()), 64)
 }
 
-// I9 item 7: CheckSchema with a prefix checks the prefixed table and names it, with the fix that names
+// CheckSchema with a prefix checks the prefixed table and names it, with the fix that names
 // the option.
-func TestI9_TablePrefix_CheckSchemaNamesThePrefixedTable(t *testing.T) {
+func TestTablePrefix_CheckSchemaNamesThePrefixedTable(t *testing.T) {
 	db := scratchDB(t)
 	err := dedup.CheckSchema(context.Background(), db, dedup.WithTablePrefix("ops_"))
 	require.ErrorIs(t, err, dedup.ErrSchema)

@@ -20,7 +20,7 @@ import (
 // one Transition): eight OrderPaid events of order o-1 at version 2, distinct event IDs, handled at once.
 // The conditional UPDATE settles the race the unlocked read lets through: one applies, seven are stale
 // (their STALE rows recorded), the order is PAID at v2, and a late v1 is stale too.
-func TestS7_ReadmeWiringUnderConcurrentEventsOfOneOrder(t *testing.T) {
+func TestReadmeWiring_ConcurrentEventsOfOneOrderApplyOneAndAreStaleOrDuplicate(t *testing.T) {
 	db := testenv.MySQL(t)
 	orders, table := orderStates(t, db) // o-1 WAIT_PAY v1, status column "state"
 	store := newStore(t, db)

@@ -30,11 +30,11 @@ func questions(ctx context.Context, t testing.TB, tx *sqlx.Tx) int {
 	return n
 }
 
-// Issue 8: statements per processed message, counted by the server on a pool of one connection, between
+// Statements per processed message, counted by the server on a pool of one connection, between
 // one message's handler and the next's: on db's pool COMMIT, SELECT (Confirm), SET autocommit = 1,
 // SET autocommit = 0, BEGIN, INSERT (Claim) and the count itself (7); on the store's own pool (WithTxDSN)
 // COMMIT, BEGIN, INSERT and the count (4), what a hand-written transaction per message costs.
-func TestIssue8_HappyPathRoundTripsPerMessage(t *testing.T) {
+func TestDedup_HappyPathRoundTripsPerMessage(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		opts []dedup.Option

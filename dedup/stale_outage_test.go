@@ -19,9 +19,9 @@ import (
 // never a retry that spends one (and on the last delivery ends in the DLQ as "retries exhausted"); the
 // connection that met the read-only server is closed, not returned to the pool. On a MariaDB of the test's
 // own, which the loader makes read-only, then stops.
-func TestS7_F19_F20_StoreFailingWhileRecordingStaleIsUnavailable(t *testing.T) {
+func TestVersion_StoreFailingWhileRecordingStaleIsUnavailable(t *testing.T) {
 	ctx := context.Background()
-	in := testenv.MariaDBInstance(t, "review-stale", 13361)
+	in := testenv.MariaDBInstance(t, "stale-outage", 13361)
 	db := in.Open()
 	db.SetMaxOpenConns(1) // the connection RecordStale used is the one the next statement gets, unless dropped
 	_, err := dedup.Migrate(ctx, db.DB)

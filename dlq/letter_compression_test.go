@@ -21,7 +21,7 @@ func brokerLetter(body []byte, sysFlag int32) *primitive.MessageExt {
 	return m
 }
 
-func TestIssue9Item8_ALetterOfAStillCompressedBodyNamesItsSysFlag(t *testing.T) {
+func TestLetter_OfAStillCompressedBodyNamesItsSysFlag(t *testing.T) {
 	flag := consumer.SysFlagCompressed | consumer.SysFlagLZ4
 	l := dlq.NewLetter("g", brokerLetter([]byte("lz4 frame bytes"), flag))
 	assert.Equal(t, strconv.Itoa(int(flag)), l.Property(consumer.PropBodySysFlag))
@@ -32,7 +32,7 @@ func TestIssue9Item8_ALetterOfAStillCompressedBodyNamesItsSysFlag(t *testing.T) 
 		"the replay carries the codec the Go producer cannot put in the SysFlag")
 }
 
-func TestIssue9Item8_ALetterTheClientInflatedCarriesNoBodySysFlag(t *testing.T) {
+func TestLetter_TheClientInflatedCarriesNoBodySysFlag(t *testing.T) {
 	m := brokerLetter([]byte("zlib stream bytes"), consumer.SysFlagCompressed|consumer.SysFlagZlib)
 	m.Body = []byte(`{"eventId":"e-1"}`) // the client inflated it: the CRC no longer matches
 	assert.Empty(t, dlq.NewLetter("g", m).Property(consumer.PropBodySysFlag))

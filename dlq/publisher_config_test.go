@@ -14,7 +14,7 @@ import (
 )
 
 // Invalid settings fail StartPublisher before any client is built, each naming its field.
-func TestI9_StartPublisher_InvalidSettingsNameTheField(t *testing.T) {
+func TestStartPublisher_InvalidSettingsNameTheField(t *testing.T) {
 	_, err := dlq.StartPublisher(dlq.PublisherConfig{NameServers: []string{"nohost"}, Namespace: "a b",
 		Credentials: consumer.Credentials{SecretKey: "s3cret"}, SendRetries: 17})
 	require.Error(t, err)
@@ -30,7 +30,7 @@ func TestI9_StartPublisher_InvalidSettingsNameTheField(t *testing.T) {
 }
 
 // A Publisher from NewPublisher does not own its producer: Close only refuses later letters.
-func TestI9_Publisher_CloseRefusesLettersAndLeavesACallersProducer(t *testing.T) {
+func TestPublisher_CloseRefusesLettersAndLeavesACallersProducer(t *testing.T) {
 	prod := &fakeProducer{res: &primitive.SendResult{Status: primitive.SendOK}}
 	p, err := dlq.NewPublisher(prod)
 	require.NoError(t, err)

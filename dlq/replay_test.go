@@ -315,7 +315,7 @@ func (blindAudit) Lookup(context.Context, string, string) (dlq.AuditRecord, bool
 }
 
 // A claim lost to a concurrent run is uncertain (exit 1), not "already replayed": the other run's send
-// may still fail (review finding).
+// may still fail.
 func TestReplay_S5_AClaimLostToAConcurrentRunIsUncertain(t *testing.T) {
 	r := newRig()
 	r.audit.put(dlq.AuditRecord{Group: "cg", StoreID: "S-1", ReplayID: "R-other", Status: dlq.AuditSending})
@@ -329,7 +329,7 @@ func TestReplay_S5_AClaimLostToAConcurrentRunIsUncertain(t *testing.T) {
 }
 
 // A letter without an event ID is sent, and its result says that the already-processed check could not be
-// done (review finding: it was skipped without a word).
+// done (not skipped without a word).
 func TestReplay_S5_ALetterWithoutEventIDSaysTheProcessedCheckWasNotDone(t *testing.T) {
 	r := newRig()
 	rep, err := dlq.Replay(context.Background(), []dlq.Letter{replayLetter("S-1", "", "ORDER")}, r.opts())

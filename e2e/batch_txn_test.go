@@ -17,12 +17,12 @@ import (
 	"github.com/rmqguard/rmqguard/middleware"
 )
 
-// TestE2E_Issue8_BatchModeSharesOneTransactionPerCallback: BatchSize 32 on the real broker, 64 messages
+// TestE2E_BatchModeSharesOneTransactionPerCallback: BatchSize 32 on the real broker, 64 messages
 // (a quarter re-sends of earlier events, two events failing their first attempt) queued before the
 // consumer starts. The members of a callback share one dedup transaction (far fewer transactions than
 // messages handled), the failing members make their batches retries whose committed members come back as
 // duplicates, and every event takes effect exactly once.
-func TestE2E_Issue8_BatchModeSharesOneTransactionPerCallback(t *testing.T) {
+func TestE2E_BatchModeSharesOneTransactionPerCallback(t *testing.T) {
 	w := newWorld(t, 1)
 	db := testenv.MySQL(t)
 	store, err := dedup.NewStore(db, dedup.WithTxDSN(testenv.MySQLDSN()))

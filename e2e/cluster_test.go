@@ -120,7 +120,7 @@ func topicEnsureOnTwoMasters(t *testing.T, tm testenv.TwoMasters, bin string) {
 	}, route)
 	assert.Equal(t, line(both, tm.A, "exists")+line(both, tm.B, "exists"), ensure(both))
 
-	// The case: created on A, then a call naming B said "exists" and left B without queues.
+	// The regression case: created on A, then a call naming B said "exists" and left B without queues.
 	first := "RMQGUARD_E2E_FIRST_" + run
 	assert.Equal(t, line(first, tm.A, "created"), ensure("--broker", tm.A.Addr, first))
 	assert.Equal(t, line(first, tm.B, "created"), ensure("--broker", tm.B.Addr, first))

@@ -47,7 +47,7 @@ func compressAs(t *testing.T, sysFlag int32, body []byte) []byte {
 	return buf.Bytes()
 }
 
-func TestE2E_Issue9Item8_JavaCompressedBodiesReachTheHandlerDecodedOthersAreDeadLetteredWithTheirFlag(t *testing.T) {
+func TestE2E_JavaCompressedBodiesReachTheHandlerDecodedOthersAreDeadLetteredWithTheirFlag(t *testing.T) {
 	w := newWorld(t, 1)
 	broker := testenv.Broker(t)
 	body := func(id string) []byte {
@@ -117,7 +117,7 @@ func TestE2E_Issue9Item8_JavaCompressedBodiesReachTheHandlerDecodedOthersAreDead
 	}
 }
 
-func TestE2E_Issue9Item8_TheBrokersOwnLetterOfAJavaCompressedMessageIsReadableAndReplaysDecoded(t *testing.T) {
+func TestE2E_TheBrokersOwnLetterOfAJavaCompressedMessageIsReadableAndReplaysDecoded(t *testing.T) {
 	w := newWorld(t, 1)
 	zstdFlag := consumer.SysFlagCompressed | consumer.SysFlagZSTD
 	plain := []byte(`{"eventId":"` + w.run + `-zstd","orderNo":"O-1"}`)

@@ -20,7 +20,7 @@ import (
 // transactional message is stored with type 2 (0x8), any other message with 0.
 const sysFlagTransactionMask, sysFlagTransactionCommit int32 = 0x3 << 2, 0x2 << 2
 
-// TestE2E_Issue9Item9_JavaProducerEveryWayOfSendingIsAppliedOnceByTheExampleConsumer runs the official Java
+// TestE2E_JavaProducerEveryWayOfSendingIsAppliedOnceByTheExampleConsumer runs the official Java
 // client (rocketmq-client 5.3.3, interop/java-producer) against the real broker: OrderCreated events sent
 // normally, as one batch, transactionally (the local transaction commits), with non-ASCII order number, SKU,
 // account and event ID, compressed with zlib, LZ4 and ZSTD, and with JSON fields the consumer does not
@@ -28,7 +28,7 @@ const sysFlagTransactionMask, sysFlagTransactionCommit int32 = 0x3 << 2, 0x2 << 
 // must apply each event exactly once — one dedup row, one order, one reservation, the stock reduced once —
 // count the second copies as duplicates and dead-letter nothing. A plain client consumer of its own group
 // checks on the wire that the compressed bodies really were stored compressed, each with its codec's bits.
-func TestE2E_Issue9Item9_JavaProducerEveryWayOfSendingIsAppliedOnceByTheExampleConsumer(t *testing.T) {
+func TestE2E_JavaProducerEveryWayOfSendingIsAppliedOnceByTheExampleConsumer(t *testing.T) {
 	classPath := javaProducerClassPath(t)
 	w := newWorld(t, 4)
 	db := testenv.MySQL(t)

@@ -29,7 +29,7 @@ import (
 // an event sent again and again until its effect shows is one row, so is an order sent again under another
 // event ID; a body that is not JSON is a letter in %DLQ%inventory with its reason; SIGTERM stops it cleanly
 // (exit 0).
-func TestE2E_Issue9_READMEMinimalConsumerAppliesEachEventOnce(t *testing.T) {
+func TestE2E_READMEMinimalConsumerAppliesEachEventOnce(t *testing.T) {
 	ns := testenv.NameServer(t)
 	broker := testenv.Broker(t)
 	testenv.MySQL(t)          // the server is up (or the test fails under RMQGUARD_REQUIRE_SERVICES)

@@ -85,7 +85,7 @@ func readsThroughApp(app *sqlx.DB) consumer.Handler {
 	})
 }
 
-// f40Config is item 2's consumer: the default ConsumeGoroutines (20), a short HandlerTimeout and a single
+// f40Config is F40's consumer: the default ConsumeGoroutines (20), a short HandlerTimeout and a single
 // retry, so that a stall shows within seconds and a message it makes fail twice is dead-lettered.
 func f40Config() consumer.Config {
 	return consumer.Config{HandlerTimeout: 5 * time.Second, MaxAttempts: 1, DrainTimeout: 5 * time.Second}

@@ -104,7 +104,7 @@ func cli(t *testing.T, bin string, args ...string) (string, int) {
 	return out.String(), 0
 }
 
-// TestE2E_S5_F18_DLQReplaySafeTwiceToTheDeadLetteredGroupOnly is the end-to-end replay test on the
+// TestE2E_S5_F18_DLQReplaySafeTwiceToTheDeadLetteredGroupOnly is the end-to-end replay test on the
 // real broker and MariaDB. Group cg (dedup chain, DLQ publisher) and group cg2 consume one topic. With a
 // "bug" switch on, event A fails permanently and is dead-lettered; B is processed, and a letter of B is in
 // the DLQ as well (an event that in fact succeeded); C's letter has no origin topic. With the bug fixed:

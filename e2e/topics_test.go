@@ -21,7 +21,7 @@ import (
 // A brand-new group whose %RETRY% and %DLQ% topics do not exist: consumer.WithEnsureTopics(topics.ForConsumer)
 // creates both (readable, one queue) in Start; a publisher built from settings (dlq.StartPublisher)
 // dead-letters a poison message with its reason, and the consumer's Shutdown closes it.
-func TestE2E_I9_EnsureTopicsInStartAndPublisherFromSettings(t *testing.T) {
+func TestE2E_EnsureTopicsInStartAndPublisherFromSettings(t *testing.T) {
 	ns, broker := []string{testenv.NameServer(t)}, testenv.Broker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

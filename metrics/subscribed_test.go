@@ -13,7 +13,7 @@ import (
 )
 
 // Subscribed creates every counter series of a group's topics at zero, so that rate() sees the first
-// increment and a group without duplicates has ratio 0 (review finding: series that appear at 1 lose it).
+// increment and a group without duplicates has ratio 0 (series that appear at 1 lose it).
 func TestSubscribed_CreatesTheCounterSeriesAtZero(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m, err := metrics.New(reg)

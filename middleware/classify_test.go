@@ -62,7 +62,7 @@ func TestClassify_AnInnerUnavailableIsKept(t *testing.T) {
 	assert.Equal(t, consumer.Unavailable("store down"), o)
 }
 
-// Item 6: a handler cancelled because the consumer is stopping is not dead-lettered on its last delivery.
+// A handler cancelled because the consumer is stopping is not dead-lettered on its last delivery.
 func TestClassify_CancelledOnTheLastDeliveryIsNeverADeadLetter(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

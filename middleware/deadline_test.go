@@ -110,7 +110,7 @@ func TestTimeout_F7_ReturnsAtTheDeadlineWhileTheHandlerStillRuns(t *testing.T) {
 	assert.Contains(t, msg, "handler did not return before its deadline, middleware.Timeout(10ms)")
 }
 
-// Issue 9: the error names the deadline that fired. Here the parent's (the consumer's HandlerTimeout) is
+// The error names the deadline that fired. Here the parent's (the consumer's HandlerTimeout) is
 // earlier than the middleware's, for both forms; Timeout(0) used to report "timeout 0s".
 func TestDeadline_F7_ErrorNamesTheParentsDeadlineWhenThatFired(t *testing.T) {
 	for name, mw := range map[string]consumer.Middleware{

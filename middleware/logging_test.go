@@ -16,10 +16,10 @@ import (
 	"github.com/rmqguard/rmqguard/middleware"
 )
 
-// Issue 9, item 6: Logging is a debug-only trace of each run: whatever the chain decided, its line is at
+// Logging is a debug-only trace of each run: whatever the chain decided, its line is at
 // debug (the consumer logs the final decision at the level that matters), with the run's fields and
 // never the body.
-func TestIssue9_LoggingIsOneDebugLinePerRun(t *testing.T) {
+func TestLogging_IsOneDebugLinePerRun(t *testing.T) {
 	for _, tc := range []struct {
 		o   consumer.Outcome
 		err error
@@ -62,9 +62,9 @@ func TestIssue9_LoggingIsOneDebugLinePerRun(t *testing.T) {
 	}
 }
 
-// Issue 9, item 6: at info (a production level) Logging writes nothing, even for failures: a retry or a
+// At info (a production level) Logging writes nothing, even for failures: a retry or a
 // dead letter is logged once, by the consumer, at its final decision.
-func TestIssue9_LoggingWritesNothingAboveDebug(t *testing.T) {
+func TestLogging_WritesNothingAboveDebug(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	h := middleware.Logging(zap.New(core))
 	ran := 0

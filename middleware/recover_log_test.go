@@ -14,10 +14,10 @@ import (
 	"github.com/rmqguard/rmqguard/middleware"
 )
 
-// Issue 9, item 6: a panic's stack is written once, in Recover's "stack" field. With zap's production
+// A panic's stack is written once, in Recover's "stack" field. With zap's production
 // options (AddStacktrace at error level) the line gets no second, useless "stacktrace" of Recover's own
 // frames.
-func TestIssue9_PanicLineCarriesItsStackOnceUnderProductionOptions(t *testing.T) {
+func TestRecover_PanicLineCarriesItsStackOnceUnderProductionOptions(t *testing.T) {
 	var buf bytes.Buffer
 	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(&buf), zapcore.DebugLevel)
 	log := zap.New(core, zap.AddStacktrace(zapcore.ErrorLevel))

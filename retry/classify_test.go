@@ -288,5 +288,5 @@ func TestClassify_F19_TruncatedBodyIsNotInfrastructure(t *testing.T) {
 	err := fmt.Errorf("handler: decode body: %w", decErr)
 
 	assert.NotEqual(t, retry.ClassInfrastructure, retry.Classify(err))
-	assert.Equal(t, retry.ClassTransient, retry.Classify(err), "retried as before issue 5, until attempts run out")
+	assert.Equal(t, retry.ClassTransient, retry.Classify(err), "a transient retry, until attempts run out")
 }

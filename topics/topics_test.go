@@ -17,7 +17,7 @@ import (
 )
 
 // Invalid settings fail before any request, each problem naming its field.
-func TestI9_Topics_ClusterValidateNamesTheField(t *testing.T) {
+func TestTopics_ClusterValidateNamesTheField(t *testing.T) {
 	err := topics.Cluster{NameServers: []string{" "}, Namespace: "a%b",
 		Credentials: consumer.Credentials{AccessKey: "k"}}.Validate()
 	require.Error(t, err)
@@ -31,7 +31,7 @@ func TestI9_Topics_ClusterValidateNamesTheField(t *testing.T) {
 	assert.ErrorContains(t, err, "empty group")
 }
 
-func TestI9_Topics_GroupTopicsAreRetryAndDLQWithOneQueue(t *testing.T) {
+func TestTopics_GroupTopicsAreRetryAndDLQWithOneQueue(t *testing.T) {
 	assert.Equal(t, []topics.Topic{{Name: "%RETRY%g", Queues: 1}, {Name: "%DLQ%g", Queues: 1}}, topics.GroupTopics("g"))
 	assert.Equal(t, "%DLQ%ns%g: updated", topics.Result{Topic: "%DLQ%ns%g", State: topics.Updated}.String())
 	assert.Equal(t, "broker-b (10.0.0.2:10911): created", topics.BrokerResult{Broker: "broker-b", Addr: "10.0.0.2:10911", State: topics.Created}.String())
@@ -55,7 +55,7 @@ func route(t *testing.T, ctx context.Context, ns, topic string) []rmqadmin.Queue
 // On the real broker: a new group's topics are created (perm 6, one queue), a second run finds them, a
 // write-only DLQ is made readable with its queue counts kept, and an existing business topic keeps its
 // queue count whatever Queues says.
-func TestI9_Topics_CreatedExistsUpdatedOnTheBroker(t *testing.T) {
+func TestTopics_CreatedExistsUpdatedOnTheBroker(t *testing.T) {
 	ns, broker := testenv.NameServer(t), testenv.Broker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -105,7 +105,7 @@ func TestI9_Topics_CreatedExistsUpdatedOnTheBroker(t *testing.T) {
 }
 
 // A broker that does not answer fails Ensure with an error naming the topic and the broker.
-func TestI9_Topics_UnreachableBrokerIsNamed(t *testing.T) {
+func TestTopics_UnreachableBrokerIsNamed(t *testing.T) {
 	ns := testenv.NameServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

@@ -26,10 +26,10 @@ func countLevels(t *testing.T, buf *bytes.Buffer) map[string]int {
 	return n
 }
 
-// Issue 9, item 6: zap's production sampler would keep ~100 of 1,000 same-text lines a second; the
+// zap's production sampler would keep ~100 of 1,000 same-text lines a second; the
 // example's logger keeps every retry and dead-letter line (info and above) and samples only the
 // per-success debug lines.
-func TestIssue9_ExampleLoggerKeepsEveryRetryAndDeadLetterLine(t *testing.T) {
+func TestExampleLogger_KeepsEveryRetryAndDeadLetterLine(t *testing.T) {
 	var buf bytes.Buffer
 	log := newLogger(zapcore.DebugLevel, zapcore.AddSync(&buf))
 	const burst = 1000
@@ -49,7 +49,7 @@ func TestIssue9_ExampleLoggerKeepsEveryRetryAndDeadLetterLine(t *testing.T) {
 }
 
 // At the default level (info) the per-success debug lines are not written at all.
-func TestIssue9_ExampleLoggerAtInfoWritesNoDebugLines(t *testing.T) {
+func TestExampleLogger_AtInfoWritesNoDebugLines(t *testing.T) {
 	var buf bytes.Buffer
 	log := newLogger(zapcore.InfoLevel, zapcore.AddSync(&buf))
 

@@ -57,7 +57,7 @@ func matches(labels, match map[string]string) bool {
 // event misses (counted in rmqguard_redis_fallbacks_total{reason="miss"} on the consumer's registry) and
 // MySQL decides; after its commit the done key answers a re-send as a duplicate, counted in the example's
 // rmqguard_example_redis_duplicates_total; the effect happened once.
-func TestS8_ExampleConsumerWiresTheRedisFastPath(t *testing.T) {
+func TestExampleConsumer_WiresTheRedisFastPath(t *testing.T) {
 	db := testenv.MySQL(t)
 	rdb := testenv.Redis(t)
 	store, err := dedup.NewStore(db)

@@ -46,9 +46,9 @@ func TestF22_CLI_DedupPurge(t *testing.T) {
 	assert.Equal(t, 2, left, "the two rows younger than 203 h stay")
 }
 
-// I9 item 7 through the CLI: --table-prefix purges the prefixed table (and names it), leaving
+// Through the CLI: --table-prefix purges the prefixed table (and names it), leaving
 // processed_event alone; an invalid prefix is refused naming the flag, before connecting.
-func TestI9_CLI_DedupPurgeTablePrefix(t *testing.T) {
+func TestCLI_DedupPurgeWithTablePrefixPurgesThePrefixedTable(t *testing.T) {
 	db := testenv.MySQL(t)
 	dsn := testenv.Env("RMQGUARD_TEST_MYSQL_DSN", testenv.DefaultMySQLDSN)
 	prefix := strings.ReplaceAll(testenv.Unique("cli"), "-", "_") + "_"

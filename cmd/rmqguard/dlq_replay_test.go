@@ -66,9 +66,9 @@ func TestF17_CLI_ReplayWriteOnlyDLQ(t *testing.T) {
 	assert.Contains(t, out, "selected 1, sent 0, would send 1,")
 }
 
-// I9 item 7 through `dlq replay`: with --table-prefix the already-processed check reads the prefixed
+// Through `dlq replay`: with --table-prefix the already-processed check reads the prefixed
 // dedup table (a letter whose event has a row there is skipped), without it processed_event.
-func TestI9_CLI_ReplayChecksThePrefixedDedupTable(t *testing.T) {
+func TestCLI_ReplayChecksThePrefixedDedupTable(t *testing.T) {
 	w := newCLIDLQ(t, 6)
 	w.publish("e-1", "OrderCreated", "invalid JSON", []byte(`{}`), nil)
 	w.publish("e-2", "OrderCreated", "invalid JSON", []byte(`{}`), nil)

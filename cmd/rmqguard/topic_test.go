@@ -28,7 +28,7 @@ func runTopicEnsure(ns, broker string, args ...string) (string, int) {
 // `topic ensure --broker B` says per topic, on broker B, whether it created it, found it, or made a
 // write-only DLQ readable; a second run reports "exists"; exit 0 each time, 2 (a usage error) for a queue
 // count below 1.
-func TestI9_CLI_TopicEnsureReportsCreatedExistsUpdated(t *testing.T) {
+func TestCLI_TopicEnsureReportsCreatedExistsUpdated(t *testing.T) {
 	ns, broker := testenv.NameServer(t), testenv.Broker(t)
 	group := testenv.Unique("cli-topics")
 	retry, dlqTopic := consumer.RetryTopic(group), consumer.DLQTopic(group)
@@ -67,7 +67,7 @@ func TestI9_CLI_TopicEnsureReportsCreatedExistsUpdated(t *testing.T) {
 // A missing or invalid setting of `topic ensure` is a usage error, exit 2 as for every rmqguard command
 // (the README's "2 for a usage error"), found before any name server is dialled: the addresses here
 // reach nothing, so a command that got as far as the broker would fail with 1.
-func TestI9_CLI_TopicEnsureUsageErrorsExit2(t *testing.T) {
+func TestCLI_TopicEnsureUsageErrorsExit2(t *testing.T) {
 	const ns, broker = "127.0.0.1:1", "127.0.0.1:1"
 	for name, args := range map[string][]string{
 		"no topic":          {},

@@ -39,9 +39,9 @@ func TestF16_RolledBackDeliveryWritesNoDoneKey(t *testing.T) {
 	assert.Equal(t, 1, f.ledger.Count(t, ev))
 }
 
-// A stale event (its STALE row written on its own after the rollback) gets a done key too: a later
+// S8: a stale event (its STALE row written on its own after the rollback) gets a done key too: a later
 // delivery is a duplicate from Redis, as it would be from MySQL.
-func TestS8_StaleEventGetsADoneKey(t *testing.T) {
+func TestRedisFast_StaleEventGetsADoneKey(t *testing.T) {
 	f := newFixture(t, testenv.Redis(t), time.Minute)
 	h := f.chain(t, func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
 		return consumer.Stale("older than the stored version"), nil

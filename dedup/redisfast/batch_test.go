@@ -17,7 +17,7 @@ import (
 )
 
 // batchCallback is the fixture's chain behind a consumer with BatchSize 32 (one shared transaction per
-// callback, issue 8 item 3).
+// callback).
 func (f *fixture) batchCallback(t *testing.T, h func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error)) *testenv.Callback {
 	t.Helper()
 	cfg := consumer.Config{Group: f.group, Subscriptions: []consumer.Subscription{{Topic: "ORDER"}},
@@ -35,7 +35,7 @@ func (f *fixture) exists(t *testing.T, eventID string) bool {
 // S8 in batch mode (rule 9): the layer's done keys of the kept members are written by their after-commit
 // hooks once the batch COMMIT succeeded, never before it; a member rolled back to its savepoint gets none; a
 // stale member gets one; the next batch of the same events is answered from Redis without the database.
-func TestS8_Batch_DoneKeysWrittenAfterTheBatchCommit(t *testing.T) {
+func TestRedisFast_BatchDoneKeysWrittenAfterTheBatchCommit(t *testing.T) {
 	f := newFixture(t, testenv.Redis(t), time.Minute)
 	e1, e2, e3, e4 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3", f.prefix+"-4"
 	keyBeforeCommit := true

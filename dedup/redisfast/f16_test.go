@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dedup/redisfast"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
@@ -61,4 +62,35 @@ func TestF16_TTL1sHandler3sDuplicateAt2sMySQLDecides(t *testing.T) {
 	assert.Equal(t, consumer.KindDuplicate, again.Kind, "expired key: MySQL decided")
 	assert.Equal(t, 3, f.obs.get(redisfast.ReasonMiss))
 	assert.Equal(t, 1, f.ledger.Count(t, ev), "one effect")
+}
+
+// F16 with several claims in one transaction (batch mode: one transaction per batch, a SAVEPOINT per
+// member): the second member repeats the first one's event, so its claim hits the first member's row,
+// which is not committed. That 1062 is dedup.ErrDuplicate, but it does not come from a committed row: when
+// the batch then rolls back, Redis must not answer "done" for the event, or its redelivery is acknowledged
+// as a duplicate and the event is lost.
+func TestRedisFast_DuplicateOfAnUncommittedClaimInTheSameTransactionWritesNoDoneKey(t *testing.T) {
+	f := newFixture(t, testenv.Redis(t), time.Minute)
+	ctx := context.Background()
+	ev := f.prefix + "-e"
+	first, second := consumer.NewDelivery(f.group, f.msg(ev)), consumer.NewDelivery(f.group, f.msg(ev))
+	first.EventID, second.EventID = ev, ev
+
+	txn, err := f.layer.Begin(ctx)
+	require.NoError(t, err)
+	_, err = txn.Tx.ExecContext(ctx, "SAVEPOINT m1")
+	require.NoError(t, err)
+	require.NoError(t, f.layer.Claim(ctx, txn, first))
+	_, err = txn.Tx.ExecContext(ctx, "SAVEPOINT m2")
+	require.NoError(t, err)
+	require.ErrorIs(t, f.layer.Claim(ctx, txn, second), dedup.ErrDuplicate, "the batch's own uncommitted row")
+	require.NoError(t, txn.Rollback(), "the batch fails as a whole")
+
+	processed, err := f.store.Processed(ctx, f.group, ev)
+	require.NoError(t, err)
+	require.False(t, processed, "nothing committed")
+	again := consumer.NewDelivery(f.group, f.msg(ev))
+	again.EventID = ev
+	_, done := f.layer.Done(ctx, again)
+	assert.False(t, done, "Redis answers done for an event whose row never committed: its redelivery would be lost")
 }

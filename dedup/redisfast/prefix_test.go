@@ -16,10 +16,10 @@ import (
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
-// I9 item 7 with the Redis fast path: a store on prefixed tables and one on the default tables, whose
+// With the Redis fast path: a store on prefixed tables and one on the default tables, whose
 // layers share the Redis key prefix, each process an event once; the first's done key never answers for
 // the second (which would acknowledge the event there without applying it). The default key is unchanged.
-func TestI9_TablePrefix_RedisDoneKeysOfTwoSchemasDoNotCollide(t *testing.T) {
+func TestTablePrefix_RedisDoneKeysOfTwoSchemasDoNotCollide(t *testing.T) {
 	db := testenv.MySQL(t)
 	rdb := testenv.Redis(t)
 	prefix := strings.ReplaceAll(testenv.Unique("rf"), "-", "_") + "_"

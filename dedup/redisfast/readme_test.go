@@ -8,9 +8,9 @@ import (
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
-// The "Redis fast path" code block of docs/configuration.md is fastDedup's body (example_test.go), line for
-// line (leading and trailing blanks aside), so the wiring users copy is the one that compiles.
-func TestS8_READMEWiringIsTheCompiledExample(t *testing.T) {
+// S8: the "Redis fast path" code block of docs/configuration.md is fastDedup's body (example_test.go), line
+// for line (leading and trailing blanks aside), so the wiring users copy is the one that compiles.
+func TestRedisFast_GuideWiringIsTheCompiledExample(t *testing.T) {
 	block := testenv.DocBlock(t, "docs/configuration.md", "## Redis fast path")
 	body := testenv.Between(t, "example_test.go",
 		"func fastDedup(store *dedup.Store, reg prometheus.Registerer) (consumer.Middleware, func() error, error) {\n", "\n}\n")

@@ -20,7 +20,7 @@ import (
 // %RETRY%<ns>%<group> and %DLQ%<ns>%<group> in Start (signed), a dlq.StartPublisher built from the same
 // settings dead-letters a message there and is closed by Shutdown; with a wrong secret Start fails with
 // the *consumer.ACLError naming the broker, and creates nothing.
-func TestACL_I9_EnsureTopicsAndPublisherFromSettingsInANamespace(t *testing.T) {
+func TestACL_EnsureTopicsAndPublisherFromSettingsInANamespace(t *testing.T) {
 	w := newACLWorld(t)
 	w.group += "-fresh" // newACLWorld made the topics of w.group; this group has none
 	ns := w.cluster.NameServers

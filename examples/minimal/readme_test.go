@@ -12,7 +12,7 @@ import (
 )
 
 // The README's "A consumer in one file" is this command's main.go, byte for byte, so the file users copy is
-// the one that compiles (and that TestE2E_Issue9_READMEMinimalConsumerAppliesEachEventOnce runs); and its
+// the one that compiles (and that TestE2E_READMEMinimalConsumerAppliesEachEventOnce runs); and its
 // wiring, run's body, stays within 20 lines.
 func TestREADMEMinimalConsumerIsThisFile(t *testing.T) {
 	src, err := os.ReadFile("main.go")

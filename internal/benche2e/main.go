@@ -1,4 +1,4 @@
-// Command benche2e is the project's end-to-end throughput benchmark (issue 8): it produces a backlog of
+// Command benche2e is the project's end-to-end throughput benchmark: it produces a backlog of
 // OrderCreated-like messages on the real broker (a topic of its own with 4 queues) and drains it with each
 // variant, interleaved over -rounds so that machine noise hits all of them: raw (the client's push consumer
 // with a no-op handler, the ceiling), baseline (a hand-written consumer: one sqlx transaction per message

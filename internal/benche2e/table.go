@@ -144,7 +144,7 @@ func writeTable(w io.Writer, results []result, baseline string) error {
 	return writeTargets(w, results)
 }
 
-// outboxTarget is issue 17's target for the outbox variant's median rate over rmqguard's.
+// outboxTarget is the floor of the outbox variant's median rate over rmqguard's.
 const outboxTarget = 0.75
 
 // writeOutbox prints, when the outbox variant ran, its commit-to-SEND_OK latencies per round and their
@@ -185,7 +185,7 @@ func writeOutbox(w io.Writer, results []result) error {
 func millis(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }
 
 // writeRedisRatio prints, when both duplicate variants ran, the ratio of the duplicates-redis median to the
-// duplicates median: what the Redis fast path buys on a backlog of duplicates (issue 8's target: ≥ 3).
+// duplicates median: what the Redis fast path buys on a backlog of duplicates (the target: ≥ 3).
 func writeRedisRatio(w io.Writer, sums []summary) {
 	medians := map[string]float64{}
 	for _, s := range sums {

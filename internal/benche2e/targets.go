@@ -7,7 +7,7 @@ import (
 	"text/tabwriter"
 )
 
-// target is a ratio of medians with its floor (issue 18's "done when"): variant's median rate over of's
+// target is a ratio of medians with its floor: variant's median rate over of's
 // should be at least min.
 type target struct {
 	variant, of string
@@ -25,7 +25,7 @@ var targets = []target{
 	{variantHotrowBatchHandler, variantHotrow, 1.5},
 }
 
-// maxLostPerThousand is the most batches per 1,000 messages hotrow-batch may lose (issue 18's target).
+// maxLostPerThousand is the most batches per 1,000 messages hotrow-batch may lose.
 const maxLostPerThousand = 1.0
 
 // writeTargets prints the ratios of targets whose variants both ran, then the consumer's decisions of the

@@ -60,7 +60,7 @@ type Faults struct {
 	Say func(format string, args ...any)
 }
 
-// Durations of the faults, from the issue: read-only for 20 s, stopped for 60 s.
+// Durations of the faults: read-only for 20 s, stopped for 60 s.
 type Durations struct {
 	// ReadOnly is how long MariaDB stays read-only (SET GLOBAL read_only=1).
 	ReadOnly time.Duration

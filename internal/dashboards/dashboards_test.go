@@ -54,7 +54,7 @@ func TestDashboard_EveryExpressionNamesAnExposedMetricOrARecordingRule(t *testin
 
 	assert.Empty(t, dashboards.Unknown(exprs, known(t)))
 
-	// The panels issue 6 asks for, by the series they show.
+	// The panels the dashboard must have, by the series they show.
 	all := make([]string, 0, len(exprs))
 	for _, e := range exprs {
 		all = append(all, e.Query)

@@ -14,7 +14,7 @@ import (
 // S7 on the example domain, through the example's chain (Dedup, then Version on orders.version): a late
 // OrderPaid of version 2 with a new event ID arrives after the order was paid: acknowledged as stale, the
 // order keeps its state, the decision is recorded, and a redelivery of that late event is a duplicate.
-func TestS7_Domain_LateOrderPaidIsStaleAndRecorded(t *testing.T) {
+func TestShop_LateOrderPaidIsStaleAndRecorded(t *testing.T) {
 	w := newWorld(t)
 	w.seed()
 	h := w.chain(3)

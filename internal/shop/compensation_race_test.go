@@ -16,7 +16,7 @@ import (
 // walks the orders first to last in passes while 8 consumers deliver the OrderCancelled messages last to
 // first (so they meet in the middle and contend on the SKU row), each message delivered twice (a re-send).
 // Every order is cancelled by exactly one of them, released once, and the domain reconciles.
-func TestS6_Domain_CompensationRaceBothDirections(t *testing.T) {
+func TestShop_CompensationRaceBothDirectionsReleasesOnce(t *testing.T) {
 	const orders, consumers = 120, 8
 	w := newWorld(t)
 	w.seed()

@@ -17,7 +17,7 @@ import (
 // OrderCancelled messages (through the example's chain) cancel the same 40 orders at the same moment
 // (a barrier per order). Each order ends CANCELLED at version 2 with exactly one release, the stock is
 // back where it started, and each order was cancelled by exactly one of the two.
-func TestS6_Domain_CompensationJobRacesOrderCancelled(t *testing.T) {
+func TestShop_CompensationJobRacingOrderCancelledReleasesOnce(t *testing.T) {
 	const orders = 40
 	w := newWorld(t)
 	w.seed()

@@ -28,7 +28,7 @@ func (f *fatalTB) Fatalf(format string, args ...any) {
 
 // A port another test's (or another worktree's) redis-server already listens on: StartRedis must not hand
 // that server to this test, which would then pause it or believe it stopped.
-func TestReview8_StartRedisRefusesAPortItsOwnServerDidNotGet(t *testing.T) {
+func TestStartRedis_RefusesAPortItsOwnServerDidNotGet(t *testing.T) {
 	first := StartRedis(t, 0)
 	port, err := strconv.Atoi(first.Addr[strings.LastIndex(first.Addr, ":")+1:])
 	require.NoError(t, err)

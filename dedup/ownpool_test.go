@@ -46,7 +46,7 @@ func (f *fixture) orderRows(t *testing.T, no string) int {
 // rolled its transaction back underneath the handler (a ROLLBACK stands in for a deadlock), commits each of
 // the handler's later statements by itself: Confirm then finds the row gone (ErrClaimLost) but the effect
 // is already durable without its dedup row.
-func TestReview8_F15_HandlerThatTurnsAutocommitOnDoesNotPoisonTheOwnPool(t *testing.T) {
+func TestOwnPool_HandlerThatTurnsAutocommitOnDoesNotPoisonIt(t *testing.T) {
 	f := newFixture(t)
 	oneConnStore(t, f, testenv.MySQLDSN())
 	ev1, ev2 := f.prefix+"-e1", f.prefix+"-e2"
@@ -79,7 +79,7 @@ func TestReview8_F15_HandlerThatTurnsAutocommitOnDoesNotPoisonTheOwnPool(t *test
 // drops the dedup row; the handler's writes after it would commit without the row and Confirm would not
 // look. Whatever the store does with such a DSN (refuse it, or not let it through), an effect never commits
 // without its dedup row.
-func TestReview8_F15_MultiStatementQueryCannotHideARollback(t *testing.T) {
+func TestOwnPool_MultiStatementQueryCannotHideARollback(t *testing.T) {
 	f := newFixture(t)
 	cfg, err := mysql.ParseDSN(testenv.MySQLDSN())
 	require.NoError(t, err)
@@ -102,7 +102,7 @@ func TestReview8_F15_MultiStatementQueryCannotHideARollback(t *testing.T) {
 // database rmqguard instead of rmqguard_test, a copy-paste slip) would put the claims and the handler's
 // writes in one database while Processed, RecordStale, DuplicateCause and Purge read and write the other,
 // so a stale event could also be processed and a purge would never reach the claims. NewStore refuses it.
-func TestReview8_WithTxDSNOnAnotherDatabaseIsRefused(t *testing.T) {
+func TestNewStore_WithTxDSNOnAnotherDatabaseIsRefused(t *testing.T) {
 	db := testenv.MySQL(t)
 	cfg, err := mysql.ParseDSN(testenv.MySQLDSN())
 	require.NoError(t, err)
@@ -121,7 +121,7 @@ func TestReview8_WithTxDSNOnAnotherDatabaseIsRefused(t *testing.T) {
 
 // NewStore that fails (here an invalid option after WithTxDSN) must close the transaction pool it opened:
 // sql.OpenDB starts a goroutine per pool that only Close stops.
-func TestReview8_NewStoreThatFailsClosesItsOwnPool(t *testing.T) {
+func TestNewStore_FailureClosesItsOwnPool(t *testing.T) {
 	db := testenv.MySQL(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	_, err := dedup.NewStore(db, dedup.WithTxDSN(testenv.MySQLDSN()), dedup.WithScope(""))
@@ -137,7 +137,7 @@ func TestReview8_NewStoreThatFailsClosesItsOwnPool(t *testing.T) {
 // (tx.Exec, not tx.ExecContext(ctx, …)) waiting for a row lock another transaction holds: at the deadline
 // the transaction must still be rolled back and its connection returned to the pool, not when the lock wait
 // ends (innodb_lock_wait_timeout, 50 s by default; 20 s on this test's pool).
-func TestReview8_F7_HandlerBlockedInAStatementWithoutItsContextGivesItsConnectionBack(t *testing.T) {
+func TestOwnPool_HandlerBlockedInAStatementWithoutItsContextGivesItsConnectionBack(t *testing.T) {
 	f := newFixture(t)
 	cfg, err := mysql.ParseDSN(testenv.MySQLDSN())
 	require.NoError(t, err)
@@ -179,11 +179,11 @@ func TestReview8_F7_HandlerBlockedInAStatementWithoutItsContextGivesItsConnectio
 	assert.Equal(t, 1, version, "the abandoned handler's update did not commit")
 }
 
-// The store's own pool keeps autocommit off whatever the dsn says: MySQL's variable names ignore case, and
+// F15: the store's own pool keeps autocommit off whatever the dsn says: MySQL's variable names ignore case, and
 // go-sql-driver sends the dsn's parameters in map order, so a dsn with AUTOCOMMIT=1 beside the pool's
 // autocommit=0 would leave about half the connections with autocommit on (each of the handler's statements
 // after a deadlock would then commit by itself).
-func TestReview8_F15_OwnPoolKeepsAutocommitOffWhateverTheDSNSpelling(t *testing.T) {
+func TestOwnPool_KeepsAutocommitOffWhateverTheDSNSpelling(t *testing.T) {
 	db := testenv.MySQL(t)
 	cfg, err := mysql.ParseDSN(testenv.MySQLDSN())
 	require.NoError(t, err)
@@ -207,7 +207,7 @@ func TestReview8_F15_OwnPoolKeepsAutocommitOffWhateverTheDSNSpelling(t *testing.
 // Store.Close while a transaction runs on the store's own pool: Close does not wait for it (database/sql
 // closes idle connections only), and the transaction still commits on the connection it holds, which is
 // closed when it is released; a Begin after Close fails.
-func TestReview8_CloseWhileATransactionRunsLetsItCommit(t *testing.T) {
+func TestStore_CloseWhileATransactionRunsLetsItCommit(t *testing.T) {
 	f := newFixture(t)
 	store, err := dedup.NewStore(f.db, dedup.WithTxDSN(testenv.MySQLDSN()))
 	require.NoError(t, err)
@@ -226,14 +226,14 @@ func TestReview8_CloseWhileATransactionRunsLetsItCommit(t *testing.T) {
 	assert.Error(t, err)
 }
 
-// A handler that runs LOCK TABLES on the store's own pool (a misuse: it commits the transaction
+// F15: a handler that runs LOCK TABLES on the store's own pool (a misuse: it commits the transaction
 // implicitly) must not hand its table locks to the next message on the same connection: with the locks
 // still held, every later statement on the connection on another table would fail (MySQL 1100). The pool
 // keeps no ROLLBACK-proof state here: the next BEGIN releases table locks (a regression guard; it passes
 // on the merged code too).
-func TestReview8_F15_HandlerThatLocksTablesDoesNotBreakTheNextMessage(t *testing.T) {
+func TestOwnPool_HandlerThatLocksTablesDoesNotBreakTheNextMessage(t *testing.T) {
 	f := newFixture(t)
-	tbl := strings.ReplaceAll(testenv.Unique("review8_lock"), "-", "_")
+	tbl := strings.ReplaceAll(testenv.Unique("lock_tables"), "-", "_")
 	_, err := f.db.Exec("CREATE TABLE " + tbl + " (id INT PRIMARY KEY)")
 	require.NoError(t, err)
 	t.Cleanup(func() { _, _ = f.db.Exec("DROP TABLE " + tbl) }) // runs after the store is closed

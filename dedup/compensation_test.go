@@ -24,9 +24,9 @@ import (
 // s6Actions is the number of business actions each S6 run races on.
 const s6Actions = 50
 
-// s6Domain is one kind of business action: a unique-keyed action row and the effect it
+// raceDomain is one kind of business action: a unique-keyed action row and the effect it
 // carries (stock or balance), applied only when the action row was inserted.
-type s6Domain struct {
+type raceDomain struct {
 	actions *dedup.Actions
 	// columns are the action row's columns of action i (besides its ID).
 	columns func(i int) map[string]any
@@ -34,13 +34,13 @@ type s6Domain struct {
 	effect func(ctx context.Context, tx *sqlx.Tx, i int) error
 }
 
-// s6Tally counts what the two sides found.
-type s6Tally struct {
+// raceTally counts what the two sides found.
+type raceTally struct {
 	applied, already, retries atomic.Int64
 }
 
 // apply records action id and applies its effect when the record was inserted.
-func (d s6Domain) apply(ctx context.Context, tx *sqlx.Tx, i int, id string, tally *s6Tally) error {
+func (d raceDomain) apply(ctx context.Context, tx *sqlx.Tx, i int, id string, tally *raceTally) error {
 	r, err := d.actions.Record(ctx, tx, id, d.columns(i))
 	if err != nil {
 		return err
@@ -56,16 +56,16 @@ func (d s6Domain) apply(ctx context.Context, tx *sqlx.Tx, i int, id string, tall
 	return nil
 }
 
-// s6Race runs, for every action, the message path (middleware.Dedup with the real store, the action ID
+// compensationRace runs, for every action, the message path (middleware.Dedup with the real store, the action ID
 // in the ACTION_ID property) and a compensation job (its own transaction) on the same action ID; order
 // says how the two meet. A deadlock or lock wait (transient) is retried as the consumer and a job would;
 // any other error fails the test. It returns the tallies of the two sides.
-func s6Race(t *testing.T, db *sqlx.DB, d s6Domain, order string) (msg, comp *s6Tally) {
+func compensationRace(t *testing.T, db *sqlx.DB, d raceDomain, order string) (msg, comp *raceTally) {
 	t.Helper()
 	store, err := dedup.NewStore(db)
 	require.NoError(t, err)
 	group, prefix := testenv.Unique("cg-s6"), testenv.Unique("act")
-	msg, comp = &s6Tally{}, &s6Tally{}
+	msg, comp = &raceTally{}, &raceTally{}
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
 	chain := middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, dl *consumer.Delivery) (consumer.Outcome, error) {
@@ -156,9 +156,9 @@ func s6Race(t *testing.T, db *sqlx.DB, d s6Domain, order string) (msg, comp *s6T
 
 var s6Orders = []string{"concurrent", "message first", "compensation first"}
 
-// TestS6_CompensationAndMessageOnOneInventoryChange: a compensation job returning stock and the message
+// S6: a compensation job returning stock and the message
 // carrying the same inventory_change (change_id, under its own unique key) give one effect.
-func TestS6_CompensationAndMessageOnOneInventoryChange(t *testing.T) {
+func TestDedup_CompensationAndMessageOnOneInventoryChangeGiveOneEffect(t *testing.T) {
 	db := testenv.MySQL(t)
 	for _, order := range s6Orders {
 		t.Run(order, func(t *testing.T) {
@@ -178,7 +178,7 @@ func TestS6_CompensationAndMessageOnOneInventoryChange(t *testing.T) {
 			require.NoError(t, err)
 			quantity := func(i int) int { return i + 1 } // distinct, so a doubled effect shows in the sum
 
-			s6Race(t, db, s6Domain{
+			compensationRace(t, db, raceDomain{
 				actions: actions,
 				columns: func(i int) map[string]any { return map[string]any{"sku_id": "sku-1", "quantity": quantity(i)} },
 				effect: func(ctx context.Context, tx *sqlx.Tx, i int) error {
@@ -199,9 +199,9 @@ func TestS6_CompensationAndMessageOnOneInventoryChange(t *testing.T) {
 	}
 }
 
-// TestS6_CompensationAndMessageOnOneAccountTransaction: the same race on account_transaction
+// S6: the same race on account_transaction
 // (transaction_id, its primary key): balance = Σ amounts, one row per transaction_id.
-func TestS6_CompensationAndMessageOnOneAccountTransaction(t *testing.T) {
+func TestDedup_CompensationAndMessageOnOneAccountTransactionGiveOneEffect(t *testing.T) {
 	db := testenv.MySQL(t)
 	for _, order := range s6Orders {
 		t.Run(order, func(t *testing.T) {
@@ -218,7 +218,7 @@ func TestS6_CompensationAndMessageOnOneAccountTransaction(t *testing.T) {
 			require.NoError(t, err)
 			amount := func(i int) int64 { return int64(100 * (i + 1)) }
 
-			s6Race(t, db, s6Domain{
+			compensationRace(t, db, raceDomain{
 				actions: actions,
 				columns: func(i int) map[string]any { return map[string]any{"account_id": "acc-1", "amount_cents": amount(i)} },
 				effect: func(ctx context.Context, tx *sqlx.Tx, i int) error {

@@ -20,7 +20,7 @@ import (
 	"github.com/rmqguard/rmqguard/retry"
 )
 
-// Review 9 (issue 8, batch mode): attacks on the shared batch transaction through the consumer's real
+// Batch mode: attacks on the shared batch transaction through the consumer's real
 // callback on the real test database.
 
 // A panic in member 2's handler, with Recover outside Dedup as the recommended chain has it, must undo
@@ -28,7 +28,7 @@ import (
 // processed_event row must not commit without its effect (the handler never finished), else its
 // redelivery is a duplicate and the event is lost. Member 2 panics in both passes of the first delivery
 // (the first pass, deferred to the batch's end, and the careful one).
-func TestReview9_Batch_PanicInMemberRollsBackItsClaim(t *testing.T) {
+func TestBatch_PanicInMemberRollsBackItsClaim(t *testing.T) {
 	f := newFixture(t)
 	e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
 	booms := 2
@@ -61,7 +61,7 @@ func TestReview9_Batch_PanicInMemberRollsBackItsClaim(t *testing.T) {
 // them durable: a failed message whose redelivery is a duplicate. The batch's savepoint names must not be
 // a handler's to take. Member 2 fails in both passes of the first delivery (the first pass has no
 // savepoint; the careful one has).
-func TestReview9_Batch_HandlerSavepointOfTheSameNameKeepsAFailedClaim(t *testing.T) {
+func TestBatch_HandlerSavepointOfTheSameNameKeepsAFailedClaim(t *testing.T) {
 	f := newFixture(t)
 	e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
 	fails := 2
@@ -107,7 +107,7 @@ func (f *fixture) killOwnConnection(t *testing.T, ctx context.Context, tx *sqlx.
 // lost database connection becomes Unavailable on every delivery). In a batch the re-run member finds the
 // transaction lost (ErrBatchLost, transient) and the whole callback is answered ConsumeRetryLater: every
 // member spends an attempt, and on a member's last delivery the broker dead-letters it, for an outage.
-func TestReview9_Batch_ConnectionLostMidBatchSpendsNoAttempt(t *testing.T) {
+func TestBatch_ConnectionLostMidBatchSpendsNoAttempt(t *testing.T) {
 	f := newFixture(t)
 	e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
 	kill := true
@@ -135,7 +135,7 @@ func TestReview9_Batch_ConnectionLostMidBatchSpendsNoAttempt(t *testing.T) {
 // last member's handler after its write). Alone, a failed COMMIT is infrastructure (README: "a failed
 // connect, BEGIN or COMMIT of the dedup transaction") and becomes Unavailable, spending no attempt. The
 // batch's Finish error is turned into a plain consumer.Retry by the consumer: every member spends an attempt.
-func TestReview9_Batch_CommitLostToTheStoreSpendsNoAttempt(t *testing.T) {
+func TestBatch_CommitLostToTheStoreSpendsNoAttempt(t *testing.T) {
 	f := newFixture(t)
 	e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
 	kill := true
@@ -162,7 +162,7 @@ func TestReview9_Batch_CommitLostToTheStoreSpendsNoAttempt(t *testing.T) {
 // rolled back under the waiting batch. Alone, the message would be handled again when the store is back,
 // spending no attempt; in the batch the re-run finds the transaction done and every member is retried,
 // spending an attempt, for an outage.
-func TestReview9_Batch_GateWaitPastTheBatchDeadlineSpendsNoAttempt(t *testing.T) {
+func TestBatch_GateWaitPastTheBatchDeadlineSpendsNoAttempt(t *testing.T) {
 	f := newFixture(t)
 	e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
 	down := 3 // the gate's waits without a probe: 100 ms, 200 ms, 400 ms > the batch's 3 × 200 ms
@@ -189,7 +189,7 @@ func TestReview9_Batch_GateWaitPastTheBatchDeadlineSpendsNoAttempt(t *testing.T)
 // a broken connection — a statement the server answers by closing it — is the member's failure: after the
 // extra pass every lost batch gets and the pass alone that follows a second loss, that member is retried
 // (ConsumeRetryLater) and the other commits, not handled again in a loop until OutageWait.
-func TestReview9_Batch_MembersOwnFailureWithABrokenConnectionIsRetried(t *testing.T) {
+func TestBatch_MembersOwnFailureWithABrokenConnectionIsRetried(t *testing.T) {
 	f := newFixture(t)
 	e1, e2 := f.prefix+"-1", f.prefix+"-2"
 	runs := 0
@@ -214,7 +214,7 @@ func TestReview9_Batch_MembersOwnFailureWithABrokenConnectionIsRetried(t *testin
 // batch the statement falls back to the batch's context (HandlerTimeout × members), so the consumer's
 // goroutine stays blocked up to members × HandlerTimeout (32 × HandlerTimeout with the bench's batch size,
 // past the client's ConsumeTimeout for long timeouts): the member's own deadline must end it.
-func TestReview9_F7_Batch_StatementWithoutContextEndsAtTheMembersDeadline(t *testing.T) {
+func TestBatch_StatementWithoutContextEndsAtTheMembersDeadline(t *testing.T) {
 	f := newFixture(t)
 	cfg, err := mysql.ParseDSN(testenv.MySQLDSN())
 	require.NoError(t, err)

@@ -19,9 +19,9 @@ import (
 	"github.com/rmqguard/rmqguard/metrics"
 )
 
-// A done key answers a duplicate with zero database round trips: the store's own pool is closed before
+// S8: a done key answers a duplicate with zero database round trips: the store's own pool is closed before
 // the duplicates arrive, so any statement would fail.
-func TestS8_DoneKeyAnswersDuplicatesWithoutTheDatabase(t *testing.T) {
+func TestRedisFast_DoneKeyAnswersDuplicatesWithoutTheDatabase(t *testing.T) {
 	own, err := sqlx.Open("mysql", testenv.Env("RMQGUARD_TEST_MYSQL_DSN", testenv.DefaultMySQLDSN))
 	require.NoError(t, err)
 	store, err := dedup.NewStore(own)
@@ -56,7 +56,7 @@ func TestS8_DoneKeyAnswersDuplicatesWithoutTheDatabase(t *testing.T) {
 
 // S8: the done key expired → MySQL decides (a duplicate, one effect), the miss is counted; the duplicate
 // writes the key again, so the next delivery is answered by Redis.
-func TestS8_ExpiredDoneKeyMySQLDecides(t *testing.T) {
+func TestRedisFast_ExpiredDoneKeyMySQLDecides(t *testing.T) {
 	f := newFixture(t, testenv.Redis(t), time.Second)
 	h := f.chain(t, nil)
 	ev := f.prefix + "-e"
@@ -83,7 +83,7 @@ func TestS8_ExpiredDoneKeyMySQLDecides(t *testing.T) {
 
 // S8: Redis dies in the middle of the run → MySQL decides every delivery, one effect per event, errors
 // counted, no message fails.
-func TestS8_RedisDownMidRunMySQLDecides(t *testing.T) {
+func TestRedisFast_RedisDownMidRunMySQLDecides(t *testing.T) {
 	srv := testenv.StartRedis(t, ownRedisPort)
 	f := newFixture(t, srv.Client(), time.Minute)
 	h := f.chain(t, nil)
@@ -111,7 +111,7 @@ func TestS8_RedisDownMidRunMySQLDecides(t *testing.T) {
 
 // S8: a Redis that does not answer (CLIENT PAUSE) costs at most the timeout: counted as a timeout, MySQL
 // decides.
-func TestS8_RedisTimeoutFallsThroughToMySQL(t *testing.T) {
+func TestRedisFast_RedisTimeoutFallsThroughToMySQL(t *testing.T) {
 	srv := testenv.StartRedis(t, ownRedisPort)
 	f := newFixture(t, srv.Client(), time.Minute)
 	h := f.chain(t, nil)
@@ -129,9 +129,9 @@ func TestS8_RedisTimeoutFallsThroughToMySQL(t *testing.T) {
 	assert.Equal(t, 1, f.ledger.Count(t, ev))
 }
 
-// Redis stopped for the whole run: one effect per event, every lookup and every key write counted as a
+// S8: Redis stopped for the whole run: one effect per event, every lookup and every key write counted as a
 // fall-through, no delivery fails; concurrent deliveries of an event are settled by the unique key.
-func TestS8_RedisStoppedForTheWholeRun(t *testing.T) {
+func TestRedisFast_RedisStoppedForTheWholeRunChangesOnlySpeed(t *testing.T) {
 	srv := testenv.StartRedis(t, ownRedisPort)
 	rdb := srv.Client()
 	srv.Stop()
@@ -163,9 +163,9 @@ func TestS8_RedisStoppedForTheWholeRun(t *testing.T) {
 	assert.Equal(t, 2*events*copies, fallThroughs(f.obs), "every lookup and every commit's and duplicate's key write, counted once")
 }
 
-// The fall-throughs reach Prometheus: metrics.RedisFallbacks as the layer's Observer counts a Redis that
+// S8: the fall-throughs reach Prometheus: metrics.RedisFallbacks as the layer's Observer counts a Redis that
 // is down as rmqguard_redis_fallbacks_total{reason="error"} and the key write in the cool-down as skipped.
-func TestS8_FallbacksExportedAsPrometheusCounter(t *testing.T) {
+func TestRedisFast_FallbacksExportedAsPrometheusCounter(t *testing.T) {
 	srv := testenv.StartRedis(t, ownRedisPort)
 	rdb := srv.Client()
 	srv.Stop()
@@ -195,4 +195,28 @@ var _ redisfast.Observer = (*metrics.RedisFallbacks)(nil)
 func fallThroughs(c *counts) int {
 	return c.get(redisfast.ReasonError) + c.get(redisfast.ReasonTimeout) + c.get(redisfast.ReasonMarkFailed) +
 		c.get(redisfast.ReasonSkipped)
+}
+
+// S8 on the store's own transaction pool (dedup.WithTxDSN, what the README wires): a duplicate MySQL
+// decides writes the done key (the claim's 1062 is a failed statement, so the check that the row is not
+// the transaction's own reads it back), and the next delivery is answered by Redis.
+func TestRedisFast_DuplicateOnTheOwnPoolWritesTheDoneKey(t *testing.T) {
+	db := testenv.MySQL(t)
+	store, err := dedup.NewStore(db, dedup.WithTxDSN(testenv.MySQLDSN()))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+	f := newFixtureOn(t, db, store, testenv.Redis(t), time.Minute)
+	ev := f.prefix + "-e"
+	o, err := f.handle(f.chainOn(t, f.store, nil), f.msg(ev)) // processed without the layer: no key
+	require.NoError(t, err)
+	require.Equal(t, consumer.KindProcessed, o.Kind)
+	h := f.chain(t, nil)
+	for _, want := range []int{1, 1} { // the first duplicate misses and writes the key; the second hits it
+		o, err := f.handle(h, f.msg(ev))
+		require.NoError(t, err)
+		assert.Equal(t, consumer.KindDuplicate, o.Kind)
+		assert.Equal(t, want, f.obs.get(redisfast.ReasonMiss))
+	}
+	assert.Equal(t, 1, f.ledger.Count(t, ev))
+	assert.Len(t, f.keysOfTest(t), 1)
 }

@@ -1,0 +1,4 @@
+package api
+
+// NotCounted is in a test file.
+const NotCounted = 0
