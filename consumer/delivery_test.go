@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 func TestNewDelivery_F4_RetryTopicRestored(t *testing.T) {
@@ -44,8 +45,8 @@ func TestOriginalTopic_F18_DLQTopicRestored(t *testing.T) {
 }
 
 func TestRetryAndDLQTopicNames(t *testing.T) {
-	assert.Equal(t, "%RETRY%cg", consumer.RetryTopic("cg"))
-	assert.Equal(t, "%DLQ%cg", consumer.DLQTopic("cg"))
+	assert.Equal(t, "%RETRY%cg", rmq.RetryTopic("cg"))
+	assert.Equal(t, "%DLQ%cg", rmq.DLQTopic("cg"))
 }
 
 // F5: the last delivery is the one whose Attempt (ReconsumeTimes) has reached MaxAttempts; with

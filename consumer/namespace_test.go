@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 func TestInNamespace_ACL_BrokerNames(t *testing.T) {
@@ -25,20 +26,20 @@ func TestInNamespace_ACL_BrokerNames(t *testing.T) {
 		{"prod", "", ""},
 	}
 	for _, c := range cases {
-		assert.Equal(t, c.want, consumer.InNamespace(c.ns, c.in), "InNamespace(%q, %q)", c.ns, c.in)
+		assert.Equal(t, c.want, irmq.InNamespace(c.ns, c.in), "InNamespace(%q, %q)", c.ns, c.in)
 		if c.in != "" && c.ns != "" && c.in != c.want {
-			assert.Equal(t, c.in, consumer.WithoutNamespace(c.ns, c.want), "WithoutNamespace(%q, %q)", c.ns, c.want)
+			assert.Equal(t, c.in, irmq.WithoutNamespace(c.ns, c.want), "WithoutNamespace(%q, %q)", c.ns, c.want)
 		}
 	}
-	assert.Equal(t, "other%ORDER", consumer.WithoutNamespace("prod", "other%ORDER"), "another namespace is left alone")
-	assert.Equal(t, "%DLQ%prod%cg", consumer.NamespacedDLQTopic("prod", "cg"))
-	assert.Equal(t, "%RETRY%prod%cg", consumer.NamespacedRetryTopic("prod", "cg"))
-	assert.Equal(t, consumer.DLQTopic("cg"), consumer.NamespacedDLQTopic("", "cg"))
-	assert.Equal(t, consumer.RetryTopic("cg"), consumer.NamespacedRetryTopic("", "cg"))
+	assert.Equal(t, "other%ORDER", irmq.WithoutNamespace("prod", "other%ORDER"), "another namespace is left alone")
+	assert.Equal(t, "%DLQ%prod%cg", irmq.NamespacedDLQTopic("prod", "cg"))
+	assert.Equal(t, "%RETRY%prod%cg", irmq.NamespacedRetryTopic("prod", "cg"))
+	assert.Equal(t, irmq.DLQTopic("cg"), irmq.NamespacedDLQTopic("", "cg"))
+	assert.Equal(t, irmq.RetryTopic("cg"), irmq.NamespacedRetryTopic("", "cg"))
 }
 
 func TestConfigValidate_ACL_NamespaceAndCredentials(t *testing.T) {
-	for _, ns := range []string{"prod%x", "a|b", "sp ace", "ü", string(make([]byte, consumer.MaxNamespaceLength+1))} {
+	for _, ns := range []string{"prod%x", "a|b", "sp ace", "ü", string(make([]byte, irmq.MaxNamespaceLength+1))} {
 		cfg := validConfig()
 		cfg.Namespace = ns
 		assert.Equal(t, []string{"Namespace"}, fields(t, cfg.Validate()), "namespace %q", ns)

@@ -24,6 +24,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/shop"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
@@ -125,7 +126,7 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 	redelivered := seen.snapshot()
 	assert.GreaterOrEqual(t, redelivered[topic], 10, "F4: the failOnce events came back with their original topic: %v", redelivered)
 	for tpc := range redelivered {
-		assert.False(t, strings.HasPrefix(tpc, consumer.RetryTopicPrefix), "F4: no delivery is presented on %s", tpc)
+		assert.False(t, strings.HasPrefix(tpc, rmq.RetryTopicPrefix), "F4: no delivery is presented on %s", tpc)
 	}
 
 	letters, err := dlq.Read(ctx, w.ns, group, 100)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/outbox"
@@ -59,7 +59,7 @@ func newFixture(t *testing.T) *fixture {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
 	topic := "RMQGUARD_OB_" + strings.ReplaceAll(run, "-", "_")
-	require.NoError(t, rmqadmin.EnsureTopic(ctx, ns, broker, topic, 4))
+	require.NoError(t, rmq.EnsureTopic(ctx, ns, broker, topic, 4))
 	return &fixture{t: t, ctx: ctx, db: db, tables: tables, store: store, ns: ns, topic: topic, run: run}
 }
 

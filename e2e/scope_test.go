@@ -16,7 +16,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/shop"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
@@ -31,7 +31,7 @@ func TestE2E_F24_RenamedGroupWithTheSameDedupScopeAppliesNothingTwice(t *testing
 	w := newWorld(t, 4)
 	db := testenv.MySQL(t)
 	scope, renamed := w.group, w.group+"-v2"
-	require.NoError(t, rmqadmin.EnsureGroupTopics(w.ctx, w.ns, testenv.Broker(t), renamed))
+	require.NoError(t, rmq.EnsureGroupTopics(w.ctx, w.ns, testenv.Broker(t), renamed))
 	plan, err := shop.Workload{RunID: w.run, Topic: w.topic, Messages: 1000}.Plan()
 	require.NoError(t, err)
 	require.Equal(t, 1000, plan.Events)

@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 )
@@ -26,10 +26,10 @@ func TestExampleConsumer_ExportsTheDLQLettersWaiting(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	group := testenv.Unique("example-dlq")
-	dlqTopic := consumer.DLQTopic(group)
-	t.Cleanup(func() { _ = rmqadmin.DeleteTopic(context.Background(), []string{ns}, broker, dlqTopic) })
-	require.NoError(t, rmqadmin.EnsureTopic(ctx, []string{ns}, broker, dlqTopic, 1))
-	p, err := rmqadmin.StartProducer([]string{ns}, group+"-producer")
+	dlqTopic := rmq.DLQTopic(group)
+	t.Cleanup(func() { _ = rmq.DeleteTopic(context.Background(), []string{ns}, broker, dlqTopic) })
+	require.NoError(t, rmq.EnsureTopic(ctx, []string{ns}, broker, dlqTopic, 1))
+	p, err := rmq.StartProducer([]string{ns}, group+"-producer")
 	require.NoError(t, err)
 	defer func() { _ = p.Shutdown() }()
 	letter := primitive.NewMessage(dlqTopic, []byte(`{"eventId":"`+group+`-e"}`))

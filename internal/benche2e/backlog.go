@@ -10,7 +10,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // Backlog shape: the topic's queue count, messages per batch send, and concurrent senders.
@@ -55,7 +55,7 @@ func orderMessage(topic, id string, i int) *primitive.Message {
 // produce creates b's topic with backlogQueues queues and sends its n messages in batches, requiring
 // SEND_OK.
 func (b backlog) produce(ctx context.Context, env *environment) error {
-	if err := rmqadmin.EnsureTopic(ctx, env.nameServers, env.broker, b.topic, backlogQueues); err != nil {
+	if err := rmq.EnsureTopic(ctx, env.nameServers, env.broker, b.topic, backlogQueues); err != nil {
 		return err
 	}
 	env.cleanup.topic(b.topic)

@@ -12,7 +12,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // environment is what every variant of one run shares: the broker, the database pool, the producer, and
@@ -88,7 +88,7 @@ func (c *cleanup) run(env *environment, w io.Writer) {
 		}
 	}
 	for _, t := range c.topics {
-		if err := rmqadmin.DeleteTopic(ctx, env.nameServers, env.broker, t); err != nil {
+		if err := rmq.DeleteTopic(ctx, env.nameServers, env.broker, t); err != nil {
 			fmt.Fprintf(w, "cleanup: %v\n", err)
 		}
 	}

@@ -47,7 +47,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dedup/redisfast"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -219,14 +219,14 @@ func open(ctx context.Context, o options, w io.Writer) (*environment, func(), er
 	}
 	env := &environment{nameServers: strings.Split(o.nameServers, ","), broker: o.broker, db: db,
 		run: testenv.Unique("be2e"), cleanup: &cleanup{}, log: w}
-	env.producer, err = rmqadmin.StartProducer(env.nameServers, env.run+"-producer")
+	env.producer, err = rmq.StartProducer(env.nameServers, env.run+"-producer")
 	if err != nil {
 		_ = db.Close()
 		return nil, nil, err
 	}
 	if slices.Contains(o.variants, variantOutbox) {
 		env.outboxTopic = "BENCHE2E_OB_" + strings.ReplaceAll(env.run, "-", "_")
-		if err := rmqadmin.EnsureTopic(ctx, env.nameServers, env.broker, env.outboxTopic, backlogQueues); err != nil {
+		if err := rmq.EnsureTopic(ctx, env.nameServers, env.broker, env.outboxTopic, backlogQueues); err != nil {
 			_ = env.producer.Shutdown()
 			_ = db.Close()
 			return nil, nil, err

@@ -9,7 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -69,7 +69,7 @@ func TestBenchE2E_ShortRunDrainsEveryMessageAndCleansUp(t *testing.T) {
 		runName+"-%"))
 	require.Zero(t, rows, "processed_event rows of the run left behind")
 	for _, topic := range []string{"BENCHE2E_", "BENCHE2E_HOT_"} {
-		route, err := rmqadmin.TopicRoute(ctx, []string{testenv.NameServer(t)}, topic+strings.ReplaceAll(runName, "-", "_"))
+		route, err := rmq.TopicRoute(ctx, []string{testenv.NameServer(t)}, topic+strings.ReplaceAll(runName, "-", "_"))
 		require.True(t, err != nil || len(route) == 0, "the run's topic %s still has a route: %v", topic, route)
 	}
 	keys, err := rdb.Keys(ctx, "rmqguard-benche2e:"+runName+":*").Result()

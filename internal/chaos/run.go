@@ -16,7 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/shop"
 	"github.com/rmqguard/rmqguard/outbox"
 )
@@ -171,10 +171,10 @@ func (r *runner) setUp(ctx context.Context, group string, seed shop.Seed) error 
 	}
 	setup, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
-	if err := rmqadmin.EnsureTopic(setup, r.env.NameServers, r.env.BrokerAddr, r.topic, 4); err != nil {
+	if err := rmq.EnsureTopic(setup, r.env.NameServers, r.env.BrokerAddr, r.topic, 4); err != nil {
 		return err
 	}
-	return rmqadmin.EnsureGroupTopics(setup, r.env.NameServers, r.env.BrokerAddr, group)
+	return rmq.EnsureGroupTopics(setup, r.env.NameServers, r.env.BrokerAddr, group)
 }
 
 // startReceiver starts an effects scenario's notification receiver and the gate in front of it.
@@ -224,7 +224,7 @@ func (r *runner) startConsumers(ctx context.Context) error {
 
 // loadWithFault sends the workload and applies the fault at FaultAt; it returns when both are done.
 func (r *runner) loadWithFault(ctx context.Context, msgs []*primitive.Message, faultAt time.Duration) error {
-	prod, err := rmqadmin.StartProducer(r.env.NameServers, r.want.Group+"-load")
+	prod, err := rmq.StartProducer(r.env.NameServers, r.want.Group+"-load")
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // Scenario is one fault applied to a consumer group of two example consumers while a workload arrives.
@@ -181,7 +181,7 @@ func restartBroker(ctx context.Context, f *Faults) error {
 	}
 	regCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	err := rmqadmin.WaitBrokerRegistered(regCtx, f.NameServers, f.BrokerAddr)
+	err := rmq.WaitBrokerRegistered(regCtx, f.NameServers, f.BrokerAddr)
 	f.Say("fault: broker back and registered (%.1fs)", time.Since(start).Seconds())
 	return err
 }
@@ -297,7 +297,7 @@ func stopBrokerWithRows(d time.Duration) func(context.Context, *Faults) error {
 		}
 		regCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
 		defer cancel()
-		err := rmqadmin.WaitBrokerRegistered(regCtx, f.NameServers, f.BrokerAddr)
+		err := rmq.WaitBrokerRegistered(regCtx, f.NameServers, f.BrokerAddr)
 		f.Say("fault: broker back and registered (%.1fs after it had stopped)", time.Since(gone).Seconds())
 		return errors.Join(stopErr, err)
 	}

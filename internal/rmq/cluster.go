@@ -1,4 +1,4 @@
-package rmqadmin
+package rmq
 
 import (
 	"context"
@@ -6,13 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/rmqguard/rmqguard/internal/remoting"
 )
-
-// reqGetBrokerClusterInfo is the remoting request code GET_BROKER_CLUSTER_INFO (106). rocketmq-client-go's
-// admin API does not expose it, so brokerRegistered asks with internal/remoting.
-const reqGetBrokerClusterInfo = remoting.ReqGetBrokerClusterInfo
 
 // WaitBrokerRegistered blocks until at least one of nameServers lists the broker brokerAddr ("host:port", as
 // the broker registers it, i.e. brokerIP1:listenPort) in its cluster table, polling every RoutePollInterval.
@@ -65,7 +59,7 @@ func ctxExpired(ctx context.Context) bool {
 
 // brokerRegistered asks one name server for its cluster table and reports whether brokerAddr is in it.
 func brokerRegistered(ctx context.Context, nameServer, brokerAddr string) (bool, error) {
-	body, err := invokeNameServer(ctx, nameServer, reqGetBrokerClusterInfo, nil)
+	body, err := invokeNameServer(ctx, nameServer, ReqGetBrokerClusterInfo, nil)
 	if err != nil {
 		return false, err
 	}
@@ -75,10 +69,10 @@ func brokerRegistered(ctx context.Context, nameServer, brokerAddr string) (bool,
 }
 
 // invokeNameServer sends one unsigned remoting request with the extension fields ext (nil: none) to a name
-// server (internal/remoting.Call) and returns the body of a SUCCESS (0) answer; any other answer code is a
+// server (Call) and returns the body of a SUCCESS (0) answer; any other answer code is a
 // *codeError.
 func invokeNameServer(ctx context.Context, addr string, code int, ext map[string]string) ([]byte, error) {
-	a, err := remoting.Call(ctx, addr, code, ext, nil, remoting.Credentials{})
+	a, err := Call(ctx, addr, code, ext, nil, Credentials{})
 	if err != nil {
 		return nil, fmt.Errorf("name server %w", err)
 	}
@@ -95,19 +89,3 @@ type codeError struct {
 }
 
 func (e *codeError) Error() string { return fmt.Sprintf("answered code %d: %s", e.Code, e.Remark) }
-
-// Master is a master broker: its name and remoting address.
-type Master = remoting.Master
-
-// Masters returns every master broker the first answering name server lists, sorted by broker name
-// (remoting.Masters). Errors: invalid name servers, and remoting.Masters'.
-func Masters(ctx context.Context, nameServers []string) ([]Master, error) {
-	if err := validateNameServers(nameServers); err != nil {
-		return nil, fmt.Errorf("master brokers: %w", err)
-	}
-	masters, err := remoting.Masters(ctx, nameServers)
-	if err != nil {
-		return nil, fmt.Errorf("master brokers: %w", err)
-	}
-	return masters, nil
-}

@@ -1,4 +1,4 @@
-package rmqadmin
+package rmq
 
 import (
 	"context"
@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
 func TestArgumentErrors(t *testing.T) {
@@ -93,24 +91,7 @@ func TestWaitBrokerRegistered(t *testing.T) {
 
 func TestInvokeNameServerErrorCode(t *testing.T) {
 	ns := fakeNameServer(t, 1, "")
-	if _, err := invokeNameServer(context.Background(), ns, reqGetBrokerClusterInfo, nil); err == nil {
+	if _, err := invokeNameServer(context.Background(), ns, ReqGetBrokerClusterInfo, nil); err == nil {
 		t.Fatal("want an error for a non-zero answer code")
-	}
-}
-
-// TestAgainstLocalServices runs against the services of `make up` (skipped when they are down, failed
-// instead when RMQGUARD_REQUIRE_SERVICES=1).
-func TestAgainstLocalServices(t *testing.T) {
-	ns, broker := []string{testenv.NameServer(t)}, testenv.Broker(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := EnsureTopic(ctx, ns, broker, "RMQGUARD_PROBE", 4); err != nil {
-		t.Fatal(err)
-	}
-	if err := Probe(ctx, ns, "RMQGUARD_PROBE"); err != nil {
-		t.Fatal(err)
-	}
-	if err := Probe(ctx, ns, "RMQGUARD_NO_SUCH_TOPIC_X"); err == nil {
-		t.Fatal("probe of a missing topic: want an error")
 	}
 }

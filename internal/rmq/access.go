@@ -1,4 +1,4 @@
-package remoting
+package rmq
 
 import (
 	"context"
@@ -26,7 +26,7 @@ const (
 )
 
 // ACLError is a broker's refusal of a request on ACL grounds (response code NO_PERMISSION). Match it with
-// errors.As; the consumer and rmqadmin packages name it too (consumer.ACLError, rmqadmin.ACLError).
+// errors.As; the consumer package names it for its users (consumer.ACLError).
 type ACLError struct {
 	// AccessKey is the access key the request was signed with ("" = none given).
 	AccessKey string
@@ -50,14 +50,7 @@ func (e *ACLError) Error() string {
 // InvokeNameServer sends one unsigned request without extension fields to a name server and returns the
 // body of a SUCCESS (0) answer; another code is an error naming it.
 func InvokeNameServer(ctx context.Context, addr string, code int) ([]byte, error) {
-	a, err := Call(ctx, addr, code, nil, nil, Credentials{})
-	if err != nil {
-		return nil, fmt.Errorf("name server %w", err)
-	}
-	if a.Code != 0 {
-		return nil, fmt.Errorf("name server %s: request %d answered code %d: %s", addr, code, a.Code, a.Remark)
-	}
-	return a.Body, nil
+	return invokeNameServer(ctx, addr, code, nil)
 }
 
 // CheckAccess sends one signed heartbeat (registering no producer or consumer) to the broker brokerAddr
@@ -103,7 +96,20 @@ type Master struct {
 // Masters returns every master broker that the first answering name server lists (all its clusters),
 // sorted by broker name. Errors: no name server answered (the last error); an answer that cannot be
 // decoded, or that lists no master.
+// Errors also: an empty name server list or a blank entry. Errors read "master brokers: ...".
 func Masters(ctx context.Context, nameServers []string) ([]Master, error) {
+	if err := validateNameServers(nameServers); err != nil {
+		return nil, fmt.Errorf("master brokers: %w", err)
+	}
+	masters, err := listMasters(ctx, nameServers)
+	if err != nil {
+		return nil, fmt.Errorf("master brokers: %w", err)
+	}
+	return masters, nil
+}
+
+// listMasters is Masters without the check of nameServers and the "master brokers" context.
+func listMasters(ctx context.Context, nameServers []string) ([]Master, error) {
 	lastErr := errors.New("no name server address given")
 	for _, ns := range nameServers {
 		if strings.TrimSpace(ns) == "" {
@@ -139,7 +145,7 @@ func Masters(ctx context.Context, nameServers []string) ([]Master, error) {
 
 // MasterBrokers returns the addresses of Masters.
 func MasterBrokers(ctx context.Context, nameServers []string) ([]string, error) {
-	masters, err := Masters(ctx, nameServers)
+	masters, err := listMasters(ctx, nameServers)
 	if err != nil {
 		return nil, err
 	}
@@ -153,6 +159,9 @@ func MasterBrokers(ctx context.Context, nameServers []string) ([]string, error) 
 // CheckClusterAccess runs CheckAccess on every master broker the name servers list. Errors: the name
 // server query's, or the first broker's refusal (*ACLError) or transport error.
 func CheckClusterAccess(ctx context.Context, nameServers []string, cred Credentials) error {
+	if err := validateNameServers(nameServers); err != nil {
+		return fmt.Errorf("check access: %w", err)
+	}
 	addrs, err := MasterBrokers(ctx, nameServers)
 	if err != nil {
 		return fmt.Errorf("check access: %w", err)

@@ -1,18 +1,11 @@
-package rmqadmin
+package rmq
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"strconv"
-
-	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/internal/remoting"
 )
-
-// ACLError is a broker's refusal on ACL grounds (NO_PERMISSION: unknown access key, signature mismatch,
-// no credentials, or a missing permission); match it with errors.As. It is consumer.ACLError.
-type ACLError = remoting.ACLError
 
 // BrokerError is a broker's answer other than SUCCESS that is not an ACL refusal.
 type BrokerError struct {
@@ -28,27 +21,8 @@ func (e *BrokerError) Error() string {
 	return fmt.Sprintf("broker %s: request %d answered code %d: %s", e.Broker, e.Request, e.Code, e.Remark)
 }
 
-// cred converts credentials for the remoting package.
-func cred(c consumer.Credentials) remoting.Credentials {
-	return remoting.Credentials{AccessKey: c.AccessKey, SecretKey: c.SecretKey}
-}
-
-// CheckAccess sends one signed heartbeat to the broker brokerAddr and returns nil when it accepts c (the
-// zero value: no credentials), an *ACLError when it refuses them, or the transport error.
-func CheckAccess(ctx context.Context, brokerAddr string, c consumer.Credentials) error {
-	return remoting.CheckAccess(ctx, brokerAddr, cred(c))
-}
-
-// CheckClusterAccess runs CheckAccess on every master broker the name servers list.
-func CheckClusterAccess(ctx context.Context, nameServers []string, c consumer.Credentials) error {
-	if err := validateNameServers(nameServers); err != nil {
-		return fmt.Errorf("check access: %w", err)
-	}
-	return remoting.CheckClusterAccess(ctx, nameServers, cred(c))
-}
-
 // createTopic creates topic on brokerAddr with queues read and write queues and perm 6 (UpdateTopic).
-func createTopic(ctx context.Context, brokerAddr, topic string, queues int, c consumer.Credentials) error {
+func createTopic(ctx context.Context, brokerAddr, topic string, queues int, c Credentials) error {
 	return UpdateTopic(ctx, brokerAddr, TopicConfig{Topic: topic, ReadQueues: queues, WriteQueues: queues, Perm: PermReadWrite}, c)
 }
 
@@ -66,23 +40,23 @@ type TopicConfig struct {
 // returns the broker's refusal as an *ACLError (no permission) or *BrokerError (any other non-zero code).
 // admin.CreateTopic of rocketmq-client-go neither signs this request nor looks at the answer's code, so a
 // refused update would only show as a route that never changes.
-func UpdateTopic(ctx context.Context, brokerAddr string, t TopicConfig, c consumer.Credentials) error {
+func UpdateTopic(ctx context.Context, brokerAddr string, t TopicConfig, c Credentials) error {
 	ext := map[string]string{
 		"topic": t.Topic, "defaultTopic": "TBW102", "readQueueNums": strconv.Itoa(t.ReadQueues),
 		"writeQueueNums": strconv.Itoa(t.WriteQueues), "perm": strconv.Itoa(t.Perm),
 		"topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false",
 	}
-	a, err := remoting.Call(ctx, brokerAddr, remoting.ReqUpdateAndCreateTopic, ext, nil, cred(c))
+	a, err := Call(ctx, brokerAddr, ReqUpdateAndCreateTopic, ext, nil, c)
 	if err != nil {
 		return fmt.Errorf("broker %w", err)
 	}
 	switch a.Code {
 	case 0:
 		return nil
-	case remoting.CodeNoPermission:
+	case CodeNoPermission:
 		return &ACLError{AccessKey: c.AccessKey, Broker: brokerAddr, Code: a.Code, Remark: a.Remark}
 	default:
-		return &BrokerError{Broker: brokerAddr, Request: remoting.ReqUpdateAndCreateTopic, Code: a.Code, Remark: a.Remark}
+		return &BrokerError{Broker: brokerAddr, Request: ReqUpdateAndCreateTopic, Code: a.Code, Remark: a.Remark}
 	}
 }
 

@@ -1,11 +1,9 @@
-package rmqadmin
+package rmq
 
 import (
 	"github.com/apache/rocketmq-client-go/v2/admin"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
-
-	"github.com/rmqguard/rmqguard/consumer"
 )
 
 // Option sets how the administration steps reach the cluster: ACL credentials and namespace.
@@ -13,14 +11,14 @@ type Option func(*access)
 
 // access is what the Options set.
 type access struct {
-	credentials consumer.Credentials
+	credentials Credentials
 	namespace   string
 }
 
 // WithCredentials signs every request with c (ACL); the zero value means no ACL.
-func WithCredentials(c consumer.Credentials) Option { return func(a *access) { a.credentials = c } }
+func WithCredentials(c Credentials) Option { return func(a *access) { a.credentials = c } }
 
-// WithNamespace puts topic and group names into namespace ns (consumer.InNamespace: "ns%T",
+// WithNamespace puts topic and group names into namespace ns (InNamespace: "ns%T",
 // "%RETRY%ns%G", "%DLQ%ns%G"); "" means none. The clients are not given the namespace option (the Go
 // client's producer would prefix "%DLQ%ns%G" once more): the names are built here in full.
 func WithNamespace(ns string) Option { return func(a *access) { a.namespace = ns } }
@@ -34,13 +32,13 @@ func newAccess(opts []Option) access {
 }
 
 // name returns resource as the broker names it in the namespace.
-func (a access) name(resource string) string { return consumer.InNamespace(a.namespace, resource) }
+func (a access) name(resource string) string { return InNamespace(a.namespace, resource) }
 
 // adminOptions returns the admin client's options: name servers and credentials.
 func (a access) adminOptions(nameServers []string) []admin.AdminOption {
 	opts := []admin.AdminOption{admin.WithResolver(primitive.NewPassthroughResolver(nameServers))}
 	if !a.credentials.IsZero() {
-		opts = append(opts, admin.WithCredentials(a.credentials.Client()))
+		opts = append(opts, admin.WithCredentials(a.credentials.client()))
 	}
 	return opts
 }
@@ -52,7 +50,7 @@ func (a access) producerOptions(nameServers []string, group string) []producer.O
 		producer.WithGroupName(a.name(group)),
 	}
 	if !a.credentials.IsZero() {
-		opts = append(opts, producer.WithCredentials(a.credentials.Client()))
+		opts = append(opts, producer.WithCredentials(a.credentials.client()))
 	}
 	return opts
 }

@@ -1,11 +1,4 @@
-// Package rmqadmin holds the few RocketMQ administration steps the project's tooling needs: creating a topic
-// explicitly (the local broker runs with autoCreateTopicEnable=false) and probing a topic with one test send.
-// The topic creation (EnsureTopicState, MakeReadable) is the one implementation behind the public package
-// topics, which users call; this package keeps the functional options the project's tools and tests use.
-//
-// It talks to the name server and broker over the remoting protocol of
-// github.com/apache/rocketmq-client-go/v2, so it works against 4.x and 5.x brokers (no gRPC proxy needed).
-package rmqadmin
+package rmq
 
 import (
 	"context"

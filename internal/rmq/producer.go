@@ -1,4 +1,4 @@
-package rmqadmin
+package rmq
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 // The caller shuts it down. Errors from creating or starting it are wrapped.
 //
 // opts give credentials and a namespace: the group becomes "ns%group", but the producer gets no namespace
-// option, so messages must name their topic as the broker does (consumer.InNamespace, "%DLQ%ns%G"); a
+// option, so messages must name their topic as the broker does (InNamespace, "%DLQ%ns%G"); a
 // consumer.DeadLetterMessage of a namespaced Delivery already does.
 func StartProducer(nameServers []string, group string, opts ...Option) (rocketmq.Producer, error) {
 	if err := validateNameServers(nameServers); err != nil {

@@ -1,4 +1,4 @@
-package rmqadmin
+package rmq
 
 import (
 	"context"
@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-
-	"github.com/rmqguard/rmqguard/internal/remoting"
 )
 
 // Remoting codes of the route query.
@@ -88,7 +86,7 @@ func parseRoute(body []byte) ([]QueueData, error) {
 			BrokerAddrs map[string]string `json:"brokerAddrs"`
 		} `json:"brokerDatas"`
 	}
-	if err := json.Unmarshal(remoting.QuoteIntKeys(body), &rd); err != nil {
+	if err := json.Unmarshal(QuoteIntKeys(body), &rd); err != nil {
 		return nil, fmt.Errorf("decode route: %w", err)
 	}
 	masters := map[string]string{}

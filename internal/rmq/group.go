@@ -1,9 +1,7 @@
-package rmqadmin
+package rmq
 
 import (
 	"context"
-
-	"github.com/rmqguard/rmqguard/consumer"
 )
 
 // EnsureGroupTopics creates a consumer group's retry topic (%RETRY%<group>) and dead-letter topic
@@ -16,7 +14,7 @@ import (
 // With WithNamespace(ns) the topics are %RETRY%ns%group and %DLQ%ns%group.
 func EnsureGroupTopics(ctx context.Context, nameServers []string, brokerAddr, group string, opts ...Option) error {
 	ns := newAccess(opts).namespace
-	for _, topic := range []string{consumer.NamespacedRetryTopic(ns, group), consumer.NamespacedDLQTopic(ns, group)} {
+	for _, topic := range []string{NamespacedRetryTopic(ns, group), NamespacedDLQTopic(ns, group)} {
 		if _, err := EnsureTopicState(ctx, nameServers, brokerAddr, topic, 1, opts...); err != nil {
 			return err
 		}

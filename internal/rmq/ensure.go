@@ -1,4 +1,4 @@
-package rmqadmin
+package rmq
 
 import (
 	"context"
@@ -7,8 +7,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/rmqguard/rmqguard/consumer"
 )
 
 // State says what EnsureTopicState found and did.
@@ -120,7 +118,7 @@ func EnsureTopicOn(ctx context.Context, nameServers, brokerAddrs []string, topic
 	if err != nil && !errors.Is(err, ErrTopicNotExist) {
 		return nil, fmt.Errorf("ensure topic %q: %w", topic, err)
 	}
-	isDLQ := strings.HasPrefix(topic, consumer.DLQTopicPrefix)
+	isDLQ := strings.HasPrefix(topic, DLQTopicPrefix)
 	if !isDLQ && len(route) > 0 && !anyWritable(route) {
 		return nil, fmt.Errorf("ensure topic %q: %w", topic, ErrNoWritableQueues)
 	}
@@ -153,7 +151,7 @@ func byBroker(route []QueueData) map[string]QueueData {
 
 // ensureOn creates topic on master m when m holds no share of it (shares, by broker name), or makes a
 // %DLQ% share readable, and returns what it did.
-func ensureOn(ctx context.Context, m Master, shares map[string]QueueData, isDLQ bool, topic string, queues int, c consumer.Credentials) (State, error) {
+func ensureOn(ctx context.Context, m Master, shares map[string]QueueData, isDLQ bool, topic string, queues int, c Credentials) (State, error) {
 	q, ok := shares[m.Name]
 	switch {
 	case !ok:
@@ -245,7 +243,7 @@ func targetMasters(ctx context.Context, nameServers, brokerAddrs []string) ([]Ma
 // the name server: see WaitReadable. Brokers before 4.9.2 create %DLQ% topics write-only (perm 2).
 // Errors: a broker with no master registered; the broker's refusal (*ACLError, *BrokerError) or transport
 // error, naming the topic and the broker.
-func MakeReadable(ctx context.Context, topic string, route []QueueData, c consumer.Credentials) ([]QueueData, error) {
+func MakeReadable(ctx context.Context, topic string, route []QueueData, c Credentials) ([]QueueData, error) {
 	var changed []QueueData
 	for _, q := range route {
 		if q.Readable() {

@@ -1,9 +1,4 @@
-// Package remoting speaks the few RocketMQ remoting requests rmqguard sends itself (rocketmq-client-go does
-// not expose them, or neither signs them nor reports the broker's answer): the name server's cluster table,
-// an ACL check by a signed heartbeat, and a signed topic creation (internal/rmqadmin). Frames and signing are
-// those of the remoting protocol v1 that the client uses; it depends on the standard library only, so the
-// consumer package may use it.
-package remoting
+package rmq
 
 import (
 	"bufio"
@@ -22,9 +17,6 @@ import (
 
 // maxFrame bounds an answer (the cluster table of a cluster is a few kilobytes).
 const maxFrame = 16 << 20
-
-// Credentials are ACL keys as strings: AccessKey names the account, SecretKey signs. Both empty: unsigned.
-type Credentials struct{ AccessKey, SecretKey string }
 
 // Answer is a remoting response: its code (0 = SUCCESS), remark and body.
 type Answer struct {
