@@ -20,7 +20,7 @@ SERVICES_MODE ?= $(shell timeout 20 docker info >/dev/null 2>&1 && echo docker |
 # Topics the demo and the tests use; created explicitly because the broker runs with autoCreateTopicEnable=false.
 TOPICS = RMQGUARD_PROBE RMQGUARD_DEMO_ORDER RMQGUARD_TEST_ORDER
 
-.PHONY: up down demo test test-unit test-rules interop-java bench bench-e2e bench-purge lint mutate chaos
+.PHONY: up down demo test test-unit test-rules interop-java bench bench-e2e bench-purge lint layers mutate chaos
 
 # ------------------------------------------------------------------------------------------------ services
 
@@ -68,7 +68,7 @@ chaos: up ## faults under load on a stack of its own (MariaDB restart/read-only/
 # RMQGUARD_REQUIRE_SERVICES=1 is set here, not left to the caller. `make test-unit` is the no-service run.
 # dedup/redisfast's Redis-down tests start a redis-server of their own on 16399 (testenv.StartRedis): the binary
 # comes with `make up` in local mode (deploy/local/up.sh installs redis-server); in docker mode install it.
-test: up test-rules interop-java ## unit, integration (MariaDB, Redis) and end-to-end (broker) tests, Prometheus rules, dedup's tests again on the caller's pool (no WithTxDSN); a missing service fails the run
+test: layers up test-rules interop-java ## unit, integration (MariaDB, Redis) and end-to-end (broker) tests, Prometheus rules, dedup's tests again on the caller's pool (no WithTxDSN); a missing service fails the run
 	@command -v redis-server >/dev/null || { echo "make test: redis-server not found; dedup/redisfast's tests start their own (apt-get install redis-server)" >&2; exit 1; }
 	@source deploy/local/env.sh && export RMQGUARD_REQUIRE_SERVICES=1 && \
 		$(GO) test -race $(GOTEST_FLAGS) $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/tools/chaos$$') && \
@@ -118,6 +118,9 @@ bench-purge: up ## F22 figures: purge 1,000,000 old dedup rows while 8 goroutine
 BENCH_E2E_ARGS ?=
 bench-e2e: up ## drain a backlog on the real broker with raw/baseline/rmqguard/outbox/batch variants/hot rows/duplicates (with and without Redis), interleaved: msgs/s, ratios, lost batches and retries, RSS
 	@source deploy/local/env.sh && $(GO) run ./tools/benche2e $(BENCH_E2E_ARGS)
+
+layers: ## imports point one way: each package imports only its own layer or lower ones, no cycle between folders (tools/layers declares the layers)
+	@$(GO) run ./tools/layers
 
 lint: ## gofmt and go vet
 	@test -z "$$(gofmt -l . | grep -v '^.local/')" || { gofmt -l . | grep -v '^.local/'; exit 1; }
