@@ -28,6 +28,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
@@ -62,7 +63,7 @@ func censusWithAMasterDown(t *testing.T, tm testenv.TwoMasters) {
 	ns := []string{tm.NameServer}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	run := testenv.Unique("e2e-f42-down")
 	group := "rmqguard-e2e-" + run
 	_, err := topics.Ensure(ctx, topics.Cluster{NameServers: ns}, topics.Topic{Name: rmq.DLQTopic(group), Queues: 1})
@@ -148,7 +149,7 @@ func dlqOnTwoMasters(t *testing.T, tm testenv.TwoMasters, bin string) {
 	ns := []string{tm.NameServer}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	run := testenv.Unique("e2e-f42")
 	topic, group := "RMQGUARD_E2E_"+strings.ReplaceAll(run, "-", "_"), "rmqguard-e2e-"+run
 	_, err := topics.Ensure(ctx, topics.Cluster{NameServers: ns}, topics.Topic{Name: topic, Queues: 1})

@@ -25,6 +25,7 @@ import (
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/examples/shop"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
@@ -67,7 +68,7 @@ func (r *redeliveries) snapshot() map[string]int {
 // with their original topic (F4), and the poison message alone is in %DLQ%<group> with its reason.
 func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 	w := newWorld(t, 4)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	ctx, topic, group, run, prod := w.ctx, w.topic, w.group, w.run, w.prod
 
 	plan, err := shop.Workload{RunID: run, Topic: topic, Messages: 500, DuplicateShare: 0.1, FailOnce: 10, Poison: true}.Plan()
@@ -213,7 +214,7 @@ func TestE2E_F5_MaxAttemptsBecomesMaxReconsumeTimes(t *testing.T) {
 // is dead-lettered, and every copy ends as processed or duplicate.
 func TestE2E_S2_TwoConsumersSameEventConcurrently(t *testing.T) {
 	w := newWorld(t, 4)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	ctx, topic, group, run := w.ctx, w.topic, w.group, w.run
 	store, err := dedup.NewStore(db)
 	require.NoError(t, err)
@@ -294,7 +295,7 @@ func TestE2E_S2_TwoConsumersSameEventConcurrently(t *testing.T) {
 func queueMovesOn(t *testing.T, followers int, deadline consumer.Middleware, misbehave func(ctx context.Context), release func()) (*world, *metrics.Metrics) {
 	t.Helper()
 	w := newWorld(t, 1)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	store, err := dedup.NewStore(db)
 	require.NoError(t, err)
 	bad := w.run + "-bad"
@@ -432,7 +433,7 @@ func TestE2E_F7_SlowHandlerEndsAtItsDeadlineInlineWhileTheQueueMovesOn(t *testin
 // one effect.
 func TestE2E_F9_GracefulStopLosesNothingAndDoublesNothing(t *testing.T) {
 	w := newWorld(t, 1)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	ctx, topic, group, run := w.ctx, w.topic, w.group, w.run
 	store, err := dedup.NewStore(db)
 	require.NoError(t, err)
@@ -497,7 +498,7 @@ func TestE2E_F9_GracefulStopLosesNothingAndDoublesNothing(t *testing.T) {
 // b-3 runs again.
 func TestE2E_F10_BatchOfFourOneFailsEachMessageHasItsOwnTransaction(t *testing.T) {
 	w := newWorld(t, 1)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	store, err := dedup.NewStore(db)
 	require.NoError(t, err)
 	m, err := metrics.New(prometheus.NewRegistry())

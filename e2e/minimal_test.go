@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
@@ -32,7 +33,7 @@ import (
 func TestE2E_Issue9_READMEMinimalConsumerAppliesEachEventOnce(t *testing.T) {
 	ns := testenv.NameServer(t)
 	broker := testenv.Broker(t)
-	testenv.MySQL(t)          // the server is up (or the test fails under RMQGUARD_REQUIRE_SERVICES)
+	shoptest.MySQL(t)         // the server is up (or the test fails under RMQGUARD_REQUIRE_SERVICES)
 	rlog.SetLogLevel("error") // the test's own producer and DLQ reader
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

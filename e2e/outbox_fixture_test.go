@@ -15,6 +15,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -37,7 +38,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	rlog.SetLogLevel("error")
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	ns := []string{testenv.NameServer(t)}
 	broker := testenv.Broker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)

@@ -25,6 +25,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -117,7 +118,7 @@ func cli(t *testing.T, bin string, args ...string) (string, int) {
 //   - --target-topic: C is sent and takes effect once.
 func TestE2E_S5_F18_DLQReplaySafeTwiceToTheDeadLetteredGroupOnly(t *testing.T) {
 	w := newWorld(t, 1)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	bin := buildRMQGuard(t)
 	ctx, topic, group, run := w.ctx, w.topic, w.group, w.run
 	group2 := group + "-other"
@@ -264,7 +265,7 @@ func TestE2E_S5_F18_DLQReplaySafeTwiceToTheDeadLetteredGroupOnly(t *testing.T) {
 // each letter, each event takes effect once, and a third run afterwards sends nothing and exits 0.
 func TestE2E_S5_DLQReplayTwoRunsAtOnceSendEachLetterOnce(t *testing.T) {
 	w := newWorld(t, 1)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	bin := buildRMQGuard(t)
 	ctx, topic, group, run := w.ctx, w.topic, w.group, w.run
 	const events = 12
@@ -360,7 +361,7 @@ func TestE2E_DLQReplayWithoutRetryTopicNamesTheFix(t *testing.T) {
 	assert.Equal(t, 1, code, out)
 	assert.Contains(t, out, "%RETRY%"+group+", where replays of group "+group+" go, has no writable queue")
 	assert.Contains(t, out, "rmqguard topic ensure --queues 1 '%RETRY%"+group+"'")
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	var claimed int
 	require.NoError(t, db.Get(&claimed, `SELECT COUNT(*) FROM `+dlq.AuditTable+` WHERE consumer_group = ?`, group))
 	assert.Zero(t, claimed, "nothing claimed")
@@ -372,7 +373,7 @@ func TestE2E_DLQReplayWithoutRetryTopicNamesTheFix(t *testing.T) {
 // file and a run from the broker send nothing.
 func TestE2E_S5_DLQReplayFromExportFile(t *testing.T) {
 	w := newWorld(t, 1)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	bin := buildRMQGuard(t)
 	ctx, topic, group, run := w.ctx, w.topic, w.group, w.run
 

@@ -17,6 +17,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/examples/shop"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
@@ -29,7 +30,7 @@ import (
 // and the effects stay at 1,000.
 func TestE2E_F24_RenamedGroupWithTheSameDedupScopeAppliesNothingTwice(t *testing.T) {
 	w := newWorld(t, 4)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	scope, renamed := w.group, w.group+"-v2"
 	require.NoError(t, rmq.EnsureGroupTopics(w.ctx, w.ns, testenv.Broker(t), renamed))
 	plan, err := shop.Workload{RunID: w.run, Topic: w.topic, Messages: 1000}.Plan()

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
@@ -22,7 +23,7 @@ import (
 // group's DLQ whose event was never processed counts as waiting; stopping the census ends its goroutine.
 func TestExampleConsumer_ExportsTheDLQLettersWaiting(t *testing.T) {
 	ns, broker := testenv.NameServer(t), testenv.Broker(t)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	group := testenv.Unique("example-dlq")

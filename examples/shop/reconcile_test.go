@@ -14,6 +14,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/examples/shop"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -166,7 +167,7 @@ func TestMigration_BackfillsInventoryFromChanges(t *testing.T) {
 // opens it, and drops it when the test ends.
 func scratchDB(t *testing.T) *sqlx.DB {
 	t.Helper()
-	base := testenv.MySQL(t)
+	base := shoptest.MySQL(t)
 	name := strings.ReplaceAll(testenv.Unique("rmqguard_scratch"), "-", "_")
 	_, err := base.Exec("CREATE DATABASE " + name + " CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
 	require.NoError(t, err)

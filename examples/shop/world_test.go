@@ -14,6 +14,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/examples/shop"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 )
@@ -31,7 +32,7 @@ type world struct {
 
 func newWorld(t *testing.T, opts ...shop.Option) *world {
 	t.Helper()
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	s, err := shop.New(opts...)
 	require.NoError(t, err)
 	p := testenv.Unique("shop")

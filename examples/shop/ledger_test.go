@@ -1,4 +1,4 @@
-package testenv_test
+package shop_test
 
 import (
 	"context"
@@ -10,13 +10,14 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/examples/shop"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
 // The ledger exists to make a double apply visible: an event applied twice without the dedup (two plain
 // transactions) leaves one order (its primary key refuses the second) but two ledger rows.
 func TestLedger_ShowsADoubleApplyThatTheBusinessKeyHides(t *testing.T) {
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	run := testenv.Unique("ledger")
 	l := testenv.NewLedger(t, db, run)
 	msg := &primitive.MessageExt{MsgId: testenv.Unique("msg"), Message: primitive.Message{Topic: "ORDER",
@@ -45,7 +46,7 @@ func TestLedger_ShowsADoubleApplyThatTheBusinessKeyHides(t *testing.T) {
 }
 
 func TestLedger_FailedHandlerAppendsNothing(t *testing.T) {
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	run := testenv.Unique("ledger")
 	l := testenv.NewLedger(t, db, run)
 	d := consumer.NewDelivery("cg", &primitive.MessageExt{Message: primitive.Message{Topic: "ORDER", Body: []byte(`not json`)}})
