@@ -10,14 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
 // F22 through the CLI: a short window is refused with the reason, a dry run counts, a purge deletes the
 // old rows of the group and prints rows, batches and rows/s.
 func TestF22_CLI_DedupPurge(t *testing.T) {
-	db := shoptest.MySQL(t)
+	db := testenv.MySQL(t)
 	dsn := testenv.Env("RMQGUARD_TEST_MYSQL_DSN", testenv.DefaultMySQLDSN)
 	group := testenv.Unique("cli-purge")
 	t.Cleanup(func() { _, _ = db.Exec(`DELETE FROM processed_event WHERE consumer_group = ?`, group) })
@@ -50,7 +49,7 @@ func TestF22_CLI_DedupPurge(t *testing.T) {
 // I9 item 7 through the CLI: --table-prefix purges the prefixed table (and names it), leaving
 // processed_event alone; an invalid prefix is refused naming the flag, before connecting.
 func TestI9_CLI_DedupPurgeTablePrefix(t *testing.T) {
-	db := shoptest.MySQL(t)
+	db := testenv.MySQL(t)
 	dsn := testenv.Env("RMQGUARD_TEST_MYSQL_DSN", testenv.DefaultMySQLDSN)
 	prefix := strings.ReplaceAll(testenv.Unique("cli"), "-", "_") + "_"
 	tables, err := dedup.NewTables(prefix)

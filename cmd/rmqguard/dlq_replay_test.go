@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -52,7 +51,7 @@ func TestDLQReplay_UsageErrorsExit2(t *testing.T) {
 func TestF17_CLI_ReplayWriteOnlyDLQ(t *testing.T) {
 	w := newCLIDLQ(t, 2)
 	w.publish("e-wo", "OrderCreated", "invalid JSON", []byte(`{}`), nil)
-	shoptest.MySQL(t)
+	testenv.MySQL(t)
 	dsn := testenv.Env("RMQGUARD_TEST_MYSQL_DSN", testenv.DefaultMySQLDSN)
 
 	out, errOut, code := w.rmqguard("replay", "--mysql-dsn", dsn, "--yes")
@@ -73,7 +72,7 @@ func TestI9_CLI_ReplayChecksThePrefixedDedupTable(t *testing.T) {
 	w := newCLIDLQ(t, 6)
 	w.publish("e-1", "OrderCreated", "invalid JSON", []byte(`{}`), nil)
 	w.publish("e-2", "OrderCreated", "invalid JSON", []byte(`{}`), nil)
-	db := shoptest.MySQL(t)
+	db := testenv.MySQL(t)
 	dsn := testenv.Env("RMQGUARD_TEST_MYSQL_DSN", testenv.DefaultMySQLDSN)
 	prefix := strings.ReplaceAll(testenv.Unique("cli"), "-", "_") + "_"
 	tables, err := dedup.NewTables(prefix)

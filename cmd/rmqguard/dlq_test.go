@@ -18,7 +18,6 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dlq"
-	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
@@ -34,7 +33,7 @@ type cliDLQ struct {
 func newCLIDLQ(t *testing.T, perm int) *cliDLQ {
 	t.Helper()
 	w := &cliDLQ{t: t, ns: testenv.NameServer(t), broker: testenv.Broker(t), group: testenv.Unique("cli-dlq")}
-	shoptest.MySQL(t) // the schema `dlq list` reads for the replay status (RMQGUARD_MYSQL_DSN, see TestMain)
+	testenv.MySQL(t) // the schema `dlq list` reads for the replay status (RMQGUARD_MYSQL_DSN, see TestMain)
 	if perm == 0 {
 		return w
 	}
@@ -158,7 +157,7 @@ func TestCLI_DLQList_ShowsReplayStatusAndProcessedFromTheDatabase(t *testing.T) 
 	sent := w.publish("e-sent", "OrderCreated", "bug", []byte(`{}`), nil)
 	failedSend := w.publish("e-failed", "OrderCreated", "bug", []byte(`{}`), nil)
 	waiting := w.publish("e-waiting", "OrderCreated", "bug", []byte(`{}`), nil)
-	db := shoptest.MySQL(t)
+	db := testenv.MySQL(t)
 	ctx := context.Background()
 	_, err := dedup.RunMigrations(ctx, db.DB, dlq.AuditMigrations(), dlq.AuditVersionTable)
 	require.NoError(t, err)

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/outbox"
 )
@@ -18,7 +17,7 @@ import (
 // F33/F34 through the CLI: `outbox list --status parked` shows a parked row with its reason, `outbox
 // retry --all-parked` makes it pending again, and `outbox purge` deletes only sent rows past the window.
 func TestOutboxCLI_ListsParkedRowsRetriesThemAndPurgesOnlySentRows(t *testing.T) {
-	db := shoptest.MySQL(t)
+	db := testenv.MySQL(t)
 	dsn := testenv.MySQLDSN()
 	prefix := "cli" + strings.TrimPrefix(testenv.Unique("x"), "x-") + "_"
 	tables, err := dedup.NewTables(prefix)

@@ -15,7 +15,6 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dlq"
-	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
@@ -127,7 +126,7 @@ func TestACL_RightKeysConsumeRetryDeadLetterAndReplayInANamespace(t *testing.T) 
 	env := []string{"RMQGUARD_NAMESRV=" + w.cluster.NameServers[0], "RMQGUARD_ACCESS_KEY=" + w.cluster.Credentials.AccessKey,
 		"RMQGUARD_SECRET_KEY=" + w.cluster.Credentials.SecretKey, "RMQGUARD_NAMESPACE=" + w.cluster.Namespace,
 		"RMQGUARD_MYSQL_DSN=" + testenv.MySQLDSN()} // the test database, migrated here, never the demo one
-	shoptest.MySQL(t)
+	testenv.MySQL(t)
 	res := runCLI(t, bin, env, "dlq", "list", "--group", w.group, "--timeout", "30s")
 	require.Equal(t, 0, res.exit, "stderr: %s", res.stderr)
 	assert.Contains(t, res.stdout, "poison after a retry")

@@ -13,7 +13,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/outbox"
 )
@@ -23,7 +23,7 @@ import (
 // receives it once with the derived EVENT_ID. // F29
 func TestACL_OutboxRelaySendsToTheTopicInItsNamespace(t *testing.T) {
 	w := newACLWorld(t)
-	db := shoptest.MySQL(t)
+	db := testenv.MySQL(t)
 	prefix := fmt.Sprintf("acl%x_", time.Now().UnixNano()&0xffffff)
 	t.Cleanup(func() {
 		var names []string

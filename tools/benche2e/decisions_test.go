@@ -15,7 +15,6 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/retry"
@@ -25,7 +24,7 @@ import (
 // transaction to a deadlock (MySQL 1213 from a member's statement) is handled once more, and counted once,
 // through the benchmark's chain and its consumer logger.
 func TestBenchE2E_ABatchLostToADeadlockIsCountedOnce(t *testing.T) {
-	db := shoptest.MySQL(t)
+	db := testenv.MySQL(t)
 	store, err := dedup.NewStore(db, dedup.WithTxDSN(testenv.MySQLDSN()))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })

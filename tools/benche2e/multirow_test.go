@@ -10,7 +10,6 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -41,7 +40,7 @@ func TestBenchE2E_MultirowClaimHasOneRowPerEventInEventIDOrder(t *testing.T) {
 // The hand-written multi-row batch tells duplicates apart without a failed statement: events committed by
 // an earlier callback, and an event twice in one callback, get no second business row.
 func TestBenchE2E_MultirowTxWritesEachEventsBusinessRowOnce(t *testing.T) {
-	db := shoptest.MySQL(t)
+	db := testenv.MySQL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	env := &environment{db: db, cleanup: &cleanup{}, log: io.Discard}
