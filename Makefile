@@ -91,8 +91,8 @@ test-rules: ## promtool: check deploy/prometheus (config and rules) and run the 
 	$(PROMTOOL) check rules deploy/prometheus/rules.yml
 	$(PROMTOOL) test rules deploy/prometheus/rules_test.yml
 
-test-unit: ## the tests that need no services (the others skip unless RMQGUARD_REQUIRE_SERVICES=1)
-	$(GO) test -race -count=1 ./consumer/ ./middleware/ ./retry/ ./dlq/ ./examples/shop/ ./internal/scrape/ ./tools/dashboards/
+test-unit: layers ## the tests that need no services (the others skip unless RMQGUARD_REQUIRE_SERVICES=1)
+	$(GO) test -race -count=1 ./consumer/ ./middleware/ ./retry/ ./dlq/ ./examples/shop/ ./internal/scrape/ ./internal/rmq/ ./tools/dashboards/ ./tools/layers/
 
 BENCH_COUNT ?= 6
 # The dedup and redisfast benchmarks need MariaDB and Redis (`up`); RMQGUARD_REQUIRE_SERVICES=1 makes a missing
