@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 func TestNewDelivery_F4_RetryTopicRestored(t *testing.T) {
@@ -42,11 +41,6 @@ func TestOriginalTopic_F18_DLQTopicRestored(t *testing.T) {
 	m := &primitive.MessageExt{Message: primitive.Message{Topic: "%DLQ%cg"}}
 	m.WithProperty(primitive.PropertyRetryTopic, "ORDER")
 	assert.Equal(t, "ORDER", consumer.OriginalTopic(m))
-}
-
-func TestRetryAndDLQTopicNames(t *testing.T) {
-	assert.Equal(t, "%RETRY%cg", rmq.RetryTopic("cg"))
-	assert.Equal(t, "%DLQ%cg", rmq.DLQTopic("cg"))
 }
 
 // F5: the last delivery is the one whose Attempt (ReconsumeTimes) has reached MaxAttempts; with
