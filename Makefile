@@ -20,7 +20,7 @@ SERVICES_MODE ?= $(shell timeout 20 docker info >/dev/null 2>&1 && echo docker |
 # Topics the demo and the tests use; created explicitly because the broker runs with autoCreateTopicEnable=false.
 TOPICS = RMQGUARD_PROBE RMQGUARD_DEMO_ORDER RMQGUARD_TEST_ORDER
 
-.PHONY: up down demo test test-unit test-rules interop-java bench bench-e2e bench-purge lint api-size mutate chaos
+.PHONY: up down demo test test-unit test-rules interop-java bench bench-e2e bench-purge lint api-size layers mutate chaos
 
 # ------------------------------------------------------------------------------------------------ services
 
@@ -50,7 +50,7 @@ down: ## stop the services that `make up` started (from any clone)
 # ------------------------------------------------------------------------------------------ build and test
 
 # Test packages run one at a time (-p 1) so the end-to-end suite does not compete with the others for the
-# two cores and the broker. -race is on for every package but e2e and internal/chaos, which drive the client
+# two cores and the broker. -race is on for every package but e2e and tools/chaos, which drive the client
 # and example-consumer processes end to end and would take several times longer under -race; our own code is
 # race-tested by the other packages, which drive it with the same handlers (e2e/acl runs with -race). The DLQ
 # reader assigns its queues (no rebalance), which avoids the client's pull-consumer race
@@ -68,11 +68,11 @@ chaos: up ## faults under load on a stack of its own (MariaDB restart/read-only/
 # RMQGUARD_REQUIRE_SERVICES=1 is set here, not left to the caller. `make test-unit` is the no-service run.
 # dedup/redisfast's Redis-down tests start a redis-server of their own on 16399 (testenv.StartRedis): the binary
 # comes with `make up` in local mode (deploy/local/up.sh installs redis-server); in docker mode install it.
-test: up test-rules interop-java ## unit, integration (MariaDB, Redis) and end-to-end (broker) tests, Prometheus rules, dedup's tests again on the caller's pool (no WithTxDSN); a missing service fails the run
+test: layers up test-rules interop-java ## unit, integration (MariaDB, Redis) and end-to-end (broker) tests, Prometheus rules, dedup's tests again on the caller's pool (no WithTxDSN); a missing service fails the run
 	@command -v redis-server >/dev/null || { echo "make test: redis-server not found; dedup/redisfast's tests start their own (apt-get install redis-server)" >&2; exit 1; }
 	@source deploy/local/env.sh && export RMQGUARD_REQUIRE_SERVICES=1 && \
-		$(GO) test -race $(GOTEST_FLAGS) $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/internal/chaos$$') && \
-		$(GO) test $(GOTEST_FLAGS) ./e2e/ ./internal/chaos/ && \
+		$(GO) test -race $(GOTEST_FLAGS) $$($(GO) list ./... | grep -v -e '/e2e$$' -e '/tools/chaos$$') && \
+		$(GO) test $(GOTEST_FLAGS) ./e2e/ ./tools/chaos/ && \
 		RMQGUARD_TEST_DEDUP_TXPOOL=0 $(GO) test -race $(GOTEST_FLAGS) ./dedup/
 
 # The Java producer of e2e's interop test (TestE2E_JavaProducer…): official RocketMQ Java client,
@@ -91,8 +91,8 @@ test-rules: ## promtool: check deploy/prometheus (config and rules) and run the 
 	$(PROMTOOL) check rules deploy/prometheus/rules.yml
 	$(PROMTOOL) test rules deploy/prometheus/rules_test.yml
 
-test-unit: ## the tests that need no services (the others skip unless RMQGUARD_REQUIRE_SERVICES=1)
-	$(GO) test -race -count=1 ./consumer/ ./middleware/ ./retry/ ./dlq/ ./internal/shop/ ./internal/scrape/ ./internal/dashboards/
+test-unit: layers ## the tests that need no services (the others skip unless RMQGUARD_REQUIRE_SERVICES=1)
+	$(GO) test -race -count=1 ./consumer/ ./middleware/ ./retry/ ./dlq/ ./examples/shop/ ./internal/scrape/ ./internal/rmq/ ./tools/dashboards/ ./tools/layers/
 
 BENCH_COUNT ?= 6
 # The dedup and redisfast benchmarks need MariaDB and Redis (`up`); RMQGUARD_REQUIRE_SERVICES=1 makes a missing
@@ -104,20 +104,23 @@ bench: up ## benchmarks: the chain without I/O, transactional dedup on MariaDB, 
 		./middleware/ ./dedup/ ./dedup/redisfast/ | tee .local/bench/latest.txt
 	@echo "saved to .local/bench/latest.txt (go run golang.org/x/perf/cmd/benchstat@latest old.txt .local/bench/latest.txt)"
 
-# PURGE_ARGS: -rows (1000000), -workers (8), -baseline (20s), -batch (1000), -pause (0); see internal/purgebench.
+# PURGE_ARGS: -rows (1000000), -workers (8), -baseline (20s), -batch (1000), -pause (0); see tools/purgebench.
 PURGE_ARGS ?=
 bench-purge: up ## F22 figures: purge 1,000,000 old dedup rows while 8 goroutines claim; claim latency with/without, rows/s, 1205/1213
-	@source deploy/local/env.sh && $(GO) run ./internal/purgebench $(PURGE_ARGS)
+	@source deploy/local/env.sh && $(GO) run ./tools/purgebench $(PURGE_ARGS)
 
 # BENCH_E2E_ARGS: -messages (20000), -rounds (3), -variants (raw,baseline,rmqguard,rmqguard-outbox,rmqguard-batch,
 # handwritten-batch,batch-ceiling,duplicates,duplicates-redis; handwritten-batch and batch-ceiling are hand-written
 # one-transaction-per-32-message-callback references for rmqguard-batch, with and without dedup rows), -goroutines
 # (20), -handler-timeout (10s; 0: the consumer's default 30s), -rss-backlog (100000; 0 skips it), -stall (1m), -redis
-# (RMQGUARD_REDIS_ADDR: duplicates-redis), -redis-timeout (50ms); see internal/benche2e. Topics, tables, dedup rows and Redis keys of the
+# (RMQGUARD_REDIS_ADDR: duplicates-redis), -redis-timeout (50ms); see tools/benche2e. Topics, tables, dedup rows and Redis keys of the
 # run are removed at the end.
 BENCH_E2E_ARGS ?=
 bench-e2e: up ## drain a backlog on the real broker with raw/baseline/rmqguard/outbox/batch variants/hot rows/duplicates (with and without Redis), interleaved: msgs/s, ratios, lost batches and retries, RSS
-	@source deploy/local/env.sh && $(GO) run ./internal/benche2e $(BENCH_E2E_ARGS)
+	@source deploy/local/env.sh && $(GO) run ./tools/benche2e $(BENCH_E2E_ARGS)
+
+layers: ## imports point one way: each package imports only its own layer or lower ones, no cycle between folders (tools/layers declares the layers)
+	@$(GO) run ./tools/layers
 
 # API_SIZE_ARGS: -all (also internal/, tools/, cmd/, examples/), -uses FILE (the names one Go file uses); see `go run ./tools/apisize -h`.
 API_SIZE_ARGS ?=

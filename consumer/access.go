@@ -8,14 +8,14 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/rmqguard/rmqguard/internal/remoting"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // ACLError is a broker's refusal of the consumer's credentials (response code NO_PERMISSION: unknown
 // access key, signature mismatch, none given, or a missing permission). Start returns it, wrapped, when a
 // broker refuses Config.Credentials; match it with errors.As. Its Error reads
 // "ACL: access denied / signature mismatch for access key <key> on broker <addr> (code 16: <remark>)".
-type ACLError = remoting.ACLError
+type ACLError = rmq.ACLError
 
 // accessCheckTimeout bounds Start's access check.
 const accessCheckTimeout = 5 * time.Second
@@ -32,8 +32,7 @@ func (c *Consumer) checkAccess() error {
 	}
 	ctx, cancel := context.WithTimeout(c.runCtx, accessCheckTimeout)
 	defer cancel()
-	err := remoting.CheckClusterAccess(ctx, c.cfg.NameServers,
-		remoting.Credentials{AccessKey: c.cfg.Credentials.AccessKey, SecretKey: c.cfg.Credentials.SecretKey})
+	err := rmq.CheckClusterAccess(ctx, c.cfg.NameServers, rmq.Credentials(c.cfg.Credentials))
 	var acl *ACLError
 	if errors.As(err, &acl) {
 		return fmt.Errorf("rmqguard consumer %s: start: %w", c.cfg.Group, err)

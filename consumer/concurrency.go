@@ -2,6 +2,8 @@ package consumer
 
 import (
 	"fmt"
+
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // concurrencyChecker is something the handlers depend on whose safety depends on how many handlers run at
@@ -36,7 +38,7 @@ func (c Config) handlersAtOnce() string {
 		return "orderly consumption runs one handler per queue it holds"
 	}
 	return fmt.Sprintf("%d handlers = ConsumeGoroutines %d × (%d subscribed topics + %s)",
-		c.maxHandlers(), c.ConsumeGoroutines, len(c.Subscriptions), RetryTopic(c.Group))
+		c.maxHandlers(), c.ConsumeGoroutines, len(c.Subscriptions), rmq.RetryTopic(c.Group))
 }
 
 // concurrencyCheck is one check New and Start make: where it came from, for the error, and the checker.

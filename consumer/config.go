@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // Defaults applied by Config.withDefaults when a field is left zero.
@@ -139,7 +141,7 @@ type Config struct {
 	SuspendTime time.Duration
 	// Namespace is the RocketMQ namespace of the group and its topics ("" = none; letters, digits, '-',
 	// '_'). Group and Subscriptions name them without it; on the broker they are "ns%G", "ns%T",
-	// "%RETRY%ns%G" and "%DLQ%ns%G" (see InNamespace). Delivery.Group and Delivery.Topic are without it.
+	// "%RETRY%ns%G" and "%DLQ%ns%G" (see rmq.InNamespace). Delivery.Group and Delivery.Topic are without it.
 	Namespace string
 	// Credentials are the ACL credentials every request of the consumer (and of its own dead-letter
 	// producer) is signed with; both keys or neither. The zero value means no ACL.
@@ -190,8 +192,8 @@ func (c Config) Validate() error {
 		bad("Group", "required")
 	} else if len(d.Group) > MaxGroupLength {
 		bad("Group", "%d characters, more than RocketMQ's %d", len(d.Group), MaxGroupLength)
-	} else if strings.HasPrefix(d.Group, RetryTopicPrefix) || strings.HasPrefix(d.Group, DLQTopicPrefix) {
-		bad("Group", "%q must not start with %s or %s", d.Group, RetryTopicPrefix, DLQTopicPrefix)
+	} else if rmq.IsSystemTopic(d.Group) {
+		bad("Group", "%q must not start with %s or %s", d.Group, rmq.RetryTopicPrefix, rmq.DLQTopicPrefix)
 	}
 	if len(d.Subscriptions) == 0 {
 		bad("Subscriptions", "at least one topic is required")
@@ -240,9 +242,9 @@ func (c Config) Validate() error {
 	if d.LagInterval < 100*time.Millisecond {
 		bad("LagInterval", "%s is below 100ms; leave it 0 for the default %s", d.LagInterval, DefaultLagInterval)
 	}
-	if err := ValidateNamespace(d.Namespace); err != nil {
+	if err := rmq.ValidateNamespace(d.Namespace); err != nil {
 		bad("Namespace", "%v", err)
-	} else if g := InNamespace(d.Namespace, d.Group); len(g) > MaxGroupLength {
+	} else if g := rmq.InNamespace(d.Namespace, d.Group); len(g) > MaxGroupLength {
 		bad("Namespace", "group in the namespace %q has %d characters, more than RocketMQ's %d", g, len(g), MaxGroupLength)
 	}
 	if (d.Credentials.AccessKey == "") != (d.Credentials.SecretKey == "") {

@@ -7,6 +7,8 @@ import (
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"go.uber.org/zap"
+
+	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // outageWait is one callback's bound on waiting for the store: Config.OutageWait from the first wait.
@@ -224,7 +226,7 @@ func (c *Consumer) handleOne(d *Delivery, b *Batch) (Outcome, error) {
 func (c *Consumer) subscribed(d *Delivery) bool {
 	f, ok := c.filters[d.Topic]
 	if !ok {
-		return d.Topic == RetryTopic(d.Group)
+		return d.Topic == irmq.RetryTopic(d.Group)
 	}
 	return f.matches(d.Msg.GetTags())
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // Properties rmqguard adds to a dead letter it publishes (DeadLetterMessage). The original's user
@@ -50,7 +52,7 @@ func systemProperty(k string) bool {
 // as the broker writes it), and the PropDeadLetter* metadata with reason and at. A body that is still
 // compressed (StoredCompression) is sent as it is, with PropBodySysFlag naming its SysFlag.
 func DeadLetterMessage(d *Delivery, reason string, at time.Time) *primitive.Message {
-	msg := primitive.NewMessage(NamespacedDLQTopic(d.Namespace, d.Group), d.Msg.Body)
+	msg := primitive.NewMessage(rmq.NamespacedDLQTopic(d.Namespace, d.Group), d.Msg.Body)
 	for k, v := range d.Msg.GetProperties() {
 		if !systemProperty(k) && k != PropBodySysFlag {
 			msg.WithProperty(k, v)
@@ -60,7 +62,7 @@ func DeadLetterMessage(d *Delivery, reason string, at time.Time) *primitive.Mess
 		// The producer cannot set the letter's SysFlag: the codec travels as a property.
 		msg.WithProperty(PropBodySysFlag, strconv.Itoa(int(flag)))
 	}
-	msg.WithProperty(primitive.PropertyRetryTopic, InNamespace(d.Namespace, d.Topic))
+	msg.WithProperty(primitive.PropertyRetryTopic, rmq.InNamespace(d.Namespace, d.Topic))
 	msg.WithProperty(PropDeadLetterReason, reason)
 	msg.WithProperty(PropDeadLetterOriginMsgID, d.Msg.MsgId)
 	msg.WithProperty(PropDeadLetterReconsumeTimes, strconv.Itoa(int(d.Msg.ReconsumeTimes)))

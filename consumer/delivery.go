@@ -1,23 +1,10 @@
 package consumer
 
 import (
-	"strings"
-
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
-
-// RetryTopicPrefix is the prefix of the per-group retry topic, %RETRY%<group>, on which the broker
-// redelivers messages that were answered ConsumeRetryLater.
-const RetryTopicPrefix = "%RETRY%"
-
-// DLQTopicPrefix is the prefix of the per-group dead-letter topic, %DLQ%<group>.
-const DLQTopicPrefix = "%DLQ%"
-
-// DLQTopic returns the dead-letter topic of a consumer group: "%DLQ%" + group.
-func DLQTopic(group string) string { return DLQTopicPrefix + group }
-
-// RetryTopic returns the retry topic of a consumer group: "%RETRY%" + group.
-func RetryTopic(group string) string { return RetryTopicPrefix + group }
 
 // Delivery is one message as the middleware chain sees it: the client's message plus what the chain
 // learns about it. Middlewares fill EventID, EventType, AggregateID and Version as they go.
@@ -29,7 +16,7 @@ type Delivery struct {
 	// Group is the consumer group, without the namespace (Config.Group).
 	Group string
 	// Namespace is the RocketMQ namespace the group and topics live in (Config.Namespace); "" = none.
-	// Group and Topic are the names without it; InNamespace gives the broker's names.
+	// Group and Topic are the names without it; rmq.InNamespace gives the broker's names.
 	Namespace string
 	// Topic is the business topic: the message's topic, or the RETRY_TOPIC property when the message
 	// arrived on %RETRY%<group> (a redelivery); without the namespace.
@@ -70,7 +57,7 @@ func (d *Delivery) LastAttempt() bool { return d.MaxAttempts > 0 && d.Attempt >=
 // %RETRY% or %DLQ% topic and carries one, else msg.Topic. The client restores the topic of retried
 // messages itself in most paths; this makes the rule hold for every path.
 func OriginalTopic(msg *primitive.MessageExt) string {
-	if strings.HasPrefix(msg.Topic, RetryTopicPrefix) || strings.HasPrefix(msg.Topic, DLQTopicPrefix) {
+	if rmq.IsSystemTopic(msg.Topic) {
 		if t := msg.GetProperty(primitive.PropertyRetryTopic); t != "" {
 			return t
 		}

@@ -43,11 +43,6 @@ func TestOriginalTopic_F18_DLQTopicRestored(t *testing.T) {
 	assert.Equal(t, "ORDER", consumer.OriginalTopic(m))
 }
 
-func TestRetryAndDLQTopicNames(t *testing.T) {
-	assert.Equal(t, "%RETRY%cg", consumer.RetryTopic("cg"))
-	assert.Equal(t, "%DLQ%cg", consumer.DLQTopic("cg"))
-}
-
 // F5: the last delivery is the one whose Attempt (ReconsumeTimes) has reached MaxAttempts; with
 // MaxAttempts unknown (0) no delivery is the last.
 func TestDelivery_F5_LastAttempt(t *testing.T) {

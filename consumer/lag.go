@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // lagPoller reads the client's per-topic lag (GetOffsetDiffMap) every interval and reports it to the
@@ -64,7 +66,7 @@ func (p *lagPoller) run() {
 func (p *lagPoller) poll() {
 	diff := map[string]int64{}
 	for topic, n := range p.push.GetOffsetDiffMap() {
-		diff[WithoutNamespace(p.ns, topic)] += n
+		diff[rmq.WithoutNamespace(p.ns, topic)] += n
 	}
 	for topic, n := range diff {
 		p.observer.Lag(p.group, topic, n)

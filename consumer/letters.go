@@ -10,6 +10,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"go.uber.org/zap"
+
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // Producer is the part of the client's producer the consumer uses to publish the dead letters of a batch,
@@ -25,7 +27,7 @@ type Producer interface {
 func newClientProducer(cfg Config) (Producer, error) {
 	opts := []producer.Option{
 		producer.WithNsResolver(primitive.NewPassthroughResolver(cfg.NameServers)),
-		producer.WithGroupName(InNamespace(cfg.Namespace, cfg.Group+"-rmqguard-dlq")),
+		producer.WithGroupName(rmq.InNamespace(cfg.Namespace, cfg.Group+"-rmqguard-dlq")),
 		producer.WithInstanceName(cfg.InstanceName + "-dlq"),
 		producer.WithRetry(2),
 	}

@@ -11,34 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 )
 
-func TestInNamespace_ACL_BrokerNames(t *testing.T) {
-	cases := []struct{ ns, in, want string }{
-		{"", "ORDER", "ORDER"},
-		{"", "%DLQ%cg", "%DLQ%cg"},
-		{"prod", "ORDER", "prod%ORDER"},
-		{"prod", "prod%ORDER", "prod%ORDER"}, // already in the namespace: applied twice, same name
-		{"prod", "%RETRY%cg", "%RETRY%prod%cg"},
-		{"prod", "%DLQ%cg", "%DLQ%prod%cg"},
-		{"prod", "%DLQ%prod%cg", "%DLQ%prod%cg"},
-		{"prod", "", ""},
-	}
-	for _, c := range cases {
-		assert.Equal(t, c.want, consumer.InNamespace(c.ns, c.in), "InNamespace(%q, %q)", c.ns, c.in)
-		if c.in != "" && c.ns != "" && c.in != c.want {
-			assert.Equal(t, c.in, consumer.WithoutNamespace(c.ns, c.want), "WithoutNamespace(%q, %q)", c.ns, c.want)
-		}
-	}
-	assert.Equal(t, "other%ORDER", consumer.WithoutNamespace("prod", "other%ORDER"), "another namespace is left alone")
-	assert.Equal(t, "%DLQ%prod%cg", consumer.NamespacedDLQTopic("prod", "cg"))
-	assert.Equal(t, "%RETRY%prod%cg", consumer.NamespacedRetryTopic("prod", "cg"))
-	assert.Equal(t, consumer.DLQTopic("cg"), consumer.NamespacedDLQTopic("", "cg"))
-	assert.Equal(t, consumer.RetryTopic("cg"), consumer.NamespacedRetryTopic("", "cg"))
-}
-
 func TestConfigValidate_ACL_NamespaceAndCredentials(t *testing.T) {
-	for _, ns := range []string{"prod%x", "a|b", "sp ace", "ü", string(make([]byte, consumer.MaxNamespaceLength+1))} {
+	for _, ns := range []string{"prod%x", "a|b", "sp ace", "ü", string(make([]byte, irmq.MaxNamespaceLength+1))} {
 		cfg := validConfig()
 		cfg.Namespace = ns
 		assert.Equal(t, []string{"Namespace"}, fields(t, cfg.Validate()), "namespace %q", ns)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/internal/shop"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 )
@@ -51,7 +50,7 @@ func (s *causeCountingStore) DuplicateCauses(ctx context.Context, ds []*consumer
 func (f *fixture) batchWithStore(t *testing.T, store dedup.TxStore) *testenv.Callback {
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	h := middleware.Chain(dedup.Handle(f.ledger.Handler(shop.HandleOrderCreated)), middleware.Recover(zap.NewNop()),
+	h := middleware.Chain(dedup.Handle(f.ledger.Handler(handleOrderCreated)), middleware.Recover(zap.NewNop()),
 		middleware.Classify(), eventID, middleware.Dedup(store))
 	return testenv.NewCallback(t, consumer.Config{Group: f.group, Subscriptions: []consumer.Subscription{{Topic: "ORDER"}},
 		BatchSize: 32}, h)
@@ -145,7 +144,7 @@ func TestBatch_F41_UnreadableCausesAreUnknown(t *testing.T) {
 func TestStore_F41_DuplicateCausesOfSeveralInOneRead(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	h := f.chain(t, f.ledger.Handler(shop.HandleOrderCreated))
+	h := f.chain(t, f.ledger.Handler(handleOrderCreated))
 	ev := f.prefix + "-e"
 	first := f.orderMsg(t, ev, ev)
 	o, _, err := f.handle(h, first)

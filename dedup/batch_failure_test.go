@@ -221,13 +221,13 @@ func TestBatch_StatementWithoutContextEndsAtTheMembersDeadline(t *testing.T) {
 	cfg.Params = map[string]string{"innodb_lock_wait_timeout": "20"}
 	oneConnStore(t, f, cfg.FormatDSN())
 	locked := f.prefix + "-locked"
-	_, err = f.db.Exec(`INSERT INTO orders (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
+	_, err = f.db.Exec(`INSERT INTO dedup_test_order (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
 		VALUES (?, 'sku', 1, 1, 'CREATED', 1, NOW(6), NOW(6))`, locked)
 	require.NoError(t, err)
 	holder, err := f.db.Beginx()
 	require.NoError(t, err)
 	defer func() { _ = holder.Rollback() }()
-	_, err = holder.Exec(`UPDATE orders SET version = version + 1 WHERE order_no = ?`, locked)
+	_, err = holder.Exec(`UPDATE dedup_test_order SET version = version + 1 WHERE order_no = ?`, locked)
 	require.NoError(t, err)
 
 	const members, perMember = 8, 300 * time.Millisecond
@@ -241,7 +241,7 @@ func TestBatch_StatementWithoutContextEndsAtTheMembersDeadline(t *testing.T) {
 	h := middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		if d.EventID == ids[0] {
 			start := time.Now()
-			_, err := tx.Exec(`UPDATE orders SET version = version + 1 WHERE order_no = ?`, locked)
+			_, err := tx.Exec(`UPDATE dedup_test_order SET version = version + 1 WHERE order_no = ?`, locked)
 			blocked = time.Since(start)
 			if err != nil {
 				return consumer.Outcome{}, err

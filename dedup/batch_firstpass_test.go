@@ -87,7 +87,7 @@ func TestF15_Batch_CarefulPassLostAfterAFirstPassFailureIsHandledOnceMore(t *tes
 	f := newFixture(t)
 	a, b := f.prefix+"-lock-a", f.prefix+"-lock-b"
 	for _, o := range []string{a, b} {
-		_, err := f.db.Exec(`INSERT INTO orders (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
+		_, err := f.db.Exec(`INSERT INTO dedup_test_order (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
 			VALUES (?, 'sku', 1, 1, 'CREATED', 1, NOW(6), NOW(6))`, o)
 		require.NoError(t, err)
 	}
@@ -100,11 +100,11 @@ func TestF15_Batch_CarefulPassLostAfterAFirstPassFailureIsHandledOnceMore(t *tes
 		case d.EventID == e2:
 			return consumer.Retry(0, "member 2 is not ready"), nil
 		case d.EventID == e3 && n == 1: // the careful pass (the first pass stopped at member 2)
-			if _, err := tx.ExecContext(ctx, `UPDATE orders SET version = version + 1 WHERE order_no = ?`, a); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE dedup_test_order SET version = version + 1 WHERE order_no = ?`, a); err != nil {
 				return consumer.Outcome{}, err
 			}
 			defer f.deadlockWith(a, b)()
-			_, err := tx.ExecContext(ctx, `UPDATE orders SET version = version + 1 WHERE order_no = ?`, b)
+			_, err := tx.ExecContext(ctx, `UPDATE dedup_test_order SET version = version + 1 WHERE order_no = ?`, b)
 			var me *mysql.MySQLError
 			if errors.As(err, &me) && me.Number == retry.ErLockDeadlock {
 				deadlocks++

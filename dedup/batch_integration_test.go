@@ -113,7 +113,7 @@ func TestF15_Batch_DeadlockInEveryPassRetriesOnlyTheMemberThatDeadlocks(t *testi
 			f := newFixture(t)
 			a, b := f.prefix+"-lock-a", f.prefix+"-lock-b"
 			for _, o := range []string{a, b} {
-				_, err := f.db.Exec(`INSERT INTO orders (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
+				_, err := f.db.Exec(`INSERT INTO dedup_test_order (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
 					VALUES (?, 'sku', 1, 1, 'CREATED', 1, NOW(6), NOW(6))`, o)
 				require.NoError(t, err)
 			}
@@ -124,14 +124,14 @@ func TestF15_Batch_DeadlockInEveryPassRetriesOnlyTheMemberThatDeadlocks(t *testi
 			cb := f.batchConsumer(t, false, f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 				require.NoError(t, dedup.AfterCommit(ctx, func(context.Context) { hooksMu.Lock(); hooks++; hooksMu.Unlock() }))
 				if d.EventID == e2 {
-					if _, err := tx.ExecContext(ctx, `UPDATE orders SET version = version + 1 WHERE order_no = ?`, a); err != nil {
+					if _, err := tx.ExecContext(ctx, `UPDATE dedup_test_order SET version = version + 1 WHERE order_no = ?`, a); err != nil {
 						return consumer.Outcome{}, err
 					}
 					if deadlockPasses > 0 {
 						deadlockPasses--
 						defer f.deadlockWith(a, b)()
 					}
-					_, err := tx.ExecContext(ctx, `UPDATE orders SET version = version + 1 WHERE order_no = ?`, b)
+					_, err := tx.ExecContext(ctx, `UPDATE dedup_test_order SET version = version + 1 WHERE order_no = ?`, b)
 					var me *mysql.MySQLError
 					if errors.As(err, &me) && me.Number == retry.ErLockDeadlock {
 						deadlocks++
@@ -184,7 +184,7 @@ func TestF15_Batch_LostBatchIsHandledOnceMoreBeforeAnyRetry(t *testing.T) {
 	f := newFixture(t)
 	a, b := f.prefix+"-lock-a", f.prefix+"-lock-b"
 	for _, o := range []string{a, b} {
-		_, err := f.db.Exec(`INSERT INTO orders (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
+		_, err := f.db.Exec(`INSERT INTO dedup_test_order (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
 			VALUES (?, 'sku', 1, 1, 'CREATED', 1, NOW(6), NOW(6))`, o)
 		require.NoError(t, err)
 	}
@@ -193,14 +193,14 @@ func TestF15_Batch_LostBatchIsHandledOnceMoreBeforeAnyRetry(t *testing.T) {
 	cb := f.batchConsumer(t, false, f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		runs++
 		if d.EventID == e2 {
-			if _, err := tx.ExecContext(ctx, `UPDATE orders SET version = version + 1 WHERE order_no = ?`, a); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE dedup_test_order SET version = version + 1 WHERE order_no = ?`, a); err != nil {
 				return consumer.Outcome{}, err
 			}
 			if first {
 				first = false
 				defer f.deadlockWith(a, b)()
 			}
-			_, err := tx.ExecContext(ctx, `UPDATE orders SET version = version + 1 WHERE order_no = ?`, b)
+			_, err := tx.ExecContext(ctx, `UPDATE dedup_test_order SET version = version + 1 WHERE order_no = ?`, b)
 			var me *mysql.MySQLError
 			if errors.As(err, &me) && me.Number == retry.ErLockDeadlock {
 				deadlocks++
@@ -316,7 +316,7 @@ func TestBatch_HappyBatchSendsOneClaimAndNoSavepoint(t *testing.T) {
 	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, f.batchMsgs(t, ids...)...))
 	want := []string{"START", "INSERT IGNORE INTO"}
 	for range n {
-		want = append(want, "INSERT INTO ORDERS")
+		want = append(want, "INSERT INTO DEDUP_TEST_ORDER")
 	}
 	want = append(want, "COMMIT")
 	assert.Equal(t, want, statementKinds(proxy.Statements()))
@@ -350,7 +350,7 @@ func TestBatch_DuplicatesToldApartWithoutAFailedStatementEach(t *testing.T) {
 		f.orderMsg(t, first, first), f.orderMsg(t, last, last)}
 	proxy.RecordStatements()
 	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, msgs...))
-	assert.Equal(t, []string{"START", "INSERT IGNORE INTO", "SELECT", "INSERT INTO ORDERS", "INSERT INTO ORDERS", "COMMIT"},
+	assert.Equal(t, []string{"START", "INSERT IGNORE INTO", "SELECT", "INSERT INTO DEDUP_TEST_ORDER", "INSERT INTO DEDUP_TEST_ORDER", "COMMIT"},
 		statementKinds(proxy.Statements()))
 	for i, want := range []struct {
 		kind  consumer.Kind

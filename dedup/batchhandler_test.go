@@ -16,7 +16,6 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/internal/shop"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 )
@@ -31,7 +30,7 @@ func insertOrders(ctx context.Context, tx *sqlx.Tx, orderNos []string) error {
 	for i, no := range orderNos {
 		args[i] = no
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO orders (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at) VALUES `+rows, args...)
+	_, err := tx.ExecContext(ctx, `INSERT INTO dedup_test_order (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at) VALUES `+rows, args...)
 	return err
 }
 
@@ -174,7 +173,7 @@ func TestBatchHandler_HappyBatchSendsFourStatements(t *testing.T) {
 	ids := []string{f.prefix + "-1", f.prefix + "-2", f.prefix + "-3", f.prefix + "-4", f.prefix + "-5"}
 	proxy.RecordStatements()
 	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, f.batchMsgs(t, ids...)...))
-	assert.Equal(t, []string{"START", "INSERT IGNORE INTO", "INSERT INTO ORDERS", "COMMIT"}, statementKinds(proxy.Statements()))
+	assert.Equal(t, []string{"START", "INSERT IGNORE INTO", "INSERT INTO DEDUP_TEST_ORDER", "COMMIT"}, statementKinds(proxy.Statements()))
 	assert.Equal(t, []int{5}, h.sizes())
 	for _, id := range ids {
 		assert.Equal(t, 1, f.orderRows(t, id))
@@ -189,7 +188,7 @@ func TestHandleBatchJSON_UndecodableMemberIsDeadLetteredAlone(t *testing.T) {
 	e1, e2, e3 := f.prefix+"-1", f.prefix+"-2", f.prefix+"-3"
 	var mu sync.Mutex
 	var got []string
-	h := dedup.HandleBatchJSON(func(ctx context.Context, tx *sqlx.Tx, ds []*consumer.Delivery, msgs []shop.OrderCreated) ([]consumer.Outcome, error) {
+	h := dedup.HandleBatchJSON(func(ctx context.Context, tx *sqlx.Tx, ds []*consumer.Delivery, msgs []orderCreated) ([]consumer.Outcome, error) {
 		outs := make([]consumer.Outcome, len(ds))
 		nos := make([]string, len(msgs))
 		mu.Lock()

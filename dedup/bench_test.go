@@ -12,7 +12,6 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/internal/shop"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -21,7 +20,7 @@ import (
 // Each message is a new event (commit path).
 func BenchmarkDedup_Transactional(b *testing.B) {
 	f := newFixture(b)
-	h := f.chain(b, shop.HandleOrderCreated)
+	h := f.chain(b, handleOrderCreated)
 	var seq atomic.Int64
 	b.SetParallelism(8) // 8 × GOMAXPROCS(2) = 16 goroutines
 	b.ReportAllocs()
@@ -42,7 +41,7 @@ func BenchmarkDedup_Transactional(b *testing.B) {
 // BenchmarkDedup_Duplicate measures the duplicate path: every message repeats an event already processed.
 func BenchmarkDedup_Duplicate(b *testing.B) {
 	f := newFixture(b)
-	h := f.chain(b, shop.HandleOrderCreated)
+	h := f.chain(b, handleOrderCreated)
 	id := f.prefix + "-dup"
 	if o, _, err := f.handle(h, f.orderMsg(b, id, id)); err != nil || o.Kind != consumer.KindProcessed {
 		b.Fatalf("first: %v %v", o, err)
@@ -66,7 +65,7 @@ func BenchmarkDedup_Duplicate(b *testing.B) {
 // path of a message handled alone (its own transaction) with a member of a 32-message batch (one
 // transaction per callback, a SAVEPOINT per member: consumer.Config.BatchSize 32), through the consumer's
 // callback, 16 goroutines, each message inserting one order row (insertOrder: no row shared between
-// messages, as in make bench-e2e; shop.HandleOrderCreated's stock update is one hot row, which a batch
+// messages, as in make bench-e2e; handleOrderCreated's stock update is one hot row, which a batch
 // transaction holds for its whole batch). One op is one message; msgs/s is the throughput. Run it interleaved
 // (-count 1, several times) and compare with benchstat.
 func BenchmarkBatch_CommitPath(b *testing.B) {
@@ -106,7 +105,7 @@ func BenchmarkBatch_CommitPath(b *testing.B) {
 
 // insertOrder is a handler writing one orders row of its own per event.
 func insertOrder(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
-	if _, err := tx.ExecContext(ctx, `INSERT INTO orders (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO dedup_test_order (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
 		VALUES (?, 'sku-bench', 1, 1, 'CREATED', 1, NOW(6), NOW(6))`, d.EventID); err != nil {
 		return consumer.Outcome{}, err
 	}

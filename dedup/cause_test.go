@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/internal/shop"
 )
 
 // The duplicate's cause comes from the stored processed_event row, on the real database: the same message
@@ -17,7 +16,7 @@ import (
 // redelivery: the row then holds the replay's MsgId.
 func TestDuplicateCause_S1_S3_S5_RedeliveryResendReplay(t *testing.T) {
 	f := newFixture(t)
-	h := f.chain(t, f.ledger.Handler(shop.HandleOrderCreated))
+	h := f.chain(t, f.ledger.Handler(handleOrderCreated))
 	ev, order := f.prefix+"-e", f.prefix+"-1"
 
 	first := f.orderMsg(t, ev, order)

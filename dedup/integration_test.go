@@ -23,7 +23,6 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/internal/shop"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -44,7 +43,7 @@ type fixture struct {
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	db := testenv.MySQL(t)
+	db := businessDB(t)
 	store := newStore(t, db)
 	m, err := metrics.New(prometheus.NewRegistry())
 	require.NoError(t, err)
@@ -85,18 +84,18 @@ func (f *fixture) handle(h consumer.Handler, msg *primitive.MessageExt) (consume
 // orderMsg is a physical message (its own MsgId) carrying an OrderCreated event.
 func (f *fixture) orderMsg(t testing.TB, eventID, orderNo string) *primitive.MessageExt {
 	t.Helper()
-	body, err := json.Marshal(shop.OrderCreated{EventID: eventID, OrderNo: orderNo, SkuID: "sku-1", Quantity: 2, AmountCents: 1250})
+	body, err := json.Marshal(orderCreated{EventID: eventID, OrderNo: orderNo, SkuID: "sku-1", Quantity: 2, AmountCents: 1250})
 	require.NoError(t, err)
 	msg := &primitive.MessageExt{MsgId: testenv.Unique("msg"), Message: primitive.Message{Topic: "ORDER", Body: body}}
 	msg.WithKeys([]string{orderNo})
-	msg.WithTag(shop.EventOrderCreated)
+	msg.WithTag(eventOrderCreated)
 	msg.WithProperty("EVENT_ID", eventID)
 	return msg
 }
 
 func (f *fixture) effects(t *testing.T) (orders, reservations int) {
 	t.Helper()
-	o, r, err := shop.Effects(context.Background(), f.db, f.prefix)
+	o, r, err := businessEffects(context.Background(), f.db, f.prefix)
 	require.NoError(t, err)
 	return o, r
 }
@@ -127,7 +126,7 @@ func (f *fixture) count(c *prometheus.CounterVec, labels ...string) float64 {
 // duplicate with the cause "resend".
 func TestDedup_SameEventTwiceInARowAppliesOnce(t *testing.T) {
 	f := newFixture(t)
-	h := f.chain(t, f.ledger.Handler(shop.HandleOrderCreated))
+	h := f.chain(t, f.ledger.Handler(handleOrderCreated))
 	ev, order := f.prefix+"-e", f.prefix+"-1"
 
 	o1, r1, err := f.handle(h, f.orderMsg(t, ev, order))
@@ -150,7 +149,7 @@ func TestDedup_SameEventTwiceInARowAppliesOnce(t *testing.T) {
 // duplicates or retries (never dead letters), and each retried copy is a duplicate on its redelivery.
 func TestDedup_ConcurrentCopiesApplyOnce(t *testing.T) {
 	f := newFixture(t)
-	h := f.chain(t, f.ledger.Handler(shop.HandleOrderCreated))
+	h := f.chain(t, f.ledger.Handler(handleOrderCreated))
 	ev, order := f.prefix+"-e", f.prefix+"-1"
 
 	const n = 16
@@ -204,7 +203,7 @@ func TestDedup_FailedAttemptLeavesNoDedupRowAndRetryAppliesOnce(t *testing.T) {
 		if failing {
 			return consumer.Outcome{}, errors.New("db down")
 		}
-		return shop.HandleOrderCreated(ctx, tx, d)
+		return handleOrderCreated(ctx, tx, d)
 	}))
 
 	o, r, err := f.handle(h, f.orderMsg(t, ev, order))
@@ -239,7 +238,7 @@ func TestF2_Chain_PanicRollsBackAndOthersProceed(t *testing.T) {
 	f := newFixture(t)
 	panicky := f.prefix + "-p1"
 	h := f.chain(t, f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
-		if _, err := shop.HandleOrderCreated(ctx, tx, d); err != nil {
+		if _, err := handleOrderCreated(ctx, tx, d); err != nil {
 			return consumer.Outcome{}, err
 		}
 		if d.EventID == panicky && d.Attempt == 0 {
@@ -277,7 +276,7 @@ func TestF2_Chain_PanicRollsBackAndOthersProceed(t *testing.T) {
 
 func TestF11_SameBusinessIDDifferentMessageIDs(t *testing.T) {
 	f := newFixture(t)
-	h := f.chain(t, f.ledger.Handler(shop.HandleOrderCreated))
+	h := f.chain(t, f.ledger.Handler(handleOrderCreated))
 	order := f.prefix + "-pay-123"
 	first := f.orderMsg(t, "evt-9-"+f.prefix, order)
 	second := f.orderMsg(t, "evt-9-"+f.prefix, order)
@@ -296,7 +295,7 @@ func TestF11_SameBusinessIDDifferentMessageIDs(t *testing.T) {
 
 func TestF11_NoBusinessIDIsDeadLetteredNotRetried(t *testing.T) {
 	f := newFixture(t)
-	h := f.chain(t, shop.HandleOrderCreated)
+	h := f.chain(t, handleOrderCreated)
 	msg := &primitive.MessageExt{MsgId: testenv.Unique("msg"), Message: primitive.Message{Topic: "ORDER", Body: []byte(`{}`)}}
 
 	o, r, err := f.handle(h, msg)
@@ -311,15 +310,15 @@ func TestF13_SecondStepFailsNothingCommitsRedeliveryAppliesOnce(t *testing.T) {
 	ev, order := f.prefix+"-e", f.prefix+"-1"
 	failSecondStep := true
 	h := f.chain(t, f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO orders (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO dedup_test_order (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
 			VALUES (?, 'sku-1', 1, 100, 'CREATED', 1, NOW(6), NOW(6))`, order); err != nil {
 			return consumer.Outcome{}, err
 		}
 		if failSecondStep {
 			return consumer.Outcome{}, errors.New("inventory service refused the reservation")
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO inventory_change (change_id, sku_id, order_no, quantity, created_at)
-			VALUES (?, 'sku-1', ?, -1, NOW(6))`, shop.ReserveChangeID(order), order)
+		_, err := tx.ExecContext(ctx, `INSERT INTO dedup_test_reservation (change_id, sku_id, order_no, quantity, created_at)
+			VALUES (?, 'sku-1', ?, -1, NOW(6))`, reserveChangeID(order), order)
 		if err != nil {
 			return consumer.Outcome{}, err
 		}
@@ -359,12 +358,12 @@ func (f *fixture) deadlockWith(a, b string) (wait func()) {
 		}
 		defer func() { _ = other.Rollback() }()
 		for i := range 50 {
-			_, _ = other.Exec(`INSERT INTO inventory_change (change_id, sku_id, order_no, quantity, created_at)
+			_, _ = other.Exec(`INSERT INTO dedup_test_reservation (change_id, sku_id, order_no, quantity, created_at)
 				VALUES (?, 'sku', ?, 1, NOW(6))`, fmt.Sprintf("%s-bulk-%d", f.prefix, i), f.prefix+"-bulk")
 		}
-		_, _ = other.Exec(`UPDATE orders SET version = version + 1 WHERE order_no = ?`, b)
+		_, _ = other.Exec(`UPDATE dedup_test_order SET version = version + 1 WHERE order_no = ?`, b)
 		close(locked)
-		_, _ = other.Exec(`UPDATE orders SET version = version + 1 WHERE order_no = ?`, a)
+		_, _ = other.Exec(`UPDATE dedup_test_order SET version = version + 1 WHERE order_no = ?`, a)
 	}()
 	<-locked
 	time.Sleep(300 * time.Millisecond) // let the other transaction queue on a's lock
@@ -378,7 +377,7 @@ func TestF15_DeadlockRetriedInsideTheHandlerNeverCommitsWithoutTheDedupRow(t *te
 	f := newFixture(t)
 	a, b := f.prefix+"-lock-a", f.prefix+"-lock-b"
 	for _, o := range []string{a, b} {
-		_, err := f.db.Exec(`INSERT INTO orders (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
+		_, err := f.db.Exec(`INSERT INTO dedup_test_order (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
 			VALUES (?, 'sku', 1, 1, 'CREATED', 1, NOW(6), NOW(6))`, o)
 		require.NoError(t, err)
 	}
@@ -386,7 +385,7 @@ func TestF15_DeadlockRetriedInsideTheHandlerNeverCommitsWithoutTheDedupRow(t *te
 	first := true
 	deadlocks := 0
 	h := f.chain(t, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
-		if _, err := tx.ExecContext(ctx, `UPDATE orders SET version = version + 1 WHERE order_no = ?`, a); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE dedup_test_order SET version = version + 1 WHERE order_no = ?`, a); err != nil {
 			return consumer.Outcome{}, err
 		}
 		if first {
@@ -395,7 +394,7 @@ func TestF15_DeadlockRetriedInsideTheHandlerNeverCommitsWithoutTheDedupRow(t *te
 		}
 		var err error
 		for range 3 { // the pitfall: a bounded local retry of the statement inside the same transaction
-			_, err = tx.ExecContext(ctx, `UPDATE orders SET version = version + 1 WHERE order_no = ?`, b)
+			_, err = tx.ExecContext(ctx, `UPDATE dedup_test_order SET version = version + 1 WHERE order_no = ?`, b)
 			var me *mysql.MySQLError
 			if errors.As(err, &me) && me.Number == retry.ErLockDeadlock {
 				deadlocks++
@@ -406,7 +405,7 @@ func TestF15_DeadlockRetriedInsideTheHandlerNeverCommitsWithoutTheDedupRow(t *te
 		if err != nil {
 			return consumer.Outcome{}, err
 		}
-		return shop.HandleOrderCreated(ctx, tx, d)
+		return handleOrderCreated(ctx, tx, d)
 	})
 
 	o, _, err := f.handle(h, f.orderMsg(t, ev, order))
@@ -420,7 +419,7 @@ func TestF15_DeadlockRetriedInsideTheHandlerNeverCommitsWithoutTheDedupRow(t *te
 
 	f.requireOnceThenDuplicate(t, h, ev, order)
 	var n int
-	require.NoError(t, f.db.Get(&n, `SELECT COUNT(*) FROM orders WHERE order_no = ?`, order))
+	require.NoError(t, f.db.Get(&n, `SELECT COUNT(*) FROM dedup_test_order WHERE order_no = ?`, order))
 	assert.Equal(t, 1, n, "the event took effect once")
 }
 
@@ -429,7 +428,7 @@ func TestF15_DeadlockRetriedInsideTheHandlerNeverCommitsWithoutTheDedupRow(t *te
 // duplicate nor acknowledged.
 func TestF14_BusinessKey1062IsHandlerErrorNotDuplicate(t *testing.T) {
 	f := newFixture(t)
-	h := f.chain(t, shop.HandleOrderCreated)
+	h := f.chain(t, handleOrderCreated)
 	order := f.prefix + "-1"
 	o, _, err := f.handle(h, f.orderMsg(t, f.prefix+"-e1", order))
 	require.NoError(t, err)
@@ -484,13 +483,13 @@ func TestF15_S2_ClaimLostToAConcurrentDuplicateIsNotCommitted(t *testing.T) {
 	f := newFixture(t)
 	a, b, counter := f.prefix+"-lock-a", f.prefix+"-lock-b", f.prefix+"-counter"
 	for _, o := range []string{a, b, counter} {
-		_, err := f.db.Exec(`INSERT INTO orders (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
+		_, err := f.db.Exec(`INSERT INTO dedup_test_order (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
 			VALUES (?, 'sku', 1, 1, 'CREATED', 1, NOW(6), NOW(6))`, o)
 		require.NoError(t, err)
 	}
 	ev := f.prefix + "-e"
 	bump := func(ctx context.Context, tx *sqlx.Tx, order string) error {
-		_, err := tx.ExecContext(ctx, `UPDATE orders SET version = version + 1 WHERE order_no = ?`, order)
+		_, err := tx.ExecContext(ctx, `UPDATE dedup_test_order SET version = version + 1 WHERE order_no = ?`, order)
 		return err
 	}
 	var h consumer.Handler
@@ -529,7 +528,7 @@ func TestF15_S2_ClaimLostToAConcurrentDuplicateIsNotCommitted(t *testing.T) {
 	require.ErrorIs(t, err, dedup.ErrClaimLost, "A saw B's row, not its own")
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 	var version int
-	require.NoError(t, f.db.Get(&version, `SELECT version FROM orders WHERE order_no = ?`, counter))
+	require.NoError(t, f.db.Get(&version, `SELECT version FROM dedup_test_order WHERE order_no = ?`, counter))
 	assert.Equal(t, 2, version, "the event took effect once (B), not twice")
 
 	o, _, err = f.handle(h, f.orderMsg(t, ev, f.prefix+"-1"))
@@ -563,7 +562,7 @@ func TestF7_AbandonedHandlerGivesItsConnectionBackAtTheDeadline(t *testing.T) {
 		if hangs(d) {
 			<-release // hangs, ignoring ctx
 		}
-		return shop.HandleOrderCreated(ctx, tx, d)
+		return handleOrderCreated(ctx, tx, d)
 	})), middleware.Classify(), eventID, middleware.Timeout(300*time.Millisecond), awaitAbandoned, middleware.Dedup(f.store))
 
 	var hung []string

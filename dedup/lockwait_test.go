@@ -12,7 +12,6 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/internal/shop"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/retry"
 )
@@ -44,7 +43,7 @@ func TestDedup_LockWaitTimeoutOnAClaimHeldByAnotherTransactionIsATransientRetry(
 	require.NoError(t, f.store.Claim(ctx, other, holder)) // uncommitted: holds the key
 
 	f.store = impatient
-	h := f.chain(t, shop.HandleOrderCreated)
+	h := f.chain(t, handleOrderCreated)
 	msg := f.orderMsg(t, ev, order)
 	msg.ReconsumeTimes = 1
 	d := consumer.NewDelivery(f.group, msg)

@@ -15,7 +15,6 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/internal/shop"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 )
@@ -37,7 +36,7 @@ func oneConnStore(t *testing.T, f *fixture, dsn string) {
 func (f *fixture) orderRows(t *testing.T, no string) int {
 	t.Helper()
 	var n int
-	require.NoError(t, f.db.Get(&n, `SELECT COUNT(*) FROM orders WHERE order_no = ?`, no))
+	require.NoError(t, f.db.Get(&n, `SELECT COUNT(*) FROM dedup_test_order WHERE order_no = ?`, no))
 	return n
 }
 
@@ -61,7 +60,7 @@ func TestOwnPool_HandlerThatTurnsAutocommitOnDoesNotPoisonIt(t *testing.T) {
 				return consumer.Outcome{}, err
 			}
 		}
-		return shop.HandleOrderCreated(ctx, tx, d)
+		return handleOrderCreated(ctx, tx, d)
 	})
 	o, _, err := f.handle(h, f.orderMsg(t, ev1, f.prefix+"-1"))
 	require.NoError(t, err)
@@ -90,7 +89,7 @@ func TestOwnPool_MultiStatementQueryCannotHideARollback(t *testing.T) {
 		if _, err := tx.ExecContext(ctx, "DO 0; ROLLBACK"); err != nil {
 			return consumer.Outcome{}, err
 		}
-		return shop.HandleOrderCreated(ctx, tx, d)
+		return handleOrderCreated(ctx, tx, d)
 	})
 	o, _, err := f.handle(h, f.orderMsg(t, ev, order))
 	assert.Equal(t, f.dedupRows(t, ev), f.orderRows(t, order),
@@ -103,7 +102,7 @@ func TestOwnPool_MultiStatementQueryCannotHideARollback(t *testing.T) {
 // writes in one database while Processed, RecordStale, DuplicateCause and Purge read and write the other,
 // so a stale event could also be processed and a purge would never reach the claims. NewStore refuses it.
 func TestNewStore_WithTxDSNOnAnotherDatabaseIsRefused(t *testing.T) {
-	db := testenv.MySQL(t)
+	db := businessDB(t)
 	cfg, err := mysql.ParseDSN(testenv.MySQLDSN())
 	require.NoError(t, err)
 	other := "rmqguard"
@@ -122,7 +121,7 @@ func TestNewStore_WithTxDSNOnAnotherDatabaseIsRefused(t *testing.T) {
 // NewStore that fails (here an invalid option after WithTxDSN) must close the transaction pool it opened:
 // sql.OpenDB starts a goroutine per pool that only Close stops.
 func TestNewStore_FailureClosesItsOwnPool(t *testing.T) {
-	db := testenv.MySQL(t)
+	db := businessDB(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	_, err := dedup.NewStore(db, dedup.WithTxDSN(testenv.MySQLDSN()), dedup.WithScope(""))
 	require.ErrorContains(t, err, "WithScope")
@@ -144,13 +143,13 @@ func TestOwnPool_HandlerBlockedInAStatementWithoutItsContextGivesItsConnectionBa
 	cfg.Params = map[string]string{"innodb_lock_wait_timeout": "20"}
 	oneConnStore(t, f, cfg.FormatDSN())
 	locked := f.prefix + "-locked"
-	_, err = f.db.Exec(`INSERT INTO orders (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
+	_, err = f.db.Exec(`INSERT INTO dedup_test_order (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
 		VALUES (?, 'sku', 1, 1, 'CREATED', 1, NOW(6), NOW(6))`, locked)
 	require.NoError(t, err)
 	holder, err := f.db.Beginx()
 	require.NoError(t, err)
 	defer func() { _ = holder.Rollback() }()
-	_, err = holder.Exec(`UPDATE orders SET version = version + 1 WHERE order_no = ?`, locked)
+	_, err = holder.Exec(`UPDATE dedup_test_order SET version = version + 1 WHERE order_no = ?`, locked)
 	require.NoError(t, err)
 
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
@@ -159,7 +158,7 @@ func TestOwnPool_HandlerBlockedInAStatementWithoutItsContextGivesItsConnectionBa
 	abandoned.Add(1)
 	h := middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		defer abandoned.Done()
-		if _, err := tx.Exec(`UPDATE orders SET version = version + 1 WHERE order_no = ?`, locked); err != nil {
+		if _, err := tx.Exec(`UPDATE dedup_test_order SET version = version + 1 WHERE order_no = ?`, locked); err != nil {
 			return consumer.Outcome{}, err
 		}
 		return consumer.Processed(), nil
@@ -175,7 +174,7 @@ func TestOwnPool_HandlerBlockedInAStatementWithoutItsContextGivesItsConnectionBa
 	abandoned.Wait()
 	assert.Equal(t, 0, f.dedupRows(t, ev))
 	var version int
-	require.NoError(t, f.db.Get(&version, `SELECT version FROM orders WHERE order_no = ?`, locked))
+	require.NoError(t, f.db.Get(&version, `SELECT version FROM dedup_test_order WHERE order_no = ?`, locked))
 	assert.Equal(t, 1, version, "the abandoned handler's update did not commit")
 }
 
@@ -184,7 +183,7 @@ func TestOwnPool_HandlerBlockedInAStatementWithoutItsContextGivesItsConnectionBa
 // autocommit=0 would leave about half the connections with autocommit on (each of the handler's statements
 // after a deadlock would then commit by itself).
 func TestOwnPool_KeepsAutocommitOffWhateverTheDSNSpelling(t *testing.T) {
-	db := testenv.MySQL(t)
+	db := businessDB(t)
 	cfg, err := mysql.ParseDSN(testenv.MySQLDSN())
 	require.NoError(t, err)
 	cfg.Params = map[string]string{"AUTOCOMMIT": "1"}

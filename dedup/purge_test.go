@@ -55,7 +55,7 @@ func deleteScope(db *sqlx.DB, scope string) {
 // F22: a window shorter than broker retention + DLQ replay window is refused, with the reason, before
 // anything is deleted; forced, it runs.
 func TestF22_PurgeWindowShorterThanRetentionPlusReplayIsRefusedUnlessForced(t *testing.T) {
-	db := testenv.MySQL(t)
+	db := businessDB(t)
 	scope := testenv.Unique("purge")
 	t.Cleanup(func() { deleteScope(db, scope) })
 	insertOld(t, db, scope, scope, 10, 30)
@@ -79,7 +79,7 @@ func TestF22_PurgeWindowShorterThanRetentionPlusReplayIsRefusedUnlessForced(t *t
 }
 
 func TestF22_InvalidPurgeAndJanitorConfigNamesTheField(t *testing.T) {
-	db := testenv.MySQL(t)
+	db := businessDB(t)
 	ok := dedup.PurgeConfig{Scope: "s", OlderThan: 200 * time.Hour}
 	for field, cfg := range map[string]dedup.PurgeConfig{
 		"Scope":     {OlderThan: 200 * time.Hour},
@@ -114,7 +114,7 @@ func TestF22_InvalidPurgeAndJanitorConfigNamesTheField(t *testing.T) {
 // F22: only the old rows of the purged scope go, in batches of at most BatchSize; recent rows and other
 // scopes stay. A dry run counts and deletes nothing.
 func TestF22_PurgeDeletesOnlyOldRowsOfItsScopeInBoundedBatches(t *testing.T) {
-	db := testenv.MySQL(t)
+	db := businessDB(t)
 	scope, other := testenv.Unique("purge"), testenv.Unique("purge-other")
 	t.Cleanup(func() { deleteScope(db, scope); deleteScope(db, other) })
 	insertOld(t, db, scope, scope+"-old", 25, 200)
@@ -149,7 +149,7 @@ func TestF22_PurgeDeletesOnlyOldRowsOfItsScopeInBoundedBatches(t *testing.T) {
 // F22: consumed_at is the database's clock in UTC, whatever the session's time zone (+05:00 here) and the
 // consumer host's clock.
 func TestF22_ConsumedAtIsTheDatabaseUTCClock(t *testing.T) {
-	base := testenv.MySQL(t)
+	base := businessDB(t)
 	cfg, err := mysql.ParseDSN(testenv.Env("RMQGUARD_TEST_MYSQL_DSN", testenv.DefaultMySQLDSN))
 	require.NoError(t, err)
 	if cfg.Params == nil {
@@ -186,7 +186,7 @@ func TestF22_ConsumedAtIsTheDatabaseUTCClock(t *testing.T) {
 // F22: of two janitors of one scope, one leads; the other takes over when the leader's lock connection is
 // lost (killed on the server), and the leader then knows it no longer leads. The leader purges.
 func TestF22_TwoJanitorsOneLeader(t *testing.T) {
-	db := testenv.MySQL(t)
+	db := businessDB(t)
 	scope := testenv.Unique("janitor")
 	t.Cleanup(func() { deleteScope(db, scope) })
 	insertOld(t, db, scope, scope, 100, 200)

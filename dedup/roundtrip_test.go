@@ -13,7 +13,6 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/internal/shop"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/retry"
 )
@@ -91,20 +90,20 @@ func TestF15_LockWaitTimeoutSwallowedInsideTheHandlerCommitsOnce(t *testing.T) {
 	require.NoError(t, f.db.Get(&rollbackOnTimeout, `SELECT @@innodb_rollback_on_timeout`))
 
 	locked := f.prefix + "-locked"
-	_, err = f.db.Exec(`INSERT INTO orders (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
+	_, err = f.db.Exec(`INSERT INTO dedup_test_order (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
 		VALUES (?, 'sku', 1, 1, 'CREATED', 1, NOW(6), NOW(6))`, locked)
 	require.NoError(t, err)
 	holder, err := f.db.Beginx()
 	require.NoError(t, err)
 	defer func() { _ = holder.Rollback() }()
-	_, err = holder.Exec(`UPDATE orders SET version = version + 1 WHERE order_no = ?`, locked)
+	_, err = holder.Exec(`UPDATE dedup_test_order SET version = version + 1 WHERE order_no = ?`, locked)
 	require.NoError(t, err)
 
 	timeouts := 0
 	h := f.chain(t, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		var err error
 		for range 2 { // a bounded local retry of the statement
-			_, err = tx.ExecContext(ctx, `UPDATE orders SET version = version + 1 WHERE order_no = ?`, locked)
+			_, err = tx.ExecContext(ctx, `UPDATE dedup_test_order SET version = version + 1 WHERE order_no = ?`, locked)
 			var me *mysql.MySQLError
 			if errors.As(err, &me) && me.Number == retry.ErLockWaitTimeout {
 				timeouts++
@@ -116,7 +115,7 @@ func TestF15_LockWaitTimeoutSwallowedInsideTheHandlerCommitsOnce(t *testing.T) {
 		if err != nil {
 			return consumer.Outcome{}, err
 		}
-		return shop.HandleOrderCreated(ctx, tx, d)
+		return handleOrderCreated(ctx, tx, d)
 	})
 	ev := f.prefix + "-e"
 	o, _, err := f.handle(h, f.orderMsg(t, ev, ev))
@@ -131,6 +130,6 @@ func TestF15_LockWaitTimeoutSwallowedInsideTheHandlerCommitsOnce(t *testing.T) {
 	}
 	assert.Equal(t, 1, f.dedupRows(t, ev))
 	var n int
-	require.NoError(t, f.db.Get(&n, `SELECT COUNT(*) FROM orders WHERE order_no = ?`, ev))
+	require.NoError(t, f.db.Get(&n, `SELECT COUNT(*) FROM dedup_test_order WHERE order_no = ?`, ev))
 	assert.Equal(t, 1, n, "the event took effect once")
 }

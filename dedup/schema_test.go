@@ -19,7 +19,7 @@ import (
 // opens it, and drops it when the test ends.
 func scratchDB(t *testing.T) *sqlx.DB {
 	t.Helper()
-	base := testenv.MySQL(t)
+	base := businessDB(t)
 	name := strings.ReplaceAll(testenv.Unique("rmqguard_scratch"), "-", "_")
 	_, err := base.Exec("CREATE DATABASE " + name + " CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
 	require.NoError(t, err)

@@ -44,7 +44,7 @@ func TestF24_RenamedGroupWithTheSameScopeAppliesNothingTwice(t *testing.T) {
 }
 
 func TestF24_InvalidScopeIsRefusedAtConstruction(t *testing.T) {
-	db := testenv.MySQL(t)
+	db := businessDB(t)
 	for _, scope := range []string{"", strings.Repeat("s", dedup.MaxGroupLength+1)} {
 		_, err := dedup.NewStore(db, dedup.WithScope(scope))
 		require.Error(t, err)

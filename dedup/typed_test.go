@@ -15,7 +15,6 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/internal/shop"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/retry"
@@ -27,7 +26,7 @@ func (f *fixture) typedChain(t *testing.T, calls *atomic.Int32) consumer.Handler
 	t.Helper()
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	h := dedup.HandleJSON(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery, e shop.OrderCreated) (consumer.Outcome, error) {
+	h := dedup.HandleJSON(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery, e orderCreated) (consumer.Outcome, error) {
 		calls.Add(1)
 		if e.EventID != d.EventID || e.Quantity != 2 {
 			return consumer.Outcome{}, retry.Permanentf("decoded %+v for event %s", e, d.EventID)

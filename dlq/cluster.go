@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // Cluster says how the dlq tools reach a RocketMQ cluster: name servers, the namespace the consumer
@@ -21,7 +22,7 @@ type Cluster struct {
 }
 
 // Validate returns an error naming the problem when no name server is given or one is blank, only one
-// of the two keys is set, or the namespace is not a valid RocketMQ namespace (consumer.ValidateNamespace).
+// of the two keys is set, or the namespace is not a valid RocketMQ namespace (rmq.ValidateNamespace).
 func (c Cluster) Validate() error {
 	if len(c.NameServers) == 0 {
 		return errors.New("dlq: cluster: no name server address given")
@@ -34,7 +35,7 @@ func (c Cluster) Validate() error {
 	if (c.Credentials.AccessKey == "") != (c.Credentials.SecretKey == "") {
 		return errors.New("dlq: cluster: credentials need both an access key and a secret key")
 	}
-	if err := consumer.ValidateNamespace(c.Namespace); err != nil {
+	if err := rmq.ValidateNamespace(c.Namespace); err != nil {
 		return fmt.Errorf("dlq: cluster: namespace: %w", err)
 	}
 	return nil

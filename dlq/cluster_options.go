@@ -6,7 +6,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
-	"github.com/rmqguard/rmqguard/consumer"
+	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // The client options a Cluster builds carry the name servers and the credentials, never the client's
@@ -17,21 +17,21 @@ import (
 
 // Topic returns the business topic t as the broker names it in the cluster's namespace: "ns%t", or t
 // without a namespace. A name already in the namespace is returned unchanged.
-func (c Cluster) Topic(t string) string { return consumer.InNamespace(c.Namespace, t) }
+func (c Cluster) Topic(t string) string { return irmq.InNamespace(c.Namespace, t) }
 
 // Group returns the consumer or producer group g as the broker names it: "ns%g", or g.
-func (c Cluster) Group(g string) string { return consumer.InNamespace(c.Namespace, g) }
+func (c Cluster) Group(g string) string { return irmq.InNamespace(c.Namespace, g) }
 
 // DLQTopic returns the dead-letter topic of consumer group (given without namespace) as the broker
 // names it: "%DLQ%ns%group", or "%DLQ%group" without a namespace.
 func (c Cluster) DLQTopic(group string) string {
-	return consumer.NamespacedDLQTopic(c.Namespace, group)
+	return irmq.NamespacedDLQTopic(c.Namespace, group)
 }
 
 // RetryTopic returns the retry topic of consumer group as the broker names it: "%RETRY%ns%group", or
 // "%RETRY%group". A message sent there (with RETRY_TOPIC naming the original topic) reaches only that group.
 func (c Cluster) RetryTopic(group string) string {
-	return consumer.NamespacedRetryTopic(c.Namespace, group)
+	return irmq.NamespacedRetryTopic(c.Namespace, group)
 }
 
 // resolver returns the name server resolver of the cluster.

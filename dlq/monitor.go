@@ -11,7 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/metrics"
 )
 
@@ -165,7 +165,7 @@ func (m *Monitor) once(ctx context.Context) {
 // after c: a broker that came back meanwhile is listed). A broker listed but not read no longer holds the
 // DLQ (deleted there): its letters are gone.
 func (m *Monitor) checkBrokers(ctx context.Context, c Census) error {
-	masters, err := rmqadmin.Masters(ctx, m.cfg.Cluster.NameServers)
+	masters, err := rmq.Masters(ctx, m.cfg.Cluster.NameServers)
 	if err != nil {
 		return fmt.Errorf("dlq: census of %s: %w", m.cfg.Status.Group, err)
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // ErrWriteOnly means %DLQ%<group> exists but none of its queues is readable: brokers before 4.9.2 create
@@ -70,12 +70,12 @@ func FixPerm(ctx context.Context, cluster Cluster, group string) (PermFix, error
 	return fix, waitReadable(ctx, cluster, topic)
 }
 
-// makeReadable sends the perm update to each broker whose perm lacks the read bit (rmqadmin.MakeReadable),
+// makeReadable sends the perm update to each broker whose perm lacks the read bit (rmq.MakeReadable),
 // recording the first change in fix.
-func makeReadable(ctx context.Context, cluster Cluster, topic string, route []rmqadmin.QueueData, fix *PermFix) error {
-	changed, err := rmqadmin.MakeReadable(ctx, topic, route, cluster.Credentials)
+func makeReadable(ctx context.Context, cluster Cluster, topic string, route []rmq.QueueData, fix *PermFix) error {
+	changed, err := rmq.MakeReadable(ctx, topic, route, rmq.Credentials(cluster.Credentials))
 	if len(changed) > 0 {
-		fix.Before, fix.After, fix.Changed = changed[0].Perm, changed[0].Perm|rmqadmin.PermRead, true
+		fix.Before, fix.After, fix.Changed = changed[0].Perm, changed[0].Perm|rmq.PermRead, true
 	}
 	if err != nil {
 		return fmt.Errorf("dlq: fix perm: %w", err)
@@ -83,18 +83,18 @@ func makeReadable(ctx context.Context, cluster Cluster, topic string, route []rm
 	return nil
 }
 
-// waitReadable waits until the route shows every broker's queues readable (rmqadmin.WaitReadable).
+// waitReadable waits until the route shows every broker's queues readable (rmq.WaitReadable).
 func waitReadable(ctx context.Context, cluster Cluster, topic string) error {
-	if err := rmqadmin.WaitReadable(ctx, cluster.NameServers, topic); err != nil {
+	if err := rmq.WaitReadable(ctx, cluster.NameServers, topic); err != nil {
 		return fmt.Errorf("dlq: fix perm: %w", err)
 	}
 	return nil
 }
 
 // dlqRoute returns topic's route from the name server, or an error wrapping ErrNoDLQ when it has none.
-func dlqRoute(ctx context.Context, cluster Cluster, topic string) ([]rmqadmin.QueueData, error) {
-	route, err := rmqadmin.TopicRoute(ctx, cluster.NameServers, topic)
-	if errors.Is(err, rmqadmin.ErrTopicNotExist) || (err == nil && len(route) == 0) {
+func dlqRoute(ctx context.Context, cluster Cluster, topic string) ([]rmq.QueueData, error) {
+	route, err := rmq.TopicRoute(ctx, cluster.NameServers, topic)
+	if errors.Is(err, rmq.ErrTopicNotExist) || (err == nil && len(route) == 0) {
 		return nil, fmt.Errorf("%s does not exist (created on the first dead letter): %w", topic, ErrNoDLQ)
 	}
 	if err != nil {
@@ -104,8 +104,8 @@ func dlqRoute(ctx context.Context, cluster Cluster, topic string) ([]rmqadmin.Qu
 }
 
 // unreadable returns the brokers of route whose queues cannot be read (no read bit, or no read queue).
-func unreadable(route []rmqadmin.QueueData) []rmqadmin.QueueData {
-	var out []rmqadmin.QueueData
+func unreadable(route []rmq.QueueData) []rmq.QueueData {
+	var out []rmq.QueueData
 	for _, q := range route {
 		if !q.Readable() || q.ReadQueues == 0 {
 			out = append(out, q)
@@ -115,7 +115,7 @@ func unreadable(route []rmqadmin.QueueData) []rmqadmin.QueueData {
 }
 
 // writeOnlyError describes a route with unreadable brokers: the perms and the fix.
-func writeOnlyError(topic string, bad []rmqadmin.QueueData) error {
+func writeOnlyError(topic string, bad []rmq.QueueData) error {
 	parts := make([]string, 0, len(bad))
 	for _, q := range bad {
 		parts = append(parts, fmt.Sprintf("perm %d on %s (%d read queues)", q.Perm, q.BrokerName, q.ReadQueues))

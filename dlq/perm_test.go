@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/dlq"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // F17: a write-only %DLQ%<group> (perm 2) holding a letter is never read as "0 letters": Scan fails naming
@@ -27,10 +27,10 @@ func TestF17_WriteOnlyDLQ_ScanNamesThePermAndFixPermMakesItReadable(t *testing.T
 	require.NoError(t, err)
 	assert.Equal(t, dlq.PermFix{Topic: "%DLQ%" + w.group, Before: 2, After: 6, ReadQueues: 1, WriteQueues: 1, Changed: true}, fix)
 	assert.Equal(t, "%DLQ%"+w.group+" was write-only (perm 2); made readable (perm 6), 1 read / 1 write queues kept", fix.String())
-	route, err := rmqadmin.TopicRoute(w.ctx, w.ns, "%DLQ%"+w.group)
+	route, err := rmq.TopicRoute(w.ctx, w.ns, "%DLQ%"+w.group)
 	require.NoError(t, err)
 	require.Len(t, route, 1)
-	assert.Equal(t, rmqadmin.QueueData{BrokerName: route[0].BrokerName, BrokerAddr: route[0].BrokerAddr, ReadQueues: 1, WriteQueues: 1, Perm: 6}, route[0])
+	assert.Equal(t, rmq.QueueData{BrokerName: route[0].BrokerName, BrokerAddr: route[0].BrokerAddr, ReadQueues: 1, WriteQueues: 1, Perm: 6}, route[0])
 
 	res := w.scan(dlq.ScanOptions{})
 	assert.True(t, res.Complete, "problems: %v", res.Problems)

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // DefaultPublisherSendRetries is the producer's own retries of a failed send (the client's WithRetry)
@@ -70,7 +71,7 @@ func (c PublisherConfig) Validate() error {
 	if strings.TrimSpace(c.Group) == "" {
 		bad("Group", "required: the consumer group whose dead letters are published")
 	}
-	if err := consumer.ValidateNamespace(c.Namespace); err != nil {
+	if err := rmq.ValidateNamespace(c.Namespace); err != nil {
 		bad("Namespace", "%v", err)
 	}
 	if (c.Credentials.AccessKey == "") != (c.Credentials.SecretKey == "") {

@@ -11,7 +11,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/google/uuid"
 
-	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // ReplayOutcome is what a replay did with one letter.
@@ -148,7 +148,7 @@ type replayer struct {
 
 // auditGroup is the group as the audit keys it: the broker's name, so that one group name in two
 // namespaces has two histories.
-func (r *replayer) auditGroup() string { return consumer.InNamespace(r.opts.Namespace, r.opts.Group) }
+func (r *replayer) auditGroup() string { return rmq.InNamespace(r.opts.Namespace, r.opts.Group) }
 
 // one decides, sends and records one letter.
 func (r *replayer) one(ctx context.Context, l Letter) LetterResult {

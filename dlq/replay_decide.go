@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // decide returns the letter's result when it must not be sent (Outcome set), else a result with only
@@ -14,7 +14,7 @@ import (
 func (r *replayer) decide(ctx context.Context, l Letter) (LetterResult, *AuditRecord) {
 	res := LetterResult{Letter: l}
 	switch {
-	case l.Group != "" && consumer.WithoutNamespace(r.opts.Namespace, l.Group) != r.opts.Group:
+	case l.Group != "" && rmq.WithoutNamespace(r.opts.Namespace, l.Group) != r.opts.Group:
 		return failed(res, fmt.Errorf("%w: %q, not %q", ErrOtherGroup, l.Group, r.opts.Group)), nil
 	case l.StoreID == "":
 		return failed(res, fmt.Errorf("%w (message %s)", ErrNoStoreID, l.MsgID)), nil
@@ -25,7 +25,7 @@ func (r *replayer) decide(ctx context.Context, l Letter) (LetterResult, *AuditRe
 			res.Outcome, res.Detail = ReplaySkippedNoOrigin, "no origin topic (RETRY_TOPIC); pass --target-topic"
 			return res, nil
 		}
-		res.Topic = consumer.WithoutNamespace(r.opts.Namespace, l.OriginTopic)
+		res.Topic = rmq.WithoutNamespace(r.opts.Namespace, l.OriginTopic)
 	}
 	if r.seen[l.StoreID] {
 		res.Outcome, res.Detail = ReplaySkippedReplayed, "listed twice in this run's input"

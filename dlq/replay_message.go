@@ -7,6 +7,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // Provenance is what a replay adds to every message it sends (the consumer.PropReplay* properties).
@@ -69,7 +70,7 @@ func ReservedProperty(name string) bool {
 // l.StoreID). topic is the letter's origin or the operator's --target-topic, one group subscribes. Send it
 // through a producer without a namespace option (Cluster.ProducerOptions); see the package doc, "Replay".
 func ReplayMessage(l Letter, ns, group, topic string, prov Provenance) *primitive.Message {
-	msg := primitive.NewMessage(consumer.NamespacedRetryTopic(ns, group), l.Body)
+	msg := primitive.NewMessage(rmq.NamespacedRetryTopic(ns, group), l.Body)
 	for k, v := range l.Properties {
 		if !ReservedProperty(k) {
 			msg.WithProperty(k, v)
@@ -81,7 +82,7 @@ func ReplayMessage(l Letter, ns, group, topic string, prov Provenance) *primitiv
 	if msg.GetKeys() == "" && l.Keys != "" {
 		msg.WithProperty(primitive.PropertyKeys, l.Keys)
 	}
-	msg.WithProperty(primitive.PropertyRetryTopic, consumer.InNamespace(ns, topic))
+	msg.WithProperty(primitive.PropertyRetryTopic, rmq.InNamespace(ns, topic))
 	msg.WithProperty(consumer.PropReplayID, prov.ReplayID)
 	msg.WithProperty(consumer.PropReplayOf, l.StoreID)
 	msg.WithProperty(consumer.PropReplayedAt, prov.At.UTC().Format(time.RFC3339Nano))
@@ -92,6 +93,6 @@ func ReplayMessage(l Letter, ns, group, topic string, prov Provenance) *primitiv
 // routableTopic reports whether topic may be the visible topic of a replay: not empty, and not a
 // %RETRY% or %DLQ% topic (a handler must never see those, F18).
 func routableTopic(topic string) bool {
-	return topic != "" && !strings.HasPrefix(topic, consumer.RetryTopicPrefix) &&
-		!strings.HasPrefix(topic, consumer.DLQTopicPrefix)
+	return topic != "" && !strings.HasPrefix(topic, rmq.RetryTopicPrefix) &&
+		!strings.HasPrefix(topic, rmq.DLQTopicPrefix)
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
-	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // Sender sends a replay; the client's producer (rocketmq.Producer) is one.
@@ -71,12 +71,12 @@ func (o ReplayOptions) validate() error {
 	switch {
 	case strings.TrimSpace(o.Group) == "":
 		return bad("Group", "required")
-	case strings.HasPrefix(o.Group, consumer.RetryTopicPrefix) || strings.HasPrefix(o.Group, consumer.DLQTopicPrefix):
+	case strings.HasPrefix(o.Group, rmq.RetryTopicPrefix) || strings.HasPrefix(o.Group, rmq.DLQTopicPrefix):
 		return bad("Group", fmt.Sprintf("%q is a topic name, not a consumer group", o.Group))
-	case consumer.ValidateNamespace(o.Namespace) != nil:
-		return bad("Namespace", consumer.ValidateNamespace(o.Namespace).Error())
+	case rmq.ValidateNamespace(o.Namespace) != nil:
+		return bad("Namespace", rmq.ValidateNamespace(o.Namespace).Error())
 	case o.TargetTopic != "" && !routableTopic(o.TargetTopic):
-		return bad("TargetTopic", fmt.Sprintf("%q: a handler must never see a %s or %s topic", o.TargetTopic, consumer.RetryTopicPrefix, consumer.DLQTopicPrefix))
+		return bad("TargetTopic", fmt.Sprintf("%q: a handler must never see a %s or %s topic", o.TargetTopic, rmq.RetryTopicPrefix, rmq.DLQTopicPrefix))
 	case strings.TrimSpace(o.Operator) == "":
 		return bad("Operator", "required (who runs the replay is recorded)")
 	case o.Audit == nil:

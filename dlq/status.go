@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // AuditReader reads the replay audit; an Audit (MySQLAudit) is one.
@@ -71,7 +71,7 @@ func Statuses(ctx context.Context, letters []Letter, opts StatusOptions) ([]Lett
 	if scope == "" {
 		scope = opts.Group
 	}
-	group := consumer.InNamespace(opts.Namespace, opts.Group)
+	group := rmq.InNamespace(opts.Namespace, opts.Group)
 	replays, err := lookupReplays(ctx, opts.Audit, group, letters)
 	if err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dlq"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -45,7 +45,7 @@ func newDLQWorld(t *testing.T, perm, queues int) *dlqWorld {
 
 // createDLQ creates %DLQ%<group> with the admin client (perm and queue counts as given) and waits for its route.
 func (w *dlqWorld) createDLQ(perm, queues int) {
-	topic := consumer.DLQTopic(w.group)
+	topic := rmq.DLQTopic(w.group)
 	adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver(w.ns)))
 	require.NoError(w.t, err)
 	w.t.Cleanup(func() {
@@ -56,7 +56,7 @@ func (w *dlqWorld) createDLQ(perm, queues int) {
 	require.NoError(w.t, adm.CreateTopic(w.ctx, admin.WithTopicCreate(topic), admin.WithBrokerAddrCreate(w.broker),
 		admin.WithReadQueueNums(queues), admin.WithWriteQueueNums(queues), admin.WithPerm(perm)))
 	require.Eventually(w.t, func() bool {
-		r, err := rmqadmin.TopicRoute(w.ctx, w.ns, topic)
+		r, err := rmq.TopicRoute(w.ctx, w.ns, topic)
 		return err == nil && len(r) == 1 && r[0].Perm == perm
 	}, 10*time.Second, 100*time.Millisecond, "route of %s with perm %d", topic, perm)
 }
@@ -64,15 +64,15 @@ func (w *dlqWorld) createDLQ(perm, queues int) {
 // deleteDLQ deletes %DLQ%<group> on the broker and the name server and waits until it has no route.
 func (w *dlqWorld) deleteDLQ() {
 	w.t.Helper()
-	topic := consumer.DLQTopic(w.group)
+	topic := rmq.DLQTopic(w.group)
 	adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver(w.ns)))
 	require.NoError(w.t, err)
 	defer func() { _ = adm.Close() }()
 	require.NoError(w.t, adm.DeleteTopic(w.ctx, admin.WithTopicDelete(topic), admin.WithBrokerAddrDelete(w.broker),
 		admin.WithNameSrvAddr(w.ns)))
 	require.Eventually(w.t, func() bool {
-		_, err := rmqadmin.TopicRoute(w.ctx, w.ns, topic)
-		return errors.Is(err, rmqadmin.ErrTopicNotExist)
+		_, err := rmq.TopicRoute(w.ctx, w.ns, topic)
+		return errors.Is(err, rmq.ErrTopicNotExist)
 	}, 10*time.Second, 100*time.Millisecond, "%s deleted", topic)
 }
 
@@ -89,7 +89,7 @@ type letter struct {
 func (w *dlqWorld) publish(l letter) *primitive.SendResult {
 	w.t.Helper()
 	if w.prod == nil {
-		p, err := rmqadmin.StartProducer(w.ns, testenv.Unique("dlqread-prod"))
+		p, err := rmq.StartProducer(w.ns, testenv.Unique("dlqread-prod"))
 		require.NoError(w.t, err)
 		w.t.Cleanup(func() { _ = p.Shutdown() })
 		w.prod = p
@@ -98,7 +98,7 @@ func (w *dlqWorld) publish(l letter) *primitive.SendResult {
 		l.body = []byte("body of " + l.eventID) // the broker refuses an empty body
 	}
 	orig := &primitive.MessageExt{MsgId: testenv.Unique("MSG"), ReconsumeTimes: 3,
-		Message: primitive.Message{Topic: consumer.RetryTopic(w.group), Body: l.body}}
+		Message: primitive.Message{Topic: rmq.RetryTopic(w.group), Body: l.body}}
 	if l.keys != "" {
 		orig.WithKeys([]string{l.keys})
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 )
@@ -48,7 +49,7 @@ func (r *retriedOnly) Decided(_ *consumer.Delivery, dec consumer.Decision) {
 // more" line; before the first pass the same workload lost 8 batches per 1,110 messages to deadlocks).
 func TestE2E_F37_HotRowsInBatchesLoseAtMostOneBatchPerThousand(t *testing.T) {
 	w := newWorld(t, 8)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	store, err := dedup.NewStore(db, dedup.WithTxDSN(testenv.MySQLDSN()))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })

@@ -17,8 +17,8 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dlq"
-	"github.com/rmqguard/rmqguard/internal/shop"
-	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/examples/shop"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/retry"
@@ -29,7 +29,7 @@ import (
 // and never appear in %DLQ%<group>; b-3 is the only letter, published by the consumer with its reason.
 func TestE2E_F21_BatchDeadLetterWithoutSinkLeavesItsNeighboursOutOfTheDLQ(t *testing.T) {
 	w := newWorld(t, 1)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	store, err := dedup.NewStore(db)
 	require.NoError(t, err)
 	m, err := metrics.New(prometheus.NewRegistry())

@@ -12,7 +12,8 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/internal/shop"
+	"github.com/rmqguard/rmqguard/examples/shop"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 )
@@ -24,7 +25,7 @@ import (
 // duplicates, and every event takes effect exactly once.
 func TestE2E_BatchModeSharesOneTransactionPerCallback(t *testing.T) {
 	w := newWorld(t, 1)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	store, err := dedup.NewStore(db, dedup.WithTxDSN(testenv.MySQLDSN()))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })

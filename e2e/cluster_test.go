@@ -28,7 +28,8 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dlq"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -62,12 +63,12 @@ func censusWithAMasterDown(t *testing.T, tm testenv.TwoMasters) {
 	ns := []string{tm.NameServer}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	run := testenv.Unique("e2e-f42-down")
 	group := "rmqguard-e2e-" + run
-	_, err := topics.Ensure(ctx, topics.Cluster{NameServers: ns}, topics.Topic{Name: consumer.DLQTopic(group), Queues: 1})
+	_, err := topics.Ensure(ctx, topics.Cluster{NameServers: ns}, topics.Topic{Name: rmq.DLQTopic(group), Queues: 1})
 	require.NoError(t, err)
-	sendTo(t, ctx, ns, consumer.DLQTopic(group), map[string]testenv.Master{run + "-on-a": tm.A, run + "-on-b": tm.B})
+	sendTo(t, ctx, ns, rmq.DLQTopic(group), map[string]testenv.Master{run + "-on-a": tm.A, run + "-on-b": tm.B})
 	_, err = dedup.RunMigrations(ctx, db.DB, dlq.AuditMigrations(), dlq.AuditVersionTable)
 	require.NoError(t, err)
 	gauge := startMonitor(t, ctx, ns, group, db)
@@ -112,9 +113,9 @@ func topicEnsureOnTwoMasters(t *testing.T, tm testenv.TwoMasters, bin string) {
 
 	both := "RMQGUARD_E2E_BOTH_" + run
 	assert.Equal(t, line(both, tm.A, "created")+line(both, tm.B, "created"), ensure(both))
-	route, err := rmqadmin.TopicRoute(ctx, []string{tm.NameServer}, both)
+	route, err := rmq.TopicRoute(ctx, []string{tm.NameServer}, both)
 	require.NoError(t, err)
-	assert.Equal(t, []rmqadmin.QueueData{
+	assert.Equal(t, []rmq.QueueData{
 		{BrokerName: tm.A.Name, BrokerAddr: tm.A.Addr, ReadQueues: 2, WriteQueues: 2, Perm: 6},
 		{BrokerName: tm.B.Name, BrokerAddr: tm.B.Addr, ReadQueues: 2, WriteQueues: 2, Perm: 6},
 	}, route)
@@ -148,7 +149,7 @@ func dlqOnTwoMasters(t *testing.T, tm testenv.TwoMasters, bin string) {
 	ns := []string{tm.NameServer}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	run := testenv.Unique("e2e-f42")
 	topic, group := "RMQGUARD_E2E_"+strings.ReplaceAll(run, "-", "_"), "rmqguard-e2e-"+run
 	_, err := topics.Ensure(ctx, topics.Cluster{NameServers: ns}, topics.Topic{Name: topic, Queues: 1})
@@ -174,8 +175,8 @@ func dlqOnTwoMasters(t *testing.T, tm testenv.TwoMasters, bin string) {
 	require.NoError(t, err)
 	require.NoError(t, c.Start())
 	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
-	for _, tp := range []string{consumer.RetryTopic(group), consumer.DLQTopic(group)} {
-		route, err := rmqadmin.TopicRoute(ctx, ns, tp)
+	for _, tp := range []string{rmq.RetryTopic(group), rmq.DLQTopic(group)} {
+		route, err := rmq.TopicRoute(ctx, ns, tp)
 		require.NoError(t, err)
 		assert.Len(t, route, 2, "WithEnsureTopics(topics.ForConsumer) created %s on both masters", tp)
 	}

@@ -14,8 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rmqguard/rmqguard/examples/shop"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/scrape"
-	"github.com/rmqguard/rmqguard/internal/shop"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -79,7 +80,7 @@ func (p *consumerProcess) counter(ctx context.Context, group, topic, outcome str
 // as duplicates, and processes exactly the events that had not committed.
 func TestE2E_S3_F8_KillMinus9AfterCommitsRedeliveryIsDuplicate(t *testing.T) {
 	w := newWorld(t, 4)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	bin := buildExample(t)
 	const n = 1000
 	prefix := w.run + "-o"

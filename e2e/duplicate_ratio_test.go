@@ -22,6 +22,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/scrape"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
@@ -115,7 +116,7 @@ type mixedWorkload struct {
 
 func newMixedWorkload(t *testing.T, batch int) *mixedWorkload {
 	w := newWorld(t, 4)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	_, err := db.Exec(`CREATE TABLE IF NOT EXISTS ` + appliedByTable + ` (
 		run VARCHAR(64) NOT NULL, event_id VARCHAR(128) NOT NULL, msg_id VARCHAR(128) NOT NULL,
 		PRIMARY KEY (run, event_id)) ENGINE=InnoDB`)

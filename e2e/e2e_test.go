@@ -24,7 +24,9 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dlq"
-	"github.com/rmqguard/rmqguard/internal/shop"
+	"github.com/rmqguard/rmqguard/examples/shop"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -66,7 +68,7 @@ func (r *redeliveries) snapshot() map[string]int {
 // with their original topic (F4), and the poison message alone is in %DLQ%<group> with its reason.
 func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 	w := newWorld(t, 4)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	ctx, topic, group, run, prod := w.ctx, w.topic, w.group, w.run, w.prod
 
 	plan, err := shop.Workload{RunID: run, Topic: topic, Messages: 500, DuplicateShare: 0.1, FailOnce: 10, Poison: true}.Plan()
@@ -125,7 +127,7 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 	redelivered := seen.snapshot()
 	assert.GreaterOrEqual(t, redelivered[topic], 10, "F4: the failOnce events came back with their original topic: %v", redelivered)
 	for tpc := range redelivered {
-		assert.False(t, strings.HasPrefix(tpc, consumer.RetryTopicPrefix), "F4: no delivery is presented on %s", tpc)
+		assert.False(t, strings.HasPrefix(tpc, rmq.RetryTopicPrefix), "F4: no delivery is presented on %s", tpc)
 	}
 
 	letters, err := dlq.Read(ctx, w.ns, group, 100)
@@ -212,7 +214,7 @@ func TestE2E_F5_MaxAttemptsBecomesMaxReconsumeTimes(t *testing.T) {
 // is dead-lettered, and every copy ends as processed or duplicate.
 func TestE2E_S2_TwoConsumersSameEventConcurrently(t *testing.T) {
 	w := newWorld(t, 4)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	ctx, topic, group, run := w.ctx, w.topic, w.group, w.run
 	store, err := dedup.NewStore(db)
 	require.NoError(t, err)
@@ -293,7 +295,7 @@ func TestE2E_S2_TwoConsumersSameEventConcurrently(t *testing.T) {
 func queueMovesOn(t *testing.T, followers int, deadline consumer.Middleware, misbehave func(ctx context.Context), release func()) (*world, *metrics.Metrics) {
 	t.Helper()
 	w := newWorld(t, 1)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	store, err := dedup.NewStore(db)
 	require.NoError(t, err)
 	bad := w.run + "-bad"
@@ -431,7 +433,7 @@ func TestE2E_F7_SlowHandlerEndsAtItsDeadlineInlineWhileTheQueueMovesOn(t *testin
 // one effect.
 func TestE2E_F9_GracefulStopLosesNothingAndDoublesNothing(t *testing.T) {
 	w := newWorld(t, 1)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	ctx, topic, group, run := w.ctx, w.topic, w.group, w.run
 	store, err := dedup.NewStore(db)
 	require.NoError(t, err)
@@ -496,7 +498,7 @@ func TestE2E_F9_GracefulStopLosesNothingAndDoublesNothing(t *testing.T) {
 // b-3 runs again.
 func TestE2E_F10_BatchOfFourOneFailsEachMessageHasItsOwnTransaction(t *testing.T) {
 	w := newWorld(t, 1)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	store, err := dedup.NewStore(db)
 	require.NoError(t, err)
 	m, err := metrics.New(prometheus.NewRegistry())

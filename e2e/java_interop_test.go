@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/internal/shop"
-	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/examples/shop"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 )
 
 // sysFlagTransactionMask selects a message's transaction type in its SysFlag (bits 2–3); a committed
@@ -31,7 +31,7 @@ const sysFlagTransactionMask, sysFlagTransactionCommit int32 = 0x3 << 2, 0x2 << 
 func TestE2E_JavaProducerEveryWayOfSendingIsAppliedOnceByTheExampleConsumer(t *testing.T) {
 	classPath := javaProducerClassPath(t)
 	w := newWorld(t, 4)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	bin := buildExample(t)
 	wire := w.observeWire()
 	example := w.startExample(bin)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 )
@@ -25,7 +26,7 @@ import (
 // and %DLQ%<group> stays empty.
 func TestE2E_CommitAnsweredAfterTheHandlerTimeoutIsProcessedAlsoOnTheLastDelivery(t *testing.T) {
 	w := newWorld(t, 1)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	proxy := testenv.NewCommitProxy(t)
 	store, err := dedup.NewStore(db, dedup.WithTxDSN(proxy.DSN()))
 	require.NoError(t, err)

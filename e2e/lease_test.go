@@ -17,6 +17,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -49,7 +50,7 @@ func (o *leaseObserver) Decided(d *consumer.Delivery, dec consumer.Decision) {
 // 5 s on a default broker, 1 s on the test broker, whose levels are all 1 s) as a duplicate. The handler ran once and never twice at a time; the effect is once; nothing is dead-lettered.
 func TestE2E_F35_LeaseModeRetriesASecondCopyWhileTheFirstHoldsTheLease(t *testing.T) {
 	w := newWorld(t, 2)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	store, err := dedup.NewStore(db)
 	require.NoError(t, err)
 	ledger := testenv.NewLedger(t, db, w.run)

@@ -20,7 +20,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/dlq"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -32,12 +33,12 @@ import (
 func TestE2E_READMEMinimalConsumerAppliesEachEventOnce(t *testing.T) {
 	ns := testenv.NameServer(t)
 	broker := testenv.Broker(t)
-	testenv.MySQL(t)          // the server is up (or the test fails under RMQGUARD_REQUIRE_SERVICES)
+	shoptest.MySQL(t)         // the server is up (or the test fails under RMQGUARD_REQUIRE_SERVICES)
 	rlog.SetLogLevel("error") // the test's own producer and DLQ reader
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const topic, group = "ORDER", "inventory" // examples/minimal's own
-	require.NoError(t, rmqadmin.EnsureTopic(ctx, []string{ns}, broker, topic, 4))
+	require.NoError(t, rmq.EnsureTopic(ctx, []string{ns}, broker, topic, 4))
 
 	dsn, db := scratchDatabase(t, "rmqguard_scratch_minimal_"+strings.ReplaceAll(testenv.Unique("m"), "-", "_"))
 	_, err := db.Exec("CREATE TABLE orders (order_no VARCHAR(64) PRIMARY KEY, quantity INT NOT NULL)")
@@ -60,7 +61,7 @@ func TestE2E_READMEMinimalConsumerAppliesEachEventOnce(t *testing.T) {
 		}
 	})
 
-	prod, err := rmqadmin.StartProducer([]string{ns}, "rmqguard-e2e-minimal-producer")
+	prod, err := rmq.StartProducer([]string{ns}, "rmqguard-e2e-minimal-producer")
 	require.NoError(t, err)
 	defer func() { _ = prod.Shutdown() }()
 	run := testenv.Unique("min")

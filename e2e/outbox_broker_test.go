@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/outbox"
@@ -22,7 +22,7 @@ func TestOutboxRelay_BrokerStopped30sRowsWaitUnparkedThenGoOutOnceInKeyOrder(t *
 	stack := testenv.StartBrokerStack(t, "outbox-f31", 19916, 20981)
 	f := newFixture(t)
 	f.ns = []string{stack.NameServer}
-	require.NoError(t, rmqadmin.EnsureTopic(f.ctx, f.ns, stack.Broker, f.topic, 4))
+	require.NoError(t, rmq.EnsureTopic(f.ctx, f.ns, stack.Broker, f.topic, 4))
 
 	m, err := metrics.NewOutbox(prometheus.NewRegistry())
 	require.NoError(t, err)

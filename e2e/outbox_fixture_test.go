@@ -15,7 +15,8 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/outbox"
@@ -37,7 +38,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	rlog.SetLogLevel("error")
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	ns := []string{testenv.NameServer(t)}
 	broker := testenv.Broker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -59,7 +60,7 @@ func newFixture(t *testing.T) *fixture {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
 	topic := "RMQGUARD_OB_" + strings.ReplaceAll(run, "-", "_")
-	require.NoError(t, rmqadmin.EnsureTopic(ctx, ns, broker, topic, 4))
+	require.NoError(t, rmq.EnsureTopic(ctx, ns, broker, topic, 4))
 	return &fixture{t: t, ctx: ctx, db: db, tables: tables, store: store, ns: ns, topic: topic, run: run}
 }
 

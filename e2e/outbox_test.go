@@ -19,7 +19,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -218,7 +218,7 @@ func TestOutboxRelay_RowForAMissingTopicIsParkedOthersGoOnAndRetrySendsItAfterTh
 	require.Contains(t, parked[0].LastError, missing, "the reason names the topic")
 	require.Equal(t, 1, f.count(outbox.StatusPending), "kA-001 waits behind the parked row")
 
-	require.NoError(t, rmqadmin.EnsureTopic(f.ctx, f.ns, testenv.Broker(t), missing, 4))
+	require.NoError(t, irmq.EnsureTopic(f.ctx, f.ns, testenv.Broker(t), missing, 4))
 	n, err := outbox.Retry(f.ctx, f.db, f.tables)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
@@ -246,9 +246,9 @@ func TestOutbox_RelayInTheConsumerProcessSendsSoonAfterTheCommit(t *testing.T) {
 	ob := f.outbox(outbox.Config{PollInterval: 10 * time.Second})
 	ds := f.downstream()
 	inTopic := f.topic + "_IN"
-	require.NoError(t, rmqadmin.EnsureTopic(f.ctx, f.ns, testenv.Broker(t), inTopic, 4))
+	require.NoError(t, irmq.EnsureTopic(f.ctx, f.ns, testenv.Broker(t), inTopic, 4))
 	group := "up-" + f.run
-	require.NoError(t, rmqadmin.EnsureGroupTopics(f.ctx, f.ns, testenv.Broker(t), group))
+	require.NoError(t, irmq.EnsureGroupTopics(f.ctx, f.ns, testenv.Broker(t), group))
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
 	chain := middleware.Chain(dedup.Handle(sendEach(ob, f.topic, keyOfEvent)), middleware.Recover(zap.NewNop()),
@@ -260,7 +260,7 @@ func TestOutbox_RelayInTheConsumerProcessSendsSoonAfterTheCommit(t *testing.T) {
 	require.NoError(t, c.Start())
 	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
 
-	prod, err := rmqadmin.StartProducer(f.ns, group+"-producer")
+	prod, err := irmq.StartProducer(f.ns, group+"-producer")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = prod.Shutdown() })
 	var ids []string

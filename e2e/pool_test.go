@@ -13,7 +13,8 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/internal/shop"
+	"github.com/rmqguard/rmqguard/examples/shop"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 )
@@ -99,7 +100,7 @@ func f40Config() consumer.Config {
 // HandlerTimeout (5 s) and dead-lettered 73 healthy messages in 29 s.
 func TestE2E_F40_StoreOnTheApplicationsPoolSizedToTheGoroutinesIsRefused(t *testing.T) {
 	w := newWorld(t, 4)
-	app := testenv.MySQL(t)
+	app := shoptest.MySQL(t)
 	app.SetMaxOpenConns(consumer.DefaultConsumeGoroutines)
 	store, err := dedup.NewStore(app)
 	require.NoError(t, err)
@@ -163,7 +164,7 @@ func TestE2E_F40_HandlerReadingTheApplicationsPoolNeverStallsTheDefaultWiring(t 
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w := newWorld(t, 4)
-			app := testenv.MySQL(t)
+			app := shoptest.MySQL(t)
 			store := c.store(t, app)
 			plan, err := shop.Workload{RunID: w.run, Topic: w.topic, Messages: events}.Plan()
 			require.NoError(t, err)

@@ -10,7 +10,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rmqguard/rmqguard/internal/remoting"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // rawMessage is a message sent by sendRaw: what the Go producer cannot express (a SysFlag with the
@@ -48,7 +48,7 @@ func sendRaw(t *testing.T, addr, topic string, m rawMessage) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	a, err := remoting.Call(ctx, addr, requestSendMessage, ext, m.body, remoting.Credentials{})
+	a, err := rmq.Call(ctx, addr, requestSendMessage, ext, m.body, rmq.Credentials{})
 	require.NoError(t, err)
 	require.Equal(t, 0, a.Code, "broker answered %d: %s", a.Code, a.Remark)
 }

@@ -25,7 +25,8 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dlq"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/retry"
@@ -117,11 +118,11 @@ func cli(t *testing.T, bin string, args ...string) (string, int) {
 //   - --target-topic: C is sent and takes effect once.
 func TestE2E_S5_F18_DLQReplaySafeTwiceToTheDeadLetteredGroupOnly(t *testing.T) {
 	w := newWorld(t, 1)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	bin := buildRMQGuard(t)
 	ctx, topic, group, run := w.ctx, w.topic, w.group, w.run
 	group2 := group + "-other"
-	require.NoError(t, rmqadmin.EnsureGroupTopics(ctx, w.ns, testenv.Broker(t), group2))
+	require.NoError(t, rmq.EnsureGroupTopics(ctx, w.ns, testenv.Broker(t), group2))
 
 	seen := &replays{}
 	var bug atomic.Bool
@@ -180,7 +181,7 @@ func TestE2E_S5_F18_DLQReplaySafeTwiceToTheDeadLetteredGroupOnly(t *testing.T) {
 	require.NoError(t, publisher.DeadLetter(ctx, consumer.NewDelivery(group, msgB), "injected: letter of a processed event"))
 	// C's letter has no origin topic (no RETRY_TOPIC), as a letter written by another tool might.
 	noOrigin := event(evC)
-	noOrigin.Topic = consumer.DLQTopic(group)
+	noOrigin.Topic = rmq.DLQTopic(group)
 	w.send(noOrigin)
 
 	dsn := testenv.Env("RMQGUARD_TEST_MYSQL_DSN", testenv.DefaultMySQLDSN)
@@ -264,7 +265,7 @@ func TestE2E_S5_F18_DLQReplaySafeTwiceToTheDeadLetteredGroupOnly(t *testing.T) {
 // each letter, each event takes effect once, and a third run afterwards sends nothing and exits 0.
 func TestE2E_S5_DLQReplayTwoRunsAtOnceSendEachLetterOnce(t *testing.T) {
 	w := newWorld(t, 1)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	bin := buildRMQGuard(t)
 	ctx, topic, group, run := w.ctx, w.topic, w.group, w.run
 	const events = 12
@@ -344,11 +345,11 @@ func TestE2E_DLQReplayWithoutRetryTopicNamesTheFix(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	group := "rmqguard-e2e-" + testenv.Unique("noretry")
-	require.NoError(t, rmqadmin.EnsureTopic(ctx, []string{ns}, broker, consumer.DLQTopic(group), 1))
-	prod, err := rmqadmin.StartProducer([]string{ns}, group+"-producer")
+	require.NoError(t, rmq.EnsureTopic(ctx, []string{ns}, broker, rmq.DLQTopic(group), 1))
+	prod, err := rmq.StartProducer([]string{ns}, group+"-producer")
 	require.NoError(t, err)
 	defer func() { _ = prod.Shutdown() }()
-	letter := primitive.NewMessage(consumer.DLQTopic(group), []byte(`{}`))
+	letter := primitive.NewMessage(rmq.DLQTopic(group), []byte(`{}`))
 	letter.WithProperty("EVENT_ID", group+"-e")
 	letter.WithProperty(primitive.PropertyRetryTopic, "ORDER")
 	res, err := prod.SendSync(ctx, letter)
@@ -360,7 +361,7 @@ func TestE2E_DLQReplayWithoutRetryTopicNamesTheFix(t *testing.T) {
 	assert.Equal(t, 1, code, out)
 	assert.Contains(t, out, "%RETRY%"+group+", where replays of group "+group+" go, has no writable queue")
 	assert.Contains(t, out, "rmqguard topic ensure --queues 1 '%RETRY%"+group+"'")
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	var claimed int
 	require.NoError(t, db.Get(&claimed, `SELECT COUNT(*) FROM `+dlq.AuditTable+` WHERE consumer_group = ?`, group))
 	assert.Zero(t, claimed, "nothing claimed")
@@ -372,7 +373,7 @@ func TestE2E_DLQReplayWithoutRetryTopicNamesTheFix(t *testing.T) {
 // file and a run from the broker send nothing.
 func TestE2E_S5_DLQReplayFromExportFile(t *testing.T) {
 	w := newWorld(t, 1)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	bin := buildRMQGuard(t)
 	ctx, topic, group, run := w.ctx, w.topic, w.group, w.run
 

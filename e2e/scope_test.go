@@ -16,8 +16,9 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
-	"github.com/rmqguard/rmqguard/internal/shop"
+	"github.com/rmqguard/rmqguard/examples/shop"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -29,9 +30,9 @@ import (
 // and the effects stay at 1,000.
 func TestE2E_F24_RenamedGroupWithTheSameDedupScopeAppliesNothingTwice(t *testing.T) {
 	w := newWorld(t, 4)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	scope, renamed := w.group, w.group+"-v2"
-	require.NoError(t, rmqadmin.EnsureGroupTopics(w.ctx, w.ns, testenv.Broker(t), renamed))
+	require.NoError(t, rmq.EnsureGroupTopics(w.ctx, w.ns, testenv.Broker(t), renamed))
 	plan, err := shop.Workload{RunID: w.run, Topic: w.topic, Messages: 1000}.Plan()
 	require.NoError(t, err)
 	require.Equal(t, 1000, plan.Events)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dlq"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/topics"
 )
@@ -28,14 +28,14 @@ func TestE2E_EnsureTopicsInStartAndPublisherFromSettings(t *testing.T) {
 	rlog.SetLogLevel("error")
 	run := testenv.Unique("e2e-topics")
 	topic, group := "RMQGUARD_E2E_"+strings.ReplaceAll(run, "-", "_"), "rmqguard-e2e-"+run
-	retryTopic, dlqTopic := consumer.RetryTopic(group), consumer.DLQTopic(group)
+	retryTopic, dlqTopic := rmq.RetryTopic(group), rmq.DLQTopic(group)
 	t.Cleanup(func() { deleteTopics(ns, broker, topic, retryTopic, dlqTopic) })
 	res, err := topics.Ensure(ctx, topics.Cluster{NameServers: ns, Brokers: []string{broker}}, topics.Topic{Name: topic, Queues: 2})
 	require.NoError(t, err)
 	require.Equal(t, topics.Created, res[0].State)
 	for _, tp := range []string{retryTopic, dlqTopic} {
-		_, err := rmqadmin.TopicRoute(ctx, ns, tp)
-		require.ErrorIs(t, err, rmqadmin.ErrTopicNotExist, "a fresh group has no %s yet", tp)
+		_, err := rmq.TopicRoute(ctx, ns, tp)
+		require.ErrorIs(t, err, rmq.ErrTopicNotExist, "a fresh group has no %s yet", tp)
 	}
 
 	publisher, err := dlq.StartPublisher(dlq.PublisherConfig{NameServers: ns, Group: group})
@@ -53,13 +53,13 @@ func TestE2E_EnsureTopicsInStartAndPublisherFromSettings(t *testing.T) {
 	require.NoError(t, c.Start())
 	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
 	for _, tp := range []string{retryTopic, dlqTopic} {
-		r, err := rmqadmin.TopicRoute(ctx, ns, tp)
+		r, err := rmq.TopicRoute(ctx, ns, tp)
 		require.NoError(t, err, "Start created %s", tp)
 		require.Len(t, r, 1)
 		assert.Equal(t, []int{6, 1, 1}, []int{r[0].Perm, r[0].ReadQueues, r[0].WriteQueues}, tp)
 	}
 
-	prod, err := rmqadmin.StartProducer(ns, group+"-producer")
+	prod, err := rmq.StartProducer(ns, group+"-producer")
 	require.NoError(t, err)
 	defer func() { _ = prod.Shutdown() }()
 	poison := primitive.NewMessage(topic, []byte("poison"))
@@ -88,6 +88,6 @@ func deleteTopics(ns []string, broker string, names ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for _, n := range names {
-		_ = rmqadmin.DeleteTopic(ctx, ns, broker, n)
+		_ = rmq.DeleteTopic(ctx, ns, broker, n)
 	}
 }

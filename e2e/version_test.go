@@ -17,6 +17,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -29,7 +30,7 @@ import (
 // (GapApply, no gap retries). Nothing reaches the DLQ.
 func TestE2E_F12_S7_AggregateVersionsThroughTheBroker(t *testing.T) {
 	w := newWorld(t, 1)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	ledger := testenv.NewLedger(t, db, w.run)
 	store, err := dedup.NewStore(db)
 	require.NoError(t, err)

@@ -9,7 +9,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -27,7 +27,7 @@ type wireObserver struct {
 func (w *world) observeWire() *wireObserver {
 	w.t.Helper()
 	group := w.group + "-wire"
-	require.NoError(w.t, rmqadmin.EnsureGroupTopics(w.ctx, w.ns, testenv.Broker(w.t), group))
+	require.NoError(w.t, irmq.EnsureGroupTopics(w.ctx, w.ns, testenv.Broker(w.t), group))
 	pc, err := rocketmq.NewPushConsumer(
 		rmq.WithNsResolver(primitive.NewPassthroughResolver(w.ns)),
 		rmq.WithGroupName(group),

@@ -14,7 +14,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dlq"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -45,9 +45,9 @@ func newWorld(t *testing.T, queues int) *world {
 	run := testenv.Unique("e2e")
 	w := &world{t: t, ctx: ctx, ns: ns, run: run,
 		topic: "RMQGUARD_E2E_" + strings.ReplaceAll(run, "-", "_"), group: "rmqguard-e2e-" + run}
-	require.NoError(t, rmqadmin.EnsureTopic(ctx, ns, broker, w.topic, queues))
-	require.NoError(t, rmqadmin.EnsureGroupTopics(ctx, ns, broker, w.group))
-	prod, err := rmqadmin.StartProducer(ns, w.group+"-producer")
+	require.NoError(t, rmq.EnsureTopic(ctx, ns, broker, w.topic, queues))
+	require.NoError(t, rmq.EnsureGroupTopics(ctx, ns, broker, w.group))
+	prod, err := rmq.StartProducer(ns, w.group+"-producer")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = prod.Shutdown() })
 	w.prod = prod

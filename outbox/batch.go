@@ -9,8 +9,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
-	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // Batching: the messages of a round that go to one queue of one topic go in one SendSync (a RocketMQ
@@ -68,7 +67,7 @@ func (r *routes) queues(ctx context.Context, topic string) ([]*primitive.Message
 	if ok && time.Since(k.at) < routeTTL {
 		return k.qs, nil
 	}
-	route, err := rmqadmin.TopicRoute(ctx, r.nameServers, consumer.InNamespace(r.namespace, topic))
+	route, err := rmq.TopicRoute(ctx, r.nameServers, rmq.InNamespace(r.namespace, topic))
 	if err != nil {
 		r.mu.Lock()
 		r.known[topic] = knownRoute{qs: k.qs, at: time.Now().Add(routeRetry - routeTTL)}

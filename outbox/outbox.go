@@ -20,6 +20,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -85,7 +86,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("outbox: NameServers: entry %d %q is not host:port", i, ns))
 		}
 	}
-	if err := consumer.ValidateNamespace(c.Namespace); err != nil {
+	if err := rmq.ValidateNamespace(c.Namespace); err != nil {
 		errs = append(errs, fmt.Errorf("outbox: Namespace: %w", err))
 	}
 	for name, fn := range c.Effects {

@@ -17,8 +17,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"go.uber.org/zap"
 
-	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // Broker response codes of a message that no resend can deliver.
@@ -470,10 +469,10 @@ func (o *Outbox) unsendable(ctx context.Context, topic string, err error) bool {
 	}
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	if _, rerr := rmqadmin.TopicRoute(rctx, o.cfg.NameServers, consumer.InNamespace(o.cfg.Namespace, topic)); !errors.Is(rerr, rmqadmin.ErrTopicNotExist) {
+	if _, rerr := rmq.TopicRoute(rctx, o.cfg.NameServers, rmq.InNamespace(o.cfg.Namespace, topic)); !errors.Is(rerr, rmq.ErrTopicNotExist) {
 		return false
 	}
-	masters, merr := rmqadmin.Masters(rctx, o.cfg.NameServers)
+	masters, merr := rmq.Masters(rctx, o.cfg.NameServers)
 	return merr == nil && len(masters) > 0
 }
 

@@ -17,7 +17,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -477,8 +477,8 @@ func TestRoutes_ListTheTopicsQueuesAndKeepTheLastOnAFailedLookup(t *testing.T) {
 	ns := testenv.NameServer(t)
 	ctx := context.Background()
 	topic := "RMQGUARD_OBR_" + strings.ReplaceAll(testenv.Unique("r"), "-", "_")
-	require.NoError(t, rmqadmin.EnsureTopic(ctx, []string{ns}, testenv.Broker(t), topic, 4))
-	t.Cleanup(func() { _ = rmqadmin.DeleteTopic(context.Background(), []string{ns}, testenv.Broker(t), topic) })
+	require.NoError(t, rmq.EnsureTopic(ctx, []string{ns}, testenv.Broker(t), topic, 4))
+	t.Cleanup(func() { _ = rmq.DeleteTopic(context.Background(), []string{ns}, testenv.Broker(t), topic) })
 	r := newRoutes([]string{ns}, "")
 	qs, err := r.queues(ctx, topic)
 	require.NoError(t, err)
@@ -489,7 +489,7 @@ func TestRoutes_ListTheTopicsQueuesAndKeepTheLastOnAFailedLookup(t *testing.T) {
 		require.NotEmpty(t, q.BrokerName)
 	}
 	missing, err := r.queues(ctx, topic+"_MISSING")
-	require.ErrorIs(t, err, rmqadmin.ErrTopicNotExist)
+	require.ErrorIs(t, err, rmq.ErrTopicNotExist)
 	require.Empty(t, missing)
 
 	dead := newRoutes([]string{"127.0.0.1:1"}, "")

@@ -19,7 +19,7 @@ mkdir -p "$state/bin"
 
 echo "chaos: building cmd/example-consumer and the chaos command"
 go build -o "$state/bin/example-consumer" ./cmd/example-consumer
-go build -o "$state/bin/chaos" ./internal/chaos/cmd/chaos
+go build -o "$state/bin/chaos" ./tools/chaos/cmd/chaos
 
 chaos_pid=""
 stop_stack() {

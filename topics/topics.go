@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // DefaultQueues is the read and write queue count of a new business topic when Topic.Queues is 0.
@@ -18,15 +18,15 @@ const DefaultQueues = 4
 const GroupTopicQueues = 1
 
 // State says what Ensure found and did for one topic; its String is "created", "exists" or "updated".
-type State = rmqadmin.State
+type State = rmq.State
 
 const (
 	// Exists: the topic had a route and was left as it was.
-	Exists = rmqadmin.Exists
+	Exists = rmq.Exists
 	// Created: the topic had no route; it was created (perm 6) and its route is visible.
-	Created = rmqadmin.Created
+	Created = rmq.Created
 	// Updated: a %DLQ% topic was not readable on some broker; the read bit was added, queue counts kept.
-	Updated = rmqadmin.Updated
+	Updated = rmq.Updated
 )
 
 // Cluster says how to reach the cluster and where new topics go.
@@ -38,7 +38,7 @@ type Cluster struct {
 	// topics need (a retried message goes back to the broker it came from).
 	Brokers []string
 	// Namespace is the RocketMQ namespace ("" = none): topic T is created as "ns%T", and a group's topics
-	// as "%RETRY%ns%G" and "%DLQ%ns%G" (consumer.InNamespace).
+	// as "%RETRY%ns%G" and "%DLQ%ns%G" (rmq.InNamespace).
 	Namespace string
 	// Credentials are the ACL keys every request is signed with; the zero value means no ACL.
 	Credentials consumer.Credentials
@@ -67,7 +67,7 @@ func (c Cluster) Validate() error {
 			bad("Brokers", "entry %d is empty", i)
 		}
 	}
-	if err := consumer.ValidateNamespace(c.Namespace); err != nil {
+	if err := rmq.ValidateNamespace(c.Namespace); err != nil {
 		bad("Namespace", "%v", err)
 	}
 	return errors.Join(errs...)
@@ -86,8 +86,8 @@ type Topic struct {
 // GroupTopicQueues queues each (the namespace is added by Ensure).
 func GroupTopics(group string) []Topic {
 	return []Topic{
-		{Name: consumer.RetryTopic(group), Queues: GroupTopicQueues},
-		{Name: consumer.DLQTopic(group), Queues: GroupTopicQueues},
+		{Name: rmq.RetryTopic(group), Queues: GroupTopicQueues},
+		{Name: rmq.DLQTopic(group), Queues: GroupTopicQueues},
 	}
 }
 
@@ -126,16 +126,16 @@ func Ensure(ctx context.Context, c Cluster, ts ...Topic) ([]Result, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	opts := []rmqadmin.Option{rmqadmin.WithCredentials(c.Credentials), rmqadmin.WithNamespace(c.Namespace)}
+	opts := []rmq.Option{rmq.WithCredentials(rmq.Credentials(c.Credentials)), rmq.WithNamespace(c.Namespace)}
 	out := make([]Result, 0, len(ts))
 	for _, t := range ts {
 		queues := t.Queues
 		if queues == 0 {
 			queues = DefaultQueues
 		}
-		states, err := rmqadmin.EnsureTopicOn(ctx, c.NameServers, c.Brokers, t.Name, queues, opts...)
+		states, err := rmq.EnsureTopicOn(ctx, c.NameServers, c.Brokers, t.Name, queues, opts...)
 		if len(states) > 0 {
-			r := Result{Topic: consumer.InNamespace(c.Namespace, t.Name), State: rmqadmin.Overall(states)}
+			r := Result{Topic: rmq.InNamespace(c.Namespace, t.Name), State: rmq.Overall(states)}
 			for _, b := range states {
 				r.Brokers = append(r.Brokers, BrokerResult{Broker: b.Broker, Addr: b.Addr, State: b.State})
 			}

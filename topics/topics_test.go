@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/topics"
 )
@@ -38,14 +38,14 @@ func TestTopics_GroupTopicsAreRetryAndDLQWithOneQueue(t *testing.T) {
 }
 
 // route returns topic's route from the shared name server, waiting until it is visible.
-func route(t *testing.T, ctx context.Context, ns, topic string) []rmqadmin.QueueData {
+func route(t *testing.T, ctx context.Context, ns, topic string) []rmq.QueueData {
 	t.Helper()
 	for {
-		r, err := rmqadmin.TopicRoute(ctx, []string{ns}, topic)
+		r, err := rmq.TopicRoute(ctx, []string{ns}, topic)
 		if err == nil && len(r) > 0 {
 			return r
 		}
-		if !errors.Is(err, rmqadmin.ErrTopicNotExist) && err != nil || ctx.Err() != nil {
+		if !errors.Is(err, rmq.ErrTopicNotExist) && err != nil || ctx.Err() != nil {
 			t.Fatalf("route of %s: %v (ctx %v)", topic, err, ctx.Err())
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -68,7 +68,7 @@ func TestTopics_CreatedExistsUpdatedOnTheBroker(t *testing.T) {
 	for i, topic := range []string{"%RETRY%" + group, "%DLQ%" + group} {
 		r := route(t, ctx, ns, topic)
 		require.Len(t, r, 1)
-		assert.Equal(t, rmqadmin.QueueData{BrokerName: r[0].BrokerName, BrokerAddr: r[0].BrokerAddr, ReadQueues: 1, WriteQueues: 1, Perm: 6}, r[0], topic)
+		assert.Equal(t, rmq.QueueData{BrokerName: r[0].BrokerName, BrokerAddr: r[0].BrokerAddr, ReadQueues: 1, WriteQueues: 1, Perm: 6}, r[0], topic)
 		assert.Equal(t, topics.Result{Topic: topic, State: topics.Created,
 			Brokers: []topics.BrokerResult{{Broker: r[0].BrokerName, Addr: broker, State: topics.Created}}}, res[i])
 	}
@@ -79,7 +79,7 @@ func TestTopics_CreatedExistsUpdatedOnTheBroker(t *testing.T) {
 	// A DLQ as brokers before 4.9.2 create it: write-only (perm 2), here with 2 read / 3 write queues.
 	old := testenv.Unique("rmqguard-topics-old")
 	cleanup(t, ns, broker, "%DLQ%"+old)
-	require.NoError(t, rmqadmin.UpdateTopic(ctx, broker, rmqadmin.TopicConfig{Topic: "%DLQ%" + old, ReadQueues: 2, WriteQueues: 3, Perm: rmqadmin.PermWrite}, consumer.Credentials{}))
+	require.NoError(t, rmq.UpdateTopic(ctx, broker, rmq.TopicConfig{Topic: "%DLQ%" + old, ReadQueues: 2, WriteQueues: 3, Perm: rmq.PermWrite}, rmq.Credentials{}))
 	require.Equal(t, 2, route(t, ctx, ns, "%DLQ%"+old)[0].Perm)
 	res, err = topics.Ensure(ctx, cluster, topics.Topic{Name: "%DLQ%" + old, Queues: 1})
 	require.NoError(t, err)
@@ -121,7 +121,7 @@ func cleanup(t *testing.T, ns, broker string, names ...string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		for _, n := range names {
-			if err := rmqadmin.DeleteTopic(ctx, []string{ns}, broker, n); err != nil {
+			if err := rmq.DeleteTopic(ctx, []string{ns}, broker, n); err != nil {
 				t.Logf("delete %s: %v", n, err)
 			}
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 )
@@ -24,7 +25,7 @@ import (
 // of 1,000 after-commit hooks that fail after one commit: 1,000 error lines with the event ID, none
 // sampled away, and rmqguard_after_commit_failures_total{group} = 1,000. The transaction stays committed.
 func TestExampleConsumer_F36_EveryFailedAfterCommitHookIsLoggedAndCounted(t *testing.T) {
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	var buf bytes.Buffer
 	log := newLogger(zapcore.DebugLevel, zapcore.Lock(zapcore.AddSync(&buf)))
 	m, err := metrics.New(prometheus.NewRegistry())

@@ -12,7 +12,8 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/internal/shop"
+	"github.com/rmqguard/rmqguard/examples/shop"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 )
@@ -21,7 +22,7 @@ import (
 // "must be ≥ 0") an OrderPaid whose order does not exist yet is dead-lettered on its first delivery, not
 // retried the library's default 3 times; with 2 it is retried on deliveries 0 and 1, dead-lettered on 2.
 func TestChain_GapRetriesFlagCountsDeliveries(t *testing.T) {
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	require.NoError(t, shop.Migrate(t.Context(), db.DB))
 	store, err := dedup.NewStore(db)
 	require.NoError(t, err)

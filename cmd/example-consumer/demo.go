@@ -10,8 +10,8 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/spf13/cobra"
 
+	"github.com/rmqguard/rmqguard/examples/shop"
 	"github.com/rmqguard/rmqguard/internal/scrape"
-	"github.com/rmqguard/rmqguard/internal/shop"
 )
 
 type demoOptions struct {

@@ -10,8 +10,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
-	"github.com/rmqguard/rmqguard/internal/shop"
+	"github.com/rmqguard/rmqguard/examples/shop"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -71,7 +71,7 @@ func (r *demoRun) send(ctx context.Context) (compensation, error) {
 // sharding key (the order number), so one order's events share a queue.
 func (r *demoRun) producer() (rocketmq.Producer, error) {
 	if !r.o.ordered {
-		return rmqadmin.StartProducer(r.nameServers, r.s.group+"-demo-producer")
+		return rmq.StartProducer(r.nameServers, r.s.group+"-demo-producer")
 	}
 	group := r.s.group + "-demo-producer"
 	p, err := rocketmq.NewProducer(

@@ -13,8 +13,8 @@ import (
 
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/examples/shop"
 	"github.com/rmqguard/rmqguard/internal/scrape"
-	"github.com/rmqguard/rmqguard/internal/shop"
 )
 
 // drained is what the demo found once the consumer had drained the run.

@@ -13,7 +13,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 )
@@ -22,14 +23,14 @@ import (
 // group's DLQ whose event was never processed counts as waiting; stopping the census ends its goroutine.
 func TestExampleConsumer_ExportsTheDLQLettersWaiting(t *testing.T) {
 	ns, broker := testenv.NameServer(t), testenv.Broker(t)
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	group := testenv.Unique("example-dlq")
-	dlqTopic := consumer.DLQTopic(group)
-	t.Cleanup(func() { _ = rmqadmin.DeleteTopic(context.Background(), []string{ns}, broker, dlqTopic) })
-	require.NoError(t, rmqadmin.EnsureTopic(ctx, []string{ns}, broker, dlqTopic, 1))
-	p, err := rmqadmin.StartProducer([]string{ns}, group+"-producer")
+	dlqTopic := rmq.DLQTopic(group)
+	t.Cleanup(func() { _ = rmq.DeleteTopic(context.Background(), []string{ns}, broker, dlqTopic) })
+	require.NoError(t, rmq.EnsureTopic(ctx, []string{ns}, broker, dlqTopic, 1))
+	p, err := rmq.StartProducer([]string{ns}, group+"-producer")
 	require.NoError(t, err)
 	defer func() { _ = p.Shutdown() }()
 	letter := primitive.NewMessage(dlqTopic, []byte(`{"eventId":"`+group+`-e"}`))

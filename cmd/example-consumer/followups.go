@@ -9,7 +9,7 @@ import (
 	"net/http"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/internal/shop"
+	"github.com/rmqguard/rmqguard/examples/shop"
 	"github.com/rmqguard/rmqguard/outbox"
 )
 

@@ -18,7 +18,8 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/internal/shop"
+	"github.com/rmqguard/rmqguard/examples/shop"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/outbox"
@@ -30,7 +31,7 @@ import (
 // delivered the credit twice (a redelivery, EVENT_ID as the relay sets it), applies it once.
 func TestPaidOrder_LoyaltyAndNotificationOnceThroughTheOutbox(t *testing.T) {
 	ctx := t.Context()
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	require.NoError(t, shop.Migrate(ctx, db.DB))
 	run := testenv.Unique("fu")
 	prefix := "fu" + strings.NewReplacer("-", "", "_", "").Replace(strings.TrimPrefix(run, "fu-")) + "_"

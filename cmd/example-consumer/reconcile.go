@@ -9,7 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/spf13/cobra"
 
-	"github.com/rmqguard/rmqguard/internal/shop"
+	"github.com/rmqguard/rmqguard/examples/shop"
 )
 
 // errReconcile is returned (exit 1) when the domain does not reconcile; the differences are printed.

@@ -7,14 +7,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rmqguard/rmqguard/internal/shop"
+	"github.com/rmqguard/rmqguard/examples/shop"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
 // `example-consumer reconcile` against the real MariaDB: a seeded run reconciles (exit 0, the ok line);
 // after a balance is corrupted it prints the difference and the FAILED line and fails (exit 1).
 func TestReconcileCommand_PrintsDifferencesAndExitCode(t *testing.T) {
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	run := testenv.Unique("rc")
 	s, err := shop.New()
 	require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dedup/redisfast"
+	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 )
@@ -58,7 +59,7 @@ func matches(labels, match map[string]string) bool {
 // MySQL decides; after its commit the done key answers a re-send as a duplicate, counted in the example's
 // rmqguard_example_redis_duplicates_total; the effect happened once.
 func TestExampleConsumer_WiresTheRedisFastPath(t *testing.T) {
-	db := testenv.MySQL(t)
+	db := shoptest.MySQL(t)
 	rdb := testenv.Redis(t)
 	store, err := dedup.NewStore(db)
 	require.NoError(t, err)
@@ -105,7 +106,7 @@ func TestExampleConsumer_WiresTheRedisFastPath(t *testing.T) {
 
 // --no-redis (or no address) leaves the store as it is and registers nothing about Redis.
 func TestExampleConsumer_NoRedisKeepsTheStore(t *testing.T) {
-	store, err := dedup.NewStore(testenv.MySQL(t))
+	store, err := dedup.NewStore(shoptest.MySQL(t))
 	require.NoError(t, err)
 	for _, o := range []redisOptions{{addr: "127.0.0.1:6379", off: true, prefix: "p:", ttl: time.Minute}, {prefix: "p:", ttl: time.Minute}} {
 		reg := prometheus.NewRegistry()

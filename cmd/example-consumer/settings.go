@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // settings are the connection settings shared by the subcommands.
@@ -59,7 +60,7 @@ func (s *settings) clusterAccess() (consumer.Credentials, string, error) {
 	if (c.AccessKey == "") != (c.SecretKey == "") {
 		return consumer.Credentials{}, "", errors.New("--access-key and --secret-key (or RMQGUARD_ACCESS_KEY and RMQGUARD_SECRET_KEY) go together: give both or neither")
 	}
-	if err := consumer.ValidateNamespace(ns); err != nil {
+	if err := rmq.ValidateNamespace(ns); err != nil {
 		return consumer.Credentials{}, "", fmt.Errorf("--namespace: %w", err)
 	}
 	return c, ns, nil

@@ -10,7 +10,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dlq"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // Environment variables that provide the ACL and namespace flags' values when the flags are not given. They
@@ -56,18 +56,18 @@ func (a *accessFlags) validate() error {
 		return fmt.Errorf("--access-key and --secret-key (or $%s and $%s) go together: give both or neither",
 			envAccessKey, envSecretKey)
 	}
-	if err := consumer.ValidateNamespace(a.namespace); err != nil {
+	if err := rmq.ValidateNamespace(a.namespace); err != nil {
 		return fmt.Errorf("--namespace: %w", err)
 	}
 	return nil
 }
 
-// adminOptions returns the rmqadmin options for the flags, or the validation error.
-func (o *globalOptions) adminOptions() ([]rmqadmin.Option, error) {
+// adminOptions returns the rmq options for the flags, or the validation error.
+func (o *globalOptions) adminOptions() ([]rmq.Option, error) {
 	if err := o.access.validate(); err != nil {
 		return nil, err
 	}
-	return []rmqadmin.Option{rmqadmin.WithCredentials(o.access.credentials()), rmqadmin.WithNamespace(o.access.namespace)}, nil
+	return []rmq.Option{rmq.WithCredentials(rmq.Credentials(o.access.credentials())), rmq.WithNamespace(o.access.namespace)}, nil
 }
 
 // cluster returns the cluster the global flags describe (name servers, namespace, credentials), validated.
@@ -100,8 +100,8 @@ func checkAccess(c dlq.Cluster, timeout time.Duration) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), min(timeout, accessCheckTimeout))
 	defer cancel()
-	err := rmqadmin.CheckClusterAccess(ctx, c.NameServers, c.Credentials)
-	if rmqadmin.IsACL(err) {
+	err := rmq.CheckClusterAccess(ctx, c.NameServers, rmq.Credentials(c.Credentials))
+	if rmq.IsACL(err) {
 		return failure(err)
 	}
 	return nil

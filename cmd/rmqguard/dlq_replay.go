@@ -17,9 +17,9 @@ import (
 	"golang.org/x/term"
 	"golang.org/x/time/rate"
 
-	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // replayOptions are the flags of `rmqguard dlq replay`.
@@ -83,14 +83,14 @@ func (o *replayOptions) validate() (dlq.ScanOptions, error) {
 		return opts, err
 	}
 	switch {
-	case strings.HasPrefix(o.group, consumer.RetryTopicPrefix) || strings.HasPrefix(o.group, consumer.DLQTopicPrefix):
+	case strings.HasPrefix(o.group, rmq.RetryTopicPrefix) || strings.HasPrefix(o.group, rmq.DLQTopicPrefix):
 		return opts, usageError("--group %q: pass the consumer group, not its topic", o.group)
 	case o.dsn == "":
 		return opts, usageError("no database: pass --mysql-dsn or set %s (the dedup database holds the replay audit)", envMySQLDSN)
 	case o.rate <= 0:
 		return opts, usageError("--rate %v: must be above 0 sends per second", o.rate)
-	case o.targetTopic != "" && (strings.HasPrefix(o.targetTopic, consumer.RetryTopicPrefix) || strings.HasPrefix(o.targetTopic, consumer.DLQTopicPrefix)):
-		return opts, usageError("--target-topic %q: a handler must never see a %s or %s topic", o.targetTopic, consumer.RetryTopicPrefix, consumer.DLQTopicPrefix)
+	case o.targetTopic != "" && (strings.HasPrefix(o.targetTopic, rmq.RetryTopicPrefix) || strings.HasPrefix(o.targetTopic, rmq.DLQTopicPrefix)):
+		return opts, usageError("--target-topic %q: a handler must never see a %s or %s topic", o.targetTopic, rmq.RetryTopicPrefix, rmq.DLQTopicPrefix)
 	case o.fromFile != "" && (opts.Filter != dlq.Filter{} || opts.Limit != 0 || o.fixPerm):
 		return opts, usageError("--from-file replays the whole file: filters, --limit and --fix-perm apply to DLQ scans only")
 	}
@@ -194,7 +194,7 @@ func (o *replayOptions) confirm(cmd *cobra.Command, n int) error {
 	if !isTerminal(cmd.InOrStdin()) {
 		return usageError("refusing to replay %d letters without confirmation: pass --yes (or --dry-run to see what would be sent)", n)
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "Replay %d letters of %s to group %s? [y/N] ", n, consumer.DLQTopic(o.group), o.group)
+	fmt.Fprintf(cmd.ErrOrStderr(), "Replay %d letters of %s to group %s? [y/N] ", n, rmq.DLQTopic(o.group), o.group)
 	answer, _ := bufio.NewReader(cmd.InOrStdin()).ReadString('\n')
 	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
 		return failure(errors.New("replay not confirmed: nothing sent"))

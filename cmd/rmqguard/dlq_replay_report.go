@@ -8,8 +8,8 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // newProgress returns a progress bar of total letters on w when w is a terminal, else nil.
@@ -52,7 +52,7 @@ func printReport(w io.Writer, o *replayOptions, rep dlq.ReplayReport, complete b
 	if o.dryRun {
 		mode = " (dry run: nothing sent or recorded)"
 	}
-	fmt.Fprintf(w, "dlq replay group=%s replay=%s via %s operator=%s%s\n", o.group, rep.ReplayID, consumer.RetryTopic(o.group), o.operator, mode)
+	fmt.Fprintf(w, "dlq replay group=%s replay=%s via %s operator=%s%s\n", o.group, rep.ReplayID, rmq.RetryTopic(o.group), o.operator, mode)
 	fmt.Fprintf(w, "selected %d, sent %d, would send %d, skipped: already replayed %d, uncertain %d, already processed %d, no origin %d; failed %d\n",
 		s.Selected, s.Sent, s.WouldSend, s.SkippedReplayed, s.SkippedUncertain, s.SkippedProcessed, s.SkippedNoOrigin, s.Failed)
 	if s.Unrecorded > 0 {

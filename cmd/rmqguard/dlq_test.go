@@ -18,7 +18,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dlq"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -37,7 +37,7 @@ func newCLIDLQ(t *testing.T, perm int) *cliDLQ {
 	if perm == 0 {
 		return w
 	}
-	topic := consumer.DLQTopic(w.group)
+	topic := rmq.DLQTopic(w.group)
 	adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver([]string{w.ns})))
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -50,7 +50,7 @@ func newCLIDLQ(t *testing.T, perm int) *cliDLQ {
 	require.NoError(t, adm.CreateTopic(ctx, admin.WithTopicCreate(topic), admin.WithBrokerAddrCreate(w.broker),
 		admin.WithReadQueueNums(1), admin.WithWriteQueueNums(1), admin.WithPerm(perm)))
 	require.Eventually(t, func() bool {
-		r, err := rmqadmin.TopicRoute(ctx, []string{w.ns}, topic)
+		r, err := rmq.TopicRoute(ctx, []string{w.ns}, topic)
 		return err == nil && len(r) == 1 && r[0].Perm == perm
 	}, 10*time.Second, 100*time.Millisecond)
 	return w
@@ -59,11 +59,11 @@ func newCLIDLQ(t *testing.T, perm int) *cliDLQ {
 // publish sends a dead letter of a delivery from ORDER as rmqguard's publisher builds it; returns the send result.
 func (w *cliDLQ) publish(eventID, eventType, reason string, body []byte, props map[string]string) *primitive.SendResult {
 	w.t.Helper()
-	p, err := rmqadmin.StartProducer([]string{w.ns}, testenv.Unique("cli-dlq-prod"))
+	p, err := rmq.StartProducer([]string{w.ns}, testenv.Unique("cli-dlq-prod"))
 	require.NoError(w.t, err)
 	defer func() { _ = p.Shutdown() }()
 	orig := &primitive.MessageExt{MsgId: testenv.Unique("MSG"), ReconsumeTimes: 2,
-		Message: primitive.Message{Topic: consumer.RetryTopic(w.group), Body: body}}
+		Message: primitive.Message{Topic: rmq.RetryTopic(w.group), Body: body}}
 	orig.WithTag(eventType)
 	orig.WithKeys([]string{"k-" + eventID})
 	orig.WithProperty("EVENT_ID", eventID)
@@ -80,7 +80,7 @@ func (w *cliDLQ) publish(eventID, eventType, reason string, body []byte, props m
 // brokerName is the name of the broker holding the group's DLQ topic.
 func (w *cliDLQ) brokerName() string {
 	w.t.Helper()
-	r, err := rmqadmin.TopicRoute(context.Background(), []string{w.ns}, consumer.DLQTopic(w.group))
+	r, err := rmq.TopicRoute(context.Background(), []string{w.ns}, rmq.DLQTopic(w.group))
 	require.NoError(w.t, err)
 	require.Len(w.t, r, 1)
 	return r[0].BrokerName

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 func newProbeCmd(g *globalOptions) *cobra.Command {
@@ -36,7 +36,7 @@ func newProbeCmd(g *globalOptions) *cobra.Command {
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), g.timeout)
 			defer cancel()
-			if err := rmqadmin.Probe(ctx, ns, topic, access...); err != nil {
+			if err := rmq.Probe(ctx, ns, topic, access...); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "probe %s: SEND_OK\n", topic)

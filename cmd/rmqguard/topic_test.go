@@ -9,8 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -31,25 +30,25 @@ func runTopicEnsure(ns, broker string, args ...string) (string, int) {
 func TestCLI_TopicEnsureReportsCreatedExistsUpdated(t *testing.T) {
 	ns, broker := testenv.NameServer(t), testenv.Broker(t)
 	group := testenv.Unique("cli-topics")
-	retry, dlqTopic := consumer.RetryTopic(group), consumer.DLQTopic(group)
-	writeOnly := consumer.DLQTopic(group + "-old")
+	retry, dlqTopic := rmq.RetryTopic(group), rmq.DLQTopic(group)
+	writeOnly := rmq.DLQTopic(group + "-old")
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		for _, tp := range []string{retry, dlqTopic, writeOnly} {
-			_ = rmqadmin.DeleteTopic(ctx, []string{ns}, broker, tp)
+			_ = rmq.DeleteTopic(ctx, []string{ns}, broker, tp)
 		}
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	require.NoError(t, rmqadmin.UpdateTopic(ctx, broker, rmqadmin.TopicConfig{Topic: writeOnly, ReadQueues: 1, WriteQueues: 1,
-		Perm: rmqadmin.PermWrite}, consumer.Credentials{}))
+	require.NoError(t, rmq.UpdateTopic(ctx, broker, rmq.TopicConfig{Topic: writeOnly, ReadQueues: 1, WriteQueues: 1,
+		Perm: rmq.PermWrite}, rmq.Credentials{}))
 	require.Eventually(t, func() bool {
-		r, err := rmqadmin.TopicRoute(ctx, []string{ns}, writeOnly)
+		r, err := rmq.TopicRoute(ctx, []string{ns}, writeOnly)
 		return err == nil && len(r) == 1
 	}, 10*time.Second, 100*time.Millisecond)
 
-	route, err := rmqadmin.TopicRoute(ctx, []string{ns}, writeOnly)
+	route, err := rmq.TopicRoute(ctx, []string{ns}, writeOnly)
 	require.NoError(t, err)
 	on := " on " + route[0].BrokerName + " (" + broker + "): "
 	out, code := runTopicEnsure(ns, broker, "--queues", "1", retry, dlqTopic, writeOnly)

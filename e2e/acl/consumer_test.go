@@ -15,7 +15,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dlq"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -28,7 +28,7 @@ type seen struct {
 // send publishes one message with body (also its EVENT_ID) to the world's topic, signed with the right keys.
 func (w *aclWorld) send(t *testing.T, bodies ...string) {
 	t.Helper()
-	p, err := rmqadmin.StartProducer(w.cluster.NameServers, w.group+"-producer", w.access(w.cluster.Credentials)...)
+	p, err := rmq.StartProducer(w.cluster.NameServers, w.group+"-producer", w.access(w.cluster.Credentials)...)
 	require.NoError(t, err)
 	defer func() { _ = p.Shutdown() }()
 	for _, b := range bodies {
@@ -161,7 +161,7 @@ func TestACL_RightKeysConsumeRetryDeadLetterAndReplayInANamespace(t *testing.T) 
 
 // With a wrong secret the broker refuses, and says so with an error naming the access key that callers
 // match with errors.As: consumer.Start fails with a *consumer.ACLError (the client itself would only log
-// its refused pulls and heartbeats and receive nothing), rmqadmin with the same *rmqadmin.ACLError.
+// its refused pulls and heartbeats and receive nothing), rmq with the same *rmq.ACLError.
 func TestACL_WrongSecretIsRefusedWithAClearError(t *testing.T) {
 	w := newACLWorld(t)
 	w.send(t, "never-consumed")
@@ -180,14 +180,14 @@ func TestACL_WrongSecretIsRefusedWithAClearError(t *testing.T) {
 	assert.Contains(t, err.Error(), "ACL: access denied / signature mismatch for access key "+wrong.AccessKey)
 	assert.NotContains(t, err.Error(), wrong.SecretKey)
 
-	err = rmqadmin.CheckClusterAccess(w.ctx, w.cluster.NameServers, wrong)
-	require.True(t, errors.As(err, &acl), "rmqadmin, wrong secret: %v", err)
-	err = rmqadmin.CheckClusterAccess(w.ctx, w.cluster.NameServers, consumer.Credentials{AccessKey: "nobody", SecretKey: "x"})
-	require.True(t, errors.As(err, &acl), "rmqadmin, unknown user: %v", err)
+	err = rmq.CheckClusterAccess(w.ctx, w.cluster.NameServers, rmq.Credentials(wrong))
+	require.True(t, errors.As(err, &acl), "rmq, wrong secret: %v", err)
+	err = rmq.CheckClusterAccess(w.ctx, w.cluster.NameServers, rmq.Credentials{AccessKey: "nobody", SecretKey: "x"})
+	require.True(t, errors.As(err, &acl), "rmq, unknown user: %v", err)
 	assert.Equal(t, "nobody", acl.AccessKey)
-	err = rmqadmin.CheckClusterAccess(w.ctx, w.cluster.NameServers, consumer.Credentials{})
-	require.True(t, errors.As(err, &acl), "rmqadmin, no credentials: %v", err)
-	require.NoError(t, rmqadmin.CheckClusterAccess(w.ctx, w.cluster.NameServers, w.cluster.Credentials))
+	err = rmq.CheckClusterAccess(w.ctx, w.cluster.NameServers, rmq.Credentials{})
+	require.True(t, errors.As(err, &acl), "rmq, no credentials: %v", err)
+	require.NoError(t, rmq.CheckClusterAccess(w.ctx, w.cluster.NameServers, rmq.Credentials(w.cluster.Credentials)))
 	select {
 	case s := <-got:
 		t.Fatalf("a consumer refused at Start received %+v", s)

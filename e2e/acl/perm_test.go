@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/dlq"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // F17 under ACL: the perm update of a write-only DLQ is signed. With a wrong secret FixPerm fails at once
@@ -18,8 +18,8 @@ import (
 func TestACL_F17_FixPermIsSignedAndARefusalIsTheACLError(t *testing.T) {
 	w := newACLWorld(t)
 	topic := w.cluster.DLQTopic(w.group)
-	require.NoError(t, rmqadmin.UpdateTopic(w.ctx, w.stack.Broker,
-		rmqadmin.TopicConfig{Topic: topic, ReadQueues: 1, WriteQueues: 1, Perm: 2}, w.cluster.Credentials))
+	require.NoError(t, rmq.UpdateTopic(w.ctx, w.stack.Broker,
+		rmq.TopicConfig{Topic: topic, ReadQueues: 1, WriteQueues: 1, Perm: 2}, rmq.Credentials(w.cluster.Credentials)))
 	require.Eventually(t, func() bool {
 		_, err := dlq.Scan(w.ctx, w.cluster, w.group, dlq.ScanOptions{})
 		return errors.Is(err, dlq.ErrWriteOnly)
@@ -28,7 +28,7 @@ func TestACL_F17_FixPermIsSignedAndARefusalIsTheACLError(t *testing.T) {
 	wrong := w.cluster
 	wrong.Credentials = w.wrongSecret()
 	_, err := dlq.FixPerm(w.ctx, wrong, w.group)
-	var acl *rmqadmin.ACLError // unsigned, or unread answers, would end in "still unreadable" at the deadline
+	var acl *rmq.ACLError // unsigned, or unread answers, would end in "still unreadable" at the deadline
 	require.True(t, errors.As(err, &acl), "wrong secret: %v", err)
 	assert.Equal(t, wrong.Credentials.AccessKey, acl.AccessKey)
 

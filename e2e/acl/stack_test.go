@@ -11,7 +11,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dlq"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -41,14 +41,14 @@ func newACLWorld(t *testing.T) *aclWorld {
 		topic: "RMQGUARD_ACL_" + strings.ReplaceAll(run, "-", "_"), group: "rmqguard-acl-" + run}
 	require.NoError(t, w.cluster.Validate())
 	access := w.access(stack.Credentials)
-	require.NoError(t, rmqadmin.EnsureTopic(ctx, w.cluster.NameServers, stack.Broker, w.topic, 2, access...))
-	require.NoError(t, rmqadmin.EnsureGroupTopics(ctx, w.cluster.NameServers, stack.Broker, w.group, access...))
+	require.NoError(t, rmq.EnsureTopic(ctx, w.cluster.NameServers, stack.Broker, w.topic, 2, access...))
+	require.NoError(t, rmq.EnsureGroupTopics(ctx, w.cluster.NameServers, stack.Broker, w.group, access...))
 	return w
 }
 
-// access returns the rmqadmin options of the world's namespace with credentials c.
-func (w *aclWorld) access(c consumer.Credentials) []rmqadmin.Option {
-	return []rmqadmin.Option{rmqadmin.WithCredentials(c), rmqadmin.WithNamespace(w.cluster.Namespace)}
+// access returns the rmq options of the world's namespace with credentials c.
+func (w *aclWorld) access(c consumer.Credentials) []rmq.Option {
+	return []rmq.Option{rmq.WithCredentials(rmq.Credentials(c)), rmq.WithNamespace(w.cluster.Namespace)}
 }
 
 // wrongSecret is the right access key with a wrong secret.

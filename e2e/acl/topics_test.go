@@ -12,7 +12,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dlq"
-	"github.com/rmqguard/rmqguard/internal/rmqadmin"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/topics"
 )
 
@@ -26,8 +26,8 @@ func TestACL_EnsureTopicsAndPublisherFromSettingsInANamespace(t *testing.T) {
 	ns := w.cluster.NameServers
 	groupTopics := []string{w.cluster.RetryTopic(w.group), w.cluster.DLQTopic(w.group)}
 	for _, tp := range groupTopics {
-		_, err := rmqadmin.TopicRoute(w.ctx, ns, tp)
-		require.ErrorIs(t, err, rmqadmin.ErrTopicNotExist, tp)
+		_, err := rmq.TopicRoute(w.ctx, ns, tp)
+		require.ErrorIs(t, err, rmq.ErrTopicNotExist, tp)
 	}
 	w.send(t, "poison-1")
 
@@ -40,7 +40,7 @@ func TestACL_EnsureTopicsAndPublisherFromSettingsInANamespace(t *testing.T) {
 	}, consumer.WithEnsureTopics(topics.ForConsumer), consumer.WithDeadLetterSink(pub))
 	require.NoError(t, c.Start())
 	for _, tp := range groupTopics {
-		r, err := rmqadmin.TopicRoute(w.ctx, ns, tp)
+		r, err := rmq.TopicRoute(w.ctx, ns, tp)
 		require.NoError(t, err, "Start created %s", tp)
 		require.Len(t, r, 1)
 		assert.Equal(t, []int{6, 1, 1}, []int{r[0].Perm, r[0].ReadQueues, r[0].WriteQueues}, tp)
@@ -69,6 +69,6 @@ func TestACL_EnsureTopicsAndPublisherFromSettingsInANamespace(t *testing.T) {
 	assert.Contains(t, err.Error(), "ensure topics")
 	assert.Contains(t, err.Error(), w.cluster.RetryTopic(w.group))
 	assert.NotContains(t, err.Error(), wrong.SecretKey)
-	_, err = rmqadmin.TopicRoute(w.ctx, ns, w.cluster.RetryTopic(w.group))
-	assert.ErrorIs(t, err, rmqadmin.ErrTopicNotExist, "nothing created with refused keys")
+	_, err = rmq.TopicRoute(w.ctx, ns, w.cluster.RetryTopic(w.group))
+	assert.ErrorIs(t, err, rmq.ErrTopicNotExist, "nothing created with refused keys")
 }

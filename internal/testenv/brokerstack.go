@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqguard/rmqguard/internal/remoting"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // BrokerStack is a name server and one broker of a test's own (deploy/local/broker-instance.sh), which
@@ -75,7 +75,7 @@ func (s BrokerStack) waitListed(listed bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for {
-		body, err := remoting.InvokeNameServer(ctx, s.NameServer, remoting.ReqGetBrokerClusterInfo)
+		body, err := rmq.InvokeNameServer(ctx, s.NameServer, rmq.ReqGetBrokerClusterInfo)
 		if err == nil && strings.Contains(string(body), `"`+s.Broker+`"`) == listed {
 			return nil
 		}

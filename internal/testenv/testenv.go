@@ -14,7 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
-	"github.com/rmqguard/rmqguard/internal/shop"
+	"github.com/rmqguard/rmqguard/dedup"
 )
 
 // Defaults of the environment variables the tests read (the same as deploy/local/env.sh).
@@ -44,8 +44,8 @@ func Unavailable(t testing.TB, format string, args ...any) {
 // MySQLDSN returns the test database's DSN: RMQGUARD_TEST_MYSQL_DSN, or DefaultMySQLDSN.
 func MySQLDSN() string { return Env("RMQGUARD_TEST_MYSQL_DSN", DefaultMySQLDSN) }
 
-// MySQL opens the test database (RMQGUARD_TEST_MYSQL_DSN), applies the dedup and shop schemas, and
-// closes it when the test ends.
+// MySQL opens the test database (RMQGUARD_TEST_MYSQL_DSN), applies the dedup schema and closes it when
+// the test ends (the example domain's tables: examples/shop/shoptest).
 func MySQL(t testing.TB) *sqlx.DB {
 	t.Helper()
 	db, err := sqlx.Open("mysql", MySQLDSN())
@@ -59,7 +59,7 @@ func MySQL(t testing.TB) *sqlx.DB {
 		Unavailable(t, "MariaDB at RMQGUARD_TEST_MYSQL_DSN: %v", err)
 	}
 	db.SetMaxOpenConns(64)
-	if err := shop.Migrate(context.Background(), db.DB); err != nil {
+	if _, err := dedup.Migrate(context.Background(), db.DB); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
 	return db

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqguard/rmqguard/internal/remoting"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // The two-master cluster: a name server and two master brokers of the tests' own
@@ -100,7 +100,7 @@ func waitListed(nameServer string, masters ...Master) error {
 	defer cancel()
 	var last string
 	for {
-		body, err := remoting.InvokeNameServer(ctx, nameServer, remoting.ReqGetBrokerClusterInfo)
+		body, err := rmq.InvokeNameServer(ctx, nameServer, rmq.ReqGetBrokerClusterInfo)
 		last = fmt.Sprintf("%s (%v)", body, err)
 		listed := err == nil
 		for _, m := range masters {
@@ -127,7 +127,7 @@ func (tm TwoMasters) StopMaster(t testing.TB, m Master) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for {
-		body, err := remoting.InvokeNameServer(ctx, tm.NameServer, remoting.ReqGetBrokerClusterInfo)
+		body, err := rmq.InvokeNameServer(ctx, tm.NameServer, rmq.ReqGetBrokerClusterInfo)
 		if err == nil && !strings.Contains(string(body), `"`+m.Addr+`"`) {
 			return
 		}

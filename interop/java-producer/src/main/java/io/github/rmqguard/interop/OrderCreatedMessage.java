@@ -6,7 +6,7 @@ import java.util.Map;
 import org.apache.rocketmq.common.message.Message;
 
 /**
- * One OrderCreated event as the Go demo sender (internal/shop) writes it: tag and EVENT_TYPE "OrderCreated",
+ * One OrderCreated event as the Go demo sender (examples/shop) writes it: tag and EVENT_TYPE "OrderCreated",
  * KEYS the order number, the properties EVENT_ID, AGGREGATE_ID (the order number) and AGGREGATE_VERSION 1,
  * and a JSON body {eventId, orderNo, accountId, skuId, quantity, amountCents} in UTF-8, plus any extra fields.
  */

@@ -1,0 +1,32 @@
+package rmq
+
+import (
+	"fmt"
+
+	"github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+)
+
+// StartProducer creates and starts a producer in producer group group on nameServers, with an instance
+// name unique to this process and call (clients are shared per ClientID) and 2 internal send retries.
+// The caller shuts it down. Errors from creating or starting it are wrapped.
+//
+// opts give credentials and a namespace: the group becomes "ns%group", but the producer gets no namespace
+// option, so messages must name their topic as the broker does (InNamespace, "%DLQ%ns%G"); a
+// consumer.DeadLetterMessage of a namespaced Delivery already does.
+func StartProducer(nameServers []string, group string, opts ...Option) (rocketmq.Producer, error) {
+	if err := validateNameServers(nameServers); err != nil {
+		return nil, fmt.Errorf("producer %s: %w", group, err)
+	}
+	p, err := rocketmq.NewProducer(append(newAccess(opts).producerOptions(nameServers, group),
+		producer.WithInstanceName(instanceName(group)),
+		producer.WithRetry(2),
+	)...)
+	if err != nil {
+		return nil, fmt.Errorf("producer %s: new: %w", group, err)
+	}
+	if err := p.Start(); err != nil {
+		return nil, fmt.Errorf("producer %s: start: %w", group, err)
+	}
+	return p, nil
+}
