@@ -52,7 +52,7 @@ func (f *fixture) batchWithStore(t *testing.T, store dedup.TxStore) *testenv.Cal
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
 	h := middleware.Chain(dedup.Handle(f.ledger.Handler(shop.HandleOrderCreated)), middleware.Recover(zap.NewNop()),
-		middleware.Classify(), eventID, middleware.Dedup(store))
+		middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store)))
 	return testenv.NewCallback(t, consumer.Config{Group: f.group, Subscriptions: []consumer.Subscription{{Topic: "ORDER"}},
 		BatchSize: 32}, h)
 }

@@ -163,7 +163,7 @@ func TestReview8_F7_HandlerBlockedInAStatementWithoutItsContextGivesItsConnectio
 			return consumer.Outcome{}, err
 		}
 		return consumer.Processed(), nil
-	}), middleware.Classify(), eventID, middleware.Timeout(300*time.Millisecond), middleware.Dedup(f.store))
+	}), middleware.Classify(), eventID, middleware.Timeout(300*time.Millisecond), testenv.Must(middleware.Dedup(f.store)))
 
 	ev := f.prefix + "-e"
 	o, _, err := f.handle(h, f.orderMsg(t, ev, ev))

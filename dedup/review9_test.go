@@ -247,7 +247,7 @@ func TestReview9_F7_Batch_StatementWithoutContextEndsAtTheMembersDeadline(t *tes
 			}
 		}
 		return consumer.Processed(), nil
-	}), middleware.Classify(), eventID, middleware.Deadline(0), middleware.Dedup(f.store))
+	}), middleware.Classify(), eventID, middleware.Deadline(0), testenv.Must(middleware.Dedup(f.store)))
 	cb := testenv.NewCallback(t, consumer.Config{Group: f.group, Subscriptions: []consumer.Subscription{{Topic: "ORDER"}},
 		BatchSize: 32, HandlerTimeout: perMember}, h)
 	assert.Equal(t, rmq.ConsumeRetryLater, cb.Deliver(t, false, f.batchMsgs(t, ids...)...))

@@ -72,7 +72,7 @@ func s6Race(t *testing.T, db *sqlx.DB, d s6Domain, order string) (msg, comp *s6T
 		var i int
 		_, _ = fmt.Sscanf(dl.Msg.GetProperty("ACTION_INDEX"), "%d", &i)
 		return consumer.Processed(), d.apply(ctx, tx, i, dl.Msg.GetProperty("ACTION_ID"), msg)
-	}), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Dedup(store))
+	}), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store)))
 
 	message := func(i int) {
 		m := &primitive.MessageExt{MsgId: testenv.Unique("msg"), Message: primitive.Message{Topic: "INVENTORY"}}

@@ -28,7 +28,7 @@ func BenchmarkVersion(b *testing.B) {
 				b.Fatal(err)
 			}
 			eventID, _ := middleware.EventID(middleware.EventIDConfig{})
-			mws := []consumer.Middleware{middleware.Classify(), eventID, middleware.Dedup(store)}
+			mws := []middleware.Middleware{middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store))}
 			if withVersion {
 				version, err := middleware.Version(store, middleware.VersionConfig{AggregateType: "order"})
 				if err != nil {

@@ -79,7 +79,7 @@ func TestE2E_F37_HotRowsInBatchesLoseAtMostOneBatchPerThousand(t *testing.T) {
 			return consumer.Outcome{}, err
 		}
 		return consumer.Processed(), balances.Add(ctx, tx, d.AggregateID, amount)
-	}), middleware.Classify(), eventID, middleware.Deadline(0), middleware.Dedup(store))
+	}), middleware.Classify(), eventID, middleware.Deadline(0), testenv.Must(middleware.Dedup(store)))
 	core, logs := observer.New(zapcore.InfoLevel)
 	obs := &retriedOnly{}
 	cfg := consumer.Config{BatchSize: 32, MaxAttempts: 5}

@@ -46,7 +46,7 @@ func TestE2E_F21_BatchDeadLetterWithoutSinkLeavesItsNeighboursOutOfTheDLQ(t *tes
 			return consumer.Outcome{}, retry.Permanent(errors.New("b-3 is rejected for good"))
 		}
 		return shop.HandleOrderCreated(ctx, tx, d)
-	}), middleware.Metrics(m), middleware.Classify(), eventID, middleware.Dedup(store))
+	}), testenv.Must(middleware.Metrics(m)), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store)))
 	c := w.start(consumer.Config{BatchSize: 4, MaxAttempts: 3}, handler, consumer.WithObserver(m))
 
 	var letters []*primitive.MessageExt

@@ -44,7 +44,7 @@ func TestE2E_Issue8_BatchModeSharesOneTransactionPerCallback(t *testing.T) {
 		handled++
 		mu.Unlock()
 		return shop.HandleOrderCreated(ctx, tx, d)
-	})), middleware.Classify(), eventID, middleware.Dedup(store))
+	})), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store)))
 	c := w.start(consumer.Config{BatchSize: 32, MaxAttempts: 5}, handler)
 
 	require.Eventually(t, func() bool {

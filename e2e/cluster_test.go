@@ -166,7 +166,7 @@ func dlqOnTwoMasters(t *testing.T, tm testenv.TwoMasters, bin string) {
 			return consumer.Outcome{}, retry.Permanent(errors.New("bug: unknown SKU"))
 		}
 		return consumer.Processed(), nil
-	})), middleware.Classify(), eventID, middleware.Dedup(store))
+	})), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store)))
 	// No dead-letter sink: the broker a message came from moves it to its own %DLQ%<group>.
 	c, err := consumer.New(consumer.Config{NameServers: ns, Group: group, MaxAttempts: 2, DrainTimeout: 5 * time.Second,
 		Subscriptions: []consumer.Subscription{{Topic: topic}}, StartFrom: consumer.StartFromFirstOffset},

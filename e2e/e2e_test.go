@@ -37,8 +37,8 @@ type redeliveries struct {
 	topics map[string]int // Delivery.Topic → count
 }
 
-func (r *redeliveries) middleware() consumer.Middleware {
-	return func(next consumer.Handler) consumer.Handler {
+func (r *redeliveries) middleware() middleware.Middleware {
+	return middleware.Func(func(next consumer.Handler) consumer.Handler {
 		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 			if d.Attempt > 0 {
 				r.mu.Lock()
@@ -47,7 +47,7 @@ func (r *redeliveries) middleware() consumer.Middleware {
 			}
 			return next(ctx, d)
 		}
-	}
+	})
 }
 
 func (r *redeliveries) snapshot() map[string]int {
@@ -84,8 +84,8 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 	seen := &redeliveries{topics: map[string]int{}}
 	ledger := testenv.NewLedger(t, db, run)
 	handler := middleware.Chain(dedup.Handle(ledger.Handler(shop.HandleOrderCreated)),
-		middleware.Metrics(m), seen.middleware(), middleware.Recover(log), middleware.Classify(),
-		eventID, middleware.Timeout(10*time.Second), middleware.Dedup(store))
+		testenv.Must(middleware.Metrics(m)), seen.middleware(), middleware.Recover(log), middleware.Classify(),
+		eventID, middleware.Timeout(10*time.Second), testenv.Must(middleware.Dedup(store)))
 	publisher, err := dlq.NewPublisher(prod)
 	require.NoError(t, err)
 	c := w.start(consumer.Config{MaxAttempts: 3, DrainTimeout: 10 * time.Second}, handler, consumer.WithLogger(log),
@@ -229,7 +229,7 @@ func TestE2E_S2_TwoConsumersSameEventConcurrently(t *testing.T) {
 		eventID, err := middleware.EventID(middleware.EventIDConfig{})
 		require.NoError(t, err)
 		handler := middleware.Chain(dedup.Handle(ledger.Handler(shop.HandleOrderCreated)),
-			middleware.Metrics(m), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Dedup(store))
+			testenv.Must(middleware.Metrics(m)), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store)))
 		c := w.start(consumer.Config{InstanceName: fmt.Sprintf("%s-%d", run, i), ConsumeGoroutines: 8}, handler, consumer.WithObserver(m))
 		defer func() { _ = c.Shutdown(context.Background()) }()
 		members = append(members, member{c: c, metrics: m})
@@ -290,7 +290,7 @@ func TestE2E_S2_TwoConsumersSameEventConcurrently(t *testing.T) {
 // that after a restart of the group nothing is redelivered — a sentinel sent then is the first message the
 // new consumer sees — so the committed offset moved past all of them. It returns the world and the metrics
 // of the run.
-func queueMovesOn(t *testing.T, followers int, deadline consumer.Middleware, misbehave func(ctx context.Context), release func()) (*world, *metrics.Metrics) {
+func queueMovesOn(t *testing.T, followers int, deadline []middleware.Middleware, misbehave func(ctx context.Context), release func()) (*world, *metrics.Metrics) {
 	t.Helper()
 	w := newWorld(t, 1)
 	db := testenv.MySQL(t)
@@ -300,14 +300,14 @@ func queueMovesOn(t *testing.T, followers int, deadline consumer.Middleware, mis
 	ledger := testenv.NewLedger(t, db, w.run)
 	badFirstEnded := make(chan struct{}) // closed when the bad first delivery's Dedup call (its transaction) ended
 	var endOnce sync.Once
-	awaitBadFirst := func(next consumer.Handler) consumer.Handler {
+	awaitBadFirst := middleware.Func(func(next consumer.Handler) consumer.Handler {
 		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 			if d.EventID == bad && d.Attempt == 0 {
 				defer endOnce.Do(func() { close(badFirstEnded) })
 			}
 			return next(ctx, d)
 		}
-	}
+	})
 
 	var mu sync.Mutex
 	var seen []string // EVENT_ID@attempt, in handling order
@@ -316,19 +316,17 @@ func queueMovesOn(t *testing.T, followers int, deadline consumer.Middleware, mis
 	start := func() *consumer.Consumer {
 		eventID, err := middleware.EventID(middleware.EventIDConfig{})
 		require.NoError(t, err)
-		record := func(next consumer.Handler) consumer.Handler {
+		record := middleware.Func(func(next consumer.Handler) consumer.Handler {
 			return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 				mu.Lock()
 				seen = append(seen, fmt.Sprintf("%s@%d", d.Msg.GetProperty("EVENT_ID"), d.Attempt))
 				mu.Unlock()
 				return next(ctx, d)
 			}
-		}
-		mws := []consumer.Middleware{middleware.Metrics(m), record, middleware.Recover(zap.NewNop()), middleware.Classify(), eventID}
-		if deadline != nil {
-			mws = append(mws, deadline)
-		}
-		mws = append(mws, awaitBadFirst, middleware.Dedup(store))
+		})
+		mws := []middleware.Middleware{testenv.Must(middleware.Metrics(m)), record, middleware.Recover(zap.NewNop()), middleware.Classify(), eventID}
+		mws = append(mws, deadline...) // none, or the deadline middleware
+		mws = append(mws, awaitBadFirst, testenv.Must(middleware.Dedup(store)))
 		handler := middleware.Chain(dedup.Handle(ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 			o, err := shop.HandleOrderCreated(ctx, tx, d)
 			if err == nil && d.EventID == bad && d.Attempt == 0 {
@@ -407,7 +405,7 @@ func TestE2E_F7_HungHandlerIsCancelledAtItsTimeoutWhileTheQueueMovesOn(t *testin
 	var once sync.Once
 	releaseOnce := func() { once.Do(func() { close(release) }) }
 	defer releaseOnce() // the abandoned handler goroutine ends with the test, even if it fails early
-	w, m := queueMovesOn(t, 200, middleware.Timeout(2*time.Second), func(context.Context) { <-release }, releaseOnce)
+	w, m := queueMovesOn(t, 200, []middleware.Middleware{middleware.Timeout(2 * time.Second)}, func(context.Context) { <-release }, releaseOnce)
 
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.Errors.WithLabelValues(w.group, w.topic, "transient")),
 		"the deadline is one transient error")
@@ -418,7 +416,7 @@ func TestE2E_F7_HungHandlerIsCancelledAtItsTimeoutWhileTheQueueMovesOn(t *testin
 // deadline ends the handler and its transaction (rolled back), the message is retried with the timeout
 // outcome and takes effect once; the 200 are processed and the committed offset passes them.
 func TestE2E_F7_SlowHandlerEndsAtItsDeadlineInlineWhileTheQueueMovesOn(t *testing.T) {
-	w, m := queueMovesOn(t, 200, middleware.Deadline(2*time.Second), func(ctx context.Context) { <-ctx.Done() }, nil)
+	w, m := queueMovesOn(t, 200, []middleware.Middleware{middleware.Deadline(2 * time.Second)}, func(ctx context.Context) { <-ctx.Done() }, nil)
 
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.Errors.WithLabelValues(w.group, w.topic, "transient")),
 		"the deadline is one transient error")
@@ -453,7 +451,7 @@ func TestE2E_F9_GracefulStopLosesNothingAndDoublesNothing(t *testing.T) {
 				return consumer.Outcome{}, ctx.Err()
 			}
 			return shop.HandleOrderCreated(ctx, tx, d)
-		})), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Dedup(store))
+		})), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store)))
 		c := w.start(consumer.Config{MaxAttempts: 1, ConsumeGoroutines: 4, DrainTimeout: 10 * time.Second}, handler)
 		return c
 	}
@@ -516,7 +514,7 @@ func TestE2E_F10_BatchOfFourOneFailsEachMessageHasItsOwnTransaction(t *testing.T
 			return consumer.Outcome{}, errors.New("b-3 fails its first attempt")
 		}
 		return shop.HandleOrderCreated(ctx, tx, d)
-	})), middleware.Metrics(m), middleware.Classify(), eventID, middleware.Dedup(store))
+	})), testenv.Must(middleware.Metrics(m)), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store)))
 	w.start(consumer.Config{BatchSize: 4}, handler, consumer.WithObserver(m))
 
 	require.Eventually(t, func() bool {

@@ -73,7 +73,7 @@ func TestE2E_F35_LeaseModeRetriesASecondCopyWhileTheFirstHoldsTheLease(t *testin
 		case <-time.After(3 * time.Second):
 		}
 		return consumer.Processed(), nil
-	})), middleware.Metrics(m), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Lease(store, 5*time.Second))
+	})), testenv.Must(middleware.Metrics(m)), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, testenv.Must(middleware.Lease(store, 5*time.Second)))
 	w.start(consumer.Config{ConsumeGoroutines: 4, HandlerTimeout: 4 * time.Second}, handler, consumer.WithObserver(obs))
 
 	ev := w.run + "-pay"

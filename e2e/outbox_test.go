@@ -252,7 +252,7 @@ func TestOutbox_RelayInTheConsumerProcessSendsSoonAfterTheCommit(t *testing.T) {
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
 	chain := middleware.Chain(dedup.Handle(sendEach(ob, f.topic, keyOfEvent)), middleware.Recover(zap.NewNop()),
-		middleware.Classify(), eventID, middleware.Deadline(0), middleware.Dedup(f.store))
+		middleware.Classify(), eventID, middleware.Deadline(0), testenv.Must(middleware.Dedup(f.store)))
 	c, err := consumer.New(consumer.Config{NameServers: f.ns, Group: group, InstanceName: group,
 		Subscriptions: []consumer.Subscription{{Topic: inTopic}}, StartFrom: consumer.StartFromFirstOffset},
 		chain, consumer.WithBackground(ob.Run))

@@ -133,7 +133,7 @@ func TestE2E_F40_StoreOnTheApplicationsPoolSizedToTheGoroutinesIsRefused(t *test
 func handWired(t *testing.T, app *sqlx.DB, store *dedup.Store) consumer.Handler {
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	return middleware.Recover(nil)(middleware.Classify()(eventID(middleware.Deadline(0)(middleware.Dedup(store)(readsThroughApp(app))))))
+	return middleware.Recover(nil).Wrap(middleware.Classify().Wrap(eventID.Wrap(middleware.Deadline(0).Wrap(testenv.Must(middleware.Dedup(store)).Wrap(readsThroughApp(app))))))
 }
 
 // F40: in the default wiring (dedup.Open: the store's transactions on a pool of its own; middleware.Standard)

@@ -43,8 +43,8 @@ type replays struct {
 	got []replayDelivery
 }
 
-func (r *replays) middleware(group string) consumer.Middleware {
-	return func(next consumer.Handler) consumer.Handler {
+func (r *replays) middleware(group string) middleware.Middleware {
+	return middleware.Func(func(next consumer.Handler) consumer.Handler {
 		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 			if d.Msg.GetProperty(consumer.PropReplayID) != "" {
 				r.mu.Lock()
@@ -55,7 +55,7 @@ func (r *replays) middleware(group string) consumer.Middleware {
 			}
 			return next(ctx, d)
 		}
-	}
+	})
 }
 
 func (r *replays) snapshot() []replayDelivery {
@@ -143,7 +143,7 @@ func TestE2E_S5_F18_DLQReplaySafeTwiceToTheDeadLetteredGroupOnly(t *testing.T) {
 	require.NoError(t, err)
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 	handler := middleware.Chain(dedup.Handle(ledger.Handler(business)), seen.middleware("cg"), middleware.Recover(log),
-		middleware.Classify(), eventID, middleware.Timeout(10*time.Second), middleware.Dedup(store))
+		middleware.Classify(), eventID, middleware.Timeout(10*time.Second), testenv.Must(middleware.Dedup(store)))
 	publisher, err := dlq.NewPublisher(w.prod)
 	require.NoError(t, err)
 	sink := &countingSink{inner: publisher}
@@ -282,7 +282,7 @@ func TestE2E_S5_DLQReplayTwoRunsAtOnceSendEachLetterOnce(t *testing.T) {
 			return consumer.Outcome{}, retry.Permanent(errors.New("bug"))
 		}
 		return consumer.Processed(), nil
-	})), seen.middleware("cg"), middleware.Classify(), eventID, middleware.Dedup(store))
+	})), seen.middleware("cg"), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store)))
 	publisher, err := dlq.NewPublisher(w.prod)
 	require.NoError(t, err)
 	sink := &countingSink{inner: publisher}
@@ -394,7 +394,7 @@ func TestE2E_S5_DLQReplayFromExportFile(t *testing.T) {
 		processed[d.EventID] = d.Msg
 		mu.Unlock()
 		return consumer.Processed(), nil
-	})), seen.middleware("cg"), middleware.Classify(), eventID, middleware.Dedup(store))
+	})), seen.middleware("cg"), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store)))
 	publisher, err := dlq.NewPublisher(w.prod)
 	require.NoError(t, err)
 	sink := &countingSink{inner: publisher}

@@ -43,7 +43,7 @@ func TestE2E_F12_S7_AggregateVersionsThroughTheBroker(t *testing.T) {
 	require.NoError(t, err)
 	h := middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		return consumer.Processed(), ledger.Append(ctx, tx, d.EventID)
-	}), middleware.Metrics(m), middleware.Recover(log), middleware.Classify(), eventID, middleware.Dedup(store), version)
+	}), testenv.Must(middleware.Metrics(m)), middleware.Recover(log), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store)), version)
 	w.start(consumer.Config{MaxAttempts: 3}, h, consumer.WithLogger(log), consumer.WithObserver(m))
 
 	count := func(outcome string) float64 {

@@ -64,7 +64,7 @@ func missingErr(format string, args ...any) error {
 
 // Chain wraps h in mws; the first middleware is the outermost, so Chain(h, a, b) runs a, then b, then h.
 //
-// It checks the chain once, at build time, knowing rmqguard's standard middlewares by identity (never
+// It checks the chain once, at build time, knowing rmqguard's standard middlewares by their Middleware's kind (never
 // calling them), and returns an error wrapping ErrChainOrder that says what to move or add where for:
 //   - Dedup without EventID before it (Dedup needs the event ID EventID sets);
 //   - Version without Dedup before it (Version runs inside the dedup transaction);
@@ -82,7 +82,7 @@ func missingErr(format string, args ...any) error {
 //     lease mode, is held to every rule above that names Dedup), except Version: each checks only its
 //     VersionConfig.EventTypes, so a chain may hold one Version per aggregate type, all after Dedup.
 //
-// A middleware built from a nil dependency (Dedup(nil), Metrics(nil)) or a nil h or middleware is refused
+// A nil h or a zero Middleware is refused
 // with an error wrapping ErrNilDependency. A wrong chain, one that no chain around it can mend (a
 // middleware twice, a nil dependency, a needed middleware present but inside the one needing it, Timeout
 // outside Recover), comes back as consumer.Refuse(err). An incomplete chain, one that only lacks EventID,
@@ -106,7 +106,7 @@ func missingErr(format string, args ...any) error {
 // transactions could hold every connection of the application's pool the handlers also use, naming the
 // fix; New then runs the chain without the Pending layer. An outer Chain given such a complete chain, or a
 // chain composed by hand, does not see the check: pass the store to consumer.WithHealthProbe as well.
-func Chain(h consumer.Handler, mws ...consumer.Middleware) consumer.Handler {
+func Chain(h consumer.Handler, mws ...Middleware) consumer.Handler {
 	c := chainKinds{tx: dedup.IsTxHandler(h)}
 	if err := consumer.Refused(h); err != nil {
 		// Only a Pending made by Chain itself carries its chain; an incomplete chain's error wrapped in
@@ -126,7 +126,7 @@ func Chain(h consumer.Handler, mws ...consumer.Middleware) consumer.Handler {
 		return consumer.Refuse(err)
 	}
 	for i := len(mws) - 1; i >= 0; i-- {
-		h = mws[i](h)
+		h = mws[i].wrap(h)
 	}
 	if missing != nil {
 		missing.kinds, missing.tx, missing.h, missing.stores = c.kinds, c.tx, h, c.stores
@@ -148,24 +148,19 @@ type chainKinds struct {
 }
 
 // collect fills c with the kinds of mws then c.inner, and returns why they can never run: a nil h or
-// middleware, a refused middleware, a standard middleware twice.
-func (c *chainKinds) collect(h consumer.Handler, mws []consumer.Middleware) error {
+// middleware, a standard middleware twice.
+func (c *chainKinds) collect(h consumer.Handler, mws []Middleware) error {
 	if h == nil {
 		return fmt.Errorf("%w: middleware.Chain: the handler is nil", ErrNilDependency)
 	}
 	c.kinds = make([]kind, 0, len(mws)+len(c.inner))
 	for i, mw := range mws {
-		if mw == nil {
-			return fmt.Errorf("%w: middleware.Chain: the middleware at position %d is nil", ErrNilDependency, i+1)
+		if mw.wrap == nil {
+			return fmt.Errorf("%w: middleware.Chain: the middleware at position %d is nil (a zero Middleware, or Func(nil))", ErrNilDependency, i+1)
 		}
-		k := kindOf(mw)
-		if k == kindRefused {
-			return fmt.Errorf("position %d: %w", i+1, consumer.Refused(mw(nil)))
-		}
-		if k == kindDedup || k == kindLease {
-			if cc, ok := checkerOf(mw); ok {
-				c.stores = append(c.stores, cc)
-			}
+		k := mw.kind
+		if cc, ok := checkerOf(mw); ok {
+			c.stores = append(c.stores, cc)
 		}
 		c.kinds = append(c.kinds, k)
 	}

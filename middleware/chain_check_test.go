@@ -52,47 +52,41 @@ func TestChain_WrongChainsFailConsumerNewWithTheFix(t *testing.T) {
 	recov, classify := middleware.Recover(zap.NewNop()), middleware.Classify()
 	for name, tc := range map[string]struct {
 		h    consumer.Handler
-		mws  []consumer.Middleware
+		mws  []middleware.Middleware
 		want string
 		is   error
 	}{
-		"Dedup before EventID": {plain, []consumer.Middleware{recov, classify, middleware.Dedup(store), eventID},
+		"Dedup before EventID": {plain, []middleware.Middleware{recov, classify, testenv.Must(middleware.Dedup(store)), eventID},
 			"consumer.New: handler: middleware.Dedup (position 3) needs middleware.EventID before it: move EventID before Dedup", middleware.ErrChainOrder},
-		"Dedup without EventID": {txPlain, []consumer.Middleware{classify, middleware.Dedup(store)},
+		"Dedup without EventID": {txPlain, []middleware.Middleware{classify, testenv.Must(middleware.Dedup(store))},
 			"middleware.Dedup (position 2) needs middleware.EventID before it: add middleware.EventID before Dedup", middleware.ErrChainOrder},
-		"Version before Dedup": {txPlain, []consumer.Middleware{classify, eventID, version, middleware.Dedup(store)},
+		"Version before Dedup": {txPlain, []middleware.Middleware{classify, eventID, version, testenv.Must(middleware.Dedup(store))},
 			"middleware.Version (position 3) needs middleware.Dedup before it: move Dedup before Version", middleware.ErrChainOrder},
-		"Dedup without Classify": {txPlain, []consumer.Middleware{recov, eventID, middleware.Deadline(0), middleware.Dedup(store)},
+		"Dedup without Classify": {txPlain, []middleware.Middleware{recov, eventID, middleware.Deadline(0), testenv.Must(middleware.Dedup(store))},
 			"middleware.Dedup (position 4) needs middleware.Classify in the chain: add it before EventID", middleware.ErrChainOrder},
-		"Classify inside Dedup": {txPlain, []consumer.Middleware{recov, eventID, middleware.Dedup(store), classify},
+		"Classify inside Dedup": {txPlain, []middleware.Middleware{recov, eventID, testenv.Must(middleware.Dedup(store)), classify},
 			"middleware.Dedup (position 3) needs middleware.Classify (position 4) before it: move Classify before Dedup", middleware.ErrChainOrder},
-		"Classify inside Dedup, in a pending inner chain": {middleware.Chain(txPlain, classify), []consumer.Middleware{recov, eventID, middleware.Dedup(store)},
+		"Classify inside Dedup, in a pending inner chain": {middleware.Chain(txPlain, classify), []middleware.Middleware{recov, eventID, testenv.Must(middleware.Dedup(store))},
 			"middleware.Dedup (position 3) needs middleware.Classify (position 4, in the inner chain) before it: move Classify before Dedup", middleware.ErrChainOrder},
-		"Version without Dedup": {plain, []consumer.Middleware{eventID, version},
+		"Version without Dedup": {plain, []middleware.Middleware{eventID, version},
 			"add middleware.Dedup before Version", middleware.ErrChainOrder},
-		"Timeout outside Recover": {plain, []consumer.Middleware{middleware.Timeout(time.Second), recov, classify},
+		"Timeout outside Recover": {plain, []middleware.Middleware{middleware.Timeout(time.Second), recov, classify},
 			"middleware.Timeout (position 1) must be inside middleware.Recover (position 2): move Recover before Timeout", middleware.ErrChainOrder},
-		"dedup.Handle without Dedup": {txPlain, []consumer.Middleware{recov, classify, eventID},
+		"dedup.Handle without Dedup": {txPlain, []middleware.Middleware{recov, classify, eventID},
 			"add middleware.Dedup(store) to the chain, after EventID", middleware.ErrChainOrder},
 		"dedup.HandleJSON without Dedup": {dedup.HandleJSON(func(context.Context, *sqlx.Tx, *consumer.Delivery, struct{}) (consumer.Outcome, error) {
 			return consumer.Processed(), nil
-		}), []consumer.Middleware{recov, classify, eventID},
+		}), []middleware.Middleware{recov, classify, eventID},
 			"add middleware.Dedup(store) to the chain, after EventID", middleware.ErrChainOrder},
-		"two Dedups": {txPlain, []consumer.Middleware{eventID, middleware.Dedup(store), middleware.Dedup(store)},
+		"two Dedups": {txPlain, []middleware.Middleware{eventID, testenv.Must(middleware.Dedup(store)), testenv.Must(middleware.Dedup(store))},
 			"middleware.Dedup (position 3) repeats middleware.Dedup (position 2): keep one of them", middleware.ErrChainOrder},
-		"two EventIDs": {plain, []consumer.Middleware{eventID, classify, eventID},
+		"two EventIDs": {plain, []middleware.Middleware{eventID, classify, eventID},
 			"middleware.EventID (position 3) repeats middleware.EventID (position 1)", middleware.ErrChainOrder},
-		"Deadline and Timeout": {plain, []consumer.Middleware{middleware.Deadline(0), middleware.Timeout(time.Second)},
+		"Deadline and Timeout": {plain, []middleware.Middleware{middleware.Deadline(0), middleware.Timeout(time.Second)},
 			"middleware.Timeout (position 2) repeats middleware.Deadline (position 1)", middleware.ErrChainOrder},
-		"Dedup(nil)": {txPlain, []consumer.Middleware{eventID, middleware.Dedup(nil)},
-			"position 2: nil dependency: middleware.Dedup: store is nil — did dedup.NewStore fail? check its error", middleware.ErrNilDependency},
-		"Dedup of a typed-nil *dedup.Store": {txPlain, []consumer.Middleware{eventID, middleware.Dedup((*dedup.Store)(nil))},
-			"middleware.Dedup: store is nil — did dedup.NewStore fail?", middleware.ErrNilDependency},
-		"Metrics(nil)": {plain, []consumer.Middleware{middleware.Metrics(nil), recov},
-			"middleware.Metrics: m is nil", middleware.ErrNilDependency},
-		"nil middleware": {plain, []consumer.Middleware{recov, nil},
+		"zero middleware": {plain, []middleware.Middleware{recov, {}},
 			"the middleware at position 2 is nil", middleware.ErrNilDependency},
-		"nil handler": {nil, []consumer.Middleware{recov},
+		"nil handler": {nil, []middleware.Middleware{recov},
 			"middleware.Chain: the handler is nil", middleware.ErrNilDependency},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -108,7 +102,7 @@ func TestChain_UserMiddlewaresAreAllowedAnywhereAndNotCalledByTheCheck(t *testin
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
 	built := 0
-	user := func(next consumer.Handler) consumer.Handler { built++; return next }
+	user := middleware.Func(func(next consumer.Handler) consumer.Handler { built++; return next })
 
 	refused := middleware.Chain(plain, user, middleware.Timeout(time.Second), user, middleware.Recover(nil), user)
 	require.ErrorIs(t, consumer.Refused(refused), middleware.ErrChainOrder)
@@ -126,7 +120,7 @@ func TestChain_RefusedHandlerPassesThroughUnwrapped(t *testing.T) {
 	errX := errors.New("could not build the handler")
 	wrapped := 0
 
-	h := middleware.Chain(consumer.Refuse(errX), func(next consumer.Handler) consumer.Handler { wrapped++; return next })
+	h := middleware.Chain(consumer.Refuse(errX), middleware.Func(func(next consumer.Handler) consumer.Handler { wrapped++; return next }))
 
 	assert.ErrorIs(t, newConsumer(t, h), errX)
 	assert.Zero(t, wrapped)
@@ -204,12 +198,28 @@ func TestRecoverAndLogging_NilLoggerIsANop(t *testing.T) {
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 }
 
-// Dedup(nil) applied by hand, outermost, is still reported by consumer.New.
-func TestDedup_NilStoreAppliedByHandFailsConsumerNew(t *testing.T) {
-	err := newConsumer(t, middleware.Dedup(nil)(plain))
+// A constructor given a nil dependency returns an error wrapping ErrNilDependency that names the fix.
+func TestConstructors_NilDependencyIsAnErrorWithTheFix(t *testing.T) {
+	for name, tc := range map[string]struct {
+		build func() (middleware.Middleware, error)
+		want  string
+	}{
+		"Dedup(nil)": {func() (middleware.Middleware, error) { return middleware.Dedup(nil) },
+			"nil dependency: middleware.Dedup: store is nil — did dedup.NewStore fail? check its error"},
+		"Dedup of a typed-nil *dedup.Store": {func() (middleware.Middleware, error) { return middleware.Dedup((*dedup.Store)(nil)) },
+			"middleware.Dedup: store is nil — did dedup.NewStore fail?"},
+		"Lease(nil)": {func() (middleware.Middleware, error) { return middleware.Lease(nil, time.Minute) },
+			"middleware.Lease: store is nil"},
+		"Metrics(nil)": {func() (middleware.Middleware, error) { return middleware.Metrics(nil) },
+			"middleware.Metrics: m is nil"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := tc.build()
 
-	require.ErrorIs(t, err, middleware.ErrNilDependency)
-	assert.Contains(t, err.Error(), "did dedup.NewStore fail?")
+			require.ErrorIs(t, err, middleware.ErrNilDependency)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
 }
 
 // Version checks only its own EventTypes, so a consumer of two aggregates' events puts one Version per
@@ -224,10 +234,10 @@ func TestChain_OneVersionPerAggregateTypeIsAccepted(t *testing.T) {
 	require.NoError(t, err)
 	store := new(dedup.Store)
 
-	h := middleware.Chain(txPlain, middleware.Recover(nil), middleware.Classify(), eventID, middleware.Dedup(store), orders, payments)
+	h := middleware.Chain(txPlain, middleware.Recover(nil), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store)), orders, payments)
 	require.NoError(t, consumer.Refused(h))
 
-	err = consumer.Refused(middleware.Chain(txPlain, middleware.Classify(), eventID, orders, middleware.Dedup(store), payments))
+	err = consumer.Refused(middleware.Chain(txPlain, middleware.Classify(), eventID, orders, testenv.Must(middleware.Dedup(store)), payments))
 	require.ErrorIs(t, err, middleware.ErrChainOrder)
 	assert.Contains(t, err.Error(), "middleware.Version (position 3) needs middleware.Dedup before it: move Dedup before Version")
 }

@@ -29,7 +29,7 @@ func (c *txCounter) handler() consumer.Handler {
 	})
 }
 
-func newEventID(t *testing.T) consumer.Middleware {
+func newEventID(t *testing.T) middleware.Middleware {
 	t.Helper()
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
@@ -49,7 +49,7 @@ func TestChain_IncompleteInnerChainIsCompletedByTheOuterOne(t *testing.T) {
 	assert.Equal(t, "consumer.New: handler: middleware.Dedup (position 1) needs middleware.EventID before it: add middleware.EventID before Dedup", err.Error())
 
 	var wrapped consumer.Handler // what the outer chain's innermost middleware wraps
-	innermost := func(next consumer.Handler) consumer.Handler { wrapped = next; return next }
+	innermost := middleware.Func(func(next consumer.Handler) consumer.Handler { wrapped = next; return next })
 	h := middleware.Chain(inner, middleware.Recover(nil), middleware.Classify(), newEventID(t), innermost)
 	require.NoError(t, consumer.Refused(h), "consumer.New accepts the composed chain")
 	require.NoError(t, consumer.Refused(wrapped), "the outer chain wraps the inner chain itself, not its pending layer")

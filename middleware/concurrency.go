@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/dedup"
 )
 
 // concurrencyChecker is a dedup store that must know how many handlers run at once: *dedup.Store, whose
@@ -80,24 +79,14 @@ func withCondition(h consumer.Handler, stores []concurrencyChecker) consumer.Han
 	return consumer.Pending(h, &storeCondition{stores: stores})
 }
 
-// dedupStore is what a Dedup middleware given no next handler answers with (see dedupMW.wrap): Chain learns
-// the store from it, and a chain composed by hand around a nil handler is refused.
-type dedupStore struct {
-	store dedup.TxStore
-	lease time.Duration // a Lease middleware's lease; 0 for Dedup
-}
+// errNilNext is the refusal of Dedup or Lease composed by hand around a nil handler.
+var errNilNext = errors.New("middleware.Dedup: the handler it wraps is nil")
 
-func (e *dedupStore) Error() string { return "middleware.Dedup: the handler it wraps is nil" }
-
-// checkerOf returns the concurrency checker of a Dedup middleware's store, if it has one.
-func checkerOf(mw consumer.Middleware) (concurrencyChecker, bool) {
-	var ds *dedupStore
-	if !errors.As(consumer.Refused(mw(nil)), &ds) {
-		return nil, false
-	}
-	cc, ok := ds.store.(concurrencyChecker)
-	if ok && ds.lease > 0 {
-		return leaseCondition{store: cc, lease: ds.lease}, true
+// checkerOf returns the concurrency checker of a Dedup or Lease middleware's store, if it has one.
+func checkerOf(mw Middleware) (concurrencyChecker, bool) {
+	cc, ok := mw.store.(concurrencyChecker)
+	if ok && mw.kind == kindLease {
+		return leaseCondition{store: cc, lease: mw.lease}, true
 	}
 	return cc, ok
 }

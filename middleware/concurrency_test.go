@@ -49,7 +49,7 @@ func TestChain_F40_DedupStoreOnTheApplicationsPoolIsCheckedByConsumerNew(t *test
 	require.NoError(t, err)
 	for name, h := range map[string]consumer.Handler{
 		"Standard": middleware.Standard(txPlain, middleware.StandardConfig{Store: store}),
-		"inner Chain completed by an outer one": middleware.Chain(middleware.Chain(txPlain, middleware.Dedup(store)),
+		"inner Chain completed by an outer one": middleware.Chain(middleware.Chain(txPlain, testenv.Must(middleware.Dedup(store))),
 			middleware.Recover(nil), middleware.Classify(), eventID),
 		"a layer that forwards the check": middleware.Standard(txPlain, middleware.StandardConfig{Store: forwarding{store}}),
 	} {
@@ -83,7 +83,7 @@ func TestChain_F40_StoreOnItsOwnPoolOrWithoutACheckIsAccepted(t *testing.T) {
 
 // Dedup around a nil handler, composed by hand, is refused rather than left to panic on the first message.
 func TestDedup_AroundANilHandlerIsRefused(t *testing.T) {
-	err := consumer.Refused(middleware.Dedup(new(dedup.Store))(nil))
+	err := consumer.Refused(testenv.Must(middleware.Dedup(new(dedup.Store))).Wrap(nil))
 	require.Error(t, err)
 	assert.Equal(t, "middleware.Dedup: the handler it wraps is nil", err.Error())
 }

@@ -44,7 +44,7 @@ func TestDeadline_F7_SlowTransactionIsRolledBackAtTheDeadlineAndAppliedOnceOnRed
 			return consumer.Processed(), nil
 		}
 	})), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Deadline(200*time.Millisecond),
-		middleware.Dedup(store))
+		testenv.Must(middleware.Dedup(store)))
 	msg := &primitive.MessageExt{MsgId: run + "-msg", Message: primitive.Message{Topic: "ORDER", Body: []byte(`{}`)}}
 	msg.WithProperty("EVENT_ID", run+"-e1")
 	dedupRows := func() int {

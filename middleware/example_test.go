@@ -41,14 +41,22 @@ func wire(ctx context.Context, dsn string, logger *zap.Logger) error {
 	if err != nil {
 		return err
 	}
+	observed, err := middleware.Metrics(m)
+	if err != nil {
+		return err
+	}
+	deduped, err := middleware.Dedup(store)
+	if err != nil {
+		return err
+	}
 	handler := middleware.Chain(
 		dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 			// business writes go through tx: they commit with the dedup row, or not at all
 			_, err := tx.ExecContext(ctx, "INSERT INTO orders (order_no) VALUES (?)", d.AggregateID)
 			return consumer.Processed(), err
 		}),
-		middleware.Metrics(m), middleware.Recover(logger), middleware.Classify(),
-		eventID, middleware.Deadline(0), middleware.Dedup(store)) // Deadline(0): the consumer's HandlerTimeout, inline
+		observed, middleware.Recover(logger), middleware.Classify(),
+		eventID, middleware.Deadline(0), deduped) // Deadline(0): the consumer's HandlerTimeout, inline
 	c, err := consumer.New(consumer.Config{
 		NameServers: []string{"127.0.0.1:9876"}, Group: "inventory",
 		Subscriptions: []consumer.Subscription{{Topic: "ORDER", Expression: "OrderCreated"}},

@@ -37,16 +37,24 @@ type StandardConfig struct {
 // Store on the application's pool (no dedup.WithTxDSN) is checked by consumer.New against the handlers it
 // runs at once (see Chain).
 func Standard(h consumer.Handler, cfg StandardConfig) consumer.Handler {
-	var mws []consumer.Middleware
+	var mws []Middleware
 	if cfg.Metrics != nil {
-		mws = append(mws, Metrics(cfg.Metrics))
+		m, err := Metrics(cfg.Metrics)
+		if err != nil {
+			return consumer.Refuse(fmt.Errorf("middleware.Standard: %w", err))
+		}
+		mws = append(mws, m)
 	}
 	eventID, err := EventID(cfg.EventID)
 	if err != nil {
 		return consumer.Refuse(fmt.Errorf("middleware.Standard: EventID: %w", err))
 	}
-	mws = append(mws, Recover(cfg.Logger), Classify(), eventID, Deadline(0), Dedup(cfg.Store))
-	if cfg.Version != nil && !isNil(cfg.Store) { // a nil Store: Chain refuses Dedup(nil), the cause
+	dedupMW, err := Dedup(cfg.Store)
+	if err != nil {
+		return consumer.Refuse(fmt.Errorf("middleware.Standard: %w", err))
+	}
+	mws = append(mws, Recover(cfg.Logger), Classify(), eventID, Deadline(0), dedupMW)
+	if cfg.Version != nil {
 		store, ok := cfg.Store.(*dedup.Store)
 		if !ok && cfg.Version.Load == nil {
 			return consumer.Refuse(fmt.Errorf("middleware.Standard: Version: Store is a %T, not a *dedup.Store: set VersionConfig.Load "+

@@ -42,9 +42,17 @@ func chain(s *shop.Shop, store *dedup.Store, fast dedup.TxStore, m *metrics.Metr
 	if err != nil {
 		return nil, err
 	}
+	metricsMW, err := middleware.Metrics(m)
+	if err != nil {
+		return nil, err
+	}
+	dedupMW, err := middleware.Dedup(fast)
+	if err != nil {
+		return nil, err
+	}
 	return middleware.Chain(dedup.Handle(s.Handle),
-		middleware.Metrics(m), middleware.Recover(log), middleware.Classify(),
-		eventID, shop.CheckOrderAggregate(), middleware.Deadline(0), middleware.Dedup(fast), version), nil
+		metricsMW, middleware.Recover(log), middleware.Classify(),
+		eventID, shop.CheckOrderAggregate(), middleware.Deadline(0), dedupMW, version), nil
 }
 
 // loyaltyBatchSize is the loyalty group's consumer.Config.BatchSize: its handler credits a batch's accounts in
@@ -62,14 +70,22 @@ func loyaltyChain(s *shop.Shop, store *dedup.Store, fast dedup.TxStore, m *metri
 	if err != nil {
 		return nil, err
 	}
+	metricsMW, err := middleware.Metrics(m)
+	if err != nil {
+		return nil, err
+	}
+	dedupMW, err := middleware.Dedup(fast)
+	if err != nil {
+		return nil, err
+	}
 	return middleware.Chain(dedup.HandleBatchJSON(s.LoyaltyPointsCreditedBatch),
-		middleware.Metrics(m), middleware.Recover(log), middleware.Classify(),
-		eventID, middleware.Deadline(0), middleware.Dedup(fast)), nil
+		metricsMW, middleware.Recover(log), middleware.Classify(),
+		eventID, middleware.Deadline(0), dedupMW), nil
 }
 
 // exampleEventID reads the event ID from the EVENT_ID property, else the body's eventId; the type and the
 // aggregate from EVENT_TYPE (else the tag) and AGGREGATE_ID.
-func exampleEventID() (consumer.Middleware, error) {
+func exampleEventID() (middleware.Middleware, error) {
 	return middleware.EventID(middleware.EventIDConfig{
 		Extractors: []middleware.Extractor{middleware.FromProperty(shop.PropEventID), middleware.FromJSONField("eventId")},
 	})

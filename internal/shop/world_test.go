@@ -146,7 +146,7 @@ func (w *world) chain(gapRetries int) consumer.Handler {
 		Load: w.shop.LoadOrderVersion, Require: true, GapRetries: gapRetries, GapDelayLevel: 1})
 	require.NoError(w.t, err)
 	return middleware.Chain(dedup.Handle(w.shop.Handle), middleware.Classify(), eventID, shop.CheckOrderAggregate(),
-		middleware.Dedup(store), version)
+		testenv.Must(middleware.Dedup(store)), version)
 }
 
 // through runs d through h as a fresh delivery (the chain fills in the event's identity again).

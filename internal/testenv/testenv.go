@@ -93,3 +93,11 @@ func reachable(t testing.TB, name, def string) string {
 func Unique(prefix string) string {
 	return prefix + "-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
 }
+
+// Must returns v, or panics with err: for a constructor a test cannot go on without.
+func Must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
