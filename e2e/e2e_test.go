@@ -134,7 +134,7 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 	byCase := map[string]*primitive.MessageExt{}
 	for _, l := range letters {
 		assert.Equal(t, topic, l.GetProperty(primitive.PropertyRetryTopic), "the origin topic travels with the letter")
-		assert.Equal(t, group, l.GetProperty(dlq.PropGroup))
+		assert.Equal(t, group, l.GetProperty(consumer.PropDeadLetterGroup))
 		key := l.GetProperty("CASE")
 		if key == "" {
 			key = l.GetProperty("EVENT_ID")
@@ -142,12 +142,12 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 		byCase[key] = l
 	}
 	require.Contains(t, byCase, plan.PoisonEventID)
-	assert.Contains(t, byCase[plan.PoisonEventID].GetProperty(dlq.PropReason), "undecodable body")
+	assert.Contains(t, byCase[plan.PoisonEventID].GetProperty(consumer.PropDeadLetterReason), "undecodable body")
 	assert.Equal(t, run+"-poison", byCase[plan.PoisonEventID].GetKeys())
 	require.Contains(t, byCase, "no-id")
-	assert.Contains(t, byCase["no-id"].GetProperty(dlq.PropReason), "unidentifiable")
+	assert.Contains(t, byCase["no-id"].GetProperty(consumer.PropDeadLetterReason), "unidentifiable")
 	require.Contains(t, byCase, "long-id")
-	assert.Contains(t, byCase["long-id"].GetProperty(dlq.PropReason), "longer than")
+	assert.Contains(t, byCase["long-id"].GetProperty(consumer.PropDeadLetterReason), "longer than")
 	assert.Equal(t, 2.0, testutil.ToFloat64(m.Unidentifiable.WithLabelValues(group, topic)))
 }
 
