@@ -58,8 +58,8 @@ type Letter struct {
 	Body []byte `json:"body"`
 }
 
-// NewLetter builds the Letter of m, read from group's DLQ topic.
-func NewLetter(group string, m *primitive.MessageExt) Letter {
+// newLetter builds the Letter of m, read from group's DLQ topic.
+func newLetter(group string, m *primitive.MessageExt) Letter {
 	l := Letter{
 		Group:       group,
 		Topic:       m.Topic,
