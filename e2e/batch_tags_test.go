@@ -41,12 +41,12 @@ func TestE2E_F21_BatchDeadLetterWithoutSinkLeavesItsNeighboursOutOfTheDLQ(t *tes
 
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	handler := middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+	handler := testenv.Must(middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		if d.EventID == b3 {
 			return consumer.Outcome{}, retry.Permanent(errors.New("b-3 is rejected for good"))
 		}
 		return shop.HandleOrderCreated(ctx, tx, d)
-	}), testenv.Must(middleware.Metrics(m)), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store)))
+	}), testenv.Must(middleware.Metrics(m)), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store))))
 	c := w.start(consumer.Config{BatchSize: 4, MaxAttempts: 3}, handler, consumer.WithObserver(m))
 
 	var letters []*primitive.MessageExt

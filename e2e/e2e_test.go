@@ -83,9 +83,9 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 	require.NoError(t, err)
 	seen := &redeliveries{topics: map[string]int{}}
 	ledger := testenv.NewLedger(t, db, run)
-	handler := middleware.Chain(dedup.Handle(ledger.Handler(shop.HandleOrderCreated)),
+	handler := testenv.Must(middleware.Chain(dedup.Handle(ledger.Handler(shop.HandleOrderCreated)),
 		testenv.Must(middleware.Metrics(m)), seen.middleware(), middleware.Recover(log), middleware.Classify(),
-		eventID, middleware.Timeout(10*time.Second), testenv.Must(middleware.Dedup(store)))
+		eventID, middleware.Timeout(10*time.Second), testenv.Must(middleware.Dedup(store))))
 	publisher, err := dlq.NewPublisher(prod)
 	require.NoError(t, err)
 	c := w.start(consumer.Config{MaxAttempts: 3, DrainTimeout: 10 * time.Second}, handler, consumer.WithLogger(log),
@@ -161,7 +161,7 @@ func TestE2E_F5_MaxAttemptsBecomesMaxReconsumeTimes(t *testing.T) {
 	var mu sync.Mutex
 	attempts := map[string][]int{} // EVENT_ID → ReconsumeTimes seen
 	var wrong []string             // deliveries whose Attempt or MaxAttempts disagree with the client
-	handler := middleware.Chain(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	handler := testenv.Must(middleware.Chain(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		id := d.Msg.GetProperty("EVENT_ID")
 		mu.Lock()
 		attempts[id] = append(attempts[id], d.Attempt)
@@ -173,7 +173,7 @@ func TestE2E_F5_MaxAttemptsBecomesMaxReconsumeTimes(t *testing.T) {
 			return consumer.Outcome{}, retry.Permanent(errors.New("unknown SKU"))
 		}
 		return consumer.Outcome{}, errors.New("db down")
-	}, middleware.Classify())
+	}, middleware.Classify()))
 	c := w.start(consumer.Config{MaxAttempts: 3, DrainTimeout: 5 * time.Second}, handler)
 	defer func() { _ = c.Shutdown(context.Background()) }()
 
@@ -228,8 +228,8 @@ func TestE2E_S2_TwoConsumersSameEventConcurrently(t *testing.T) {
 		require.NoError(t, err)
 		eventID, err := middleware.EventID(middleware.EventIDConfig{})
 		require.NoError(t, err)
-		handler := middleware.Chain(dedup.Handle(ledger.Handler(shop.HandleOrderCreated)),
-			testenv.Must(middleware.Metrics(m)), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store)))
+		handler := testenv.Must(middleware.Chain(dedup.Handle(ledger.Handler(shop.HandleOrderCreated)),
+			testenv.Must(middleware.Metrics(m)), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store))))
 		c := w.start(consumer.Config{InstanceName: fmt.Sprintf("%s-%d", run, i), ConsumeGoroutines: 8}, handler, consumer.WithObserver(m))
 		defer func() { _ = c.Shutdown(context.Background()) }()
 		members = append(members, member{c: c, metrics: m})
@@ -327,13 +327,13 @@ func queueMovesOn(t *testing.T, followers int, deadline []middleware.Middleware,
 		mws := []middleware.Middleware{testenv.Must(middleware.Metrics(m)), record, middleware.Recover(zap.NewNop()), middleware.Classify(), eventID}
 		mws = append(mws, deadline...) // none, or the deadline middleware
 		mws = append(mws, awaitBadFirst, testenv.Must(middleware.Dedup(store)))
-		handler := middleware.Chain(dedup.Handle(ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		handler := testenv.Must(middleware.Chain(dedup.Handle(ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 			o, err := shop.HandleOrderCreated(ctx, tx, d)
 			if err == nil && d.EventID == bad && d.Attempt == 0 {
 				misbehave(ctx)
 			}
 			return o, err
-		})), mws...)
+		})), mws...))
 		return w.start(consumer.Config{DrainTimeout: 10 * time.Second}, handler, consumer.WithObserver(m))
 	}
 	c := start()
@@ -440,7 +440,7 @@ func TestE2E_F9_GracefulStopLosesNothingAndDoublesNothing(t *testing.T) {
 	start := func() *consumer.Consumer {
 		eventID, err := middleware.EventID(middleware.EventIDConfig{})
 		require.NoError(t, err)
-		handler := middleware.Chain(dedup.Handle(ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		handler := testenv.Must(middleware.Chain(dedup.Handle(ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 			if d.Attempt > 0 {
 				sentBack.Add(1)
 			}
@@ -451,7 +451,7 @@ func TestE2E_F9_GracefulStopLosesNothingAndDoublesNothing(t *testing.T) {
 				return consumer.Outcome{}, ctx.Err()
 			}
 			return shop.HandleOrderCreated(ctx, tx, d)
-		})), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store)))
+		})), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store))))
 		c := w.start(consumer.Config{MaxAttempts: 1, ConsumeGoroutines: 4, DrainTimeout: 10 * time.Second}, handler)
 		return c
 	}
@@ -509,12 +509,12 @@ func TestE2E_F10_BatchOfFourOneFailsEachMessageHasItsOwnTransaction(t *testing.T
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
 	ledger := testenv.NewLedger(t, db, w.run)
-	handler := middleware.Chain(dedup.Handle(ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+	handler := testenv.Must(middleware.Chain(dedup.Handle(ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		if d.EventID == b3 && d.Attempt == 0 {
 			return consumer.Outcome{}, errors.New("b-3 fails its first attempt")
 		}
 		return shop.HandleOrderCreated(ctx, tx, d)
-	})), testenv.Must(middleware.Metrics(m)), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store)))
+	})), testenv.Must(middleware.Metrics(m)), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store))))
 	w.start(consumer.Config{BatchSize: 4}, handler, consumer.WithObserver(m))
 
 	require.Eventually(t, func() bool {

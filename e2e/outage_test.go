@@ -70,8 +70,8 @@ func newOutageRig(t *testing.T, name string, port int) *outageRig {
 			return next(ctx, d)
 		}
 	})
-	handler := middleware.Chain(dedup.Handle(shop.HandleOrderCreated), testenv.Must(middleware.Metrics(m)), count,
-		middleware.Classify(), eventID, middleware.Timeout(10*time.Second), testenv.Must(middleware.Dedup(store)))
+	handler := testenv.Must(middleware.Chain(dedup.Handle(shop.HandleOrderCreated), testenv.Must(middleware.Metrics(m)), count,
+		middleware.Classify(), eventID, middleware.Timeout(10*time.Second), testenv.Must(middleware.Dedup(store))))
 	r.c = w.start(consumer.Config{MaxAttempts: 3, ConsumeGoroutines: 8, HandlerTimeout: 10 * time.Second, DrainTimeout: 10 * time.Second},
 		handler, consumer.WithLogger(zap.New(core)), consumer.WithHealthProbe(r.probe), consumer.WithObserver(m))
 	return r

@@ -106,7 +106,7 @@ func TestE2E_F40_StoreOnTheApplicationsPoolSizedToTheGoroutinesIsRefused(t *test
 	cfg := f40Config()
 	cfg.NameServers, cfg.Group = w.ns, w.group
 	cfg.Subscriptions = []consumer.Subscription{{Topic: w.topic}}
-	standard := middleware.Standard(readsThroughApp(app), middleware.StandardConfig{Store: store})
+	standard := testenv.Must(middleware.Standard(readsThroughApp(app), middleware.StandardConfig{Store: store}))
 
 	_, err = consumer.New(cfg, standard)
 	require.Error(t, err, "the chain's store shares a pool of 20 with up to 40 handlers")
@@ -170,7 +170,7 @@ func TestE2E_F40_HandlerReadingTheApplicationsPoolNeverStallsTheDefaultWiring(t 
 			w.send(plan.Messages...)
 			l := newBurstLedger()
 			start := time.Now()
-			cons := w.start(f40Config(), middleware.Standard(readsThroughApp(app), middleware.StandardConfig{Store: store}),
+			cons := w.start(f40Config(), testenv.Must(middleware.Standard(readsThroughApp(app), middleware.StandardConfig{Store: store})),
 				consumer.WithObserver(l), consumer.WithHealthProbe(store))
 			require.Eventually(t, func() bool { n, _ := l.decided(); return n >= events }, 3*time.Minute, 200*time.Millisecond)
 			elapsed := time.Since(start)

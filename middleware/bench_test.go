@@ -33,9 +33,9 @@ func benchChain(b *testing.B, deadline func(time.Duration) middleware.Middleware
 	if deadline != nil {
 		mws = append(mws, deadline(5*time.Second))
 	}
-	return middleware.Chain(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
+	return testenv.Must(middleware.Chain(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
 		return consumer.Processed(), nil
-	}, mws...)
+	}, mws...))
 }
 
 func benchMsg() *primitive.MessageExt {

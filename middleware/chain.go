@@ -82,10 +82,9 @@ func missingErr(format string, args ...any) error {
 //     lease mode, is held to every rule above that names Dedup), except Version: each checks only its
 //     VersionConfig.EventTypes, so a chain may hold one Version per aggregate type, all after Dedup.
 //
-// A nil h or a zero Middleware is refused
-// with an error wrapping ErrNilDependency. A wrong chain, one that no chain around it can mend (a
-// middleware twice, a nil dependency, a needed middleware present but inside the one needing it, Timeout
-// outside Recover), comes back as consumer.Refuse(err). An incomplete chain, one that only lacks EventID,
+// A nil h or a zero Middleware is an error wrapping ErrNilDependency. A wrong chain, one that no chain
+// around it can mend (a middleware twice, a needed middleware present but inside the one needing it,
+// Timeout outside Recover), is Chain's error. An incomplete chain, one that only lacks EventID,
 // Classify or Dedup, which a chain around it may provide, comes back as consumer.Pending(chain, err): it
 // runs, but consumer.New given it fails with err ("consumer.New: handler: …"), as for a wrong chain. A
 // Chain given such a pending h checks its mws and h's middlewares as one chain (positions counted over
@@ -95,9 +94,9 @@ func missingErr(format string, args ...any) error {
 // every branch needs. A branch hidden from consumer.New (called by your own handler) that no chain
 // completes runs incomplete: build each branch complete, or check it yourself with consumer.Refused.
 // A refused h (consumer.Refuse), or a Pending one not made by Chain (even one whose error wraps a Chain's),
-// is returned as it is. A complete h is not inspected: its middlewares are
+// makes its error Chain's. A complete h is not inspected: its middlewares are
 // not counted with mws. Other middlewares are allowed anywhere and are not called by the check; a chain
-// composed by hand (mw(h)) is not checked. A complete chain costs nothing more per message than the
+// composed by hand (mw.Wrap(h)) is not checked. A complete chain costs nothing more per message than the
 // wrapped middlewares; a pending one, one call and a nil check more until an outer Chain unwraps it.
 //
 // A chain whose Dedup store has a concurrency check (dedup.Store.CheckConcurrency, forwarded by
@@ -106,33 +105,33 @@ func missingErr(format string, args ...any) error {
 // transactions could hold every connection of the application's pool the handlers also use, naming the
 // fix; New then runs the chain without the Pending layer. An outer Chain given such a complete chain, or a
 // chain composed by hand, does not see the check: pass the store to consumer.WithHealthProbe as well.
-func Chain(h consumer.Handler, mws ...Middleware) consumer.Handler {
+func Chain(h consumer.Handler, mws ...Middleware) (consumer.Handler, error) {
 	c := chainKinds{tx: dedup.IsTxHandler(h)}
 	if err := consumer.Refused(h); err != nil {
 		// Only a Pending made by Chain itself carries its chain; an incomplete chain's error wrapped in
 		// another handler's refusal (a router refusing for a branch) is that handler's, not a chain to complete.
 		inner, ok := err.(*incompleteChainError) // the error itself, not errors.As
 		if !ok {
-			return h
+			return nil, err
 		}
 		h, c.inner, c.tx, c.stores = inner.h, inner.kinds, inner.tx, inner.stores
 	}
 	if err := c.collect(h, mws); err != nil {
-		return consumer.Refuse(err)
+		return nil, err
 	}
 	err := c.check()
 	var missing *incompleteChainError
 	if err != nil && !errors.As(err, &missing) {
-		return consumer.Refuse(err)
+		return nil, err
 	}
 	for i := len(mws) - 1; i >= 0; i-- {
 		h = mws[i].wrap(h)
 	}
 	if missing != nil {
 		missing.kinds, missing.tx, missing.h, missing.stores = c.kinds, c.tx, h, c.stores
-		return consumer.Pending(h, missing)
+		return consumer.Pending(h, missing), nil
 	}
-	return withCondition(h, c.stores)
+	return withCondition(h, c.stores), nil
 }
 
 // chainKinds is the chain Chain checks: the kind of each middleware, outermost first, and whether the

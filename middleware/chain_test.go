@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/retry"
 )
@@ -44,7 +45,7 @@ func TestChain_FirstMiddlewareIsOutermost(t *testing.T) {
 		return consumer.Processed(), nil
 	}
 
-	o, err := middleware.Chain(h, record("a", &log), record("b", &log), record("c", &log))(context.Background(), delivery("ORDER", "", nil))
+	o, err := testenv.Must(middleware.Chain(h, record("a", &log), record("b", &log), record("c", &log)))(context.Background(), delivery("ORDER", "", nil))
 
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
@@ -52,7 +53,7 @@ func TestChain_FirstMiddlewareIsOutermost(t *testing.T) {
 }
 
 func TestChain_NoMiddlewaresIsTheHandler(t *testing.T) {
-	o, err := middleware.Chain(returning(consumer.Stale("v5 < v7"), nil))(context.Background(), delivery("ORDER", "", nil))
+	o, err := testenv.Must(middleware.Chain(returning(consumer.Stale("v5 < v7"), nil)))(context.Background(), delivery("ORDER", "", nil))
 
 	require.NoError(t, err)
 	assert.Equal(t, consumer.Stale("v5 < v7"), o)
@@ -229,7 +230,7 @@ func TestClassify_KeepsAnInnerDeadLetter(t *testing.T) {
 func TestClassify_InnerDeadLetterOfAnUnidentifiableMessageIsClassedSo(t *testing.T) {
 	eid, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	h := middleware.Chain(returning(consumer.Processed(), nil), middleware.Classify(), eid)
+	h := testenv.Must(middleware.Chain(returning(consumer.Processed(), nil), middleware.Classify(), eid))
 
 	o, err := h(context.Background(), delivery("ORDER", "", nil))
 
@@ -307,7 +308,7 @@ func panickingOrderHandler(context.Context, *consumer.Delivery) (consumer.Outcom
 func TestRecover_F28_PanicUnderTimeoutKeepsTheHandlersStackInTheLog(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
 	d := delivery("ORDER", "", map[string]string{"KEYS": "p-1"})
-	h := middleware.Chain(panickingOrderHandler, middleware.Recover(zap.New(core)), middleware.Timeout(time.Hour))
+	h := testenv.Must(middleware.Chain(panickingOrderHandler, middleware.Recover(zap.New(core)), middleware.Timeout(time.Hour)))
 
 	o, err := h(context.Background(), d)
 

@@ -62,8 +62,8 @@ func (f *lateCommit) chainOf(t *testing.T, deadline middleware.Middleware, h ded
 	t.Helper()
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	return middleware.Chain(dedup.Handle(f.ledger.Handler(h)), middleware.Recover(zap.NewNop()), middleware.Classify(),
-		eventID, deadline, testenv.Must(middleware.Dedup(f.store)))
+	return testenv.Must(middleware.Chain(dedup.Handle(f.ledger.Handler(h)), middleware.Recover(zap.NewNop()), middleware.Classify(),
+		eventID, deadline, testenv.Must(middleware.Dedup(f.store))))
 }
 
 // msg is a message of event id on its delivery with ReconsumeTimes attempt.

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/retry"
 )
@@ -174,10 +175,10 @@ func TestDeadline_ResultBeforeTheDeadlinePassesThroughUnderTheEarlierDeadline(t 
 // A late error cannot change the message's class: a permanent error returned after the deadline is a
 // timeout retry, as Timeout, which never sees it, would report.
 func TestDeadline_LateErrorIsKeptAsTextAndDoesNotClassify(t *testing.T) {
-	h := middleware.Chain(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := testenv.Must(middleware.Chain(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		<-ctx.Done()
 		return consumer.Outcome{}, retry.Permanent(errors.New("invalid payload"))
-	}, middleware.Classify(), middleware.Deadline(10*time.Millisecond))
+	}, middleware.Classify(), middleware.Deadline(10*time.Millisecond)))
 
 	o, err := h(context.Background(), delivery("ORDER", "", nil))
 
@@ -192,7 +193,7 @@ func TestDeadline_LateErrorIsKeptAsTextAndDoesNotClassify(t *testing.T) {
 // the handler's own frame.
 func TestRecover_F28_PanicUnderDeadlineKeepsTheHandlersStackInTheLog(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	h := middleware.Chain(panickingOrderHandler, middleware.Recover(zap.New(core)), middleware.Classify(), middleware.Deadline(time.Hour))
+	h := testenv.Must(middleware.Chain(panickingOrderHandler, middleware.Recover(zap.New(core)), middleware.Classify(), middleware.Deadline(time.Hour)))
 
 	o, err := h(context.Background(), delivery("ORDER", "", nil))
 
@@ -220,10 +221,10 @@ func TestDeadline_LateOutcomeThatDoesNotAcknowledgeIsATimeoutEvenIfMarkedCommitt
 	for _, late := range []consumer.Outcome{consumer.DeadLetter("decided late"), consumer.Retry(3, "decided late")} {
 		t.Run(late.Kind.String(), func(t *testing.T) {
 			late.Committed = true
-			h := middleware.Chain(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+			h := testenv.Must(middleware.Chain(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 				<-ctx.Done()
 				return late, nil
-			}, middleware.Classify(), middleware.Deadline(10*time.Millisecond))
+			}, middleware.Classify(), middleware.Deadline(10*time.Millisecond)))
 
 			o, err := h(context.Background(), delivery("ORDER", "", nil))
 

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 )
 
@@ -281,7 +282,7 @@ func TestEventID_DeadLetterSurvivesClassify(t *testing.T) {
 	require.NoError(t, err)
 	s := &seen{}
 
-	o, herr := middleware.Chain(s.handle, middleware.Classify(), mw)(context.Background(), delivery("ORDER", "", nil))
+	o, herr := testenv.Must(middleware.Chain(s.handle, middleware.Classify(), mw))(context.Background(), delivery("ORDER", "", nil))
 
 	requireUnidentifiable(t, o, herr, s)
 }

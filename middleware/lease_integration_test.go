@@ -54,8 +54,8 @@ func (w *leaseWorld) chain(t *testing.T, store *dedup.Store, lease time.Duration
 	t.Helper()
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	chain := middleware.Chain(dedup.Handle(w.ledger.Handler(h)), middleware.Recover(zap.NewNop()), middleware.Classify(),
-		eventID, testenv.Must(middleware.Lease(store, lease)))
+	chain := testenv.Must(middleware.Chain(dedup.Handle(w.ledger.Handler(h)), middleware.Recover(zap.NewNop()), middleware.Classify(),
+		eventID, testenv.Must(middleware.Lease(store, lease))))
 	require.NoError(t, consumer.Refused(chain), "Chain accepts Lease in Dedup's place")
 	return chain
 }
@@ -194,7 +194,7 @@ func runLeaseHolder() {
 		time.Sleep(time.Hour) // killed here, the call made and its answer written but not committed
 		return consumer.Processed(), nil
 	})
-	chain := middleware.Chain(h, middleware.Classify(), eventID, testenv.Must(middleware.Lease(store, lease)))
+	chain := testenv.Must(middleware.Chain(h, middleware.Classify(), eventID, testenv.Must(middleware.Lease(store, lease))))
 	m := &primitive.MessageExt{MsgId: os.Getenv("EVENT") + "-m1", Message: primitive.Message{Topic: "PAYMENT", Body: []byte(`{}`)}}
 	m.WithProperty("EVENT_ID", os.Getenv("EVENT"))
 	_, err = chain(context.Background(), consumer.NewDelivery(os.Getenv("GROUP"), m))
@@ -384,21 +384,21 @@ func TestLease_ChainCheckTreatsLeaseAsDedup(t *testing.T) {
 	require.NoError(t, err)
 	lease := testenv.Must(middleware.Lease(w.store, time.Minute))
 
-	assert.NoError(t, consumer.Refused(middleware.Chain(txH, middleware.Classify(), eventID, lease, version)))
+	assert.NoError(t, testenv.Refused(middleware.Chain(txH, middleware.Classify(), eventID, lease, version)))
 
-	err = consumer.Refused(middleware.Chain(txH, middleware.Classify(), lease))
+	err = testenv.Refused(middleware.Chain(txH, middleware.Classify(), lease))
 	require.ErrorIs(t, err, middleware.ErrChainOrder)
 	assert.Contains(t, err.Error(), "middleware.Lease (position 2) needs middleware.EventID before it")
 
-	err = consumer.Refused(middleware.Chain(txH, middleware.Classify(), eventID, version, lease))
+	err = testenv.Refused(middleware.Chain(txH, middleware.Classify(), eventID, version, lease))
 	require.ErrorIs(t, err, middleware.ErrChainOrder)
 	assert.Contains(t, err.Error(), "middleware.Version (position 3) needs middleware.Lease before it: move Lease before Version")
 
-	err = consumer.Refused(middleware.Chain(txH, eventID, lease, middleware.Classify()))
+	err = testenv.Refused(middleware.Chain(txH, eventID, lease, middleware.Classify()))
 	require.ErrorIs(t, err, middleware.ErrChainOrder)
 	assert.Contains(t, err.Error(), "middleware.Lease (position 2) needs middleware.Classify (position 3) before it")
 
-	err = consumer.Refused(middleware.Chain(txH, middleware.Classify(), eventID, testenv.Must(middleware.Dedup(w.store)), lease))
+	err = testenv.Refused(middleware.Chain(txH, middleware.Classify(), eventID, testenv.Must(middleware.Dedup(w.store)), lease))
 	require.ErrorIs(t, err, middleware.ErrChainOrder)
 	assert.Contains(t, err.Error(), "middleware.Lease (position 4) repeats middleware.Dedup (position 3)")
 
@@ -478,7 +478,7 @@ func BenchmarkLease_NewEventsOnMariaDB(b *testing.B) {
 		mw   middleware.Middleware
 	}{{"Dedup", testenv.Must(middleware.Dedup(store))}, {"Lease", testenv.Must(middleware.Lease(store, time.Minute))}} {
 		b.Run(bc.name, func(b *testing.B) {
-			chain := middleware.Chain(h, middleware.Classify(), eventID, bc.mw)
+			chain := testenv.Must(middleware.Chain(h, middleware.Classify(), eventID, bc.mw))
 			group, run, i := testenv.Unique("cg"), testenv.Unique("ev"), 0
 			for b.Loop() {
 				i++

@@ -51,7 +51,7 @@ func TestMetrics_CountsPanicsUnidentifiableAndErrorsButNotMessages(t *testing.T)
 	m := newMetrics(t)
 	eid, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	h := middleware.Chain(scripted, testenv.Must(middleware.Metrics(m)), middleware.Recover(zap.NewNop()), middleware.Classify(), eid)
+	h := testenv.Must(middleware.Chain(scripted, testenv.Must(middleware.Metrics(m)), middleware.Recover(zap.NewNop()), middleware.Classify(), eid))
 
 	for _, id := range []string{"ok-1", "ok-2", "dup", "dup", "dup", "stale", "panic", "fail", "poison", ""} {
 		props := map[string]string{}

@@ -52,7 +52,7 @@ func chain(s *shop.Shop, store *dedup.Store, fast dedup.TxStore, m *metrics.Metr
 	}
 	return middleware.Chain(dedup.Handle(s.Handle),
 		metricsMW, middleware.Recover(log), middleware.Classify(),
-		eventID, shop.CheckOrderAggregate(), middleware.Deadline(0), dedupMW, version), nil
+		eventID, shop.CheckOrderAggregate(), middleware.Deadline(0), dedupMW, version)
 }
 
 // loyaltyBatchSize is the loyalty group's consumer.Config.BatchSize: its handler credits a batch's accounts in
@@ -80,7 +80,7 @@ func loyaltyChain(s *shop.Shop, store *dedup.Store, fast dedup.TxStore, m *metri
 	}
 	return middleware.Chain(dedup.HandleBatchJSON(s.LoyaltyPointsCreditedBatch),
 		metricsMW, middleware.Recover(log), middleware.Classify(),
-		eventID, middleware.Deadline(0), dedupMW), nil
+		eventID, middleware.Deadline(0), dedupMW)
 }
 
 // exampleEventID reads the event ID from the EVENT_ID property, else the body's eventId; the type and the

@@ -159,5 +159,5 @@ func chain(store dedup.TxStore, m *metrics.Metrics, o options, h consumer.Handle
 		return nil, err
 	}
 	return middleware.Chain(h, metricsMW, middleware.Recover(zap.NewNop()),
-		middleware.Classify(), eventID, middleware.Deadline(0), dedupMW), nil // Deadline(0): HandlerTimeout, inline
+		middleware.Classify(), eventID, middleware.Deadline(0), dedupMW) // Deadline(0): HandlerTimeout, inline
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/internal/shop"
 )
 
@@ -100,4 +101,13 @@ func Must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// Refused returns why a handler is refused: the error of its construction (err), else the refusal
+// consumer.New would report (consumer.Refused).
+func Refused(h consumer.Handler, err error) error {
+	if err != nil {
+		return err
+	}
+	return consumer.Refused(h)
 }
