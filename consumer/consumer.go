@@ -149,8 +149,8 @@ type Consumer struct {
 // New validates cfg (a *ConfigError per bad field, joined) and builds the client's push consumer with
 // cfg's group, name servers, instance name, MaxReconsumeTimes, goroutines, batch size and consume
 // timeout, and with Orderly the client's orderly consumption and SuspendTime. It subscribes every topic but does not start consuming: call Start.
-// A nil h is a *ConfigError; an h made by Refuse or Pending (middleware.Chain and middleware.Standard return
-// one for a wrong or an incomplete chain) is its error wrapped as "consumer.New: handler: <err>". New never
+// A nil h is a *ConfigError; an h made by Refuse or Pending (middleware.Chain returns a Pending
+// one for an incomplete chain, dedup.Handle(nil) a Refuse one) is its error wrapped as "consumer.New: handler: <err>". New never
 // calls any other h. A Pending condition (a chain around a dedup store) and a WithHealthProbe probe with a
 // CheckConcurrency method (*dedup.Store) are checked against the most handlers the consumer runs at once
 // (see Pending): a store whose transactions could hold every connection of the pool its handlers also
