@@ -50,8 +50,10 @@ type options struct {
 	push     func([]rmq.Option) (PushConsumer, error)
 	producer func() (letterSender, error)
 	probe    HealthProbe
-	observer Observer
-	observed bool // WithObserver was given: poll the lag
+	// probeGiven: WithHealthProbe was given, so the handler's store is not the default probe.
+	probeGiven bool
+	observer   Observer
+	observed   bool // WithObserver was given: poll the lag
 
 	ensureTopics EnsureTopicsFunc
 	publisher    DeadLetterPublisherFunc
@@ -179,6 +181,9 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	checks := concurrencyChecks(cond, o.probe)
 	if err := checkConcurrency(cfg, checks, "consumer.New"); err != nil {
 		return nil, err
+	}
+	if p, ok := cond.(HealthProbe); ok && !o.probeGiven {
+		o.probe = p // the chain's store
 	}
 	filters := make(map[string]tagFilter, len(cfg.Subscriptions))
 	for _, s := range cfg.Subscriptions {

@@ -48,10 +48,11 @@ func orderErr(format string, args ...any) error {
 // by kinds as one chain around a handler that is transactional if tx, and wraps h, not the pending handler.
 type incompleteChainError struct {
 	msg    string
-	kinds  []kind               // the kind of each middleware of the built chain, outermost first (kindUser included)
-	tx     bool                 // the innermost handler is a dedup.Handle handler
-	h      consumer.Handler     // the built chain, without the consumer.Pending layer
-	stores []concurrencyChecker // the stores of its Dedup middlewares that check the consumer's concurrency
+	kinds  []kind                 // the kind of each middleware of the built chain, outermost first (kindUser included)
+	tx     bool                   // the innermost handler is a dedup.Handle handler
+	h      consumer.Handler       // the built chain, without the consumer.Pending layer
+	stores []concurrencyChecker   // the stores of its Dedup middlewares that check the consumer's concurrency
+	probes []consumer.HealthProbe // the stores of its Dedup middlewares that can be probed
 }
 
 func (e *incompleteChainError) Error() string        { return e.msg }
@@ -114,7 +115,7 @@ func Chain(h consumer.Handler, mws ...Middleware) (consumer.Handler, error) {
 		if !ok {
 			return nil, err
 		}
-		h, c.inner, c.tx, c.stores = inner.h, inner.kinds, inner.tx, inner.stores
+		h, c.inner, c.tx, c.stores, c.probes = inner.h, inner.kinds, inner.tx, inner.stores, inner.probes
 	}
 	if err := c.collect(h, mws); err != nil {
 		return nil, err
@@ -128,10 +129,10 @@ func Chain(h consumer.Handler, mws ...Middleware) (consumer.Handler, error) {
 		h = mws[i].wrap(h)
 	}
 	if missing != nil {
-		missing.kinds, missing.tx, missing.h, missing.stores = c.kinds, c.tx, h, c.stores
+		missing.kinds, missing.tx, missing.h, missing.stores, missing.probes = c.kinds, c.tx, h, c.stores, c.probes
 		return consumer.Pending(h, missing), nil
 	}
-	return withCondition(h, c.stores), nil
+	return withCondition(h, c.stores, c.probes), nil
 }
 
 // chainKinds is the chain Chain checks: the kind of each middleware, outermost first, and whether the
@@ -144,6 +145,7 @@ type chainKinds struct {
 	pos   map[kind]int // 1-based position of each standard middleware in kinds
 	// stores are the Dedup stores that check the consumer's concurrency (the inner chain's first).
 	stores []concurrencyChecker
+	probes []consumer.HealthProbe // the Dedup stores that can be probed (the inner chain's first)
 }
 
 // collect fills c with the kinds of mws then c.inner, and returns why they can never run: a nil h or
@@ -160,6 +162,9 @@ func (c *chainKinds) collect(h consumer.Handler, mws []Middleware) error {
 		k := mw.kind
 		if cc, ok := checkerOf(mw); ok {
 			c.stores = append(c.stores, cc)
+		}
+		if p, ok := mw.store.(consumer.HealthProbe); ok {
+			c.probes = append(c.probes, p)
 		}
 		c.kinds = append(c.kinds, k)
 	}

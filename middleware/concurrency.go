@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -72,11 +73,32 @@ func (c leaseCondition) CheckConfig(cfg consumer.Config) error {
 }
 
 // withCondition returns h as a consumer.Pending carrying the stores' condition, or h itself without one.
-func withCondition(h consumer.Handler, stores []concurrencyChecker) consumer.Handler {
+// With probes, the condition is also the consumer's default health probe (consumer.WithHealthProbe).
+func withCondition(h consumer.Handler, stores []concurrencyChecker, probes []consumer.HealthProbe) consumer.Handler {
 	if len(stores) == 0 {
 		return h
 	}
+	if len(probes) > 0 {
+		return consumer.Pending(h, &probingCondition{storeCondition{stores: stores}, probes})
+	}
 	return consumer.Pending(h, &storeCondition{stores: stores})
+}
+
+// probingCondition is a storeCondition whose stores can be probed: consumer.New takes it as the probe of its
+// store health gate unless WithHealthProbe names one.
+type probingCondition struct {
+	storeCondition
+	probes []consumer.HealthProbe
+}
+
+// Probe returns the first store's probe error, if any.
+func (c *probingCondition) Probe(ctx context.Context) error {
+	for _, p := range c.probes {
+		if err := p.Probe(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // errNilNext is the refusal of Dedup or Lease composed by hand around a nil handler.
