@@ -48,10 +48,12 @@ type options struct {
 	logger   *zap.Logger
 	sink     DeadLetterSink
 	push     func([]rmq.Option) (PushConsumer, error)
-	producer func() (Producer, error)
+	producer func() (letterSender, error)
 	probe    HealthProbe
-	observer Observer
-	observed bool // WithObserver was given: poll the lag
+	// probeGiven: WithHealthProbe was given, so the handler's store is not the default probe.
+	probeGiven bool
+	observer   Observer
+	observed   bool // WithObserver was given: poll the lag
 
 	ensureTopics EnsureTopicsFunc
 	publisher    DeadLetterPublisherFunc
@@ -86,21 +88,14 @@ func WithLogger(l *zap.Logger) Option { return func(o *options) { o.logger = wit
 // them only after the publish succeeded. A sink that implements io.Closer (dlq.StartPublisher's, which
 // owns its producer) is closed by Shutdown after the client: give each consumer a sink of its own. Without it, a dead letter delivered alone uses the broker's DLQ
 // (DelayLevelDLQ); a dead letter in a batch, and every dead letter in orderly mode (which has no
-// DelayLevelDLQ), is published by the consumer's own producer (see WithDeadLetterProducer), because
+// DelayLevelDLQ), is published by the consumer's own producer (producer group "<group>-rmqguard-dlq", instance
+// "<InstanceName>-dlq", 2 send retries; started on first use, shut down by Shutdown), because
 // DelayLevelDLQ would dead-letter the whole batch.
 func WithDeadLetterSink(s DeadLetterSink) Option { return func(o *options) { o.sink = s } }
 
 // WithPushConsumer replaces the client's push consumer constructor; for tests with a fake PushConsumer.
 func WithPushConsumer(f func(opts []rmq.Option) (PushConsumer, error)) Option {
 	return func(o *options) { o.push = f }
-}
-
-// WithDeadLetterProducer replaces the constructor of the producer the consumer uses, without a
-// DeadLetterSink, to publish the dead letters of a batch and of orderly consumption; for tests. The consumer starts it on first use
-// and shuts it down in Shutdown. Default: a client producer on Config.NameServers, producer group
-// "<group>-rmqguard-dlq", instance "<InstanceName>-dlq", 2 send retries.
-func WithDeadLetterProducer(f func() (Producer, error)) Option {
-	return func(o *options) { o.producer = f }
 }
 
 // cancelGrace is how long Shutdown waits, after cancelling handlers at the drain timeout, for them to
@@ -156,8 +151,8 @@ type Consumer struct {
 // New validates cfg (a *ConfigError per bad field, joined) and builds the client's push consumer with
 // cfg's group, name servers, instance name, MaxReconsumeTimes, goroutines, batch size and consume
 // timeout, and with Orderly the client's orderly consumption and SuspendTime. It subscribes every topic but does not start consuming: call Start.
-// A nil h is a *ConfigError; an h made by Refuse or Pending (middleware.Chain and middleware.Standard return
-// one for a wrong or an incomplete chain) is its error wrapped as "consumer.New: handler: <err>". New never
+// A nil h is a *ConfigError; an h made by Refuse or Pending (middleware.Chain returns a Pending
+// one for an incomplete chain, dedup.Handle(nil) a Refuse one) is its error wrapped as "consumer.New: handler: <err>". New never
 // calls any other h. A Pending condition (a chain around a dedup store) and a WithHealthProbe probe with a
 // CheckConcurrency method (*dedup.Store) are checked against the most handlers the consumer runs at once
 // (see Pending): a store whose transactions could hold every connection of the pool its handlers also
@@ -176,7 +171,7 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	}
 	cfg = cfg.withDefaults()
 	o := options{logger: zap.NewNop(), push: newClientPushConsumer, observer: nopObserver{},
-		producer: func() (Producer, error) { return newClientProducer(cfg) }}
+		producer: func() (letterSender, error) { return newClientProducer(cfg) }}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -186,6 +181,9 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	checks := concurrencyChecks(cond, o.probe)
 	if err := checkConcurrency(cfg, checks, "consumer.New"); err != nil {
 		return nil, err
+	}
+	if p, ok := cond.(HealthProbe); ok && !o.probeGiven {
+		o.probe = p // the chain's store
 	}
 	filters := make(map[string]tagFilter, len(cfg.Subscriptions))
 	for _, s := range cfg.Subscriptions {

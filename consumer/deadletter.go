@@ -15,7 +15,7 @@ import (
 
 // Properties rmqguard adds to a dead letter it publishes (DeadLetterMessage). The original's user
 // properties, KEYS and tag are kept, and RETRY_TOPIC names the original topic (as on the broker's own
-// dead letters). The dlq package re-exports them as dlq.PropReason etc.
+// dead letters). The dlq package reads them back (dlq.Letter).
 const (
 	// PropDeadLetterReason says why the message was dead-lettered, e.g. "unidentifiable message: …".
 	PropDeadLetterReason = "RMQGUARD_DLQ_REASON"

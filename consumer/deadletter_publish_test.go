@@ -17,7 +17,7 @@ import (
 	"github.com/rmqguard/rmqguard/dlq"
 )
 
-// statusProducer is a dlq.Producer whose SendSync answers with a fixed status (or error) and records the
+// statusProducer is a consumer.Sender whose SendSync answers with a fixed status (or error) and records the
 // letters it was given.
 type statusProducer struct {
 	mu     sync.Mutex
@@ -66,7 +66,7 @@ func TestConsume_F6_PublisherStatusOtherThanSendOKIsNotAcknowledged(t *testing.T
 			assert.Equal(t, tc.wantDelay, delay)
 			require.Len(t, prod.sent, 1, "one publish attempt")
 			assert.Equal(t, "%DLQ%cg", prod.sent[0].Topic)
-			assert.Equal(t, "invalid payload", prod.sent[0].GetProperty(dlq.PropReason))
+			assert.Equal(t, "invalid payload", prod.sent[0].GetProperty(consumer.PropDeadLetterReason))
 		})
 	}
 }

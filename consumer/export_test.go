@@ -11,3 +11,11 @@ func (z *ZSTDDecoder) Decode(body []byte) ([]byte, error) { return z.decode(body
 
 // Close frees the shared decoder.
 func (z *ZSTDDecoder) Close() { z.close() }
+
+// Producer is the consumer's own dead-letter producer, for the external tests' fakes.
+type Producer = letterSender
+
+// WithDeadLetterProducer replaces the constructor of the consumer's own dead-letter producer.
+func WithDeadLetterProducer(f func() (Producer, error)) Option {
+	return func(o *options) { o.producer = f }
+}

@@ -294,3 +294,42 @@ func TestGate_F19_PauseAndResumeLinesNameTheGroupReasonAndProbe(t *testing.T) {
 		assert.Positive(t, fields["paused"], "the pause's duration")
 	}
 }
+
+// chainStore is the condition a middleware.Chain around a probe-able dedup store carries to New: a
+// concurrency check, and the store's Probe.
+type chainStore struct{ *store }
+
+func (chainStore) Error() string                { return "the chain's store" }
+func (chainStore) CheckConcurrency(_ int) error { return nil }
+
+// F19: the store of the handler's chain is the gate's probe without WithHealthProbe; WithHealthProbe(nil)
+// turns the probe off (the handler is the probe).
+func TestGate_F19_TheChainsStoreIsTheDefaultProbeAndWithHealthProbeNilTurnsItOff(t *testing.T) {
+	for name, tc := range map[string]struct {
+		opts   []consumer.Option
+		probed bool
+	}{
+		"default":              {nil, true},
+		"WithHealthProbe(nil)": {[]consumer.Option{consumer.WithHealthProbe(nil)}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := newStore()
+			c, fp := newConsumer(t, validConfig(), consumer.Pending(s.handle, chainStore{s}), tc.opts...)
+			require.NoError(t, c.Start())
+
+			r := deliverAsync(fp, "ORDER", orderMsg("o-a"))
+			<-fp.suspended
+			if tc.probed {
+				<-s.probed
+			} else {
+				time.Sleep(300 * time.Millisecond) // past the first backoffs: the handler ran again instead
+			}
+			s.down.Store(false)
+			res := <-r
+			require.NoError(t, res.err)
+			assert.Equal(t, rmq.ConsumeSuccess, res.res)
+			require.NoError(t, c.Shutdown(context.Background()))
+			assert.Equal(t, tc.probed, s.probes.Load() > 0, "probes: %d", s.probes.Load())
+		})
+	}
+}

@@ -14,9 +14,9 @@ import (
 	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
-// Producer is the part of the client's producer the consumer uses to publish the dead letters of a batch,
-// and of orderly consumption, when no DeadLetterSink is given.
-type Producer interface {
+// letterSender is the part of the client's producer the consumer uses to publish the dead letters of a
+// batch, and of orderly consumption, when no DeadLetterSink is given.
+type letterSender interface {
 	Sender
 	Start() error
 	Shutdown() error
@@ -24,7 +24,7 @@ type Producer interface {
 
 // newClientProducer returns the consumer's own dead-letter producer: the group's credentials, no namespace
 // option (the client would prefix "%DLQ%ns%G" once more), since DeadLetterMessage names the topic in full.
-func newClientProducer(cfg Config) (Producer, error) {
+func newClientProducer(cfg Config) (letterSender, error) {
 	opts := []producer.Option{
 		producer.WithNsResolver(primitive.NewPassthroughResolver(cfg.NameServers)),
 		producer.WithGroupName(rmq.InNamespace(cfg.Namespace, cfg.Group+"-rmqguard-dlq")),
@@ -39,15 +39,15 @@ func newClientProducer(cfg Config) (Producer, error) {
 
 // letterProducer creates and starts the consumer's own producer on first use and shuts it down once.
 type letterProducer struct {
-	newProducer func() (Producer, error)
+	newProducer func() (letterSender, error)
 
 	mu     sync.Mutex
-	p      Producer
+	p      letterSender
 	closed bool
 }
 
 // get returns the started producer; ErrStopped after shutdown.
-func (l *letterProducer) get() (Producer, error) {
+func (l *letterProducer) get() (letterSender, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {

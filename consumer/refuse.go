@@ -21,9 +21,9 @@ func (r *refusal) handle(_ context.Context, d *Delivery) (Outcome, error) {
 	return DeadLetter("handler could not be built: " + r.err.Error()), nil
 }
 
-// Refuse returns a Handler that stands for a handler which could not be built, because of err (a wrong
-// middleware chain, a nil store, a bad middleware config): New given it (or given a Refused handler
-// outermost) returns err wrapped as "consumer.New: handler: <err>", so a wrong chain fails at construction.
+// Refuse returns a Handler that stands for a handler which could not be built, because of err (e.g.
+// dedup.Handle(nil)): New given it (or given a Refused handler
+// outermost) returns err wrapped as "consumer.New: handler: <err>", so the mistake fails at construction.
 // New recognises it by identity, without calling user code and at no cost per message. If it ever runs on
 // a message (it was wrapped by hand in another handler, which hides it from New), it dead-letters the
 // message with the reason "handler could not be built: <err>" and no error, so nothing is retried forever

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/retry"
 )
@@ -76,7 +77,7 @@ func TestHandleJSON_UndecodableBodyIsDeadLetteredAtOnce(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var r paymentRecorder
-			h := middleware.Chain(consumer.HandleJSON(r.handle), middleware.Classify())
+			h := testenv.Must(middleware.Chain(consumer.HandleJSON(r.handle), middleware.Classify()))
 			for attempt := range 2 {
 				d := typedDelivery(body)
 				d.Attempt, d.MaxAttempts = attempt, 1 // the second is the last delivery

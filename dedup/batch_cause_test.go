@@ -50,8 +50,8 @@ func (s *causeCountingStore) DuplicateCauses(ctx context.Context, ds []*consumer
 func (f *fixture) batchWithStore(t *testing.T, store dedup.TxStore) *testenv.Callback {
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	h := middleware.Chain(dedup.Handle(f.ledger.Handler(handleOrderCreated)), middleware.Recover(zap.NewNop()),
-		middleware.Classify(), eventID, middleware.Dedup(store))
+	h := testenv.Must(middleware.Chain(dedup.Handle(f.ledger.Handler(handleOrderCreated)), middleware.Recover(zap.NewNop()),
+		middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store))))
 	return testenv.NewCallback(t, consumer.Config{Group: f.group, Subscriptions: []consumer.Subscription{{Topic: "ORDER"}},
 		BatchSize: 32}, h)
 }

@@ -238,7 +238,7 @@ func TestBatch_StatementWithoutContextEndsAtTheMembersDeadline(t *testing.T) {
 	var blocked time.Duration
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	h := middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := testenv.Must(middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		if d.EventID == ids[0] {
 			start := time.Now()
 			_, err := tx.Exec(`UPDATE dedup_test_order SET version = version + 1 WHERE order_no = ?`, locked)
@@ -248,7 +248,7 @@ func TestBatch_StatementWithoutContextEndsAtTheMembersDeadline(t *testing.T) {
 			}
 		}
 		return consumer.Processed(), nil
-	}), middleware.Classify(), eventID, middleware.Deadline(0), middleware.Dedup(f.store))
+	}), middleware.Classify(), eventID, middleware.Deadline(0), testenv.Must(middleware.Dedup(f.store))))
 	cb := testenv.NewCallback(t, consumer.Config{Group: f.group, Subscriptions: []consumer.Subscription{{Topic: "ORDER"}},
 		BatchSize: 32, HandlerTimeout: perMember}, h)
 	assert.Equal(t, rmq.ConsumeRetryLater, cb.Deliver(t, false, f.batchMsgs(t, ids...)...))

@@ -210,8 +210,8 @@ func TestBatch_FirstPassPanicThatDoesNotRecurIsLoggedOnce(t *testing.T) {
 			log := zap.New(core)
 			eventID, err := middleware.EventID(middleware.EventIDConfig{})
 			require.NoError(t, err)
-			h := middleware.Chain(tc.h(f, f.prefix+tc.panic, &runCounter{}), middleware.Recover(log), middleware.Classify(), eventID,
-				middleware.Deadline(0), middleware.Dedup(f.store))
+			h := testenv.Must(middleware.Chain(tc.h(f, f.prefix+tc.panic, &runCounter{}), middleware.Recover(log), middleware.Classify(), eventID,
+				middleware.Deadline(0), testenv.Must(middleware.Dedup(f.store))))
 			cfg := consumer.Config{Group: f.group, Subscriptions: []consumer.Subscription{{Topic: "ORDER"}},
 				BatchSize: 32, HandlerTimeout: 5 * time.Second}
 			cb := testenv.NewCallback(t, cfg, h, consumer.WithLogger(log))
@@ -243,8 +243,8 @@ func (f *fixture) twoStoreRouter(t *testing.T, h dedup.TxHandler) consumer.Handl
 	other := newStore(t, f.db)
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	a := middleware.Chain(dedup.Handle(h), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Dedup(f.store))
-	b := middleware.Chain(dedup.Handle(h), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Dedup(other))
+	a := testenv.Must(middleware.Chain(dedup.Handle(h), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(f.store))))
+	b := testenv.Must(middleware.Chain(dedup.Handle(h), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(other))))
 	return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		if d.Msg.GetTags() == "B" {
 			return b(ctx, d)
@@ -318,9 +318,9 @@ func TestBatch_FirstPassClaimWaitingForARowLockIsNotAStoreOutage(t *testing.T) {
 		BatchSize: 32, HandlerTimeout: 300 * time.Millisecond, OutageWait: 5 * time.Second}
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	h := middleware.Chain(dedup.Handle(f.ledger.Handler(func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
+	h := testenv.Must(middleware.Chain(dedup.Handle(f.ledger.Handler(func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
 		return consumer.Processed(), nil
-	})), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Deadline(0), middleware.Dedup(f.store))
+	})), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Deadline(0), testenv.Must(middleware.Dedup(f.store))))
 	cb := testenv.NewCallback(t, cfg, h, consumer.WithLogger(zap.New(core)))
 	msgs := f.batchMsgs(t, e1, e2, e3)
 	cb.Deliver(t, false, msgs...)

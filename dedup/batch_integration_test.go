@@ -498,13 +498,13 @@ func TestBatch_AbandonedMemberLosesTheBatchAndIsRetriedAlone(t *testing.T) {
 	lateWrite := make(chan error, 3)
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	h := middleware.Chain(dedup.Handle(f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := testenv.Must(middleware.Chain(dedup.Handle(f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		if d.EventID == e1 && slowPasses.Add(-1) >= 0 {
 			time.Sleep(600 * time.Millisecond) // ignores its context
 			lateWrite <- f.ledger.Append(context.Background(), tx, e1+"-late")
 		}
 		return consumer.Processed(), nil
-	})), middleware.Classify(), eventID, middleware.Timeout(200*time.Millisecond), middleware.Dedup(f.store))
+	})), middleware.Classify(), eventID, middleware.Timeout(200*time.Millisecond), testenv.Must(middleware.Dedup(f.store))))
 	cfg := consumer.Config{Group: f.group, Subscriptions: []consumer.Subscription{{Topic: "ORDER"}}, BatchSize: 32, HandlerTimeout: 5 * time.Second}
 	cb := testenv.NewCallback(t, cfg, h)
 	msgs := f.batchMsgs(t, e1, e2, e3)
@@ -539,7 +539,7 @@ func TestBatch_MemberReturningAfterItsDeadlineIsNotKept(t *testing.T) {
 	slow := 2
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	h := middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := testenv.Must(middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		if err := f.ledger.Append(ctx, tx, d.EventID+"-written"); err != nil {
 			return consumer.Outcome{}, err
 		}
@@ -548,7 +548,7 @@ func TestBatch_MemberReturningAfterItsDeadlineIsNotKept(t *testing.T) {
 			time.Sleep(300 * time.Millisecond) // ignores its context (the batch has 3 × 200 ms)
 		}
 		return consumer.Processed(), nil // no statement after the deadline: only Dedup can tell
-	}), middleware.Classify(), eventID, middleware.Deadline(0), middleware.Dedup(f.store))
+	}), middleware.Classify(), eventID, middleware.Deadline(0), testenv.Must(middleware.Dedup(f.store))))
 	cfg := consumer.Config{Group: f.group, Subscriptions: []consumer.Subscription{{Topic: "ORDER"}}, BatchSize: 32, HandlerTimeout: 200 * time.Millisecond}
 	cb := testenv.NewCallback(t, cfg, h)
 	msgs := f.batchMsgs(t, e1, e2, e3)

@@ -90,8 +90,8 @@ func (f *fixture) chainOf(t testing.TB, h consumer.Handler) consumer.Handler {
 	t.Helper()
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	return middleware.Chain(h, middleware.Metrics(f.metrics), middleware.Recover(zap.NewNop()), middleware.Classify(),
-		eventID, middleware.Dedup(f.store))
+	return testenv.Must(middleware.Chain(h, testenv.Must(middleware.Metrics(f.metrics)), middleware.Recover(zap.NewNop()), middleware.Classify(),
+		eventID, testenv.Must(middleware.Dedup(f.store))))
 }
 
 // batchHandlerConsumer is f's chain around dedup.HandleBatch(h), behind a consumer with BatchSize 32,
@@ -254,7 +254,7 @@ func TestBatch_MemberNotKeptInTheFirstPassIsDecidedAloneInTheCarefulPass(t *test
 			proxy := f.proxiedStore(t)
 			eventID, err := middleware.EventID(middleware.EventIDConfig{})
 			require.NoError(t, err)
-			h := middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+			h := testenv.Must(middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 				if err := insertOrders(ctx, tx, []string{d.EventID}); err != nil {
 					return consumer.Outcome{}, err
 				}
@@ -262,7 +262,7 @@ func TestBatch_MemberNotKeptInTheFirstPassIsDecidedAloneInTheCarefulPass(t *test
 					return tc.fail()
 				}
 				return consumer.Processed(), nil
-			}), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Deadline(0), middleware.Dedup(f.store))
+			}), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Deadline(0), testenv.Must(middleware.Dedup(f.store))))
 			sink := &deadLetters{}
 			cfg := consumer.Config{Group: f.group, Subscriptions: []consumer.Subscription{{Topic: "ORDER"}},
 				BatchSize: 32, HandlerTimeout: 300 * time.Millisecond}

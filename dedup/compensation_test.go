@@ -68,11 +68,11 @@ func compensationRace(t *testing.T, db *sqlx.DB, d raceDomain, order string) (ms
 	msg, comp = &raceTally{}, &raceTally{}
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	chain := middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, dl *consumer.Delivery) (consumer.Outcome, error) {
+	chain := testenv.Must(middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, dl *consumer.Delivery) (consumer.Outcome, error) {
 		var i int
 		_, _ = fmt.Sscanf(dl.Msg.GetProperty("ACTION_INDEX"), "%d", &i)
 		return consumer.Processed(), d.apply(ctx, tx, i, dl.Msg.GetProperty("ACTION_ID"), msg)
-	}), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Dedup(store))
+	}), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store))))
 
 	message := func(i int) {
 		m := &primitive.MessageExt{MsgId: testenv.Unique("msg"), Message: primitive.Message{Topic: "INVENTORY"}}

@@ -70,9 +70,9 @@ func (f *fixture) chain(t testing.TB, h dedup.TxHandler) consumer.Handler {
 	t.Helper()
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	return middleware.Chain(dedup.Handle(h),
-		middleware.Metrics(f.metrics), middleware.Recover(zap.NewNop()), middleware.Classify(),
-		eventID, middleware.Dedup(f.store))
+	return testenv.Must(middleware.Chain(dedup.Handle(h),
+		testenv.Must(middleware.Metrics(f.metrics)), middleware.Recover(zap.NewNop()), middleware.Classify(),
+		eventID, testenv.Must(middleware.Dedup(f.store))))
 }
 
 // handle runs one message through h as the consumer would and returns the client's result.
@@ -550,20 +550,20 @@ func TestF7_AbandonedHandlerGivesItsConnectionBackAtTheDeadline(t *testing.T) {
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
 	hangs := func(d *consumer.Delivery) bool { return strings.HasPrefix(d.EventID, f.prefix+"-hang") }
-	awaitAbandoned := func(next consumer.Handler) consumer.Handler {
+	awaitAbandoned := middleware.Func(func(next consumer.Handler) consumer.Handler {
 		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 			if hangs(d) {
 				defer abandoned.Done()
 			}
 			return next(ctx, d)
 		}
-	}
-	h := middleware.Chain(dedup.Handle(f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+	})
+	h := testenv.Must(middleware.Chain(dedup.Handle(f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		if hangs(d) {
 			<-release // hangs, ignoring ctx
 		}
 		return handleOrderCreated(ctx, tx, d)
-	})), middleware.Classify(), eventID, middleware.Timeout(300*time.Millisecond), awaitAbandoned, middleware.Dedup(f.store))
+	})), middleware.Classify(), eventID, middleware.Timeout(300*time.Millisecond), awaitAbandoned, testenv.Must(middleware.Dedup(f.store))))
 
 	var hung []string
 	for i := range 2 { // as many hung handlers as the pool has connections

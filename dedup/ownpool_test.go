@@ -156,13 +156,13 @@ func TestOwnPool_HandlerBlockedInAStatementWithoutItsContextGivesItsConnectionBa
 	require.NoError(t, err)
 	var abandoned sync.WaitGroup
 	abandoned.Add(1)
-	h := middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := testenv.Must(middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		defer abandoned.Done()
 		if _, err := tx.Exec(`UPDATE dedup_test_order SET version = version + 1 WHERE order_no = ?`, locked); err != nil {
 			return consumer.Outcome{}, err
 		}
 		return consumer.Processed(), nil
-	}), middleware.Classify(), eventID, middleware.Timeout(300*time.Millisecond), middleware.Dedup(f.store))
+	}), middleware.Classify(), eventID, middleware.Timeout(300*time.Millisecond), testenv.Must(middleware.Dedup(f.store))))
 
 	ev := f.prefix + "-e"
 	o, _, err := f.handle(h, f.orderMsg(t, ev, ev))

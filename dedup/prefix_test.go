@@ -99,7 +99,7 @@ func prefixedChain(t *testing.T, db *sqlx.DB, prefix string, opts ...dedup.Optio
 		_, err := tx.ExecContext(ctx, `INSERT INTO effect (service, event_id) VALUES (?, ?)`, prefix, d.EventID)
 		return consumer.Processed(), err
 	})
-	return store, middleware.Chain(h, middleware.Classify(), eventID, middleware.Dedup(store), version)
+	return store, testenv.Must(middleware.Chain(h, middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store)), version))
 }
 
 // Two stores with different prefixes in one database are independent: the same event ID, in

@@ -33,7 +33,7 @@ func TestReadmeWiring_ConcurrentEventsOfOneOrderApplyOneAndAreStaleOrDuplicate(t
 		return dedup.TransitionOutcome(orders.Transition(ctx, tx, dedup.Transition{
 			Key: d.AggregateID, From: []string{"WAIT_PAY"}, To: "PAID", Version: d.Version}))
 	})
-	h := middleware.Chain(paid, middleware.Classify(), eventID, middleware.Dedup(store), version)
+	h := testenv.Must(middleware.Chain(paid, middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store)), version))
 	group, prefix := testenv.Unique("cg"), testenv.Unique("paid")
 	message := func(i int, v int64) *primitive.MessageExt {
 		m := &primitive.MessageExt{MsgId: testenv.Unique("msg"), Message: primitive.Message{Topic: "ORDER", Body: []byte(`{}`)}}

@@ -37,9 +37,9 @@ func TestVersion_StoreFailingWhileRecordingStaleIsUnavailable(t *testing.T) {
 	require.NoError(t, err)
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	h := middleware.Chain(dedup.Handle(func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
+	h := testenv.Must(middleware.Chain(dedup.Handle(func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
 		return consumer.Processed(), nil
-	}), middleware.Classify(), eventID, middleware.Dedup(store), version)
+	}), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store)), version))
 	w := &versionWorld{group: testenv.Unique("cg"), prefix: testenv.Unique("v")}
 	handle := func(eventID string, attempt int) consumer.Outcome {
 		d := consumer.NewDelivery(w.group, w.message(eventID, "o-1", 5))

@@ -33,8 +33,8 @@ func (f *fixture) typedChain(t *testing.T, calls *atomic.Int32) consumer.Handler
 		}
 		return consumer.Processed(), f.ledger.Append(ctx, tx, d.EventID)
 	})
-	return middleware.Chain(h, middleware.Metrics(f.metrics), middleware.Recover(zap.NewNop()), middleware.Classify(),
-		eventID, middleware.Dedup(f.store))
+	return testenv.Must(middleware.Chain(h, testenv.Must(middleware.Metrics(f.metrics)), middleware.Recover(zap.NewNop()), middleware.Classify(),
+		eventID, testenv.Must(middleware.Dedup(f.store))))
 }
 
 // rawMsg is a physical message carrying body and the EVENT_ID property, redelivered redeliveries times.

@@ -28,7 +28,7 @@ func BenchmarkVersion(b *testing.B) {
 				b.Fatal(err)
 			}
 			eventID, _ := middleware.EventID(middleware.EventIDConfig{})
-			mws := []consumer.Middleware{middleware.Classify(), eventID, middleware.Dedup(store)}
+			mws := []middleware.Middleware{middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store))}
 			if withVersion {
 				version, err := middleware.Version(store, middleware.VersionConfig{AggregateType: "order"})
 				if err != nil {
@@ -36,9 +36,9 @@ func BenchmarkVersion(b *testing.B) {
 				}
 				mws = append(mws, version)
 			}
-			h := middleware.Chain(dedup.Handle(func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
+			h := testenv.Must(middleware.Chain(dedup.Handle(func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
 				return consumer.Processed(), nil
-			}), mws...)
+			}), mws...))
 			w := &versionWorld{group: testenv.Unique("cg"), prefix: testenv.Unique("vb")}
 			var goroutines atomic.Int64
 			b.SetParallelism(8) // 8 × GOMAXPROCS(2) = 16 goroutines

@@ -59,7 +59,7 @@ func newVersionWorld(t *testing.T, cfg middleware.VersionConfig, handler dedup.T
 	}
 	version, err := middleware.Version(store, cfg)
 	require.NoError(t, err)
-	w.h = middleware.Chain(dedup.Handle(handler), middleware.Classify(), eventID, middleware.Dedup(store), version)
+	w.h = testenv.Must(middleware.Chain(dedup.Handle(handler), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store)), version))
 	return w
 }
 
@@ -481,9 +481,9 @@ func TestVersion_FailureToRecordStaleIsRetried(t *testing.T) {
 	require.NoError(t, err)
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	w.h = middleware.Chain(dedup.Handle(func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
+	w.h = testenv.Must(middleware.Chain(dedup.Handle(func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
 		return consumer.Processed(), nil
-	}), middleware.Classify(), eventID, middleware.Dedup(w.store), version)
+	}), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(w.store)), version))
 	w.seed(t, "o-1", 3)
 
 	msg := w.message("late", "o-1", 2)

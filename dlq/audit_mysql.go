@@ -8,14 +8,11 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
+	"github.com/rmqguard/rmqguard/dedup"
 )
 
 // AuditTable is the replay audit table (dlq/migrations).
 const AuditTable = "dlq_replay"
-
-// ProcessedTable is the dedup package's table of processed events, keyed (consumer_group, event_id)
-// where consumer_group holds the dedup scope.
-const ProcessedTable = "processed_event"
 
 // mysqlDuplicateEntry is MySQL's ER_DUP_ENTRY.
 const mysqlDuplicateEntry = 1062
@@ -165,10 +162,10 @@ func (a *MySQLAudit) Finish(ctx context.Context, rec AuditRecord) error {
 	return nil
 }
 
-// MySQLProcessed is the ProcessedChecker on the dedup package's ProcessedTable.
+// MySQLProcessed is the ProcessedChecker on the dedup package's dedup.ProcessedTable.
 type MySQLProcessed struct{ db *sqlx.DB }
 
-// NewMySQLProcessed returns the checker on db, which holds ProcessedTable. Error: db is nil.
+// NewMySQLProcessed returns the checker on db, which holds dedup.ProcessedTable. Error: db is nil.
 func NewMySQLProcessed(db *sqlx.DB) (*MySQLProcessed, error) {
 	if db == nil {
 		return nil, errors.New("dlq: NewMySQLProcessed: db is nil")
@@ -180,7 +177,7 @@ func NewMySQLProcessed(db *sqlx.DB) (*MySQLProcessed, error) {
 // handler's effects, so a row is a processed event).
 func (p *MySQLProcessed) Processed(ctx context.Context, scope, eventID string) (bool, error) {
 	var n int
-	if err := p.db.GetContext(ctx, &n, `SELECT COUNT(*) FROM `+ProcessedTable+` WHERE consumer_group = ? AND event_id = ?`, scope, eventID); err != nil {
+	if err := p.db.GetContext(ctx, &n, `SELECT COUNT(*) FROM `+dedup.ProcessedTable+` WHERE consumer_group = ? AND event_id = ?`, scope, eventID); err != nil {
 		return false, fmt.Errorf("dlq: processed check %s/%s: %w", scope, eventID, err)
 	}
 	return n > 0, nil
@@ -191,7 +188,7 @@ func (p *MySQLProcessed) Processed(ctx context.Context, scope, eventID string) (
 func (p *MySQLProcessed) processedMany(ctx context.Context, scope string, eventIDs []string) (map[string]bool, error) {
 	out := make(map[string]bool, len(eventIDs))
 	err := inChunks(eventIDs, func(chunk []string) error {
-		q, args, err := sqlx.In(`SELECT event_id FROM `+ProcessedTable+` WHERE consumer_group = ? AND event_id IN (?)`, scope, chunk)
+		q, args, err := sqlx.In(`SELECT event_id FROM `+dedup.ProcessedTable+` WHERE consumer_group = ? AND event_id IN (?)`, scope, chunk)
 		if err != nil {
 			return err
 		}

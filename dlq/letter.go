@@ -40,7 +40,7 @@ type Letter struct {
 	// (retries exhausted, reason not recorded).
 	Reason string `json:"reason"`
 	// Attempts is the ReconsumeTimes of the original when it was dead-lettered (0: it failed on its first
-	// delivery): PropReconsumeTimes when rmqguard published it, else the letter's own ReconsumeTimes minus
+	// delivery): consumer.PropDeadLetterReconsumeTimes when rmqguard published it, else the letter's own ReconsumeTimes minus
 	// one, since the broker stores its dead-letter copy with ReconsumeTimes + 1 as it does for a retry.
 	Attempts int `json:"attempts"`
 	// FailedAt is when it was dead-lettered (RMQGUARD_DEAD_LETTERED_AT, else the broker's store time), UTC.
@@ -58,8 +58,8 @@ type Letter struct {
 	Body []byte `json:"body"`
 }
 
-// NewLetter builds the Letter of m, read from group's DLQ topic.
-func NewLetter(group string, m *primitive.MessageExt) Letter {
+// newLetter builds the Letter of m, read from group's DLQ topic.
+func newLetter(group string, m *primitive.MessageExt) Letter {
 	l := Letter{
 		Group:       group,
 		Topic:       m.Topic,
@@ -69,7 +69,7 @@ func NewLetter(group string, m *primitive.MessageExt) Letter {
 		StoreID:     m.OffsetMsgId,
 		MsgID:       m.MsgId,
 		OriginTopic: m.GetProperty(primitive.PropertyRetryTopic),
-		Reason:      m.GetProperty(PropReason),
+		Reason:      m.GetProperty(consumer.PropDeadLetterReason),
 		Attempts:    max(int(m.ReconsumeTimes)-1, 0),
 		FailedAt:    time.UnixMilli(m.StoreTimestamp).UTC(),
 		BornAt:      time.UnixMilli(m.BornTimestamp).UTC(),
@@ -93,11 +93,11 @@ func NewLetter(group string, m *primitive.MessageExt) Letter {
 	if l.MsgID == "" {
 		l.MsgID = l.StoreID
 	}
-	l.OriginMsgID = firstNonEmpty(m.GetProperty(PropOriginMsgID), m.GetProperty(primitive.PropertyOriginMessageId), l.MsgID)
-	if n, err := strconv.Atoi(m.GetProperty(PropReconsumeTimes)); err == nil {
+	l.OriginMsgID = firstNonEmpty(m.GetProperty(consumer.PropDeadLetterOriginMsgID), m.GetProperty(primitive.PropertyOriginMessageId), l.MsgID)
+	if n, err := strconv.Atoi(m.GetProperty(consumer.PropDeadLetterReconsumeTimes)); err == nil {
 		l.Attempts = n
 	}
-	if t, err := time.Parse(time.RFC3339Nano, m.GetProperty(PropDeadLetteredAt)); err == nil {
+	if t, err := time.Parse(time.RFC3339Nano, m.GetProperty(consumer.PropDeadLetteredAt)); err == nil {
 		l.FailedAt = t.UTC()
 	}
 	return l

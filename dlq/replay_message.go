@@ -47,7 +47,7 @@ var reservedProperties = map[string]bool{
 	"REDIRECT": true, "TRACE_CONTEXT": true, "DLQ_ORIGIN_TOPIC": true, "DLQ_ORIGIN_MESSAGE_ID": true,
 	// rmqguard's dead-letter metadata: it describes the letter, not the event; the audit row and
 	// consumer.PropReplayOf lead back to it. A replay that fails again gets fresh metadata.
-	PropReason: true, PropOriginMsgID: true, PropReconsumeTimes: true, PropDeadLetteredAt: true, PropGroup: true,
+	consumer.PropDeadLetterReason: true, consumer.PropDeadLetterOriginMsgID: true, consumer.PropDeadLetterReconsumeTimes: true, consumer.PropDeadLetteredAt: true, consumer.PropDeadLetterGroup: true,
 	// Provenance of an earlier replay is replaced by this one's.
 	consumer.PropReplayID: true, consumer.PropReplayOf: true, consumer.PropReplayedAt: true, consumer.PropReplayedBy: true,
 }

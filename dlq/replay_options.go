@@ -6,15 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/rocketmq-client-go/v2/primitive"
-
+	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 )
-
-// Sender sends a replay; the client's producer (rocketmq.Producer) is one.
-type Sender interface {
-	SendSync(ctx context.Context, msgs ...*primitive.Message) (*primitive.SendResult, error)
-}
 
 // Limiter paces the sends; *rate.Limiter (golang.org/x/time/rate) is one.
 type Limiter interface {
@@ -52,7 +46,7 @@ type ReplayOptions struct {
 	// ReplayID identifies the run; default a new random UUID.
 	ReplayID string
 	// Sender sends the replays. Required unless DryRun.
-	Sender Sender
+	Sender consumer.Sender
 	// Audit records what was sent. Required.
 	Audit Audit
 	// Processed answers the "already processed" check. Required.

@@ -25,7 +25,7 @@ func replayLetter(storeID, eventID, origin string) dlq.Letter {
 		primitive.PropertyConsumeStartTime: "1700000000000", primitive.PropertyOriginMessageId: "ORIG-" + storeID,
 		primitive.PropertyProducerGroup: "pg", primitive.PropertyTransactionPrepared: "true",
 		primitive.PropertyReconsumeTime: "3", primitive.PropertyMaxReconsumeTimes: "3",
-		dlq.PropReason: "unknown SKU", dlq.PropGroup: "cg", dlq.PropReconsumeTimes: "0",
+		consumer.PropDeadLetterReason: "unknown SKU", consumer.PropDeadLetterGroup: "cg", consumer.PropDeadLetterReconsumeTimes: "0",
 		consumer.PropReplayID: "an-older-replay",
 	}
 	if origin != "" {
@@ -77,7 +77,7 @@ func TestReplayMessage_F18_GroupOnlyTopicOriginRestoredFidelityAndProvenance(t *
 		primitive.PropertyTimerDeliverMS, primitive.PropertyRealTopic, primitive.PropertyRealQueueId, primitive.PropertyMinOffset,
 		primitive.PropertyMaxOffset, primitive.PropertyConsumeStartTime, primitive.PropertyOriginMessageId,
 		primitive.PropertyProducerGroup, primitive.PropertyTransactionPrepared, primitive.PropertyReconsumeTime,
-		primitive.PropertyMaxReconsumeTimes, dlq.PropReason, dlq.PropGroup, dlq.PropReconsumeTimes} {
+		primitive.PropertyMaxReconsumeTimes, consumer.PropDeadLetterReason, consumer.PropDeadLetterGroup, consumer.PropDeadLetterReconsumeTimes} {
 		assert.Empty(t, msg.GetProperty(reserved), "reserved property %s is dropped", reserved)
 	}
 	assert.Equal(t, "R-1", msg.GetProperty(consumer.PropReplayID), "an older replay's provenance is replaced")

@@ -75,7 +75,7 @@ func Scan(ctx context.Context, cluster Cluster, group string, opts ScanOptions) 
 	res := ScanResult{Complete: true}
 	err := scanMessages(ctx, cluster, group, opts, &res, func(m *primitive.MessageExt) bool {
 		res.Read++
-		l := NewLetter(group, m)
+		l := newLetter(group, m)
 		l.EventID = opts.eventID(m)
 		if opts.Filter.Match(l) {
 			res.Letters = append(res.Letters, l)

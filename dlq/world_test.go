@@ -84,7 +84,7 @@ type letter struct {
 	props                            map[string]string
 }
 
-// publish sends l to %DLQ%<group> as rmqguard's publisher does (dlq.LetterMessage of a retried delivery
+// publish sends l to %DLQ%<group> as rmqguard's publisher does (consumer.DeadLetterMessage of a retried delivery
 // from ORDER) and returns the send result.
 func (w *dlqWorld) publish(l letter) *primitive.SendResult {
 	w.t.Helper()
@@ -113,7 +113,7 @@ func (w *dlqWorld) publish(l letter) *primitive.SendResult {
 	if l.at.IsZero() {
 		l.at = time.Now()
 	}
-	msg := dlq.LetterMessage(consumer.NewDelivery(w.group, orig), l.reason, l.at)
+	msg := consumer.DeadLetterMessage(consumer.NewDelivery(w.group, orig), l.reason, l.at)
 	res, err := w.prod.SendSync(w.ctx, msg)
 	require.NoError(w.t, err)
 	require.Equal(w.t, primitive.SendOK, res.Status)

@@ -71,7 +71,7 @@ func TestE2E_F37_HotRowsInBatchesLoseAtMostOneBatchPerThousand(t *testing.T) {
 
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	handler := middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+	handler := testenv.Must(middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		amount, err := strconv.ParseInt(d.Msg.GetProperty("AMOUNT"), 10, 64)
 		if err != nil {
 			return consumer.Outcome{}, err
@@ -80,7 +80,7 @@ func TestE2E_F37_HotRowsInBatchesLoseAtMostOneBatchPerThousand(t *testing.T) {
 			return consumer.Outcome{}, err
 		}
 		return consumer.Processed(), balances.Add(ctx, tx, d.AggregateID, amount)
-	}), middleware.Classify(), eventID, middleware.Deadline(0), middleware.Dedup(store))
+	}), middleware.Classify(), eventID, middleware.Deadline(0), testenv.Must(middleware.Dedup(store))))
 	core, logs := observer.New(zapcore.InfoLevel)
 	obs := &retriedOnly{}
 	cfg := consumer.Config{BatchSize: 32, MaxAttempts: 5}

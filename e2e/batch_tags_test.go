@@ -19,6 +19,7 @@ import (
 	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/examples/shop"
 	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/retry"
@@ -41,12 +42,12 @@ func TestE2E_F21_BatchDeadLetterWithoutSinkLeavesItsNeighboursOutOfTheDLQ(t *tes
 
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	handler := middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+	handler := testenv.Must(middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		if d.EventID == b3 {
 			return consumer.Outcome{}, retry.Permanent(errors.New("b-3 is rejected for good"))
 		}
 		return shop.HandleOrderCreated(ctx, tx, d)
-	}), middleware.Metrics(m), middleware.Classify(), eventID, middleware.Dedup(store))
+	}), testenv.Must(middleware.Metrics(m)), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store))))
 	c := w.start(consumer.Config{BatchSize: 4, MaxAttempts: 3}, handler, consumer.WithObserver(m))
 
 	var letters []*primitive.MessageExt
@@ -61,7 +62,7 @@ func TestE2E_F21_BatchDeadLetterWithoutSinkLeavesItsNeighboursOutOfTheDLQ(t *tes
 	require.NoError(t, err)
 	require.Len(t, letters, 1, "b-3 is the only letter")
 	assert.Equal(t, b3, letters[0].GetProperty("EVENT_ID"))
-	assert.Contains(t, letters[0].GetProperty(dlq.PropReason), "rejected for good", "published by the consumer, with its reason")
+	assert.Contains(t, letters[0].GetProperty(consumer.PropDeadLetterReason), "rejected for good", "published by the consumer, with its reason")
 	orders, reservations, err := shop.Effects(w.ctx, db, w.run)
 	require.NoError(t, err)
 	assert.Equal(t, 3, orders, "b-1, b-2, b-4 took effect once")

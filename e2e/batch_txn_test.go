@@ -39,13 +39,13 @@ func TestE2E_BatchModeSharesOneTransactionPerCallback(t *testing.T) {
 	handled := 0
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	handler := middleware.Chain(dedup.Handle(ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+	handler := testenv.Must(middleware.Chain(dedup.Handle(ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		mu.Lock()
 		txns[tx] = true
 		handled++
 		mu.Unlock()
 		return shop.HandleOrderCreated(ctx, tx, d)
-	})), middleware.Classify(), eventID, middleware.Dedup(store))
+	})), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store))))
 	c := w.start(consumer.Config{BatchSize: 32, MaxAttempts: 5}, handler)
 
 	require.Eventually(t, func() bool {

@@ -162,12 +162,12 @@ func dlqOnTwoMasters(t *testing.T, tm testenv.TwoMasters, bin string) {
 	require.NoError(t, err)
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	handler := middleware.Chain(dedup.Handle(ledger.Handler(func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
+	handler := testenv.Must(middleware.Chain(dedup.Handle(ledger.Handler(func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
 		if bug.Load() {
 			return consumer.Outcome{}, retry.Permanent(errors.New("bug: unknown SKU"))
 		}
 		return consumer.Processed(), nil
-	})), middleware.Classify(), eventID, middleware.Dedup(store))
+	})), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store))))
 	// No dead-letter sink: the broker a message came from moves it to its own %DLQ%<group>.
 	c, err := consumer.New(consumer.Config{NameServers: ns, Group: group, MaxAttempts: 2, DrainTimeout: 5 * time.Second,
 		Subscriptions: []consumer.Subscription{{Topic: topic}}, StartFrom: consumer.StartFromFirstOffset},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/retry"
 )
@@ -26,7 +27,7 @@ func TestE2E_DLQList_AttemptsOfBrokerLettersIsTheLastReconsumeTimes(t *testing.T
 	w := newWorld(t, 1)
 	var mu sync.Mutex
 	last := map[string]int{} // EVENT_ID → last ReconsumeTimes the handler saw
-	handler := middleware.Chain(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	handler := testenv.Must(middleware.Chain(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		id := d.Msg.GetProperty("EVENT_ID")
 		mu.Lock()
 		last[id] = int(d.Msg.ReconsumeTimes)
@@ -35,7 +36,7 @@ func TestE2E_DLQList_AttemptsOfBrokerLettersIsTheLastReconsumeTimes(t *testing.T
 			return consumer.Outcome{}, retry.Permanent(errors.New("unknown SKU"))
 		}
 		return consumer.Outcome{}, errors.New("db down")
-	}, middleware.Classify())
+	}, middleware.Classify()))
 	c := w.start(consumer.Config{MaxAttempts: 2, DrainTimeout: 5 * time.Second}, handler)
 	defer func() { _ = c.Shutdown(context.Background()) }()
 	for _, id := range []string{"e-exhausted", "e-permanent"} {

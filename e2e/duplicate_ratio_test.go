@@ -144,8 +144,8 @@ func newMixedWorkload(t *testing.T, batch int) *mixedWorkload {
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
 	log := zaptest.NewLogger(t, zaptest.Level(zap.ErrorLevel))
-	handler := middleware.Chain(dedup.Handle(ledger.Handler(business)), middleware.Recover(log), middleware.Classify(),
-		eventID, middleware.Timeout(10*time.Second), middleware.Dedup(store))
+	handler := testenv.Must(middleware.Chain(dedup.Handle(ledger.Handler(business)), middleware.Recover(log), middleware.Classify(),
+		eventID, middleware.Timeout(10*time.Second), testenv.Must(middleware.Dedup(store))))
 	return &mixedWorkload{w: w, db: db, ledger: ledger, handler: handler, batch: batch}
 }
 

@@ -39,8 +39,8 @@ type redeliveries struct {
 	topics map[string]int // Delivery.Topic → count
 }
 
-func (r *redeliveries) middleware() consumer.Middleware {
-	return func(next consumer.Handler) consumer.Handler {
+func (r *redeliveries) middleware() middleware.Middleware {
+	return middleware.Func(func(next consumer.Handler) consumer.Handler {
 		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 			if d.Attempt > 0 {
 				r.mu.Lock()
@@ -49,7 +49,7 @@ func (r *redeliveries) middleware() consumer.Middleware {
 			}
 			return next(ctx, d)
 		}
-	}
+	})
 }
 
 func (r *redeliveries) snapshot() map[string]int {
@@ -85,9 +85,9 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 	require.NoError(t, err)
 	seen := &redeliveries{topics: map[string]int{}}
 	ledger := testenv.NewLedger(t, db, run)
-	handler := middleware.Chain(dedup.Handle(ledger.Handler(shop.HandleOrderCreated)),
-		middleware.Metrics(m), seen.middleware(), middleware.Recover(log), middleware.Classify(),
-		eventID, middleware.Timeout(10*time.Second), middleware.Dedup(store))
+	handler := testenv.Must(middleware.Chain(dedup.Handle(ledger.Handler(shop.HandleOrderCreated)),
+		testenv.Must(middleware.Metrics(m)), seen.middleware(), middleware.Recover(log), middleware.Classify(),
+		eventID, middleware.Timeout(10*time.Second), testenv.Must(middleware.Dedup(store))))
 	publisher, err := dlq.NewPublisher(prod)
 	require.NoError(t, err)
 	c := w.start(consumer.Config{MaxAttempts: 3, DrainTimeout: 10 * time.Second}, handler, consumer.WithLogger(log),
@@ -136,7 +136,7 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 	byCase := map[string]*primitive.MessageExt{}
 	for _, l := range letters {
 		assert.Equal(t, topic, l.GetProperty(primitive.PropertyRetryTopic), "the origin topic travels with the letter")
-		assert.Equal(t, group, l.GetProperty(dlq.PropGroup))
+		assert.Equal(t, group, l.GetProperty(consumer.PropDeadLetterGroup))
 		key := l.GetProperty("CASE")
 		if key == "" {
 			key = l.GetProperty("EVENT_ID")
@@ -144,12 +144,12 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 		byCase[key] = l
 	}
 	require.Contains(t, byCase, plan.PoisonEventID)
-	assert.Contains(t, byCase[plan.PoisonEventID].GetProperty(dlq.PropReason), "undecodable body")
+	assert.Contains(t, byCase[plan.PoisonEventID].GetProperty(consumer.PropDeadLetterReason), "undecodable body")
 	assert.Equal(t, run+"-poison", byCase[plan.PoisonEventID].GetKeys())
 	require.Contains(t, byCase, "no-id")
-	assert.Contains(t, byCase["no-id"].GetProperty(dlq.PropReason), "unidentifiable")
+	assert.Contains(t, byCase["no-id"].GetProperty(consumer.PropDeadLetterReason), "unidentifiable")
 	require.Contains(t, byCase, "long-id")
-	assert.Contains(t, byCase["long-id"].GetProperty(dlq.PropReason), "longer than")
+	assert.Contains(t, byCase["long-id"].GetProperty(consumer.PropDeadLetterReason), "longer than")
 	assert.Equal(t, 2.0, testutil.ToFloat64(m.Unidentifiable.WithLabelValues(group, topic)))
 }
 
@@ -163,7 +163,7 @@ func TestE2E_F5_MaxAttemptsBecomesMaxReconsumeTimes(t *testing.T) {
 	var mu sync.Mutex
 	attempts := map[string][]int{} // EVENT_ID → ReconsumeTimes seen
 	var wrong []string             // deliveries whose Attempt or MaxAttempts disagree with the client
-	handler := middleware.Chain(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	handler := testenv.Must(middleware.Chain(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		id := d.Msg.GetProperty("EVENT_ID")
 		mu.Lock()
 		attempts[id] = append(attempts[id], d.Attempt)
@@ -175,7 +175,7 @@ func TestE2E_F5_MaxAttemptsBecomesMaxReconsumeTimes(t *testing.T) {
 			return consumer.Outcome{}, retry.Permanent(errors.New("unknown SKU"))
 		}
 		return consumer.Outcome{}, errors.New("db down")
-	}, middleware.Classify())
+	}, middleware.Classify()))
 	c := w.start(consumer.Config{MaxAttempts: 3, DrainTimeout: 5 * time.Second}, handler)
 	defer func() { _ = c.Shutdown(context.Background()) }()
 
@@ -230,8 +230,8 @@ func TestE2E_S2_TwoConsumersSameEventConcurrently(t *testing.T) {
 		require.NoError(t, err)
 		eventID, err := middleware.EventID(middleware.EventIDConfig{})
 		require.NoError(t, err)
-		handler := middleware.Chain(dedup.Handle(ledger.Handler(shop.HandleOrderCreated)),
-			middleware.Metrics(m), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Dedup(store))
+		handler := testenv.Must(middleware.Chain(dedup.Handle(ledger.Handler(shop.HandleOrderCreated)),
+			testenv.Must(middleware.Metrics(m)), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store))))
 		c := w.start(consumer.Config{InstanceName: fmt.Sprintf("%s-%d", run, i), ConsumeGoroutines: 8}, handler, consumer.WithObserver(m))
 		defer func() { _ = c.Shutdown(context.Background()) }()
 		members = append(members, member{c: c, metrics: m})
@@ -292,7 +292,7 @@ func TestE2E_S2_TwoConsumersSameEventConcurrently(t *testing.T) {
 // that after a restart of the group nothing is redelivered — a sentinel sent then is the first message the
 // new consumer sees — so the committed offset moved past all of them. It returns the world and the metrics
 // of the run.
-func queueMovesOn(t *testing.T, followers int, deadline consumer.Middleware, misbehave func(ctx context.Context), release func()) (*world, *metrics.Metrics) {
+func queueMovesOn(t *testing.T, followers int, deadline []middleware.Middleware, misbehave func(ctx context.Context), release func()) (*world, *metrics.Metrics) {
 	t.Helper()
 	w := newWorld(t, 1)
 	db := shoptest.MySQL(t)
@@ -302,14 +302,14 @@ func queueMovesOn(t *testing.T, followers int, deadline consumer.Middleware, mis
 	ledger := testenv.NewLedger(t, db, w.run)
 	badFirstEnded := make(chan struct{}) // closed when the bad first delivery's Dedup call (its transaction) ended
 	var endOnce sync.Once
-	awaitBadFirst := func(next consumer.Handler) consumer.Handler {
+	awaitBadFirst := middleware.Func(func(next consumer.Handler) consumer.Handler {
 		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 			if d.EventID == bad && d.Attempt == 0 {
 				defer endOnce.Do(func() { close(badFirstEnded) })
 			}
 			return next(ctx, d)
 		}
-	}
+	})
 
 	var mu sync.Mutex
 	var seen []string // EVENT_ID@attempt, in handling order
@@ -318,26 +318,24 @@ func queueMovesOn(t *testing.T, followers int, deadline consumer.Middleware, mis
 	start := func() *consumer.Consumer {
 		eventID, err := middleware.EventID(middleware.EventIDConfig{})
 		require.NoError(t, err)
-		record := func(next consumer.Handler) consumer.Handler {
+		record := middleware.Func(func(next consumer.Handler) consumer.Handler {
 			return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 				mu.Lock()
 				seen = append(seen, fmt.Sprintf("%s@%d", d.Msg.GetProperty("EVENT_ID"), d.Attempt))
 				mu.Unlock()
 				return next(ctx, d)
 			}
-		}
-		mws := []consumer.Middleware{middleware.Metrics(m), record, middleware.Recover(zap.NewNop()), middleware.Classify(), eventID}
-		if deadline != nil {
-			mws = append(mws, deadline)
-		}
-		mws = append(mws, awaitBadFirst, middleware.Dedup(store))
-		handler := middleware.Chain(dedup.Handle(ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		})
+		mws := []middleware.Middleware{testenv.Must(middleware.Metrics(m)), record, middleware.Recover(zap.NewNop()), middleware.Classify(), eventID}
+		mws = append(mws, deadline...) // none, or the deadline middleware
+		mws = append(mws, awaitBadFirst, testenv.Must(middleware.Dedup(store)))
+		handler := testenv.Must(middleware.Chain(dedup.Handle(ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 			o, err := shop.HandleOrderCreated(ctx, tx, d)
 			if err == nil && d.EventID == bad && d.Attempt == 0 {
 				misbehave(ctx)
 			}
 			return o, err
-		})), mws...)
+		})), mws...))
 		return w.start(consumer.Config{DrainTimeout: 10 * time.Second}, handler, consumer.WithObserver(m))
 	}
 	c := start()
@@ -409,7 +407,7 @@ func TestE2E_F7_HungHandlerIsCancelledAtItsTimeoutWhileTheQueueMovesOn(t *testin
 	var once sync.Once
 	releaseOnce := func() { once.Do(func() { close(release) }) }
 	defer releaseOnce() // the abandoned handler goroutine ends with the test, even if it fails early
-	w, m := queueMovesOn(t, 200, middleware.Timeout(2*time.Second), func(context.Context) { <-release }, releaseOnce)
+	w, m := queueMovesOn(t, 200, []middleware.Middleware{middleware.Timeout(2 * time.Second)}, func(context.Context) { <-release }, releaseOnce)
 
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.Errors.WithLabelValues(w.group, w.topic, "transient")),
 		"the deadline is one transient error")
@@ -420,7 +418,7 @@ func TestE2E_F7_HungHandlerIsCancelledAtItsTimeoutWhileTheQueueMovesOn(t *testin
 // deadline ends the handler and its transaction (rolled back), the message is retried with the timeout
 // outcome and takes effect once; the 200 are processed and the committed offset passes them.
 func TestE2E_F7_SlowHandlerEndsAtItsDeadlineInlineWhileTheQueueMovesOn(t *testing.T) {
-	w, m := queueMovesOn(t, 200, middleware.Deadline(2*time.Second), func(ctx context.Context) { <-ctx.Done() }, nil)
+	w, m := queueMovesOn(t, 200, []middleware.Middleware{middleware.Deadline(2 * time.Second)}, func(ctx context.Context) { <-ctx.Done() }, nil)
 
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.Errors.WithLabelValues(w.group, w.topic, "transient")),
 		"the deadline is one transient error")
@@ -444,7 +442,7 @@ func TestE2E_F9_GracefulStopLosesNothingAndDoublesNothing(t *testing.T) {
 	start := func() *consumer.Consumer {
 		eventID, err := middleware.EventID(middleware.EventIDConfig{})
 		require.NoError(t, err)
-		handler := middleware.Chain(dedup.Handle(ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		handler := testenv.Must(middleware.Chain(dedup.Handle(ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 			if d.Attempt > 0 {
 				sentBack.Add(1)
 			}
@@ -455,7 +453,7 @@ func TestE2E_F9_GracefulStopLosesNothingAndDoublesNothing(t *testing.T) {
 				return consumer.Outcome{}, ctx.Err()
 			}
 			return shop.HandleOrderCreated(ctx, tx, d)
-		})), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Dedup(store))
+		})), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store))))
 		c := w.start(consumer.Config{MaxAttempts: 1, ConsumeGoroutines: 4, DrainTimeout: 10 * time.Second}, handler)
 		return c
 	}
@@ -513,12 +511,12 @@ func TestE2E_F10_BatchOfFourOneFailsEachMessageHasItsOwnTransaction(t *testing.T
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
 	ledger := testenv.NewLedger(t, db, w.run)
-	handler := middleware.Chain(dedup.Handle(ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+	handler := testenv.Must(middleware.Chain(dedup.Handle(ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		if d.EventID == b3 && d.Attempt == 0 {
 			return consumer.Outcome{}, errors.New("b-3 fails its first attempt")
 		}
 		return shop.HandleOrderCreated(ctx, tx, d)
-	})), middleware.Metrics(m), middleware.Classify(), eventID, middleware.Dedup(store))
+	})), testenv.Must(middleware.Metrics(m)), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store))))
 	w.start(consumer.Config{BatchSize: 4}, handler, consumer.WithObserver(m))
 
 	require.Eventually(t, func() bool {

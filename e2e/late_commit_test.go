@@ -38,7 +38,7 @@ func TestE2E_CommitAnsweredAfterTheHandlerTimeoutIsProcessedAlsoOnTheLastDeliver
 
 	var mu sync.Mutex
 	attempts := map[string][]int{} // event ID → the Attempt of each delivery the handler saw
-	handler := middleware.Standard(dedup.Handle(ledger.Handler(func(_ context.Context, _ *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+	handler := testenv.Must(middleware.Standard(dedup.Handle(ledger.Handler(func(_ context.Context, _ *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		mu.Lock()
 		attempts[d.EventID] = append(attempts[d.EventID], d.Attempt)
 		mu.Unlock()
@@ -46,7 +46,7 @@ func TestE2E_CommitAnsweredAfterTheHandlerTimeoutIsProcessedAlsoOnTheLastDeliver
 			return consumer.Retry(0, "fails its first delivery"), nil
 		}
 		return consumer.Processed(), nil
-	})), middleware.StandardConfig{Store: store})
+	})), middleware.StandardConfig{Store: store}))
 	decisions := &decisionsByEvent{byEvent: map[string][]consumer.Decision{}}
 	c := w.start(consumer.Config{HandlerTimeout: handlerTimeout, MaxAttempts: 1, DrainTimeout: 5 * time.Second}, handler,
 		consumer.WithObserver(decisions))

@@ -62,7 +62,7 @@ func TestE2E_F35_LeaseModeRetriesASecondCopyWhileTheFirstHoldsTheLease(t *testin
 	entered := make(chan struct{}, 1)
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	handler := middleware.Chain(dedup.Handle(ledger.Handler(func(ctx context.Context, _ *sqlx.Tx, _ *consumer.Delivery) (consumer.Outcome, error) {
+	handler := testenv.Must(middleware.Chain(dedup.Handle(ledger.Handler(func(ctx context.Context, _ *sqlx.Tx, _ *consumer.Delivery) (consumer.Outcome, error) {
 		n := inFlight.Add(1)
 		defer inFlight.Add(-1)
 		for cur := maxInFlight.Load(); n > cur && !maxInFlight.CompareAndSwap(cur, n); cur = maxInFlight.Load() {
@@ -74,7 +74,7 @@ func TestE2E_F35_LeaseModeRetriesASecondCopyWhileTheFirstHoldsTheLease(t *testin
 		case <-time.After(3 * time.Second):
 		}
 		return consumer.Processed(), nil
-	})), middleware.Metrics(m), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Lease(store, 5*time.Second))
+	})), testenv.Must(middleware.Metrics(m)), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, testenv.Must(middleware.Lease(store, 5*time.Second))))
 	w.start(consumer.Config{ConsumeGoroutines: 4, HandlerTimeout: 4 * time.Second}, handler, consumer.WithObserver(obs))
 
 	ev := w.run + "-pay"

@@ -64,14 +64,14 @@ func newOutageRig(t *testing.T, name string, port int) *outageRig {
 	r := &outageRig{w: w, in: in, db: db, m: m, logs: logs, probe: &countingProbe{store: store}}
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	count := func(next consumer.Handler) consumer.Handler {
+	count := middleware.Func(func(next consumer.Handler) consumer.Handler {
 		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 			r.runs.Add(1)
 			return next(ctx, d)
 		}
-	}
-	handler := middleware.Chain(dedup.Handle(shop.HandleOrderCreated), middleware.Metrics(m), count,
-		middleware.Classify(), eventID, middleware.Timeout(10*time.Second), middleware.Dedup(store))
+	})
+	handler := testenv.Must(middleware.Chain(dedup.Handle(shop.HandleOrderCreated), testenv.Must(middleware.Metrics(m)), count,
+		middleware.Classify(), eventID, middleware.Timeout(10*time.Second), testenv.Must(middleware.Dedup(store))))
 	r.c = w.start(consumer.Config{MaxAttempts: 3, ConsumeGoroutines: 8, HandlerTimeout: 10 * time.Second, DrainTimeout: 10 * time.Second},
 		handler, consumer.WithLogger(zap.New(core)), consumer.WithHealthProbe(r.probe), consumer.WithObserver(m))
 	return r

@@ -100,8 +100,8 @@ func (f *fixture) upstream(h dedup.TxHandler) *testenv.Callback {
 	f.t.Helper()
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(f.t, err)
-	chain := middleware.Chain(dedup.Handle(h), middleware.Recover(zap.NewNop()), middleware.Classify(),
-		eventID, middleware.Deadline(0), middleware.Dedup(f.store))
+	chain := testenv.Must(middleware.Chain(dedup.Handle(h), middleware.Recover(zap.NewNop()), middleware.Classify(),
+		eventID, middleware.Deadline(0), testenv.Must(middleware.Dedup(f.store))))
 	cfg := consumer.Config{Group: "up-" + f.run, Subscriptions: []consumer.Subscription{{Topic: upTopic}}}
 	return testenv.NewCallback(f.t, cfg, chain)
 }
@@ -145,8 +145,8 @@ func (f *fixture) downstream() *downstream {
 		})
 		return consumer.Processed(), err
 	})
-	chain := middleware.Chain(dedup.Handle(h), middleware.Recover(zap.NewNop()), middleware.Classify(),
-		eventID, middleware.Deadline(0), middleware.Dedup(f.store))
+	chain := testenv.Must(middleware.Chain(dedup.Handle(h), middleware.Recover(zap.NewNop()), middleware.Classify(),
+		eventID, middleware.Deadline(0), testenv.Must(middleware.Dedup(f.store))))
 	cfg := consumer.Config{NameServers: f.ns, Group: "down-" + f.run, Subscriptions: []consumer.Subscription{{Topic: f.topic}},
 		StartFrom: consumer.StartFromFirstOffset, Orderly: true, SuspendTime: 100 * time.Millisecond, DrainTimeout: 5 * time.Second,
 		InstanceName: "down-" + f.run}

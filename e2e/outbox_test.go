@@ -251,8 +251,8 @@ func TestOutbox_RelayInTheConsumerProcessSendsSoonAfterTheCommit(t *testing.T) {
 	require.NoError(t, irmq.EnsureGroupTopics(f.ctx, f.ns, testenv.Broker(t), group))
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	chain := middleware.Chain(dedup.Handle(sendEach(ob, f.topic, keyOfEvent)), middleware.Recover(zap.NewNop()),
-		middleware.Classify(), eventID, middleware.Deadline(0), middleware.Dedup(f.store))
+	chain := testenv.Must(middleware.Chain(dedup.Handle(sendEach(ob, f.topic, keyOfEvent)), middleware.Recover(zap.NewNop()),
+		middleware.Classify(), eventID, middleware.Deadline(0), testenv.Must(middleware.Dedup(f.store))))
 	c, err := consumer.New(consumer.Config{NameServers: f.ns, Group: group, InstanceName: group,
 		Subscriptions: []consumer.Subscription{{Topic: inTopic}}, StartFrom: consumer.StartFromFirstOffset},
 		chain, consumer.WithBackground(ob.Run))

@@ -107,7 +107,7 @@ func TestE2E_F40_StoreOnTheApplicationsPoolSizedToTheGoroutinesIsRefused(t *test
 	cfg := f40Config()
 	cfg.NameServers, cfg.Group = w.ns, w.group
 	cfg.Subscriptions = []consumer.Subscription{{Topic: w.topic}}
-	standard := middleware.Standard(readsThroughApp(app), middleware.StandardConfig{Store: store})
+	standard := testenv.Must(middleware.Standard(readsThroughApp(app), middleware.StandardConfig{Store: store}))
 
 	_, err = consumer.New(cfg, standard)
 	require.Error(t, err, "the chain's store shares a pool of 20 with up to 40 handlers")
@@ -134,7 +134,7 @@ func TestE2E_F40_StoreOnTheApplicationsPoolSizedToTheGoroutinesIsRefused(t *test
 func handWired(t *testing.T, app *sqlx.DB, store *dedup.Store) consumer.Handler {
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	return middleware.Recover(nil)(middleware.Classify()(eventID(middleware.Deadline(0)(middleware.Dedup(store)(readsThroughApp(app))))))
+	return middleware.Recover(nil).Wrap(middleware.Classify().Wrap(eventID.Wrap(middleware.Deadline(0).Wrap(testenv.Must(middleware.Dedup(store)).Wrap(readsThroughApp(app))))))
 }
 
 // F40: in the default wiring (dedup.Open: the store's transactions on a pool of its own; middleware.Standard)
@@ -171,7 +171,7 @@ func TestE2E_F40_HandlerReadingTheApplicationsPoolNeverStallsTheDefaultWiring(t 
 			w.send(plan.Messages...)
 			l := newBurstLedger()
 			start := time.Now()
-			cons := w.start(f40Config(), middleware.Standard(readsThroughApp(app), middleware.StandardConfig{Store: store}),
+			cons := w.start(f40Config(), testenv.Must(middleware.Standard(readsThroughApp(app), middleware.StandardConfig{Store: store})),
 				consumer.WithObserver(l), consumer.WithHealthProbe(store))
 			require.Eventually(t, func() bool { n, _ := l.decided(); return n >= events }, 3*time.Minute, 200*time.Millisecond)
 			elapsed := time.Since(start)

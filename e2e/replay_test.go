@@ -44,8 +44,8 @@ type replays struct {
 	got []replayDelivery
 }
 
-func (r *replays) middleware(group string) consumer.Middleware {
-	return func(next consumer.Handler) consumer.Handler {
+func (r *replays) middleware(group string) middleware.Middleware {
+	return middleware.Func(func(next consumer.Handler) consumer.Handler {
 		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 			if d.Msg.GetProperty(consumer.PropReplayID) != "" {
 				r.mu.Lock()
@@ -56,7 +56,7 @@ func (r *replays) middleware(group string) consumer.Middleware {
 			}
 			return next(ctx, d)
 		}
-	}
+	})
 }
 
 func (r *replays) snapshot() []replayDelivery {
@@ -143,16 +143,16 @@ func TestE2E_S5_F18_DLQReplaySafeTwiceToTheDeadLetteredGroupOnly(t *testing.T) {
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	handler := middleware.Chain(dedup.Handle(ledger.Handler(business)), seen.middleware("cg"), middleware.Recover(log),
-		middleware.Classify(), eventID, middleware.Timeout(10*time.Second), middleware.Dedup(store))
+	handler := testenv.Must(middleware.Chain(dedup.Handle(ledger.Handler(business)), seen.middleware("cg"), middleware.Recover(log),
+		middleware.Classify(), eventID, middleware.Timeout(10*time.Second), testenv.Must(middleware.Dedup(store))))
 	publisher, err := dlq.NewPublisher(w.prod)
 	require.NoError(t, err)
 	sink := &countingSink{inner: publisher}
 	w.start(consumer.Config{MaxAttempts: 2, DrainTimeout: 5 * time.Second}, handler, consumer.WithLogger(log), consumer.WithDeadLetterSink(sink))
 	other, err := consumer.New(consumer.Config{NameServers: w.ns, Group: group2, MaxAttempts: 2,
 		Subscriptions: []consumer.Subscription{{Topic: topic}}, StartFrom: consumer.StartFromFirstOffset},
-		middleware.Chain(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) { return consumer.Processed(), nil },
-			seen.middleware("cg2")), consumer.WithLogger(log))
+		testenv.Must(middleware.Chain(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) { return consumer.Processed(), nil },
+			seen.middleware("cg2"))), consumer.WithLogger(log))
 	require.NoError(t, err)
 	require.NoError(t, other.Start())
 	t.Cleanup(func() { _ = other.Shutdown(context.Background()) })
@@ -278,12 +278,12 @@ func TestE2E_S5_DLQReplayTwoRunsAtOnceSendEachLetterOnce(t *testing.T) {
 	require.NoError(t, err)
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 	seen := &replays{}
-	handler := middleware.Chain(dedup.Handle(ledger.Handler(func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
+	handler := testenv.Must(middleware.Chain(dedup.Handle(ledger.Handler(func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
 		if bug.Load() {
 			return consumer.Outcome{}, retry.Permanent(errors.New("bug"))
 		}
 		return consumer.Processed(), nil
-	})), seen.middleware("cg"), middleware.Classify(), eventID, middleware.Dedup(store))
+	})), seen.middleware("cg"), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store))))
 	publisher, err := dlq.NewPublisher(w.prod)
 	require.NoError(t, err)
 	sink := &countingSink{inner: publisher}
@@ -387,7 +387,7 @@ func TestE2E_S5_DLQReplayFromExportFile(t *testing.T) {
 	seen := &replays{}
 	var mu sync.Mutex
 	processed := map[string]*primitive.MessageExt{}
-	handler := middleware.Chain(dedup.Handle(ledger.Handler(func(_ context.Context, _ *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+	handler := testenv.Must(middleware.Chain(dedup.Handle(ledger.Handler(func(_ context.Context, _ *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		if bug.Load() {
 			return consumer.Outcome{}, retry.Permanent(errors.New("bug"))
 		}
@@ -395,7 +395,7 @@ func TestE2E_S5_DLQReplayFromExportFile(t *testing.T) {
 		processed[d.EventID] = d.Msg
 		mu.Unlock()
 		return consumer.Processed(), nil
-	})), seen.middleware("cg"), middleware.Classify(), eventID, middleware.Dedup(store))
+	})), seen.middleware("cg"), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store))))
 	publisher, err := dlq.NewPublisher(w.prod)
 	require.NoError(t, err)
 	sink := &countingSink{inner: publisher}

@@ -46,10 +46,10 @@ func TestE2E_F24_RenamedGroupWithTheSameDedupScopeAppliesNothingTwice(t *testing
 		require.NoError(t, err)
 		eventID, err := middleware.EventID(middleware.EventIDConfig{})
 		require.NoError(t, err)
-		h := middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+		h := testenv.Must(middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 			calls.Add(1)
 			return shop.HandleOrderCreated(ctx, tx, d)
-		}), middleware.Metrics(m), middleware.Recover(log), middleware.Classify(), eventID, middleware.Dedup(store))
+		}), testenv.Must(middleware.Metrics(m)), middleware.Recover(log), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store))))
 		g := *w
 		g.group = group
 		c := g.start(consumer.Config{MaxAttempts: 3, DrainTimeout: 10 * time.Second}, h, consumer.WithLogger(log), consumer.WithObserver(m))

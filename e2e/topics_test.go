@@ -75,8 +75,8 @@ func TestE2E_EnsureTopicsInStartAndPublisherFromSettings(t *testing.T) {
 	}, time.Minute, 500*time.Millisecond, "the poison message reaches %s", dlqTopic)
 	require.Len(t, letters, 1)
 	assert.Equal(t, run+"-poison", letters[0].GetProperty("EVENT_ID"))
-	assert.Equal(t, "poison body: not an order", letters[0].GetProperty(dlq.PropReason))
-	assert.Equal(t, sent.MsgID, letters[0].GetProperty(dlq.PropOriginMsgID))
+	assert.Equal(t, "poison body: not an order", letters[0].GetProperty(consumer.PropDeadLetterReason))
+	assert.Equal(t, sent.MsgID, letters[0].GetProperty(consumer.PropDeadLetterOriginMsgID))
 
 	require.NoError(t, c.Shutdown(ctx))
 	err = publisher.DeadLetter(ctx, consumer.NewDelivery(group, letters[0]), "after shutdown")

@@ -42,9 +42,9 @@ func TestE2E_F12_S7_AggregateVersionsThroughTheBroker(t *testing.T) {
 	version, err := middleware.Version(store, middleware.VersionConfig{AggregateType: "order",
 		GapRetries: middleware.NoGapRetries, OnGap: middleware.GapApply})
 	require.NoError(t, err)
-	h := middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := testenv.Must(middleware.Chain(dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		return consumer.Processed(), ledger.Append(ctx, tx, d.EventID)
-	}), middleware.Metrics(m), middleware.Recover(log), middleware.Classify(), eventID, middleware.Dedup(store), version)
+	}), testenv.Must(middleware.Metrics(m)), middleware.Recover(log), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store)), version))
 	w.start(consumer.Config{MaxAttempts: 3}, h, consumer.WithLogger(log), consumer.WithObserver(m))
 
 	count := func(outcome string) float64 {

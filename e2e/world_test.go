@@ -101,7 +101,7 @@ func (w *world) requireNoDeadLetters() {
 	require.NoError(w.t, err)
 	var keys []string
 	for _, l := range letters {
-		keys = append(keys, l.GetProperty("EVENT_ID")+" ("+l.GetProperty(dlq.PropReason)+")")
+		keys = append(keys, l.GetProperty("EVENT_ID")+" ("+l.GetProperty(consumer.PropDeadLetterReason)+")")
 	}
 	require.Empty(w.t, keys, "%%DLQ%%%s holds letters", w.group)
 }

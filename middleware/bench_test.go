@@ -10,13 +10,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
 )
 
 // benchChain is the standard chain without I/O: everything but Dedup, around a handler that does nothing,
 // with deadline (Timeout or Deadline of 5 s) innermost when it is not nil.
-func benchChain(b *testing.B, deadline func(time.Duration) consumer.Middleware) consumer.Handler {
+func benchChain(b *testing.B, deadline func(time.Duration) middleware.Middleware) consumer.Handler {
 	b.Helper()
 	m, err := metrics.New(prometheus.NewRegistry())
 	if err != nil {
@@ -27,14 +28,14 @@ func benchChain(b *testing.B, deadline func(time.Duration) consumer.Middleware) 
 		b.Fatal(err)
 	}
 	log := zap.NewNop()
-	mws := []consumer.Middleware{middleware.Metrics(m), middleware.Logging(log), middleware.Recover(log),
+	mws := []middleware.Middleware{testenv.Must(middleware.Metrics(m)), middleware.Logging(log), middleware.Recover(log),
 		middleware.Classify(), eventID}
 	if deadline != nil {
 		mws = append(mws, deadline(5*time.Second))
 	}
-	return middleware.Chain(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
+	return testenv.Must(middleware.Chain(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
 		return consumer.Processed(), nil
-	}, mws...)
+	}, mws...))
 }
 
 func benchMsg() *primitive.MessageExt {
@@ -45,7 +46,7 @@ func benchMsg() *primitive.MessageExt {
 	return msg
 }
 
-func benchmarkChain(b *testing.B, deadline func(time.Duration) consumer.Middleware) {
+func benchmarkChain(b *testing.B, deadline func(time.Duration) middleware.Middleware) {
 	h := benchChain(b, deadline)
 	msg := benchMsg()
 	ctx := context.Background()
@@ -78,15 +79,17 @@ func BenchmarkChain_NoIO_WithDeadline(b *testing.B) { benchmarkChain(b, middlewa
 func BenchmarkChain_NoIO_UnderHandlerTimeout(b *testing.B) {
 	for _, bc := range []struct {
 		name string
-		mw   consumer.Middleware
+		mw   func() middleware.Middleware // nil: no deadline middleware
 	}{
-		{"none", nil}, {"Deadline_0", middleware.Deadline(0)}, {"Deadline_10s", middleware.Deadline(10 * time.Second)},
-		{"Deadline_1m", middleware.Deadline(time.Minute)}, {"Timeout_10s", middleware.Timeout(10 * time.Second)},
+		{"none", nil}, {"Deadline_0", func() middleware.Middleware { return middleware.Deadline(0) }},
+		{"Deadline_10s", func() middleware.Middleware { return middleware.Deadline(10 * time.Second) }},
+		{"Deadline_1m", func() middleware.Middleware { return middleware.Deadline(time.Minute) }},
+		{"Timeout_10s", func() middleware.Middleware { return middleware.Timeout(10 * time.Second) }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			var deadline func(time.Duration) consumer.Middleware
+			var deadline func(time.Duration) middleware.Middleware
 			if bc.mw != nil {
-				deadline = func(time.Duration) consumer.Middleware { return bc.mw }
+				deadline = func(time.Duration) middleware.Middleware { return bc.mw() }
 			}
 			h := benchChain(b, deadline)
 			msg := benchMsg()

@@ -48,10 +48,11 @@ func orderErr(format string, args ...any) error {
 // by kinds as one chain around a handler that is transactional if tx, and wraps h, not the pending handler.
 type incompleteChainError struct {
 	msg    string
-	kinds  []kind               // the kind of each middleware of the built chain, outermost first (kindUser included)
-	tx     bool                 // the innermost handler is a dedup.Handle handler
-	h      consumer.Handler     // the built chain, without the consumer.Pending layer
-	stores []concurrencyChecker // the stores of its Dedup middlewares that check the consumer's concurrency
+	kinds  []kind                 // the kind of each middleware of the built chain, outermost first (kindUser included)
+	tx     bool                   // the innermost handler is a dedup.Handle handler
+	h      consumer.Handler       // the built chain, without the consumer.Pending layer
+	stores []concurrencyChecker   // the stores of its Dedup middlewares that check the consumer's concurrency
+	probes []consumer.HealthProbe // the stores of its Dedup middlewares that can be probed
 }
 
 func (e *incompleteChainError) Error() string        { return e.msg }
@@ -64,7 +65,7 @@ func missingErr(format string, args ...any) error {
 
 // Chain wraps h in mws; the first middleware is the outermost, so Chain(h, a, b) runs a, then b, then h.
 //
-// It checks the chain once, at build time, knowing rmqguard's standard middlewares by identity (never
+// It checks the chain once, at build time, knowing rmqguard's standard middlewares by their Middleware's kind (never
 // calling them), and returns an error wrapping ErrChainOrder that says what to move or add where for:
 //   - Dedup without EventID before it (Dedup needs the event ID EventID sets);
 //   - Version without Dedup before it (Version runs inside the dedup transaction);
@@ -82,10 +83,9 @@ func missingErr(format string, args ...any) error {
 //     lease mode, is held to every rule above that names Dedup), except Version: each checks only its
 //     VersionConfig.EventTypes, so a chain may hold one Version per aggregate type, all after Dedup.
 //
-// A middleware built from a nil dependency (Dedup(nil), Metrics(nil)) or a nil h or middleware is refused
-// with an error wrapping ErrNilDependency. A wrong chain, one that no chain around it can mend (a
-// middleware twice, a nil dependency, a needed middleware present but inside the one needing it, Timeout
-// outside Recover), comes back as consumer.Refuse(err). An incomplete chain, one that only lacks EventID,
+// A nil h or a zero Middleware is an error wrapping ErrNilDependency. A wrong chain, one that no chain
+// around it can mend (a middleware twice, a needed middleware present but inside the one needing it,
+// Timeout outside Recover), is Chain's error. An incomplete chain, one that only lacks EventID,
 // Classify or Dedup, which a chain around it may provide, comes back as consumer.Pending(chain, err): it
 // runs, but consumer.New given it fails with err ("consumer.New: handler: …"), as for a wrong chain. A
 // Chain given such a pending h checks its mws and h's middlewares as one chain (positions counted over
@@ -95,9 +95,9 @@ func missingErr(format string, args ...any) error {
 // every branch needs. A branch hidden from consumer.New (called by your own handler) that no chain
 // completes runs incomplete: build each branch complete, or check it yourself with consumer.Refused.
 // A refused h (consumer.Refuse), or a Pending one not made by Chain (even one whose error wraps a Chain's),
-// is returned as it is. A complete h is not inspected: its middlewares are
+// makes its error Chain's. A complete h is not inspected: its middlewares are
 // not counted with mws. Other middlewares are allowed anywhere and are not called by the check; a chain
-// composed by hand (mw(h)) is not checked. A complete chain costs nothing more per message than the
+// composed by hand (mw.Wrap(h)) is not checked. A complete chain costs nothing more per message than the
 // wrapped middlewares; a pending one, one call and a nil check more until an outer Chain unwraps it.
 //
 // A chain whose Dedup store has a concurrency check (dedup.Store.CheckConcurrency, forwarded by
@@ -106,33 +106,33 @@ func missingErr(format string, args ...any) error {
 // transactions could hold every connection of the application's pool the handlers also use, naming the
 // fix; New then runs the chain without the Pending layer. An outer Chain given such a complete chain, or a
 // chain composed by hand, does not see the check: pass the store to consumer.WithHealthProbe as well.
-func Chain(h consumer.Handler, mws ...consumer.Middleware) consumer.Handler {
+func Chain(h consumer.Handler, mws ...Middleware) (consumer.Handler, error) {
 	c := chainKinds{tx: dedup.IsTxHandler(h)}
 	if err := consumer.Refused(h); err != nil {
 		// Only a Pending made by Chain itself carries its chain; an incomplete chain's error wrapped in
 		// another handler's refusal (a router refusing for a branch) is that handler's, not a chain to complete.
 		inner, ok := err.(*incompleteChainError) // the error itself, not errors.As
 		if !ok {
-			return h
+			return nil, err
 		}
-		h, c.inner, c.tx, c.stores = inner.h, inner.kinds, inner.tx, inner.stores
+		h, c.inner, c.tx, c.stores, c.probes = inner.h, inner.kinds, inner.tx, inner.stores, inner.probes
 	}
 	if err := c.collect(h, mws); err != nil {
-		return consumer.Refuse(err)
+		return nil, err
 	}
 	err := c.check()
 	var missing *incompleteChainError
 	if err != nil && !errors.As(err, &missing) {
-		return consumer.Refuse(err)
+		return nil, err
 	}
 	for i := len(mws) - 1; i >= 0; i-- {
-		h = mws[i](h)
+		h = mws[i].wrap(h)
 	}
 	if missing != nil {
-		missing.kinds, missing.tx, missing.h, missing.stores = c.kinds, c.tx, h, c.stores
-		return consumer.Pending(h, missing)
+		missing.kinds, missing.tx, missing.h, missing.stores, missing.probes = c.kinds, c.tx, h, c.stores, c.probes
+		return consumer.Pending(h, missing), nil
 	}
-	return withCondition(h, c.stores)
+	return withCondition(h, c.stores, c.probes), nil
 }
 
 // chainKinds is the chain Chain checks: the kind of each middleware, outermost first, and whether the
@@ -145,27 +145,26 @@ type chainKinds struct {
 	pos   map[kind]int // 1-based position of each standard middleware in kinds
 	// stores are the Dedup stores that check the consumer's concurrency (the inner chain's first).
 	stores []concurrencyChecker
+	probes []consumer.HealthProbe // the Dedup stores that can be probed (the inner chain's first)
 }
 
 // collect fills c with the kinds of mws then c.inner, and returns why they can never run: a nil h or
-// middleware, a refused middleware, a standard middleware twice.
-func (c *chainKinds) collect(h consumer.Handler, mws []consumer.Middleware) error {
+// middleware, a standard middleware twice.
+func (c *chainKinds) collect(h consumer.Handler, mws []Middleware) error {
 	if h == nil {
 		return fmt.Errorf("%w: middleware.Chain: the handler is nil", ErrNilDependency)
 	}
 	c.kinds = make([]kind, 0, len(mws)+len(c.inner))
 	for i, mw := range mws {
-		if mw == nil {
-			return fmt.Errorf("%w: middleware.Chain: the middleware at position %d is nil", ErrNilDependency, i+1)
+		if mw.wrap == nil {
+			return fmt.Errorf("%w: middleware.Chain: the middleware at position %d is nil (a zero Middleware, or Func(nil))", ErrNilDependency, i+1)
 		}
-		k := kindOf(mw)
-		if k == kindRefused {
-			return fmt.Errorf("position %d: %w", i+1, consumer.Refused(mw(nil)))
+		k := mw.kind
+		if cc, ok := checkerOf(mw); ok {
+			c.stores = append(c.stores, cc)
 		}
-		if k == kindDedup || k == kindLease {
-			if cc, ok := checkerOf(mw); ok {
-				c.stores = append(c.stores, cc)
-			}
+		if p, ok := mw.store.(consumer.HealthProbe); ok {
+			c.probes = append(c.probes, p)
 		}
 		c.kinds = append(c.kinds, k)
 	}

@@ -42,7 +42,7 @@ var txPlain = dedup.Handle(func(context.Context, *sqlx.Tx, *consumer.Delivery) (
 	return consumer.Processed(), nil
 })
 
-func TestChain_WrongChainsFailConsumerNewWithTheFix(t *testing.T) {
+func TestChain_WrongOrIncompleteChainsAreRefusedWithTheFix(t *testing.T) {
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
 	version, err := middleware.Version(nil, middleware.VersionConfig{AggregateType: "order",
@@ -52,51 +52,48 @@ func TestChain_WrongChainsFailConsumerNewWithTheFix(t *testing.T) {
 	recov, classify := middleware.Recover(zap.NewNop()), middleware.Classify()
 	for name, tc := range map[string]struct {
 		h    consumer.Handler
-		mws  []consumer.Middleware
+		mws  []middleware.Middleware
 		want string
 		is   error
 	}{
-		"Dedup before EventID": {plain, []consumer.Middleware{recov, classify, middleware.Dedup(store), eventID},
-			"consumer.New: handler: middleware.Dedup (position 3) needs middleware.EventID before it: move EventID before Dedup", middleware.ErrChainOrder},
-		"Dedup without EventID": {txPlain, []consumer.Middleware{classify, middleware.Dedup(store)},
+		"Dedup before EventID": {plain, []middleware.Middleware{recov, classify, testenv.Must(middleware.Dedup(store)), eventID},
+			"middleware.Dedup (position 3) needs middleware.EventID before it: move EventID before Dedup", middleware.ErrChainOrder},
+		"Dedup without EventID": {txPlain, []middleware.Middleware{classify, testenv.Must(middleware.Dedup(store))},
 			"middleware.Dedup (position 2) needs middleware.EventID before it: add middleware.EventID before Dedup", middleware.ErrChainOrder},
-		"Version before Dedup": {txPlain, []consumer.Middleware{classify, eventID, version, middleware.Dedup(store)},
+		"Version before Dedup": {txPlain, []middleware.Middleware{classify, eventID, version, testenv.Must(middleware.Dedup(store))},
 			"middleware.Version (position 3) needs middleware.Dedup before it: move Dedup before Version", middleware.ErrChainOrder},
-		"Dedup without Classify": {txPlain, []consumer.Middleware{recov, eventID, middleware.Deadline(0), middleware.Dedup(store)},
+		"Dedup without Classify": {txPlain, []middleware.Middleware{recov, eventID, middleware.Deadline(0), testenv.Must(middleware.Dedup(store))},
 			"middleware.Dedup (position 4) needs middleware.Classify in the chain: add it before EventID", middleware.ErrChainOrder},
-		"Classify inside Dedup": {txPlain, []consumer.Middleware{recov, eventID, middleware.Dedup(store), classify},
+		"Classify inside Dedup": {txPlain, []middleware.Middleware{recov, eventID, testenv.Must(middleware.Dedup(store)), classify},
 			"middleware.Dedup (position 3) needs middleware.Classify (position 4) before it: move Classify before Dedup", middleware.ErrChainOrder},
-		"Classify inside Dedup, in a pending inner chain": {middleware.Chain(txPlain, classify), []consumer.Middleware{recov, eventID, middleware.Dedup(store)},
+		"Classify inside Dedup, in a pending inner chain": {testenv.Must(middleware.Chain(txPlain, classify)), []middleware.Middleware{recov, eventID, testenv.Must(middleware.Dedup(store))},
 			"middleware.Dedup (position 3) needs middleware.Classify (position 4, in the inner chain) before it: move Classify before Dedup", middleware.ErrChainOrder},
-		"Version without Dedup": {plain, []consumer.Middleware{eventID, version},
+		"Version without Dedup": {plain, []middleware.Middleware{eventID, version},
 			"add middleware.Dedup before Version", middleware.ErrChainOrder},
-		"Timeout outside Recover": {plain, []consumer.Middleware{middleware.Timeout(time.Second), recov, classify},
+		"Timeout outside Recover": {plain, []middleware.Middleware{middleware.Timeout(time.Second), recov, classify},
 			"middleware.Timeout (position 1) must be inside middleware.Recover (position 2): move Recover before Timeout", middleware.ErrChainOrder},
-		"dedup.Handle without Dedup": {txPlain, []consumer.Middleware{recov, classify, eventID},
+		"dedup.Handle without Dedup": {txPlain, []middleware.Middleware{recov, classify, eventID},
 			"add middleware.Dedup(store) to the chain, after EventID", middleware.ErrChainOrder},
 		"dedup.HandleJSON without Dedup": {dedup.HandleJSON(func(context.Context, *sqlx.Tx, *consumer.Delivery, struct{}) (consumer.Outcome, error) {
 			return consumer.Processed(), nil
-		}), []consumer.Middleware{recov, classify, eventID},
+		}), []middleware.Middleware{recov, classify, eventID},
 			"add middleware.Dedup(store) to the chain, after EventID", middleware.ErrChainOrder},
-		"two Dedups": {txPlain, []consumer.Middleware{eventID, middleware.Dedup(store), middleware.Dedup(store)},
+		"two Dedups": {txPlain, []middleware.Middleware{eventID, testenv.Must(middleware.Dedup(store)), testenv.Must(middleware.Dedup(store))},
 			"middleware.Dedup (position 3) repeats middleware.Dedup (position 2): keep one of them", middleware.ErrChainOrder},
-		"two EventIDs": {plain, []consumer.Middleware{eventID, classify, eventID},
+		"two EventIDs": {plain, []middleware.Middleware{eventID, classify, eventID},
 			"middleware.EventID (position 3) repeats middleware.EventID (position 1)", middleware.ErrChainOrder},
-		"Deadline and Timeout": {plain, []consumer.Middleware{middleware.Deadline(0), middleware.Timeout(time.Second)},
+		"Deadline and Timeout": {plain, []middleware.Middleware{middleware.Deadline(0), middleware.Timeout(time.Second)},
 			"middleware.Timeout (position 2) repeats middleware.Deadline (position 1)", middleware.ErrChainOrder},
-		"Dedup(nil)": {txPlain, []consumer.Middleware{eventID, middleware.Dedup(nil)},
-			"position 2: nil dependency: middleware.Dedup: store is nil — did dedup.NewStore fail? check its error", middleware.ErrNilDependency},
-		"Dedup of a typed-nil *dedup.Store": {txPlain, []consumer.Middleware{eventID, middleware.Dedup((*dedup.Store)(nil))},
-			"middleware.Dedup: store is nil — did dedup.NewStore fail?", middleware.ErrNilDependency},
-		"Metrics(nil)": {plain, []consumer.Middleware{middleware.Metrics(nil), recov},
-			"middleware.Metrics: m is nil", middleware.ErrNilDependency},
-		"nil middleware": {plain, []consumer.Middleware{recov, nil},
+		"zero middleware": {plain, []middleware.Middleware{recov, {}},
 			"the middleware at position 2 is nil", middleware.ErrNilDependency},
-		"nil handler": {nil, []consumer.Middleware{recov},
+		"nil handler": {nil, []middleware.Middleware{recov},
 			"middleware.Chain: the handler is nil", middleware.ErrNilDependency},
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := newConsumer(t, middleware.Chain(tc.h, tc.mws...))
+			h, err := middleware.Chain(tc.h, tc.mws...) // a wrong chain is refused here
+			if err == nil {
+				err = newConsumer(t, h) // an incomplete one, which a chain around it may complete, by consumer.New
+			}
 
 			require.ErrorIs(t, err, tc.is)
 			assert.Contains(t, err.Error(), tc.want)
@@ -108,13 +105,13 @@ func TestChain_UserMiddlewaresAreAllowedAnywhereAndNotCalledByTheCheck(t *testin
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
 	built := 0
-	user := func(next consumer.Handler) consumer.Handler { built++; return next }
+	user := middleware.Func(func(next consumer.Handler) consumer.Handler { built++; return next })
 
-	refused := middleware.Chain(plain, user, middleware.Timeout(time.Second), user, middleware.Recover(nil), user)
-	require.ErrorIs(t, consumer.Refused(refused), middleware.ErrChainOrder)
+	_, err = middleware.Chain(plain, user, middleware.Timeout(time.Second), user, middleware.Recover(nil), user)
+	require.ErrorIs(t, err, middleware.ErrChainOrder)
 	assert.Zero(t, built, "a refused chain calls no user middleware")
 
-	h := middleware.Chain(plain, user, middleware.Classify(), user, eventID, user)
+	h := testenv.Must(middleware.Chain(plain, user, middleware.Classify(), user, eventID, user))
 	require.NoError(t, consumer.Refused(h))
 	assert.Equal(t, 3, built, "each wrapped once, when the chain is built")
 	o, err := h(context.Background(), delivery("ORDER", "", map[string]string{"EVENT_ID": "e-1"}))
@@ -122,17 +119,17 @@ func TestChain_UserMiddlewaresAreAllowedAnywhereAndNotCalledByTheCheck(t *testin
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
 }
 
-func TestChain_RefusedHandlerPassesThroughUnwrapped(t *testing.T) {
+func TestChain_RefusedHandlerIsRefusedUnwrapped(t *testing.T) {
 	errX := errors.New("could not build the handler")
 	wrapped := 0
 
-	h := middleware.Chain(consumer.Refuse(errX), func(next consumer.Handler) consumer.Handler { wrapped++; return next })
+	_, err := middleware.Chain(consumer.Refuse(errX), middleware.Func(func(next consumer.Handler) consumer.Handler { wrapped++; return next }))
 
-	assert.ErrorIs(t, newConsumer(t, h), errX)
+	assert.ErrorIs(t, err, errX)
 	assert.Zero(t, wrapped)
 }
 
-func TestStandard_ErrorsComeBackThroughConsumerNew(t *testing.T) {
+func TestStandard_WrongConfigIsAnErrorWithTheFix(t *testing.T) {
 	store := new(dedup.Store)
 	for name, tc := range map[string]struct {
 		cfg  middleware.StandardConfig
@@ -142,16 +139,16 @@ func TestStandard_ErrorsComeBackThroughConsumerNew(t *testing.T) {
 		"nil Store":       {middleware.StandardConfig{}, "middleware.Dedup: store is nil", middleware.ErrNilDependency},
 		"typed-nil Store": {middleware.StandardConfig{Store: (*dedup.Store)(nil)}, "did dedup.NewStore fail?", middleware.ErrNilDependency},
 		"bad EventID config": {middleware.StandardConfig{Store: store, EventID: middleware.EventIDConfig{MaxLength: -1}},
-			"consumer.New: handler: middleware.Standard: EventID: event ID config: MaxLength", nil},
+			"middleware.Standard: EventID: event ID config: MaxLength", nil},
 		"Version without store or Load": {middleware.StandardConfig{Store: dedupTxStore{store}, Version: &middleware.VersionConfig{AggregateType: "order"}},
-			"consumer.New: handler: middleware.Standard: Version: Store is a middleware_test.dedupTxStore, not a *dedup.Store: set VersionConfig.Load", nil},
+			"middleware.Standard: Version: Store is a middleware_test.dedupTxStore, not a *dedup.Store: set VersionConfig.Load", nil},
 		"bad Version config": {middleware.StandardConfig{Store: store, Version: &middleware.VersionConfig{}},
-			"consumer.New: handler: middleware.Standard: Version: version config: AggregateType", nil},
+			"middleware.Standard: Version: version config: AggregateType", nil},
 		"nil Store with Version": {middleware.StandardConfig{Version: &middleware.VersionConfig{AggregateType: "order"}},
 			"middleware.Dedup: store is nil", middleware.ErrNilDependency},
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := newConsumer(t, middleware.Standard(plain, tc.cfg))
+			_, err := middleware.Standard(plain, tc.cfg)
 
 			require.Error(t, err)
 			if tc.is != nil {
@@ -176,9 +173,9 @@ func TestStandard_ProcessesAMessageOnceOnMariaDB(t *testing.T) {
 	ledger := testenv.NewLedger(t, db, run)
 	m, err := metrics.New(prometheus.NewRegistry())
 	require.NoError(t, err)
-	h := middleware.Standard(dedup.Handle(ledger.Handler(func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
+	h := testenv.Must(middleware.Standard(dedup.Handle(ledger.Handler(func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
 		return consumer.Processed(), nil // the ledger appends the effect
-	})), middleware.StandardConfig{Metrics: m, Store: store})
+	})), middleware.StandardConfig{Metrics: m, Store: store}))
 	require.NoError(t, consumer.Refused(h))
 	msg := &primitive.MessageExt{MsgId: run + "-msg", Message: primitive.Message{Topic: "ORDER", Body: []byte(`{}`)}}
 	msg.WithProperty("EVENT_ID", run+"-e1")
@@ -198,18 +195,34 @@ func TestStandard_ProcessesAMessageOnceOnMariaDB(t *testing.T) {
 func TestRecoverAndLogging_NilLoggerIsANop(t *testing.T) {
 	panics := func(context.Context, *consumer.Delivery) (consumer.Outcome, error) { panic("handler bug") }
 
-	o, err := middleware.Chain(panics, middleware.Logging(nil), middleware.Recover(nil))(context.Background(), delivery("ORDER", "", nil))
+	o, err := testenv.Must(middleware.Chain(panics, middleware.Logging(nil), middleware.Recover(nil)))(context.Background(), delivery("ORDER", "", nil))
 
 	require.ErrorIs(t, err, middleware.ErrPanic)
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 }
 
-// Dedup(nil) applied by hand, outermost, is still reported by consumer.New.
-func TestDedup_NilStoreAppliedByHandFailsConsumerNew(t *testing.T) {
-	err := newConsumer(t, middleware.Dedup(nil)(plain))
+// A constructor given a nil dependency returns an error wrapping ErrNilDependency that names the fix.
+func TestConstructors_NilDependencyIsAnErrorWithTheFix(t *testing.T) {
+	for name, tc := range map[string]struct {
+		build func() (middleware.Middleware, error)
+		want  string
+	}{
+		"Dedup(nil)": {func() (middleware.Middleware, error) { return middleware.Dedup(nil) },
+			"nil dependency: middleware.Dedup: store is nil — did dedup.NewStore fail? check its error"},
+		"Dedup of a typed-nil *dedup.Store": {func() (middleware.Middleware, error) { return middleware.Dedup((*dedup.Store)(nil)) },
+			"middleware.Dedup: store is nil — did dedup.NewStore fail?"},
+		"Lease(nil)": {func() (middleware.Middleware, error) { return middleware.Lease(nil, time.Minute) },
+			"middleware.Lease: store is nil"},
+		"Metrics(nil)": {func() (middleware.Middleware, error) { return middleware.Metrics(nil) },
+			"middleware.Metrics: m is nil"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := tc.build()
 
-	require.ErrorIs(t, err, middleware.ErrNilDependency)
-	assert.Contains(t, err.Error(), "did dedup.NewStore fail?")
+			require.ErrorIs(t, err, middleware.ErrNilDependency)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
 }
 
 // Version checks only its own EventTypes, so a consumer of two aggregates' events puts one Version per
@@ -224,10 +237,10 @@ func TestChain_OneVersionPerAggregateTypeIsAccepted(t *testing.T) {
 	require.NoError(t, err)
 	store := new(dedup.Store)
 
-	h := middleware.Chain(txPlain, middleware.Recover(nil), middleware.Classify(), eventID, middleware.Dedup(store), orders, payments)
+	h := testenv.Must(middleware.Chain(txPlain, middleware.Recover(nil), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store)), orders, payments))
 	require.NoError(t, consumer.Refused(h))
 
-	err = consumer.Refused(middleware.Chain(txPlain, middleware.Classify(), eventID, orders, middleware.Dedup(store), payments))
+	err = testenv.Refused(middleware.Chain(txPlain, middleware.Classify(), eventID, orders, testenv.Must(middleware.Dedup(store)), payments))
 	require.ErrorIs(t, err, middleware.ErrChainOrder)
 	assert.Contains(t, err.Error(), "middleware.Version (position 3) needs middleware.Dedup before it: move Dedup before Version")
 }

@@ -35,9 +35,9 @@ func TestDedup_DeadLetterFromAClassifyInsideIsRolledBackOnMariaDB(t *testing.T) 
 		}
 		return consumer.Outcome{}, retry.Permanent(errBad)
 	}))
-	classify, dedupMW := middleware.Classify(), middleware.Dedup(store)
-	require.ErrorIs(t, consumer.Refused(middleware.Chain(inner, eventID, dedupMW, classify)), middleware.ErrChainOrder)
-	h := eventID(dedupMW(classify(inner))) // by hand: not checked
+	classify, dedupMW := middleware.Classify(), testenv.Must(middleware.Dedup(store))
+	require.ErrorIs(t, testenv.Refused(middleware.Chain(inner, eventID, dedupMW, classify)), middleware.ErrChainOrder)
+	h := eventID.Wrap(dedupMW.Wrap(classify.Wrap(inner))) // by hand: not checked
 	msg := &primitive.MessageExt{MsgId: run + "-msg", Message: primitive.Message{Topic: "ORDER", Body: []byte(`{}`)}}
 	msg.WithProperty("EVENT_ID", run+"-e1")
 

@@ -16,20 +16,21 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
 // record returns a middleware that appends name to *log before and name+"/after" after the inner handler.
-func record(name string, log *[]string) consumer.Middleware {
-	return func(next consumer.Handler) consumer.Handler {
+func record(name string, log *[]string) middleware.Middleware {
+	return middleware.Func(func(next consumer.Handler) consumer.Handler {
 		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 			*log = append(*log, name)
 			o, err := next(ctx, d)
 			*log = append(*log, name+"/after")
 			return o, err
 		}
-	}
+	})
 }
 
 // returning is a handler that returns o and err.
@@ -44,7 +45,7 @@ func TestChain_FirstMiddlewareIsOutermost(t *testing.T) {
 		return consumer.Processed(), nil
 	}
 
-	o, err := middleware.Chain(h, record("a", &log), record("b", &log), record("c", &log))(context.Background(), delivery("ORDER", "", nil))
+	o, err := testenv.Must(middleware.Chain(h, record("a", &log), record("b", &log), record("c", &log)))(context.Background(), delivery("ORDER", "", nil))
 
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
@@ -52,14 +53,14 @@ func TestChain_FirstMiddlewareIsOutermost(t *testing.T) {
 }
 
 func TestChain_NoMiddlewaresIsTheHandler(t *testing.T) {
-	o, err := middleware.Chain(returning(consumer.Stale("v5 < v7"), nil))(context.Background(), delivery("ORDER", "", nil))
+	o, err := testenv.Must(middleware.Chain(returning(consumer.Stale("v5 < v7"), nil)))(context.Background(), delivery("ORDER", "", nil))
 
 	require.NoError(t, err)
 	assert.Equal(t, consumer.Stale("v5 < v7"), o)
 }
 
 func TestRecover_F2_PanicBecomesRetryWithErrPanic(t *testing.T) {
-	h := middleware.Recover(zap.NewNop())(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := middleware.Recover(zap.NewNop()).Wrap(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		panic("nil map write in p-1")
 	})
 
@@ -75,7 +76,7 @@ func TestRecover_F2_PanicBecomesRetryWithErrPanic(t *testing.T) {
 
 func TestRecover_PanicWithErrorValueKeepsItReachable(t *testing.T) {
 	cause := errors.New("boom")
-	h := middleware.Recover(zap.NewNop())(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := middleware.Recover(zap.NewNop()).Wrap(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		panic(cause)
 	})
 
@@ -88,7 +89,7 @@ func TestRecover_PanicWithErrorValueKeepsItReachable(t *testing.T) {
 
 func TestRecover_NoPanicPassesThrough(t *testing.T) {
 	cause := errors.New("db down")
-	o, err := middleware.Recover(zap.NewNop())(returning(consumer.Retry(4, "db down"), cause))(context.Background(), delivery("ORDER", "", nil))
+	o, err := middleware.Recover(zap.NewNop()).Wrap(returning(consumer.Retry(4, "db down"), cause))(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.Retry(4, "db down"), o)
 	assert.Same(t, cause, err)
@@ -97,7 +98,7 @@ func TestRecover_NoPanicPassesThrough(t *testing.T) {
 func TestTimeout_F7_HandlerIgnoringContextIsRetried(t *testing.T) {
 	release := make(chan struct{})
 	finished := make(chan struct{})
-	h := middleware.Timeout(20 * time.Millisecond)(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := middleware.Timeout(20 * time.Millisecond).Wrap(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		defer close(finished)
 		<-release // ignores ctx on purpose, like a hung handler
 		return consumer.Processed(), nil
@@ -114,7 +115,7 @@ func TestTimeout_F7_HandlerIgnoringContextIsRetried(t *testing.T) {
 
 func TestTimeout_F7_HandlerContextIsCancelledAtTheDeadline(t *testing.T) {
 	sawErr := make(chan error, 1)
-	h := middleware.Timeout(20 * time.Millisecond)(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := middleware.Timeout(20 * time.Millisecond).Wrap(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		<-ctx.Done()
 		sawErr <- ctx.Err()
 		return consumer.Outcome{}, ctx.Err()
@@ -133,7 +134,7 @@ func TestTimeout_KeepsAnEarlierParentDeadline(t *testing.T) {
 	defer cancel()
 	var got time.Time
 	var ok bool
-	h := middleware.Timeout(24 * time.Hour)(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := middleware.Timeout(24 * time.Hour).Wrap(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		got, ok = ctx.Deadline()
 		return consumer.Processed(), nil
 	})
@@ -148,14 +149,14 @@ func TestTimeout_KeepsAnEarlierParentDeadline(t *testing.T) {
 
 func TestTimeout_FastHandlerResultPassesThrough(t *testing.T) {
 	cause := errors.New("rejected")
-	o, err := middleware.Timeout(time.Hour)(returning(consumer.DeadLetter("bad payload"), cause))(context.Background(), delivery("ORDER", "", nil))
+	o, err := middleware.Timeout(time.Hour).Wrap(returning(consumer.DeadLetter("bad payload"), cause))(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.DeadLetter("bad payload"), o)
 	assert.Same(t, cause, err)
 }
 
 func TestTimeout_F2_PanicInHandlerGoroutineIsErrPanic(t *testing.T) {
-	h := middleware.Timeout(time.Hour)(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := middleware.Timeout(time.Hour).Wrap(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		panic("index out of range")
 	})
 
@@ -171,7 +172,7 @@ func TestTimeout_F2_PanicInHandlerGoroutineIsErrPanic(t *testing.T) {
 func TestClassify_PermanentErrorIsDeadLetter(t *testing.T) {
 	cause := fmt.Errorf("handler: %w", retry.Permanent(errors.New("unknown event type Foo")))
 
-	o, err := middleware.Classify()(returning(consumer.Outcome{}, cause))(context.Background(), delivery("ORDER", "", nil))
+	o, err := middleware.Classify().Wrap(returning(consumer.Outcome{}, cause))(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
 	assert.Contains(t, o.Reason, "unknown event type Foo", "the error is the DLQ reason")
@@ -184,7 +185,7 @@ func TestClassify_PermanentErrorIsDeadLetter(t *testing.T) {
 func TestClassify_F1_PlainErrorIsRetry(t *testing.T) {
 	cause := errors.New("db down")
 
-	o, err := middleware.Classify()(returning(consumer.Outcome{}, cause))(context.Background(), delivery("ORDER", "", nil))
+	o, err := middleware.Classify().Wrap(returning(consumer.Outcome{}, cause))(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 	assert.Equal(t, 0, o.DelayLevel)
@@ -193,7 +194,7 @@ func TestClassify_F1_PlainErrorIsRetry(t *testing.T) {
 }
 
 func TestClassify_F1_ErrorWithProcessedOutcomeIsRetry(t *testing.T) {
-	o, err := middleware.Classify()(returning(consumer.Processed(), errors.New("commit failed")))(context.Background(), delivery("ORDER", "", nil))
+	o, err := middleware.Classify().Wrap(returning(consumer.Processed(), errors.New("commit failed")))(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 	assert.Error(t, err)
@@ -202,14 +203,14 @@ func TestClassify_F1_ErrorWithProcessedOutcomeIsRetry(t *testing.T) {
 func TestClassify_F15_DeadlockIsRetryNeverDeadLetter(t *testing.T) {
 	cause := fmt.Errorf("reserve: %w", &mysql.MySQLError{Number: 1213, Message: "Deadlock found when trying to get lock"})
 
-	o, err := middleware.Classify()(returning(consumer.Outcome{}, cause))(context.Background(), delivery("ORDER", "", nil))
+	o, err := middleware.Classify().Wrap(returning(consumer.Outcome{}, cause))(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 	assert.ErrorIs(t, err, cause)
 }
 
 func TestClassify_KeepsTheInnerDelayLevel(t *testing.T) {
-	o, _ := middleware.Classify()(returning(consumer.Retry(5, "busy"), errors.New("busy")))(context.Background(), delivery("ORDER", "", nil))
+	o, _ := middleware.Classify().Wrap(returning(consumer.Retry(5, "busy"), errors.New("busy")))(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 	assert.Equal(t, 5, o.DelayLevel)
@@ -218,7 +219,7 @@ func TestClassify_KeepsTheInnerDelayLevel(t *testing.T) {
 func TestClassify_KeepsAnInnerDeadLetter(t *testing.T) {
 	// A dead letter decided inside (e.g. by EventID) stays one even when its error classifies as transient.
 	in := consumer.DeadLetter("no event id")
-	o, err := middleware.Classify()(returning(in, context.DeadlineExceeded))(context.Background(), delivery("ORDER", "", nil))
+	o, err := middleware.Classify().Wrap(returning(in, context.DeadlineExceeded))(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
 	assert.Equal(t, in.Reason, o.Reason)
@@ -229,7 +230,7 @@ func TestClassify_KeepsAnInnerDeadLetter(t *testing.T) {
 func TestClassify_InnerDeadLetterOfAnUnidentifiableMessageIsClassedSo(t *testing.T) {
 	eid, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	h := middleware.Chain(returning(consumer.Processed(), nil), middleware.Classify(), eid)
+	h := testenv.Must(middleware.Chain(returning(consumer.Processed(), nil), middleware.Classify(), eid))
 
 	o, err := h(context.Background(), delivery("ORDER", "", nil))
 
@@ -241,7 +242,7 @@ func TestClassify_InnerDeadLetterOfAnUnidentifiableMessageIsClassedSo(t *testing
 func TestClassify_NilErrorLeavesOutcomeUntouched(t *testing.T) {
 	for _, in := range []consumer.Outcome{consumer.Processed(), consumer.Duplicate(), consumer.Stale("old"), consumer.Retry(3, "later"), {}} {
 		t.Run(in.String(), func(t *testing.T) {
-			o, err := middleware.Classify()(returning(in, nil))(context.Background(), delivery("ORDER", "", nil))
+			o, err := middleware.Classify().Wrap(returning(in, nil))(context.Background(), delivery("ORDER", "", nil))
 			require.NoError(t, err)
 			assert.Equal(t, in, o)
 		})
@@ -263,7 +264,7 @@ func TestClassify_F5_LastAttemptRetryBecomesDeadLetterWithReason(t *testing.T) {
 			last := delivery("ORDER", "", nil)
 			last.MaxAttempts, last.Attempt = 3, 3
 
-			o, err := middleware.Classify()(returning(in.o, in.err))(context.Background(), last)
+			o, err := middleware.Classify().Wrap(returning(in.o, in.err))(context.Background(), last)
 
 			assert.Equal(t, consumer.KindDeadLetter, o.Kind)
 			assert.Contains(t, o.Reason, "retries exhausted after 4 deliveries")
@@ -278,7 +279,7 @@ func TestClassify_F5_EarlierAttemptsAreRetried(t *testing.T) {
 	d := delivery("ORDER", "", nil)
 	d.MaxAttempts, d.Attempt = 3, 2
 
-	o, _ := middleware.Classify()(returning(consumer.Outcome{}, errors.New("db down")))(context.Background(), d)
+	o, _ := middleware.Classify().Wrap(returning(consumer.Outcome{}, errors.New("db down")))(context.Background(), d)
 
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 }
@@ -287,7 +288,7 @@ func TestClassify_F5_SuccessOnTheLastAttemptStaysSuccess(t *testing.T) {
 	d := delivery("ORDER", "", nil)
 	d.MaxAttempts, d.Attempt = 3, 3
 
-	o, err := middleware.Classify()(returning(consumer.Processed(), nil))(context.Background(), d)
+	o, err := middleware.Classify().Wrap(returning(consumer.Processed(), nil))(context.Background(), d)
 
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
@@ -307,7 +308,7 @@ func panickingOrderHandler(context.Context, *consumer.Delivery) (consumer.Outcom
 func TestRecover_F28_PanicUnderTimeoutKeepsTheHandlersStackInTheLog(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
 	d := delivery("ORDER", "", map[string]string{"KEYS": "p-1"})
-	h := middleware.Chain(panickingOrderHandler, middleware.Recover(zap.New(core)), middleware.Timeout(time.Hour))
+	h := testenv.Must(middleware.Chain(panickingOrderHandler, middleware.Recover(zap.New(core)), middleware.Timeout(time.Hour)))
 
 	o, err := h(context.Background(), d)
 
@@ -334,7 +335,7 @@ func TestRecover_F28_PanicUnderTimeoutKeepsTheHandlersStackInTheLog(t *testing.T
 func TestRecover_F28_PanicRecoveredDirectlyLogsTheHandlersStack(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
 
-	o, err := middleware.Recover(zap.New(core))(panickingOrderHandler)(context.Background(), delivery("ORDER", "", nil))
+	o, err := middleware.Recover(zap.New(core)).Wrap(panickingOrderHandler)(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 	require.ErrorIs(t, err, middleware.ErrPanic)
@@ -348,7 +349,7 @@ func TestRecover_F28_PanicRecoveredDirectlyLogsTheHandlersStack(t *testing.T) {
 func TestRecover_PlainErrorIsNotLoggedAsAPanic(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
 
-	_, err := middleware.Recover(zap.New(core))(returning(consumer.Outcome{}, errors.New("db down")))(context.Background(), delivery("ORDER", "", nil))
+	_, err := middleware.Recover(zap.New(core)).Wrap(returning(consumer.Outcome{}, errors.New("db down")))(context.Background(), delivery("ORDER", "", nil))
 
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, middleware.ErrPanic)

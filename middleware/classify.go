@@ -27,11 +27,11 @@ import (
 // cancelled (the consumer is shutting down: the message is not answered and comes back as it was). The
 // error is passed on for logging; an outcome already set to dead letter or unavailable is kept; a success
 // without error is unchanged.
-func Classify() consumer.Middleware {
-	return (&classifyMW{}).wrap
+func Classify() Middleware {
+	return Middleware{kind: kindClassify, wrap: (&classifyMW{}).wrap}
 }
 
-// classifyMW is the middleware of Classify; its wrap method value identifies it to Chain.
+// classifyMW is the middleware of Classify; Chain knows it by its Middleware's kind.
 type classifyMW struct{}
 
 func (w *classifyMW) wrap(next consumer.Handler) consumer.Handler {

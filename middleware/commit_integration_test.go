@@ -51,19 +51,19 @@ func newLateCommit(t *testing.T) *lateCommit {
 
 // chain is the recommended chain around a handler that records its effect in the ledger, with deadline
 // in Deadline's place.
-func (f *lateCommit) chain(t *testing.T, deadline consumer.Middleware) consumer.Handler {
+func (f *lateCommit) chain(t *testing.T, deadline middleware.Middleware) consumer.Handler {
 	t.Helper()
 	return f.chainOf(t, deadline, func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
 		return consumer.Processed(), nil
 	})
 }
 
-func (f *lateCommit) chainOf(t *testing.T, deadline consumer.Middleware, h dedup.TxHandler) consumer.Handler {
+func (f *lateCommit) chainOf(t *testing.T, deadline middleware.Middleware, h dedup.TxHandler) consumer.Handler {
 	t.Helper()
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	return middleware.Chain(dedup.Handle(f.ledger.Handler(h)), middleware.Recover(zap.NewNop()), middleware.Classify(),
-		eventID, deadline, middleware.Dedup(f.store))
+	return testenv.Must(middleware.Chain(dedup.Handle(f.ledger.Handler(h)), middleware.Recover(zap.NewNop()), middleware.Classify(),
+		eventID, deadline, testenv.Must(middleware.Dedup(f.store))))
 }
 
 // msg is a message of event id on its delivery with ReconsumeTimes attempt.
@@ -93,7 +93,7 @@ func (f *lateCommit) rows(t *testing.T, id string) int {
 func TestDeadlineAndTimeout_CommitAnsweredAfterTheDeadlineIsProcessedOnEveryDelivery(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		deadline consumer.Middleware
+		deadline middleware.Middleware
 	}{{"Deadline", middleware.Deadline(300 * time.Millisecond)}, {"Timeout", middleware.Timeout(300 * time.Millisecond)}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newLateCommit(t)
@@ -163,7 +163,7 @@ func TestTimeout_HandlerReturningAfterTheDeadlineWithoutACommitIsATimeoutAndComm
 func TestDeadlineAndTimeout_CommitWhoseAnswerIsLostIsDecidedByTheRowItLeft(t *testing.T) {
 	for _, mw := range []struct {
 		name     string
-		deadline func(time.Duration) consumer.Middleware
+		deadline func(time.Duration) middleware.Middleware
 	}{{"Deadline", middleware.Deadline}, {"Timeout", middleware.Timeout}} {
 		for _, tc := range []struct {
 			name     string
@@ -206,7 +206,7 @@ func TestDeadlineAndTimeout_CommitWhoseAnswerIsLostIsDecidedByTheRowItLeft(t *te
 func TestDeadlineAndTimeout_DuplicateFoundAfterTheDeadlineIsADuplicateOnTheLastDelivery(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		deadline consumer.Middleware
+		deadline middleware.Middleware
 	}{{"Deadline", middleware.Deadline(300 * time.Millisecond)}, {"Timeout", middleware.Timeout(300 * time.Millisecond)}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newLateCommit(t)
@@ -234,7 +234,7 @@ func TestDeadlineAndTimeout_DuplicateFoundAfterTheDeadlineIsADuplicateOnTheLastD
 func TestBatch_CommitAnsweredAfterTheBatchDeadlineIsProcessedOnTheLastDelivery(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		deadline consumer.Middleware
+		deadline middleware.Middleware
 	}{{"Deadline", middleware.Deadline(0)}, {"Timeout", middleware.Timeout(0)}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newLateCommit(t)
@@ -295,7 +295,7 @@ func TestBatch_CommitWhoseAnswerIsLostIsProcessedOnTheLastDelivery(t *testing.T)
 func TestOrderly_CommitAnsweredAfterTheHandlerTimeoutIsProcessedOnTheLastDelivery(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		deadline consumer.Middleware
+		deadline middleware.Middleware
 	}{{"Deadline", middleware.Deadline(0)}, {"Timeout", middleware.Timeout(0)}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newLateCommit(t)
@@ -322,7 +322,7 @@ func TestOrderly_CommitAnsweredAfterTheHandlerTimeoutIsProcessedOnTheLastDeliver
 func TestShutdown_CommitAnsweredAfterTheHandlersWereCancelledIsProcessed(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		deadline consumer.Middleware
+		deadline middleware.Middleware
 	}{{"Deadline", middleware.Deadline(0)}, {"Timeout", middleware.Timeout(0)}} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newLateCommit(t)
@@ -380,7 +380,7 @@ func (f *lateCommit) staleRows(t *testing.T, id string) []string {
 func TestDeadlineAndTimeout_StaleDecisionRecordedAfterTheDeadlineIsAcknowledgedOnlyWithItsRow(t *testing.T) {
 	for _, mw := range []struct {
 		name     string
-		deadline consumer.Middleware
+		deadline middleware.Middleware
 	}{{"Deadline", middleware.Deadline(300 * time.Millisecond)}, {"Timeout", middleware.Timeout(300 * time.Millisecond)}} {
 		for _, tc := range []struct {
 			late string // the statement whose answer comes 1 s late

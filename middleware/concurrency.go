@@ -1,12 +1,12 @@
 package middleware
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/dedup"
 )
 
 // concurrencyChecker is a dedup store that must know how many handlers run at once: *dedup.Store, whose
@@ -73,31 +73,42 @@ func (c leaseCondition) CheckConfig(cfg consumer.Config) error {
 }
 
 // withCondition returns h as a consumer.Pending carrying the stores' condition, or h itself without one.
-func withCondition(h consumer.Handler, stores []concurrencyChecker) consumer.Handler {
+// With probes, the condition is also the consumer's default health probe (consumer.WithHealthProbe).
+func withCondition(h consumer.Handler, stores []concurrencyChecker, probes []consumer.HealthProbe) consumer.Handler {
 	if len(stores) == 0 {
 		return h
+	}
+	if len(probes) > 0 {
+		return consumer.Pending(h, &probingCondition{storeCondition{stores: stores}, probes})
 	}
 	return consumer.Pending(h, &storeCondition{stores: stores})
 }
 
-// dedupStore is what a Dedup middleware given no next handler answers with (see dedupMW.wrap): Chain learns
-// the store from it, and a chain composed by hand around a nil handler is refused.
-type dedupStore struct {
-	store dedup.TxStore
-	lease time.Duration // a Lease middleware's lease; 0 for Dedup
+// probingCondition is a storeCondition whose stores can be probed: consumer.New takes it as the probe of its
+// store health gate unless WithHealthProbe names one.
+type probingCondition struct {
+	storeCondition
+	probes []consumer.HealthProbe
 }
 
-func (e *dedupStore) Error() string { return "middleware.Dedup: the handler it wraps is nil" }
-
-// checkerOf returns the concurrency checker of a Dedup middleware's store, if it has one.
-func checkerOf(mw consumer.Middleware) (concurrencyChecker, bool) {
-	var ds *dedupStore
-	if !errors.As(consumer.Refused(mw(nil)), &ds) {
-		return nil, false
+// Probe returns the first store's probe error, if any.
+func (c *probingCondition) Probe(ctx context.Context) error {
+	for _, p := range c.probes {
+		if err := p.Probe(ctx); err != nil {
+			return err
+		}
 	}
-	cc, ok := ds.store.(concurrencyChecker)
-	if ok && ds.lease > 0 {
-		return leaseCondition{store: cc, lease: ds.lease}, true
+	return nil
+}
+
+// errNilNext is the refusal of Dedup or Lease composed by hand around a nil handler.
+var errNilNext = errors.New("middleware.Dedup: the handler it wraps is nil")
+
+// checkerOf returns the concurrency checker of a Dedup or Lease middleware's store, if it has one.
+func checkerOf(mw Middleware) (concurrencyChecker, bool) {
+	cc, ok := mw.store.(concurrencyChecker)
+	if ok && mw.kind == kindLease {
+		return leaseCondition{store: cc, lease: mw.lease}, true
 	}
 	return cc, ok
 }

@@ -48,10 +48,10 @@ func TestChain_F40_DedupStoreOnTheApplicationsPoolIsCheckedByConsumerNew(t *test
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
 	for name, h := range map[string]consumer.Handler{
-		"Standard": middleware.Standard(txPlain, middleware.StandardConfig{Store: store}),
-		"inner Chain completed by an outer one": middleware.Chain(middleware.Chain(txPlain, middleware.Dedup(store)),
-			middleware.Recover(nil), middleware.Classify(), eventID),
-		"a layer that forwards the check": middleware.Standard(txPlain, middleware.StandardConfig{Store: forwarding{store}}),
+		"Standard": testenv.Must(middleware.Standard(txPlain, middleware.StandardConfig{Store: store})),
+		"inner Chain completed by an outer one": testenv.Must(middleware.Chain(testenv.Must(middleware.Chain(txPlain, testenv.Must(middleware.Dedup(store)))),
+			middleware.Recover(nil), middleware.Classify(), eventID)),
+		"a layer that forwards the check": testenv.Must(middleware.Standard(txPlain, middleware.StandardConfig{Store: forwarding{store}})),
 	} {
 		t.Run(name, func(t *testing.T) {
 			require.NoError(t, consumer.Refused(h), "a condition, not a refusal")
@@ -77,13 +77,13 @@ func TestChain_F40_StoreOnItsOwnPoolOrWithoutACheckIsAccepted(t *testing.T) {
 	shared, err := dedup.NewStore(db)
 	require.NoError(t, err)
 
-	require.NoError(t, newIdleConsumer(middleware.Standard(txPlain, middleware.StandardConfig{Store: own})))
-	require.NoError(t, newIdleConsumer(middleware.Standard(txPlain, middleware.StandardConfig{Store: dedupTxStore{shared}})))
+	require.NoError(t, newIdleConsumer(testenv.Must(middleware.Standard(txPlain, middleware.StandardConfig{Store: own}))))
+	require.NoError(t, newIdleConsumer(testenv.Must(middleware.Standard(txPlain, middleware.StandardConfig{Store: dedupTxStore{shared}}))))
 }
 
 // Dedup around a nil handler, composed by hand, is refused rather than left to panic on the first message.
 func TestDedup_AroundANilHandlerIsRefused(t *testing.T) {
-	err := consumer.Refused(middleware.Dedup(new(dedup.Store))(nil))
+	err := consumer.Refused(testenv.Must(middleware.Dedup(new(dedup.Store))).Wrap(nil))
 	require.Error(t, err)
 	assert.Equal(t, "middleware.Dedup: the handler it wraps is nil", err.Error())
 }

@@ -32,12 +32,12 @@ import (
 // A handler that ignores its context keeps the consumer's goroutine until it returns; Timeout returns at the
 // deadline instead, at the price of a goroutine per message. A panic inside propagates, with the handler's
 // stack, to Recover.
-func Deadline(d time.Duration) consumer.Middleware {
+func Deadline(d time.Duration) Middleware {
 	own := newOwnDeadline("middleware.Deadline", d)
-	return (&deadlineMW{own: own}).wrap
+	return Middleware{kind: kindDeadline, wrap: (&deadlineMW{own: own}).wrap}
 }
 
-// deadlineMW is a Deadline middleware; its wrap method value identifies it to Chain.
+// deadlineMW is a Deadline middleware; Chain knows it by its Middleware's kind.
 type deadlineMW struct{ own *ownDeadline }
 
 func (w *deadlineMW) wrap(next consumer.Handler) consumer.Handler {

@@ -30,7 +30,7 @@ func TestDeadline_F7_SlowTransactionIsRolledBackAtTheDeadlineAndAppliedOnceOnRed
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
 	slow := true
-	h := middleware.Chain(dedup.Handle(ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := testenv.Must(middleware.Chain(dedup.Handle(ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		if !slow {
 			return consumer.Processed(), nil // the ledger appends the effect
 		}
@@ -44,7 +44,7 @@ func TestDeadline_F7_SlowTransactionIsRolledBackAtTheDeadlineAndAppliedOnceOnRed
 			return consumer.Processed(), nil
 		}
 	})), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Deadline(200*time.Millisecond),
-		middleware.Dedup(store))
+		testenv.Must(middleware.Dedup(store))))
 	msg := &primitive.MessageExt{MsgId: run + "-msg", Message: primitive.Message{Topic: "ORDER", Body: []byte(`{}`)}}
 	msg.WithProperty("EVENT_ID", run+"-e1")
 	dedupRows := func() int {

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/retry"
 )
@@ -54,7 +55,7 @@ func requireTimedOut(t *testing.T, o consumer.Outcome, err error) string {
 
 func TestDeadline_F7_HandlerHonouringItsContextEndsAtTheDeadline(t *testing.T) {
 	var cause error
-	h := middleware.Deadline(20 * time.Millisecond)(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := middleware.Deadline(20 * time.Millisecond).Wrap(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		o, err := honoursCtx(ctx, d)
 		cause = context.Cause(ctx)
 		return o, fmt.Errorf("claim: %w", err)
@@ -73,7 +74,7 @@ func TestDeadline_F7_HandlerHonouringItsContextEndsAtTheDeadline(t *testing.T) {
 // handler does, with the timeout outcome, whatever the handler said.
 func TestDeadline_F7_HandlerIgnoringItsContextReturnsLateWithTheTimeoutOutcome(t *testing.T) {
 	finished := false
-	h := middleware.Deadline(10 * time.Millisecond)(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := middleware.Deadline(10 * time.Millisecond).Wrap(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		time.Sleep(60 * time.Millisecond) // ignores ctx
 		finished = true
 		return consumer.Processed(), nil
@@ -91,7 +92,7 @@ func TestDeadline_F7_HandlerIgnoringItsContextReturnsLateWithTheTimeoutOutcome(t
 func TestTimeout_F7_ReturnsAtTheDeadlineWhileTheHandlerStillRuns(t *testing.T) {
 	release := make(chan struct{})
 	finished := make(chan struct{})
-	h := middleware.Timeout(10 * time.Millisecond)(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := middleware.Timeout(10 * time.Millisecond).Wrap(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		defer close(finished)
 		<-release // ignores ctx
 		return consumer.Processed(), nil
@@ -113,7 +114,7 @@ func TestTimeout_F7_ReturnsAtTheDeadlineWhileTheHandlerStillRuns(t *testing.T) {
 // The error names the deadline that fired. Here the parent's (the consumer's HandlerTimeout) is
 // earlier than the middleware's, for both forms; Timeout(0) used to report "timeout 0s".
 func TestDeadline_F7_ErrorNamesTheParentsDeadlineWhenThatFired(t *testing.T) {
-	for name, mw := range map[string]consumer.Middleware{
+	for name, mw := range map[string]middleware.Middleware{
 		"Deadline(1h)": middleware.Deadline(time.Hour), "Deadline(0)": middleware.Deadline(0),
 		"Timeout(1h)": middleware.Timeout(time.Hour), "Timeout(0)": middleware.Timeout(0),
 	} {
@@ -121,7 +122,7 @@ func TestDeadline_F7_ErrorNamesTheParentsDeadlineWhenThatFired(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 			defer cancel()
 
-			o, err := mw(slowHandler(t, name))(ctx, delivery("ORDER", "", nil))
+			o, err := mw.Wrap(slowHandler(t, name))(ctx, delivery("ORDER", "", nil))
 
 			msg := requireTimedOut(t, o, err)
 			assert.Contains(t, msg, "the parent context's (the consumer's HandlerTimeout: ")
@@ -131,11 +132,11 @@ func TestDeadline_F7_ErrorNamesTheParentsDeadlineWhenThatFired(t *testing.T) {
 }
 
 func TestDeadline_ParentCancelledIsHandlerCancelledNotATimeout(t *testing.T) {
-	for name, mw := range map[string]consumer.Middleware{"Deadline": middleware.Deadline(time.Hour), "Timeout": middleware.Timeout(time.Hour)} {
+	for name, mw := range map[string]middleware.Middleware{"Deadline": middleware.Deadline(time.Hour), "Timeout": middleware.Timeout(time.Hour)} {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			slow := slowHandler(t, name)
-			h := mw(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+			h := mw.Wrap(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 				cancel() // the consumer is stopping
 				return slow(ctx, d)
 			})
@@ -152,7 +153,7 @@ func TestDeadline_ParentCancelledIsHandlerCancelledNotATimeout(t *testing.T) {
 func TestDeadline_ResultBeforeTheDeadlinePassesThroughUnderTheEarlierDeadline(t *testing.T) {
 	cause := errors.New("rejected")
 	var got time.Time
-	h := middleware.Deadline(time.Minute)(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := middleware.Deadline(time.Minute).Wrap(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		got, _ = ctx.Deadline()
 		return consumer.DeadLetter("bad payload"), cause
 	})
@@ -174,10 +175,10 @@ func TestDeadline_ResultBeforeTheDeadlinePassesThroughUnderTheEarlierDeadline(t 
 // A late error cannot change the message's class: a permanent error returned after the deadline is a
 // timeout retry, as Timeout, which never sees it, would report.
 func TestDeadline_LateErrorIsKeptAsTextAndDoesNotClassify(t *testing.T) {
-	h := middleware.Chain(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := testenv.Must(middleware.Chain(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		<-ctx.Done()
 		return consumer.Outcome{}, retry.Permanent(errors.New("invalid payload"))
-	}, middleware.Classify(), middleware.Deadline(10*time.Millisecond))
+	}, middleware.Classify(), middleware.Deadline(10*time.Millisecond)))
 
 	o, err := h(context.Background(), delivery("ORDER", "", nil))
 
@@ -192,7 +193,7 @@ func TestDeadline_LateErrorIsKeptAsTextAndDoesNotClassify(t *testing.T) {
 // the handler's own frame.
 func TestRecover_F28_PanicUnderDeadlineKeepsTheHandlersStackInTheLog(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	h := middleware.Chain(panickingOrderHandler, middleware.Recover(zap.New(core)), middleware.Classify(), middleware.Deadline(time.Hour))
+	h := testenv.Must(middleware.Chain(panickingOrderHandler, middleware.Recover(zap.New(core)), middleware.Classify(), middleware.Deadline(time.Hour)))
 
 	o, err := h(context.Background(), delivery("ORDER", "", nil))
 
@@ -207,7 +208,7 @@ func TestRecover_F28_PanicUnderDeadlineKeepsTheHandlersStackInTheLog(t *testing.
 
 // The handler's error is left out when it is the context's own error, which the message already says.
 func TestDeadline_HandlerReturningTheContextsErrorIsNotRepeated(t *testing.T) {
-	o, err := middleware.Deadline(10*time.Millisecond)(honoursCtx)(context.Background(), delivery("ORDER", "", nil))
+	o, err := middleware.Deadline(10*time.Millisecond).Wrap(honoursCtx)(context.Background(), delivery("ORDER", "", nil))
 
 	msg := requireTimedOut(t, o, err)
 	assert.Equal(t, "handler returned after its deadline, middleware.Deadline(10ms): context deadline exceeded", msg)
@@ -220,10 +221,10 @@ func TestDeadline_LateOutcomeThatDoesNotAcknowledgeIsATimeoutEvenIfMarkedCommitt
 	for _, late := range []consumer.Outcome{consumer.DeadLetter("decided late"), consumer.Retry(3, "decided late")} {
 		t.Run(late.Kind.String(), func(t *testing.T) {
 			late.Committed = true
-			h := middleware.Chain(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+			h := testenv.Must(middleware.Chain(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 				<-ctx.Done()
 				return late, nil
-			}, middleware.Classify(), middleware.Deadline(10*time.Millisecond))
+			}, middleware.Classify(), middleware.Deadline(10*time.Millisecond)))
 
 			o, err := h(context.Background(), delivery("ORDER", "", nil))
 

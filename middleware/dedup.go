@@ -48,24 +48,23 @@ import (
 // a member not kept makes the consumer handle the batch again carefully, a SAVEPOINT per member
 // (dedup_batch.go). dedup.HandleBatch handles a batch's new members in one call.
 //
-// A nil store (nil, or a nil *dedup.Store left by a failed dedup.NewStore) makes Chain (and so consumer.New)
-// refuse the chain with an error wrapping ErrNilDependency; Dedup itself cannot return an error. Dedup
-// applied to a nil handler is consumer.Refuse. A store with a concurrency check (a *dedup.Store) makes
+// A nil store (nil, or a nil *dedup.Store left by a failed dedup.NewStore) is an error wrapping
+// ErrNilDependency. Dedup applied by hand to a nil handler is consumer.Refuse. A store with a concurrency check (a *dedup.Store) makes
 // Chain's chain checked by consumer.New (see Chain).
-func Dedup(store dedup.TxStore) consumer.Middleware {
+func Dedup(store dedup.TxStore) (Middleware, error) {
 	if isNil(store) {
-		return refuse(fmt.Errorf("%w: middleware.Dedup: store is nil — did dedup.NewStore fail? check its error", ErrNilDependency))
+		return Middleware{}, fmt.Errorf("%w: middleware.Dedup: store is nil — did dedup.NewStore fail? check its error", ErrNilDependency)
 	}
-	return (&dedupMW{store: store}).wrap
+	return Middleware{kind: kindDedup, wrap: (&dedupMW{store: store}).wrap, store: store}, nil
 }
 
-// dedupMW is a Dedup middleware; its wrap method value identifies it to Chain.
+// dedupMW is a Dedup middleware; Chain knows it by its Middleware's kind.
 type dedupMW struct{ store dedup.TxStore }
 
 func (w *dedupMW) wrap(next consumer.Handler) consumer.Handler {
 	store := w.store
-	if next == nil { // Chain asking for the store (see checkerOf)
-		return consumer.Refuse(&dedupStore{store: store})
+	if next == nil { // composed by hand around nothing
+		return consumer.Refuse(errNilNext)
 	}
 	return func(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {
 		if d.EventID == "" {

@@ -29,10 +29,10 @@ func TestRecoverAndTimeout_F2_F7_RetriesAskForDelayLevelZero(t *testing.T) {
 	cancel()
 	d := delivery("ORDER", "", nil)
 
-	recovered, _ := middleware.Recover(zap.NewNop())(panics)(context.Background(), d)
-	timeoutPanic, _ := middleware.Timeout(time.Hour)(panics)(context.Background(), d)
-	timedOut, _ := middleware.Timeout(time.Millisecond)(ignoresCtx)(context.Background(), d)
-	stopped, _ := middleware.Timeout(time.Hour)(ignoresCtx)(cancelled, d)
+	recovered, _ := middleware.Recover(zap.NewNop()).Wrap(panics)(context.Background(), d)
+	timeoutPanic, _ := middleware.Timeout(time.Hour).Wrap(panics)(context.Background(), d)
+	timedOut, _ := middleware.Timeout(time.Millisecond).Wrap(ignoresCtx)(context.Background(), d)
+	stopped, _ := middleware.Timeout(time.Hour).Wrap(ignoresCtx)(cancelled, d)
 	close(release)
 	<-returned
 	<-returned

@@ -28,7 +28,7 @@ func TestClassify_F5_ExhaustedReasonNamesTheLastFailure(t *testing.T) {
 			d := delivery("ORDER", "", nil)
 			d.MaxAttempts, d.Attempt = 3, 3
 
-			o, err := middleware.Classify()(returning(in, nil))(context.Background(), d)
+			o, err := middleware.Classify().Wrap(returning(in, nil))(context.Background(), d)
 
 			require.NoError(t, err)
 			letter := consumer.DeadLetter(want)
@@ -86,7 +86,7 @@ func TestLogging_ReasonOnlyWhenThereIsOne(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			core, logs := observer.New(zapcore.DebugLevel)
 
-			_, _ = middleware.Logging(zap.New(core))(returning(tc.o, nil))(context.Background(), delivery("ORDER", "", nil))
+			_, _ = middleware.Logging(zap.New(core)).Wrap(returning(tc.o, nil))(context.Background(), delivery("ORDER", "", nil))
 
 			require.Equal(t, 1, logs.Len())
 			got, present := logs.All()[0].ContextMap()["reason"]
@@ -106,7 +106,7 @@ func TestTimeout_ZeroKeepsOnlyTheParentDeadline(t *testing.T) {
 	defer cancel()
 	var got time.Time
 	var ctxErr error
-	h := middleware.Timeout(0)(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := middleware.Timeout(0).Wrap(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		got, _ = ctx.Deadline()
 		ctxErr = ctx.Err()
 		return consumer.Processed(), nil
@@ -123,13 +123,13 @@ func TestTimeout_ZeroKeepsOnlyTheParentDeadline(t *testing.T) {
 // A panic whose value is an error keeps that error reachable with errors.Is; other values do not pretend to.
 func TestRecover_PanicErrorUnwrapsToAnErrorValue(t *testing.T) {
 	cause := errors.New("boom")
-	_, err := middleware.Recover(zap.NewNop())(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
+	_, err := middleware.Recover(zap.NewNop()).Wrap(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
 		panic(cause)
 	})(context.Background(), delivery("ORDER", "", nil))
 	assert.ErrorIs(t, err, cause)
 	assert.ErrorIs(t, err, middleware.ErrPanic)
 
-	_, err = middleware.Recover(zap.NewNop())(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
+	_, err = middleware.Recover(zap.NewNop()).Wrap(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
 		panic("a string")
 	})(context.Background(), delivery("ORDER", "", nil))
 	var pe *middleware.PanicError

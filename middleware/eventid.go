@@ -138,7 +138,7 @@ type EventIDConfig struct {
 // stores them on the Delivery. A message whose ID is missing, empty, not valid UTF-8 or longer than
 // MaxLength is dead-lettered at once (Cause consumer.CauseUnidentifiable) with a reason naming every source
 // tried and the fix (the producer sets the ID, or EventIDConfig.Extractors names where it is); the error is permanent (retry.Permanent) and wraps ErrUnidentifiable. It returns an error naming the field when cfg is invalid.
-func EventID(cfg EventIDConfig) (consumer.Middleware, error) {
+func EventID(cfg EventIDConfig) (Middleware, error) {
 	if len(cfg.Extractors) == 0 {
 		cfg.Extractors = []Extractor{FromProperty("EVENT_ID")}
 	}
@@ -152,19 +152,19 @@ func EventID(cfg EventIDConfig) (consumer.Middleware, error) {
 		cfg.MaxLength = dedup.MaxEventIDLength
 	}
 	if cfg.MaxLength < 1 || cfg.MaxLength > dedup.MaxEventIDLength {
-		return nil, fmt.Errorf("event ID config: MaxLength: %d is outside 1..%d (the processed_event column)", cfg.MaxLength, dedup.MaxEventIDLength)
+		return Middleware{}, fmt.Errorf("event ID config: MaxLength: %d is outside 1..%d (the processed_event column)", cfg.MaxLength, dedup.MaxEventIDLength)
 	}
 	for _, list := range [][]Extractor{cfg.Extractors, cfg.TypeExtractors, cfg.AggregateExtractors} {
 		for i, x := range list {
 			if x.Extract == nil || x.Name == "" {
-				return nil, fmt.Errorf("event ID config: extractor %d (%q) needs a Name and an Extract func", i, x.Name)
+				return Middleware{}, fmt.Errorf("event ID config: extractor %d (%q) needs a Name and an Extract func", i, x.Name)
 			}
 		}
 	}
-	return (&eventIDMW{cfg: cfg}).wrap, nil
+	return Middleware{kind: kindEventID, wrap: (&eventIDMW{cfg: cfg}).wrap}, nil
 }
 
-// eventIDMW is an EventID middleware; its wrap method value identifies it to Chain.
+// eventIDMW is an EventID middleware; Chain knows it by its Middleware's kind.
 type eventIDMW struct{ cfg EventIDConfig }
 
 func (w *eventIDMW) wrap(next consumer.Handler) consumer.Handler {

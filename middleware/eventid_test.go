@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 )
 
@@ -29,7 +30,7 @@ func runEventID(t *testing.T, cfg middleware.EventIDConfig, d *consumer.Delivery
 	mw, err := middleware.EventID(cfg)
 	require.NoError(t, err)
 	s := &seen{}
-	o, herr := mw(s.handle)(context.Background(), d)
+	o, herr := mw.Wrap(s.handle)(context.Background(), d)
 	return o, herr, s
 }
 
@@ -68,7 +69,7 @@ func TestEventID_F11_TwoPhysicalMessagesSameBusinessIDShareTheKey(t *testing.T) 
 	mw, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
 	s := &seen{}
-	h := mw(s.handle)
+	h := mw.Wrap(s.handle)
 	props := map[string]string{"EVENT_ID": "evt-9", "KEYS": "pay-123"}
 	m1, m2 := msg("ORDER", "", props), msg("ORDER", "", props)
 	m1.MsgId, m2.MsgId = "AC11000100002A9F0000000000000001", "AC11000100002A9F0000000000000002"
@@ -209,9 +210,8 @@ func TestEventID_InvalidConfigIsAnError(t *testing.T) {
 		"type extractor without func": {TypeExtractors: []middleware.Extractor{{Name: "broken"}}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			mw, err := middleware.EventID(cfg)
+			_, err := middleware.EventID(cfg)
 			assert.Error(t, err)
-			assert.Nil(t, mw)
 		})
 	}
 	_, err := middleware.EventID(middleware.EventIDConfig{MaxLength: 500})
@@ -282,7 +282,7 @@ func TestEventID_DeadLetterSurvivesClassify(t *testing.T) {
 	require.NoError(t, err)
 	s := &seen{}
 
-	o, herr := middleware.Chain(s.handle, middleware.Classify(), mw)(context.Background(), delivery("ORDER", "", nil))
+	o, herr := testenv.Must(middleware.Chain(s.handle, middleware.Classify(), mw))(context.Background(), delivery("ORDER", "", nil))
 
 	requireUnidentifiable(t, o, herr, s)
 }

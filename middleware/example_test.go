@@ -11,6 +11,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/topics"
@@ -41,14 +42,25 @@ func wire(ctx context.Context, dsn string, logger *zap.Logger) error {
 	if err != nil {
 		return err
 	}
-	handler := middleware.Chain(
+	observed, err := middleware.Metrics(m)
+	if err != nil {
+		return err
+	}
+	deduped, err := middleware.Dedup(store)
+	if err != nil {
+		return err
+	}
+	handler, err := middleware.Chain(
 		dedup.Handle(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 			// business writes go through tx: they commit with the dedup row, or not at all
 			_, err := tx.ExecContext(ctx, "INSERT INTO orders (order_no) VALUES (?)", d.AggregateID)
 			return consumer.Processed(), err
 		}),
-		middleware.Metrics(m), middleware.Recover(logger), middleware.Classify(),
-		eventID, middleware.Deadline(0), middleware.Dedup(store)) // Deadline(0): the consumer's HandlerTimeout, inline
+		observed, middleware.Recover(logger), middleware.Classify(),
+		eventID, middleware.Deadline(0), deduped) // Deadline(0): the consumer's HandlerTimeout, inline
+	if err != nil {
+		return err // a wrong chain names the fix
+	}
 	c, err := consumer.New(consumer.Config{
 		NameServers: []string{"127.0.0.1:9876"}, Group: "inventory",
 		Subscriptions: []consumer.Subscription{{Topic: "ORDER", Expression: "OrderCreated"}},
@@ -76,7 +88,7 @@ func Example_standard() {
 		if err != nil {
 			return err
 		}
-		handler := middleware.Standard(h, middleware.StandardConfig{Logger: log, Store: store})
+		handler := testenv.Must(middleware.Standard(h, middleware.StandardConfig{Logger: log, Store: store}))
 		_, err = consumer.New(consumer.Config{NameServers: []string{"127.0.0.1:9876"}, Group: "inventory",
 			Subscriptions: []consumer.Subscription{{Topic: "ORDER"}}}, handler)
 		return err

@@ -40,18 +40,19 @@ import (
 // ctx): one running past its lease runs alongside the delivery that takes it over. Chain refuses Timeout
 // inside Lease. An outage of the store while claiming, holding or committing is
 // classified infrastructure (consumer.Unavailable through Classify): no attempt is spent on it. A nil
-// store or a lease that is not positive makes Chain (and consumer.New) refuse the chain.
-func Lease(store *dedup.Store, lease time.Duration) consumer.Middleware {
+// store or a lease that is not positive is an error (a nil store wraps ErrNilDependency).
+func Lease(store *dedup.Store, lease time.Duration) (Middleware, error) {
 	if store == nil {
-		return refuse(fmt.Errorf("%w: middleware.Lease: store is nil — did dedup.NewStore fail? check its error", ErrNilDependency))
+		return Middleware{}, fmt.Errorf("%w: middleware.Lease: store is nil — did dedup.NewStore fail? check its error", ErrNilDependency)
 	}
 	if lease <= 0 {
-		return refuse(fmt.Errorf("middleware.Lease: lease %s must be positive (longer than the handler's deadline)", lease))
+		return Middleware{}, fmt.Errorf("middleware.Lease: lease %s must be positive (longer than the handler's deadline)", lease)
 	}
-	return (&leaseMW{store: store, lease: lease, level: delayLevelCovering(lease)}).wrap
+	return Middleware{kind: kindLease, wrap: (&leaseMW{store: store, lease: lease, level: delayLevelCovering(lease)}).wrap,
+		store: store, lease: lease}, nil
 }
 
-// leaseMW is a Lease middleware; its wrap method value identifies it to Chain.
+// leaseMW is a Lease middleware; Chain knows it by its Middleware's kind.
 type leaseMW struct {
 	store *dedup.Store
 	lease time.Duration
@@ -75,8 +76,8 @@ func delayLevelCovering(d time.Duration) int {
 
 func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
 	store := w.store
-	if next == nil { // Chain asking for the store (see checkerOf)
-		return consumer.Refuse(&dedupStore{store: store, lease: w.lease})
+	if next == nil { // composed by hand around nothing
+		return consumer.Refuse(errNilNext)
 	}
 	held := fmt.Sprintf("lease held by another delivery of the event (its handler is running, or stopped less than %s ago)", w.lease)
 	return func(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {

@@ -54,8 +54,8 @@ func (w *leaseWorld) chain(t *testing.T, store *dedup.Store, lease time.Duration
 	t.Helper()
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	chain := middleware.Chain(dedup.Handle(w.ledger.Handler(h)), middleware.Recover(zap.NewNop()), middleware.Classify(),
-		eventID, middleware.Lease(store, lease))
+	chain := testenv.Must(middleware.Chain(dedup.Handle(w.ledger.Handler(h)), middleware.Recover(zap.NewNop()), middleware.Classify(),
+		eventID, testenv.Must(middleware.Lease(store, lease))))
 	require.NoError(t, consumer.Refused(chain), "Chain accepts Lease in Dedup's place")
 	return chain
 }
@@ -194,7 +194,7 @@ func runLeaseHolder() {
 		time.Sleep(time.Hour) // killed here, the call made and its answer written but not committed
 		return consumer.Processed(), nil
 	})
-	chain := middleware.Chain(h, middleware.Classify(), eventID, middleware.Lease(store, lease))
+	chain := testenv.Must(middleware.Chain(h, middleware.Classify(), eventID, testenv.Must(middleware.Lease(store, lease))))
 	m := &primitive.MessageExt{MsgId: os.Getenv("EVENT") + "-m1", Message: primitive.Message{Topic: "PAYMENT", Body: []byte(`{}`)}}
 	m.WithProperty("EVENT_ID", os.Getenv("EVENT"))
 	_, err = chain(context.Background(), consumer.NewDelivery(os.Getenv("GROUP"), m))
@@ -382,30 +382,30 @@ func TestLease_ChainCheckTreatsLeaseAsDedup(t *testing.T) {
 	require.NoError(t, err)
 	version, err := middleware.Version(w.store, middleware.VersionConfig{AggregateType: "order"})
 	require.NoError(t, err)
-	lease := middleware.Lease(w.store, time.Minute)
+	lease := testenv.Must(middleware.Lease(w.store, time.Minute))
 
-	assert.NoError(t, consumer.Refused(middleware.Chain(txH, middleware.Classify(), eventID, lease, version)))
+	assert.NoError(t, testenv.Refused(middleware.Chain(txH, middleware.Classify(), eventID, lease, version)))
 
-	err = consumer.Refused(middleware.Chain(txH, middleware.Classify(), lease))
+	err = testenv.Refused(middleware.Chain(txH, middleware.Classify(), lease))
 	require.ErrorIs(t, err, middleware.ErrChainOrder)
 	assert.Contains(t, err.Error(), "middleware.Lease (position 2) needs middleware.EventID before it")
 
-	err = consumer.Refused(middleware.Chain(txH, middleware.Classify(), eventID, version, lease))
+	err = testenv.Refused(middleware.Chain(txH, middleware.Classify(), eventID, version, lease))
 	require.ErrorIs(t, err, middleware.ErrChainOrder)
 	assert.Contains(t, err.Error(), "middleware.Version (position 3) needs middleware.Lease before it: move Lease before Version")
 
-	err = consumer.Refused(middleware.Chain(txH, eventID, lease, middleware.Classify()))
+	err = testenv.Refused(middleware.Chain(txH, eventID, lease, middleware.Classify()))
 	require.ErrorIs(t, err, middleware.ErrChainOrder)
 	assert.Contains(t, err.Error(), "middleware.Lease (position 2) needs middleware.Classify (position 3) before it")
 
-	err = consumer.Refused(middleware.Chain(txH, middleware.Classify(), eventID, middleware.Dedup(w.store), lease))
+	err = testenv.Refused(middleware.Chain(txH, middleware.Classify(), eventID, testenv.Must(middleware.Dedup(w.store)), lease))
 	require.ErrorIs(t, err, middleware.ErrChainOrder)
 	assert.Contains(t, err.Error(), "middleware.Lease (position 4) repeats middleware.Dedup (position 3)")
 
-	assert.ErrorIs(t, consumer.Refused(middleware.Chain(txH, middleware.Classify(), eventID, middleware.Lease(nil, time.Minute))),
-		middleware.ErrNilDependency)
-	assert.ErrorContains(t, consumer.Refused(middleware.Chain(txH, middleware.Classify(), eventID, middleware.Lease(w.store, 0))),
-		"must be positive")
+	_, err = middleware.Lease(nil, time.Minute)
+	assert.ErrorIs(t, err, middleware.ErrNilDependency)
+	_, err = middleware.Lease(w.store, 0)
+	assert.ErrorContains(t, err, "must be positive")
 }
 
 // A lease shorter than the handler (a misconfiguration: the lease must exceed the handler's deadline) is
@@ -475,10 +475,10 @@ func BenchmarkLease_NewEventsOnMariaDB(b *testing.B) {
 	})
 	for _, bc := range []struct {
 		name string
-		mw   consumer.Middleware
-	}{{"Dedup", middleware.Dedup(store)}, {"Lease", middleware.Lease(store, time.Minute)}} {
+		mw   middleware.Middleware
+	}{{"Dedup", testenv.Must(middleware.Dedup(store))}, {"Lease", testenv.Must(middleware.Lease(store, time.Minute))}} {
 		b.Run(bc.name, func(b *testing.B) {
-			chain := middleware.Chain(h, middleware.Classify(), eventID, bc.mw)
+			chain := testenv.Must(middleware.Chain(h, middleware.Classify(), eventID, bc.mw))
 			group, run, i := testenv.Unique("cg"), testenv.Unique("ev"), 0
 			for b.Loop() {
 				i++

@@ -70,7 +70,7 @@ func TestLease_ConsumerNewRefusesALeaseNotLongerThanHandlerTimeoutAndBatches(t *
 		return err
 	}
 	chain := func(lease time.Duration) consumer.Handler {
-		return middleware.Chain(txPlain, middleware.Recover(nil), middleware.Classify(), eventID, middleware.Lease(w.store, lease))
+		return testenv.Must(middleware.Chain(txPlain, middleware.Recover(nil), middleware.Classify(), eventID, testenv.Must(middleware.Lease(w.store, lease))))
 	}
 
 	err = newConsumer(chain(30*time.Second), 30*time.Second, 1)
@@ -86,8 +86,8 @@ func TestLease_ConsumerNewRefusesALeaseNotLongerThanHandlerTimeoutAndBatches(t *
 	assert.Contains(t, err.Error(), "middleware.Lease does not run in batches, and consumer.Config.BatchSize is 4: set BatchSize to 1")
 
 	assert.NoError(t, newConsumer(chain(31*time.Second), 30*time.Second, 1))
-	completed := middleware.Chain(middleware.Chain(txPlain, middleware.Lease(w.store, 10*time.Second)),
-		middleware.Recover(nil), middleware.Classify(), eventID)
+	completed := testenv.Must(middleware.Chain(testenv.Must(middleware.Chain(txPlain, testenv.Must(middleware.Lease(w.store, 10*time.Second)))),
+		middleware.Recover(nil), middleware.Classify(), eventID))
 	assert.ErrorContains(t, newConsumer(completed, 30*time.Second, 1), "not longer than consumer.Config.HandlerTimeout",
 		"an outer Chain completing the inner one keeps the check")
 	assert.NoError(t, newConsumer(completed, 5*time.Second, 1))
@@ -110,8 +110,8 @@ func TestLease_RunEndedByAnInnerDeadlineIsATakeoverNotANewClaim(t *testing.T) {
 		}
 		return consumer.Processed(), nil
 	}))
-	chain := middleware.Chain(h, middleware.Recover(nil), middleware.Classify(), eventID,
-		middleware.Lease(w.store, time.Minute), middleware.Deadline(200*time.Millisecond))
+	chain := testenv.Must(middleware.Chain(h, middleware.Recover(nil), middleware.Classify(), eventID,
+		testenv.Must(middleware.Lease(w.store, time.Minute)), middleware.Deadline(200*time.Millisecond)))
 	require.NoError(t, consumer.Refused(chain))
 	ev := testenv.Unique("ev")
 	o, err := chain(context.Background(), w.delivery(ev, ev+"-m1", 0))
@@ -136,16 +136,16 @@ func TestLease_ChainRefusesTimeoutInsideLease(t *testing.T) {
 	w := newLeaseWorld(t)
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	err = consumer.Refused(middleware.Chain(txPlain, middleware.Recover(nil), middleware.Classify(), eventID,
-		middleware.Lease(w.store, time.Minute), middleware.Timeout(time.Second)))
+	err = testenv.Refused(middleware.Chain(txPlain, middleware.Recover(nil), middleware.Classify(), eventID,
+		testenv.Must(middleware.Lease(w.store, time.Minute)), middleware.Timeout(time.Second)))
 	require.ErrorIs(t, err, middleware.ErrChainOrder)
 	assert.Contains(t, err.Error(), "middleware.Timeout (position 5) must not be inside middleware.Lease (position 4)")
 	assert.Contains(t, err.Error(), "move Timeout before Lease, or use Deadline")
 
-	assert.NoError(t, consumer.Refused(middleware.Chain(txPlain, middleware.Recover(nil), middleware.Classify(), eventID,
-		middleware.Timeout(time.Second), middleware.Lease(w.store, time.Minute))))
-	assert.NoError(t, consumer.Refused(middleware.Chain(txPlain, middleware.Recover(nil), middleware.Classify(), eventID,
-		middleware.Lease(w.store, time.Minute), middleware.Deadline(time.Second))))
+	assert.NoError(t, testenv.Refused(middleware.Chain(txPlain, middleware.Recover(nil), middleware.Classify(), eventID,
+		middleware.Timeout(time.Second), testenv.Must(middleware.Lease(w.store, time.Minute)))))
+	assert.NoError(t, testenv.Refused(middleware.Chain(txPlain, middleware.Recover(nil), middleware.Classify(), eventID,
+		testenv.Must(middleware.Lease(w.store, time.Minute)), middleware.Deadline(time.Second))))
 }
 
 // F35, F19: a handler whose store went away after its call (its write fails with a lost connection, an

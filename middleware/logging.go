@@ -20,14 +20,14 @@ import (
 // consumer one per message. In a batch's first pass the run ends at Dedup, which defers the handler:
 // "processed: deferred to the batch's commit".
 // A nil log is zap.NewNop() (no lines).
-func Logging(log *zap.Logger) consumer.Middleware {
+func Logging(log *zap.Logger) Middleware {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return (&loggingMW{log: log}).wrap
+	return Middleware{kind: kindLogging, wrap: (&loggingMW{log: log}).wrap}
 }
 
-// loggingMW is a Logging middleware; its wrap method value identifies it to Chain.
+// loggingMW is a Logging middleware; Chain knows it by its Middleware's kind.
 type loggingMW struct{ log *zap.Logger }
 
 func (w *loggingMW) wrap(next consumer.Handler) consumer.Handler {

@@ -22,15 +22,15 @@ import (
 // are met again in the careful pass that follows them). Each chain keeps the
 // rmqguard_handle_duration_seconds series of the (group, topic) pairs it has seen (up to 256), so a message
 // costs no label lookup; those series must not be deleted from m.HandleDuration.
-// A nil m makes Chain (and so consumer.New) refuse the chain with an error wrapping ErrNilDependency.
-func Metrics(m *metrics.Metrics) consumer.Middleware {
+// A nil m is an error wrapping ErrNilDependency.
+func Metrics(m *metrics.Metrics) (Middleware, error) {
 	if m == nil {
-		return refuse(fmt.Errorf("%w: middleware.Metrics: m is nil: pass the *metrics.Metrics you registered, or leave Metrics out", ErrNilDependency))
+		return Middleware{}, fmt.Errorf("%w: middleware.Metrics: m is nil: pass the *metrics.Metrics you registered, or leave Metrics out", ErrNilDependency)
 	}
-	return (&metricsMW{m: m}).wrap
+	return Middleware{kind: kindMetrics, wrap: (&metricsMW{m: m}).wrap}, nil
 }
 
-// metricsMW is a Metrics middleware; its wrap method value identifies it to Chain.
+// metricsMW is a Metrics middleware; Chain knows it by its Middleware's kind.
 type metricsMW struct{ m *metrics.Metrics }
 
 func (w *metricsMW) wrap(next consumer.Handler) consumer.Handler {

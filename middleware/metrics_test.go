@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/retry"
@@ -50,7 +51,7 @@ func TestMetrics_CountsPanicsUnidentifiableAndErrorsButNotMessages(t *testing.T)
 	m := newMetrics(t)
 	eid, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	h := middleware.Chain(scripted, middleware.Metrics(m), middleware.Recover(zap.NewNop()), middleware.Classify(), eid)
+	h := testenv.Must(middleware.Chain(scripted, testenv.Must(middleware.Metrics(m)), middleware.Recover(zap.NewNop()), middleware.Classify(), eid))
 
 	for _, id := range []string{"ok-1", "ok-2", "dup", "dup", "dup", "stale", "panic", "fail", "poison", ""} {
 		props := map[string]string{}
@@ -75,7 +76,7 @@ func TestMetrics_CountsPanicsUnidentifiableAndErrorsButNotMessages(t *testing.T)
 
 func TestMetrics_F4_LabelsUseTheRestoredTopic(t *testing.T) {
 	m := newMetrics(t)
-	h := middleware.Metrics(m)(returning(consumer.Outcome{}, errors.New("db down")))
+	h := testenv.Must(middleware.Metrics(m)).Wrap(returning(consumer.Outcome{}, errors.New("db down")))
 	retried := msg("%RETRY%cg", "", map[string]string{"EVENT_ID": "e-1", "RETRY_TOPIC": "ORDER"})
 	retried.ReconsumeTimes = 1
 
@@ -91,7 +92,7 @@ func TestMetrics_ReturnsTheInnerResultUnchanged(t *testing.T) {
 	m := newMetrics(t)
 	cause := errors.New("db down")
 
-	o, err := middleware.Metrics(m)(returning(consumer.Retry(3, "db down"), cause))(context.Background(), delivery("ORDER", "", nil))
+	o, err := testenv.Must(middleware.Metrics(m)).Wrap(returning(consumer.Retry(3, "db down"), cause))(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.Retry(3, "db down"), o)
 	assert.Same(t, cause, err)
@@ -99,7 +100,7 @@ func TestMetrics_ReturnsTheInnerResultUnchanged(t *testing.T) {
 
 func TestMetrics_OneDurationSeriesPerGroupAndTopicBeyondTheKeptOnes(t *testing.T) {
 	m := newMetrics(t)
-	h := middleware.Metrics(m)(returning(consumer.Processed(), nil))
+	h := testenv.Must(middleware.Metrics(m)).Wrap(returning(consumer.Processed(), nil))
 	const groups, topics, perPair = 2, 150, 3 // 300 pairs: more than the middleware keeps (256)
 	var wg sync.WaitGroup
 	for w := range 4 { // concurrent first uses of the same pairs

@@ -61,15 +61,15 @@ func panicRetry() consumer.Outcome {
 // opened it (deferred rollback). A nil log is zap.NewNop(): panics are still recovered, not logged. A
 // handler that Dedup runs in a batch's first pass (after the chain returned) panics outside Recover: the
 // consumer logs that panic at warn (consumer.WithLogger), and Recover the careful pass's, if it recurs.
-func Recover(log *zap.Logger) consumer.Middleware {
+func Recover(log *zap.Logger) Middleware {
 	if log == nil {
 		log = zap.NewNop()
 	}
 	log = log.WithOptions(zap.AddStacktrace(zap.LevelEnablerFunc(func(zapcore.Level) bool { return false })))
-	return (&recoverMW{log: log}).wrap
+	return Middleware{kind: kindRecover, wrap: (&recoverMW{log: log}).wrap}
 }
 
-// recoverMW is a Recover middleware; its wrap method value identifies it to Chain.
+// recoverMW is a Recover middleware; Chain knows it by its Middleware's kind.
 type recoverMW struct{ log *zap.Logger }
 
 func (w *recoverMW) wrap(next consumer.Handler) consumer.Handler {

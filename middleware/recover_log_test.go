@@ -22,7 +22,7 @@ func TestRecover_PanicLineCarriesItsStackOnceUnderProductionOptions(t *testing.T
 	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(&buf), zapcore.DebugLevel)
 	log := zap.New(core, zap.AddStacktrace(zapcore.ErrorLevel))
 
-	_, err := middleware.Recover(log)(panickingOrderHandler)(context.Background(), delivery("ORDER", "", nil))
+	_, err := middleware.Recover(log).Wrap(panickingOrderHandler)(context.Background(), delivery("ORDER", "", nil))
 	require.ErrorIs(t, err, middleware.ErrPanic)
 
 	lines := bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n"))

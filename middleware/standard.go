@@ -32,29 +32,36 @@ type StandardConfig struct {
 //	Dedup(cfg.Store) → Version(cfg.Version, if set) → h
 //
 // The result is exactly Chain(h, that list): copy the list into Chain to change it. A bad EventID or
-// Version config, a nil Store or nil h come back as consumer.Refuse(err), so consumer.New returns err
-// ("consumer.New: handler: …"); Version's construction checks the aggregate_version table (see Version). A
+// Version config, a nil Store or nil h is an error naming the fix; Version's construction checks the aggregate_version table (see Version). A
 // Store on the application's pool (no dedup.WithTxDSN) is checked by consumer.New against the handlers it
 // runs at once (see Chain).
-func Standard(h consumer.Handler, cfg StandardConfig) consumer.Handler {
-	var mws []consumer.Middleware
+func Standard(h consumer.Handler, cfg StandardConfig) (consumer.Handler, error) {
+	var mws []Middleware
 	if cfg.Metrics != nil {
-		mws = append(mws, Metrics(cfg.Metrics))
+		m, err := Metrics(cfg.Metrics)
+		if err != nil {
+			return nil, fmt.Errorf("middleware.Standard: %w", err)
+		}
+		mws = append(mws, m)
 	}
 	eventID, err := EventID(cfg.EventID)
 	if err != nil {
-		return consumer.Refuse(fmt.Errorf("middleware.Standard: EventID: %w", err))
+		return nil, fmt.Errorf("middleware.Standard: EventID: %w", err)
 	}
-	mws = append(mws, Recover(cfg.Logger), Classify(), eventID, Deadline(0), Dedup(cfg.Store))
-	if cfg.Version != nil && !isNil(cfg.Store) { // a nil Store: Chain refuses Dedup(nil), the cause
+	dedupMW, err := Dedup(cfg.Store)
+	if err != nil {
+		return nil, fmt.Errorf("middleware.Standard: %w", err)
+	}
+	mws = append(mws, Recover(cfg.Logger), Classify(), eventID, Deadline(0), dedupMW)
+	if cfg.Version != nil {
 		store, ok := cfg.Store.(*dedup.Store)
 		if !ok && cfg.Version.Load == nil {
-			return consumer.Refuse(fmt.Errorf("middleware.Standard: Version: Store is a %T, not a *dedup.Store: set VersionConfig.Load "+
-				"(Version reads the aggregate_version table only through a *dedup.Store)", cfg.Store))
+			return nil, fmt.Errorf("middleware.Standard: Version: Store is a %T, not a *dedup.Store: set VersionConfig.Load "+
+				"(Version reads the aggregate_version table only through a *dedup.Store)", cfg.Store)
 		}
 		version, err := Version(store, *cfg.Version)
 		if err != nil {
-			return consumer.Refuse(fmt.Errorf("middleware.Standard: Version: %w", err))
+			return nil, fmt.Errorf("middleware.Standard: Version: %w", err)
 		}
 		mws = append(mws, version)
 	}

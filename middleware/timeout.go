@@ -27,12 +27,12 @@ import (
 // still enforced. In a batch (consumer.Config.BatchSize > 1) the members share a transaction begun with the
 // batch's context instead, and Dedup loses it when a member was abandoned still running, so nothing commits
 // then either. Chain refuses Timeout outside Recover, and Timeout together with Deadline.
-func Timeout(d time.Duration) consumer.Middleware {
+func Timeout(d time.Duration) Middleware {
 	own := newOwnDeadline("middleware.Timeout", d)
-	return (&timeoutMW{d: d, own: own}).wrap
+	return Middleware{kind: kindTimeout, wrap: (&timeoutMW{d: d, own: own}).wrap}
 }
 
-// timeoutMW is a Timeout middleware; its wrap method value identifies it to Chain.
+// timeoutMW is a Timeout middleware; Chain knows it by its Middleware's kind.
 type timeoutMW struct {
 	d   time.Duration
 	own *ownDeadline

@@ -39,21 +39,21 @@ import (
 // loader, the store and the handler are returned as they are. It returns an error naming the field when cfg is invalid, or when store is nil without Load;
 // without Load, also one wrapping dedup.ErrSchema when aggregate_version is missing (run dedup.Migrate), or
 // the error of that check (bounded by 5 s).
-func Version(store *dedup.Store, cfg VersionConfig) (consumer.Middleware, error) {
+func Version(store *dedup.Store, cfg VersionConfig) (Middleware, error) {
 	if err := cfg.validate(store); err != nil {
-		return nil, err
+		return Middleware{}, err
 	}
 	if err := checkTable(store, cfg); err != nil {
-		return nil, err
+		return Middleware{}, err
 	}
 	v := &versionCheck{cfg: cfg, store: store, types: map[string]bool{}}
 	for _, t := range cfg.EventTypes {
 		v.types[t] = true
 	}
-	return (&versionMW{v: v}).wrap, nil
+	return Middleware{kind: kindVersion, wrap: (&versionMW{v: v}).wrap}, nil
 }
 
-// versionMW is a Version middleware; its wrap method value identifies it to Chain.
+// versionMW is a Version middleware; Chain knows it by its Middleware's kind.
 type versionMW struct{ v *versionCheck }
 
 func (w *versionMW) wrap(next consumer.Handler) consumer.Handler {

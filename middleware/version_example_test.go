@@ -13,7 +13,7 @@ import (
 // orderPaidChain is the README's "Aggregate versions and state transitions" wiring, line for line: Version
 // after Dedup, checking OrderPaid against orders.version (States.LoadVersion), and a handler whose effect is
 // one conditional transition WAIT_PAY → PAID. A stale OrderPaid is acknowledged without running the handler.
-func orderPaidChain(store *dedup.Store, eventID consumer.Middleware) (consumer.Handler, error) {
+func orderPaidChain(store *dedup.Store, eventID middleware.Middleware) (consumer.Handler, error) {
 	orders, err := dedup.NewStates(dedup.StateTable{Table: "orders", KeyColumn: "order_no"}) // status, version
 	if err != nil {
 		return nil, err // names the field whose identifier is invalid
@@ -31,7 +31,11 @@ func orderPaidChain(store *dedup.Store, eventID consumer.Middleware) (consumer.H
 			Key: d.AggregateID, From: []string{"WAIT_PAY"}, To: "PAID", Version: d.Version,
 		})) // applied → Processed, stale → Stale, illegal → DeadLetter, ahead/missing → Retry
 	})
-	return middleware.Chain(paid, middleware.Classify(), eventID, middleware.Dedup(store), version), nil
+	deduped, err := middleware.Dedup(store)
+	if err != nil {
+		return nil, err
+	}
+	return middleware.Chain(paid, middleware.Classify(), eventID, deduped, version)
 }
 
 // ExampleVersion shows Version wired after Dedup with a transition handler. It is compiled, not run: it

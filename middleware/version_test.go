@@ -51,7 +51,7 @@ func (r *versionRig) run(t *testing.T, cfg middleware.VersionConfig, d *consumer
 	}
 	mw, err := middleware.Version(nil, cfg)
 	require.NoError(t, err)
-	return mw(r.handler)(dedup.WithTx(context.Background(), &sqlx.Tx{}), d)
+	return mw.Wrap(r.handler)(dedup.WithTx(context.Background(), &sqlx.Tx{}), d)
 }
 
 // event is an OrderPaid delivery of aggregate o-1 at version (omitted when ""), on delivery attempt+1 of 17.
@@ -170,7 +170,7 @@ func TestVersion_GapOnTheLastDeliveryFollowsOnGap(t *testing.T) {
 	r := newVersionRig(6)
 	mw, err := middleware.Version(nil, middleware.VersionConfig{AggregateType: "order", Load: r.load, GapRetries: 10})
 	require.NoError(t, err)
-	h := middleware.Classify()(mw(r.handler)) // by hand: Chain refuses Version without Dedup; the context has the tx
+	h := middleware.Classify().Wrap(mw.Wrap(r.handler)) // by hand: Chain refuses Version without Dedup; the context has the tx
 	o, err := h(dedup.WithTx(context.Background(), &sqlx.Tx{}), last())
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
@@ -256,7 +256,7 @@ func TestVersion_WithoutTheDedupTransactionSaysWhereToPutIt(t *testing.T) {
 	r := newVersionRig(1)
 	mw, err := middleware.Version(nil, middleware.VersionConfig{AggregateType: "order", Load: r.load})
 	require.NoError(t, err)
-	o, err := mw(r.handler)(context.Background(), event("2", 0))
+	o, err := mw.Wrap(r.handler)(context.Background(), event("2", 0))
 	require.ErrorIs(t, err, dedup.ErrNoTx)
 	assert.Contains(t, err.Error(), "put middleware.Version after middleware.Dedup")
 	assert.Equal(t, consumer.KindUnset, o.Kind)

@@ -61,7 +61,7 @@ func newEffects(t *testing.T, ob func(*dedup.Store) *outbox.Outbox) (*effects, *
 		_, err := o.Do(ctx, d, "notify", d.Msg.Body)
 		return consumer.Processed(), err
 	})
-	chain := middleware.Chain(h, middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Deadline(0), middleware.Dedup(store))
+	chain := testenv.Must(middleware.Chain(h, middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Deadline(0), testenv.Must(middleware.Dedup(store))))
 	group := "fx-" + run
 	up := testenv.NewCallback(t, consumer.Config{Group: group, Subscriptions: []consumer.Subscription{{Topic: "RMQGUARD_FX"}}}, chain)
 	return &effects{db: db, tables: tables, store: store, group: group, up: up}, o

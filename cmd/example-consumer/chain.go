@@ -19,10 +19,7 @@ import (
 // dead-lettered with its reason (--gap-retries 0: at once; the library would read 0 as its default, 3).
 // Dedup runs on fast (the store in the Redis fast path, see fastPath), or on store when fast is nil.
 func chain(s *shop.Shop, store *dedup.Store, fast dedup.TxStore, m *metrics.Metrics, log *zap.Logger, o runOptions) (consumer.Handler, error) {
-	if fast == nil {
-		fast = store
-	}
-	eventID, err := exampleEventID()
+	observed, eventID, deduped, err := exampleMiddlewares(store, fast, m)
 	if err != nil {
 		return nil, err
 	}
@@ -43,8 +40,8 @@ func chain(s *shop.Shop, store *dedup.Store, fast dedup.TxStore, m *metrics.Metr
 		return nil, err
 	}
 	return middleware.Chain(dedup.Handle(s.Handle),
-		middleware.Metrics(m), middleware.Recover(log), middleware.Classify(),
-		eventID, shop.CheckOrderAggregate(), middleware.Deadline(0), middleware.Dedup(fast), version), nil
+		observed, middleware.Recover(log), middleware.Classify(),
+		eventID, shop.CheckOrderAggregate(), middleware.Deadline(0), deduped, version)
 }
 
 // loyaltyBatchSize is the loyalty group's consumer.Config.BatchSize: its handler credits a batch's accounts in
@@ -55,21 +52,34 @@ const loyaltyBatchSize = 16
 // the batch handler of the LoyaltyPointsCredited events (Shop.LoyaltyPointsCreditedBatch), whose aggregate
 // is the account: a batch's credits run in account order.
 func loyaltyChain(s *shop.Shop, store *dedup.Store, fast dedup.TxStore, m *metrics.Metrics, log *zap.Logger) (consumer.Handler, error) {
-	if fast == nil {
-		fast = store
-	}
-	eventID, err := exampleEventID()
+	observed, eventID, deduped, err := exampleMiddlewares(store, fast, m)
 	if err != nil {
 		return nil, err
 	}
 	return middleware.Chain(dedup.HandleBatchJSON(s.LoyaltyPointsCreditedBatch),
-		middleware.Metrics(m), middleware.Recover(log), middleware.Classify(),
-		eventID, middleware.Deadline(0), middleware.Dedup(fast)), nil
+		observed, middleware.Recover(log), middleware.Classify(),
+		eventID, middleware.Deadline(0), deduped)
+}
+
+// exampleMiddlewares returns the example chains' Metrics on m, EventID (exampleEventID) and Dedup on fast,
+// or on store when fast is nil.
+func exampleMiddlewares(store *dedup.Store, fast dedup.TxStore, m *metrics.Metrics) (observed, eventID, deduped middleware.Middleware, err error) {
+	if fast == nil {
+		fast = store
+	}
+	if observed, err = middleware.Metrics(m); err != nil {
+		return observed, eventID, deduped, err
+	}
+	if eventID, err = exampleEventID(); err != nil {
+		return observed, eventID, deduped, err
+	}
+	deduped, err = middleware.Dedup(fast)
+	return observed, eventID, deduped, err
 }
 
 // exampleEventID reads the event ID from the EVENT_ID property, else the body's eventId; the type and the
 // aggregate from EVENT_TYPE (else the tag) and AGGREGATE_ID.
-func exampleEventID() (consumer.Middleware, error) {
+func exampleEventID() (middleware.Middleware, error) {
 	return middleware.EventID(middleware.EventIDConfig{
 		Extractors: []middleware.Extractor{middleware.FromProperty(shop.PropEventID), middleware.FromJSONField("eventId")},
 	})

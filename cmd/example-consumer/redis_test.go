@@ -78,7 +78,7 @@ func TestExampleConsumer_WiresTheRedisFastPath(t *testing.T) {
 
 	effects := 0
 	// Composed by hand: the deliveries below carry their event ID already (Chain wants EventID before Dedup).
-	h := middleware.Dedup(fast)(dedup.Handle(func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
+	h := testenv.Must(middleware.Dedup(fast)).Wrap(dedup.Handle(func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
 		effects++
 		return consumer.Processed(), nil
 	}))

@@ -71,7 +71,7 @@ func (w *cliDLQ) publish(eventID, eventType, reason string, body []byte, props m
 	for k, v := range props {
 		orig.WithProperty(k, v)
 	}
-	res, err := p.SendSync(context.Background(), dlq.LetterMessage(consumer.NewDelivery(w.group, orig), reason, time.Now()))
+	res, err := p.SendSync(context.Background(), consumer.DeadLetterMessage(consumer.NewDelivery(w.group, orig), reason, time.Now()))
 	require.NoError(w.t, err)
 	require.Equal(w.t, primitive.SendOK, res.Status)
 	return res

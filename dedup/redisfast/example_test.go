@@ -6,7 +6,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dedup/redisfast"
 	"github.com/rmqguard/rmqguard/metrics"
@@ -14,17 +13,18 @@ import (
 )
 
 // fastDedup is the "Redis fast path" wiring of docs/configuration.md, line for line; Example keeps it compiling.
-func fastDedup(store *dedup.Store, reg prometheus.Registerer) (consumer.Middleware, func() error, error) {
+func fastDedup(store *dedup.Store, reg prometheus.Registerer) (middleware.Middleware, func() error, error) {
 	rdb := redis.NewClient(redisfast.ClientOptions("127.0.0.1:6379")) // one dial, no retries: a dead Redis fails fast
 	fallbacks, err := metrics.NewRedisFallbacks(reg)                  // rmqguard_redis_fallbacks_total{reason}
 	if err != nil {
-		return nil, nil, err
+		return middleware.Middleware{}, nil, err
 	}
 	fast, err := redisfast.New(store, rdb, redisfast.Config{Prefix: "inventory:", TTL: 24 * time.Hour, Observer: fallbacks})
 	if err != nil {
-		return nil, nil, err // an invalid Config names the field
+		return middleware.Middleware{}, nil, err // an invalid Config names the field
 	}
-	return middleware.Dedup(fast), rdb.Close, nil // instead of middleware.Dedup(store); the store stays the health probe
+	mw, err := middleware.Dedup(fast) // instead of middleware.Dedup(store); the store stays the health probe
+	return mw, rdb.Close, err
 }
 
 // Example wraps the dedup store in the Redis fast path: middleware.Dedup then asks Redis for a done key

@@ -95,7 +95,7 @@ func (f *fixture) chainOn(t testing.TB, store dedup.TxStore, h dedup.TxHandler) 
 	}
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	return middleware.Chain(dedup.Handle(f.ledger.Handler(h)), middleware.Classify(), eventID, middleware.Dedup(store))
+	return testenv.Must(middleware.Chain(dedup.Handle(f.ledger.Handler(h)), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store))))
 }
 
 // msg is a new physical message (its own MsgId) carrying eventID.

@@ -13,6 +13,6 @@ import (
 func TestRedisFast_GuideWiringIsTheCompiledExample(t *testing.T) {
 	block := testenv.DocBlock(t, "docs/configuration.md", "## Redis fast path")
 	body := testenv.Between(t, "example_test.go",
-		"func fastDedup(store *dedup.Store, reg prometheus.Registerer) (consumer.Middleware, func() error, error) {\n", "\n}\n")
+		"func fastDedup(store *dedup.Store, reg prometheus.Registerer) (middleware.Middleware, func() error, error) {\n", "\n}\n")
 	require.Equal(t, testenv.Lines(body), testenv.Lines(block))
 }

@@ -116,7 +116,7 @@ func TestACL_RightKeysConsumeRetryDeadLetterAndReplayInANamespace(t *testing.T) 
 	l := letters[0]
 	assert.Equal(t, "%DLQ%"+w.cluster.Namespace+"%"+w.group, l.Topic)
 	assert.Equal(t, "poison-1", string(l.Body))
-	assert.Equal(t, "poison after a retry", l.GetProperty(dlq.PropReason))
+	assert.Equal(t, "poison after a retry", l.GetProperty(consumer.PropDeadLetterReason))
 	assert.Equal(t, w.cluster.Topic(w.topic), l.GetProperty(primitive.PropertyRetryTopic),
 		"origin in the namespace, as the broker writes it")
 

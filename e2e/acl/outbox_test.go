@@ -48,11 +48,11 @@ func TestACL_OutboxRelaySendsToTheTopicInItsNamespace(t *testing.T) {
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
 	var sent string
-	h := middleware.Chain(dedup.Handle(func(ctx context.Context, _ *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := testenv.Must(middleware.Chain(dedup.Handle(func(ctx context.Context, _ *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		id, err := ob.Send(ctx, d, outbox.Message{Name: "forward", Topic: w.topic, Body: []byte("follow-up")})
 		sent = id
 		return consumer.Processed(), err
-	}), eventID, middleware.Dedup(store))
+	}), eventID, testenv.Must(middleware.Dedup(store))))
 	in := &primitive.MessageExt{Message: primitive.Message{Topic: "UPSTREAM", Body: []byte("{}")}, MsgId: "m-1"}
 	in.WithProperty("EVENT_ID", "upstream-1")
 	o, err := h(w.ctx, consumer.NewDelivery("upstream-group", in))

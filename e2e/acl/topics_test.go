@@ -53,7 +53,7 @@ func TestACL_EnsureTopicsAndPublisherFromSettingsInANamespace(t *testing.T) {
 	}, 60*time.Second, 500*time.Millisecond, "one letter on %s (last error %v)", groupTopics[1], err)
 	assert.Equal(t, groupTopics[1], letters[0].Topic)
 	assert.Equal(t, "poison-1", string(letters[0].Body))
-	assert.Equal(t, "poison in a namespace", letters[0].GetProperty(dlq.PropReason))
+	assert.Equal(t, "poison in a namespace", letters[0].GetProperty(consumer.PropDeadLetterReason))
 	require.NoError(t, c.Shutdown(context.Background()))
 	err = pub.DeadLetter(w.ctx, consumer.NewDelivery(w.group, letters[0]), "after shutdown")
 	assert.ErrorIs(t, err, dlq.ErrPublisherClosed)

@@ -51,14 +51,15 @@ func run() error {
 		return err
 	}
 	defer store.Close()
-	c, err := consumer.New(consumer.Config{
-		NameServers: []string{os.Getenv("RMQGUARD_NAMESRV")}, Group: "inventory",
-		Subscriptions: []consumer.Subscription{{Topic: "ORDER", Expression: "OrderCreated"}},
-	}, middleware.Standard(dedup.HandleJSON(applyOrderCreated), middleware.StandardConfig{Store: store}),
-		consumer.WithEnsureTopics(topics.ForConsumer), consumer.WithDeadLetterPublisher(dlq.ForConsumer),
-		consumer.WithHealthProbe(store), consumer.WithLogger(logger))
+	handler, err := middleware.Standard(dedup.HandleJSON(applyOrderCreated), middleware.StandardConfig{Store: store})
 	if err != nil {
-		return err // an invalid Config names the field; a wrong chain names the fix
+		return err // a wrong chain names the fix
+	}
+	c, err := consumer.New(consumer.Config{NameServers: []string{os.Getenv("RMQGUARD_NAMESRV")}, Group: "inventory",
+		Subscriptions: []consumer.Subscription{{Topic: "ORDER", Expression: "OrderCreated"}}}, handler, consumer.WithLogger(logger),
+		consumer.WithEnsureTopics(topics.ForConsumer), consumer.WithDeadLetterPublisher(dlq.ForConsumer), consumer.WithHealthProbe(store))
+	if err != nil {
+		return err // an invalid Config names the field
 	}
 	return c.Run(ctx) // until SIGINT/SIGTERM; then drains in-flight messages and stops
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -17,15 +18,15 @@ import (
 // spaces: "o1 " would load the version of "o1"). A body that is not JSON of the event's shape is
 // dead-lettered here as the handler would do it (consumer.DecodeAs: reason "undecodable body: …"); fields
 // the event's type does not know are accepted. Other event types, and an empty AggregateID, pass.
-func CheckOrderAggregate() consumer.Middleware {
-	return func(next consumer.Handler) consumer.Handler {
+func CheckOrderAggregate() middleware.Middleware {
+	return middleware.Func(func(next consumer.Handler) consumer.Handler {
 		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 			if o, err := checkOrderAggregate(d); err != nil {
 				return o, err
 			}
 			return next(ctx, d)
 		}
-	}
+	})
 }
 
 // checkOrderAggregate decodes d's body by its event type (as the handler will) and compares the order

@@ -44,8 +44,8 @@ func TestLoyaltyPointsCreditedBatch_CreditsEachOrderOnceAndDeadLettersTheInvalid
 	sink := &reasons{letters: map[string]string{}}
 	cb := testenv.NewCallback(t, consumer.Config{Group: w.group, Subscriptions: []consumer.Subscription{{Topic: "SHOP_TEST"}},
 		BatchSize: 16, MaxAttempts: 3, HandlerTimeout: 5 * time.Second},
-		middleware.Chain(dedup.HandleBatchJSON(w.shop.LoyaltyPointsCreditedBatch), middleware.Classify(), eventID,
-			middleware.Dedup(store)), consumer.WithDeadLetterSink(sink))
+		testenv.Must(middleware.Chain(dedup.HandleBatchJSON(w.shop.LoyaltyPointsCreditedBatch), middleware.Classify(), eventID,
+			testenv.Must(middleware.Dedup(store)))), consumer.WithDeadLetterSink(sink))
 
 	credit := func(order, event, account string, points int64) *primitive.MessageExt {
 		d := w.delivery(shop.EventLoyaltyPointsCredited, w.name(event), w.name(account), 0,

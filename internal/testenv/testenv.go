@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
+	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 )
 
@@ -92,4 +93,21 @@ func reachable(t testing.TB, name, def string) string {
 // test run shares.
 func Unique(prefix string) string {
 	return prefix + "-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+}
+
+// Must returns v, or panics with err: for a constructor a test cannot go on without.
+func Must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// Refused returns why a handler is refused: the error of its construction (err), else the refusal
+// consumer.New would report (consumer.Refused).
+func Refused(h consumer.Handler, err error) error {
+	if err != nil {
+		return err
+	}
+	return consumer.Refused(h)
 }

@@ -150,7 +150,14 @@ func chain(store dedup.TxStore, m *metrics.Metrics, o options, h consumer.Handle
 	if err != nil {
 		return nil, err
 	}
-	log := zap.NewNop()
-	return middleware.Chain(h, middleware.Metrics(m), middleware.Recover(log),
-		middleware.Classify(), eventID, middleware.Deadline(0), middleware.Dedup(store)), nil // Deadline(0): HandlerTimeout, inline
+	metricsMW, err := middleware.Metrics(m)
+	if err != nil {
+		return nil, err
+	}
+	dedupMW, err := middleware.Dedup(store)
+	if err != nil {
+		return nil, err
+	}
+	return middleware.Chain(h, metricsMW, middleware.Recover(zap.NewNop()),
+		middleware.Classify(), eventID, middleware.Deadline(0), dedupMW) // Deadline(0): HandlerTimeout, inline
 }

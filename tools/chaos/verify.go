@@ -7,6 +7,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/examples/shop"
 	"github.com/rmqguard/rmqguard/outbox"
@@ -45,7 +46,7 @@ type Counts struct {
 type Letter struct {
 	// EventID is its EVENT_ID property.
 	EventID string
-	// Reason is the reason the DLQ publisher attached (dlq.PropReason), "" when the broker moved it there.
+	// Reason is the reason the DLQ publisher attached (consumer.PropDeadLetterReason), "" when the broker moved it there.
 	Reason string
 }
 
@@ -96,7 +97,7 @@ func (c *Checker) Letters(ctx context.Context) ([]Letter, error) {
 	}
 	out := make([]Letter, 0, len(msgs))
 	for _, m := range msgs {
-		out = append(out, Letter{EventID: m.GetProperty("EVENT_ID"), Reason: m.GetProperty(dlq.PropReason)})
+		out = append(out, Letter{EventID: m.GetProperty("EVENT_ID"), Reason: m.GetProperty(consumer.PropDeadLetterReason)})
 	}
 	return out, nil
 }

@@ -39,7 +39,14 @@ func newLoad(db *sqlx.DB, scope string, workers int) (*load, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := middleware.Chain(dedup.Handle(shop.HandleOrderCreated), middleware.Classify(), eventID, middleware.Dedup(store))
+	dedupMW, err := middleware.Dedup(store)
+	if err != nil {
+		return nil, err
+	}
+	h, err := middleware.Chain(dedup.Handle(shop.HandleOrderCreated), middleware.Classify(), eventID, dedupMW)
+	if err != nil {
+		return nil, err
+	}
 	return &load{scope: scope, workers: workers, handler: h}, nil
 }
 

@@ -1,0 +1,4 @@
+package dlq
+
+// NewLetter exposes newLetter to the external tests.
+var NewLetter = newLetter
