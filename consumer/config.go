@@ -156,6 +156,11 @@ type Config struct {
 	// below ConsumeTimeout too: past ConsumeTimeout the client itself sends the message back (a second copy,
 	// which dedup then sees as a duplicate) while its callback still runs.
 	OutageWait time.Duration
+	// SkipTopicEnsure turns off the topic ensure of Start. By default Start first creates the group's
+	// %RETRY% and %DLQ% topics (one queue each, on every master; a write-only DLQ made readable) when they
+	// are missing: the client sees a topic created later only on its next route refresh (30 s). Set it when
+	// the consumer's keys may not create topics and the topics exist (rmqguard topic ensure).
+	SkipTopicEnsure bool
 	// LagInterval is how often, with WithObserver, the consumer reads its lag from the client
 	// (GetOffsetDiffMap) and reports it (Observer.Lag, rmqguard_consumer_lag). Default 10 s; at least 100 ms.
 	LagInterval time.Duration

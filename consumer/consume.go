@@ -240,9 +240,10 @@ func (c *Consumer) unsubscribed(d *Delivery) Outcome {
 }
 
 // publishDeadLetters publishes the dead letters of a callback whose other messages are all acknowledged:
-// alone, through the DeadLetterSink if any (else the broker dead-letters it with DelayLevelDLQ), and in
-// orderly mode always by the consumer (publishOrderly: there is no DelayLevelDLQ there); in a batch,
-// always by the consumer (sink or own producer), because the broker would dead-letter the whole batch.
+// alone, through the DeadLetterSink or the own producer (after WithDeadLetterSink(nil) the broker
+// dead-letters it with DelayLevelDLQ), and in orderly mode always by the consumer (publishOrderly: there
+// is no DelayLevelDLQ there); in a batch, always by the consumer, because the broker would dead-letter
+// the whole batch.
 // It returns false when the consumer is stopping and the callback must not be answered.
 func (c *Consumer) publishDeadLetters(ds []*Delivery, outcomes []Outcome, errs []error, w *outageWait) bool {
 	if needsRetry(outcomes, errs) {
@@ -256,7 +257,7 @@ func (c *Consumer) publishDeadLetters(ds []*Delivery, outcomes []Outcome, errs [
 			switch {
 			case c.cfg.Orderly:
 				outcomes[i], errs[i] = c.publishOrderly(ds[i], outcomes[i], errs[i])
-			case c.sink != nil:
+			case c.publishAlone:
 				outcomes[i], errs[i] = c.publishDeadLetter(ds[i], outcomes[i], errs[i])
 			}
 			continue

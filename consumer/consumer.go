@@ -52,14 +52,13 @@ type options struct {
 	probe    HealthProbe
 	// probeGiven: WithHealthProbe was given, so the handler's store is not the default probe.
 	probeGiven bool
+	// sinkGiven: WithDeadLetterSink was given, so the own producer publishes a lone letter only with a sink.
+	sinkGiven  bool
 	observer   Observer
 	observed   bool // WithObserver was given: poll the lag
-
-	ensureTopics EnsureTopicsFunc
-	publisher    DeadLetterPublisherFunc
-	// publisherGiven: WithDeadLetterPublisher was given (New refuses it with a nil function).
-	publisherGiven bool
-	background     []func(context.Context) error
+	// ensure creates the group's topics in Start (ensureGroupTopics; a fake in tests).
+	ensure     func(context.Context, Config) error
+	background []func(context.Context) error
 }
 
 // WithLogger sets the logger for the consumer's own lines. Default: zap.NewNop().
@@ -84,14 +83,14 @@ type options struct {
 // lines a second, then one in 100): it drops retry and dead-letter lines in a burst; sample debug only.
 func WithLogger(l *zap.Logger) Option { return func(o *options) { o.logger = withoutStacks(l) } }
 
-// WithDeadLetterSink makes the consumer publish dead letters itself, with their reason, and acknowledge
-// them only after the publish succeeded. A sink that implements io.Closer (dlq.StartPublisher's, which
-// owns its producer) is closed by Shutdown after the client: give each consumer a sink of its own. Without it, a dead letter delivered alone uses the broker's DLQ
-// (DelayLevelDLQ); a dead letter in a batch, and every dead letter in orderly mode (which has no
-// DelayLevelDLQ), is published by the consumer's own producer (producer group "<group>-rmqguard-dlq", instance
-// "<InstanceName>-dlq", 2 send retries; started on first use, shut down by Shutdown), because
-// DelayLevelDLQ would dead-letter the whole batch.
-func WithDeadLetterSink(s DeadLetterSink) Option { return func(o *options) { o.sink = s } }
+// WithDeadLetterSink makes s publish the consumer's dead letters instead of its own producer (producer
+// group "<group>-rmqguard-dlq", started on the first letter, shut down by Shutdown), which by default
+// publishes each with its reason to %DLQ%<group>. A sink that implements io.Closer is closed by Shutdown
+// after the client. WithDeadLetterSink(nil) leaves a letter delivered alone to the broker's DLQ
+// (DelayLevelDLQ, no reason); batches and orderly mode still publish. New fails on a nil pointer in s.
+func WithDeadLetterSink(s DeadLetterSink) Option {
+	return func(o *options) { o.sink, o.sinkGiven = s, true }
+}
 
 // WithPushConsumer replaces the client's push consumer constructor; for tests with a fake PushConsumer.
 func WithPushConsumer(f func(opts []rmq.Option) (PushConsumer, error)) Option {
@@ -116,8 +115,10 @@ type Consumer struct {
 	log       *zap.Logger
 	sink      DeadLetterSink
 	push      PushConsumer
-	ensure    EnsureTopicsFunc        // nil without WithEnsureTopics
-	publisher DeadLetterPublisherFunc // nil without WithDeadLetterPublisher; builds sink in Start
+	ensure    func(context.Context, Config) error // ensureGroupTopics; skipped with Config.SkipTopicEnsure
+	// publishAlone: a dead letter delivered alone is published (the sink, else the own producer); false
+	// after WithDeadLetterSink(nil), which leaves it to the broker's DLQ.
+	publishAlone bool
 	// checks are what the handlers depend on that limits how many may run at once (see Pending); New
 	// and Start run them.
 	checks []concurrencyCheck
@@ -139,7 +140,7 @@ type Consumer struct {
 	stopping bool
 	// clientStarted is set just before Start first starts the client, and never cleared: the client's
 	// Shutdown panics on a client that never started, so Shutdown leaves it alone unless it is set (a Start
-	// that failed before the client, e.g. on WithEnsureTopics or an ACL refusal, leaves it unset; a failed
+	// that failed before the client, e.g. on the topic ensure or an ACL refusal, leaves it unset; a failed
 	// second Start does not clear the first one's).
 	clientStarted bool
 	inflight      sync.WaitGroup
@@ -170,7 +171,7 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 		return nil, fmt.Errorf("consumer.New: handler: %w", err)
 	}
 	cfg = cfg.withDefaults()
-	o := options{logger: zap.NewNop(), push: newClientPushConsumer, observer: nopObserver{},
+	o := options{logger: zap.NewNop(), push: newClientPushConsumer, observer: nopObserver{}, ensure: ensureGroupTopics,
 		producer: func() (letterSender, error) { return newClientProducer(cfg) }}
 	for _, opt := range opts {
 		opt(&o)
@@ -215,8 +216,8 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	zd := &zstdDecoder{}
 	c := &Consumer{cfg: cfg, handler: decompressing(h, zd), zstd: zd, log: o.logger, sink: o.sink, push: push, runCtx: runCtx, cancelRun: cancel,
 		gate: newGate(runCtx, cfg.Group, push, o.probe, o.observer, o.logger), filters: filters, observer: o.observer,
-		letters: &letterProducer{newProducer: o.producer}, clientDown: make(chan struct{}), ensure: o.ensureTopics,
-		publisher: o.publisher, checks: checks, bg: &background{fns: o.background}}
+		letters: &letterProducer{newProducer: o.producer}, clientDown: make(chan struct{}), ensure: o.ensure,
+		publishAlone: !o.sinkGiven || o.sink != nil, checks: checks, bg: &background{fns: o.background}}
 	if o.observed {
 		c.lag = newLagPoller(runCtx, cfg, push, o.observer)
 	}
@@ -245,8 +246,9 @@ func (c *Consumer) mode() Mode {
 	return Concurrent
 }
 
-// Start starts consuming, and with WithObserver the lag poller (every Config.LagInterval). With
-// WithEnsureTopics it first creates the group's topics, and fails with that error. The client's
+// Start starts consuming, and with WithObserver the lag poller (every Config.LagInterval). Unless
+// Config.SkipTopicEnsure it first creates the group's missing %RETRY% and %DLQ% topics, and fails with
+// that error (wrapped with the group; an *ACLError when a broker refuses the keys). The client's
 // Start fails when a subscribed topic has no route on the name server (create topics first). With
 // Credentials, a broker that refuses them fails Start with an *ACLError (wrapped). It returns ErrStopped
 // after Shutdown. It repeats New's concurrency checks first (a pool's limit may have changed since).
@@ -263,14 +265,9 @@ func (c *Consumer) Start() error {
 	if err := c.ensureTopics(); err != nil {
 		return err
 	}
-	built, err := c.startPublisher()
-	if err != nil {
-		return err
-	}
 	if err := c.checkAccess(); err != nil {
 		// Before the client starts: shutting the client down while its first rebalance runs is a data race
 		// inside rocketmq-client-go (rmqClient.close is a plain bool), so a refused consumer never starts it.
-		c.closePublisher(built)
 		return err
 	}
 	c.mu.Lock()
@@ -278,7 +275,6 @@ func (c *Consumer) Start() error {
 	c.mu.Unlock()
 	c.announceSubscriptions() // before the client starts: its first callback may come at once
 	if err := c.push.Start(); err != nil {
-		c.closePublisher(built)
 		return fmt.Errorf("rmqguard consumer %s: start: %w (the client fails here when a subscribed topic has no route: create it first, e.g. rmqguard topic ensure)", c.cfg.Group, err)
 	}
 	if c.lag != nil {

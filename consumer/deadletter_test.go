@@ -65,9 +65,26 @@ func TestConsume_F21_PublishNotStoredPastTheBoundRetriesTheBatchNeverDLQsIt(t *t
 	assert.Greater(t, len(p.keys()), 1, "retried with backoff within OutageWait")
 }
 
-func TestConsume_F21_SingleDeadLetterWithoutSinkStillUsesTheBrokerDLQ(t *testing.T) {
+func TestConsume_F21_SingleDeadLetterIsPublishedByTheConsumerByDefault(t *testing.T) {
 	p := &fakeProducer{status: primitive.SendOK}
 	c, fp := newConsumer(t, validConfig(), b3Poison, withProducer(p))
+
+	res, delay := fp.deliver(t, "ORDER", orderMsg("b-3"))
+
+	assert.Equal(t, rmq.ConsumeSuccess, res, "published with its reason, so acknowledged")
+	assert.NotEqual(t, consumer.DelayLevelDLQ, delay)
+	assert.Equal(t, []string{"b-3"}, p.keys())
+	assert.Equal(t, "%DLQ%cg", p.sent[0].Topic)
+	assert.Equal(t, "poison", p.sent[0].GetProperty(consumer.PropDeadLetterReason))
+	require.NoError(t, c.Shutdown(context.Background()))
+	starts, shutdowns := p.counts()
+	assert.Equal(t, 1, starts, "created on the first letter")
+	assert.Equal(t, 1, shutdowns, "shut down with the consumer")
+}
+
+func TestConsume_F21_SingleDeadLetterWithNilSinkUsesTheBrokerDLQ(t *testing.T) {
+	p := &fakeProducer{status: primitive.SendOK}
+	c, fp := newConsumer(t, validConfig(), b3Poison, withProducer(p), consumer.WithDeadLetterSink(nil))
 
 	res, delay := fp.deliver(t, "ORDER", orderMsg("b-3"))
 

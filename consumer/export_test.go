@@ -1,5 +1,7 @@
 package consumer
 
+import "context"
+
 // Combine exposes combine, the folding of a batch's outcomes, to the external tests.
 var Combine = combine
 
@@ -18,4 +20,9 @@ type Producer = letterSender
 // WithDeadLetterProducer replaces the constructor of the consumer's own dead-letter producer.
 func WithDeadLetterProducer(f func() (Producer, error)) Option {
 	return func(o *options) { o.producer = f }
+}
+
+// WithEnsureTopics replaces the topic ensure of Start (ensureGroupTopics), for tests without a broker.
+func WithEnsureTopics(f func(ctx context.Context, cfg Config) error) Option {
+	return func(o *options) { o.ensure = f }
 }

@@ -280,7 +280,8 @@ func newConsumer(t *testing.T, cfg consumer.Config, h consumer.Handler, opts ...
 	t.Helper()
 	fp := newFakePush()
 	unusable := &fakeProducer{fail: 1 << 30}
-	opts = append([]consumer.Option{consumer.WithDeadLetterProducer(func() (consumer.Producer, error) { return unusable, nil })}, opts...)
+	opts = append([]consumer.Option{consumer.WithDeadLetterProducer(func() (consumer.Producer, error) { return unusable, nil }),
+		consumer.WithEnsureTopics(func(context.Context, consumer.Config) error { return nil })}, opts...)
 	opts = append(opts, consumer.WithPushConsumer(func([]rmq.Option) (consumer.PushConsumer, error) { return fp, nil }))
 	c, err := consumer.New(cfg, h, opts...)
 	require.NoError(t, err)

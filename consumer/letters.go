@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -14,8 +15,8 @@ import (
 	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
-// letterSender is the part of the client's producer the consumer uses to publish the dead letters of a
-// batch, and of orderly consumption, when no DeadLetterSink is given.
+// letterSender is the part of the client's producer the consumer uses to publish its dead letters when
+// no DeadLetterSink is given.
 type letterSender interface {
 	Sender
 	Start() error
@@ -77,6 +78,19 @@ func (l *letterProducer) shutdown() error {
 	return l.p.Shutdown()
 }
 
+// checkSinkOptions is New's check of WithDeadLetterSink: no nil sink behind a non-nil interface (the
+// *dlq.Publisher of a StartPublisher that failed, whose error was dropped), which would fail every dead
+// letter instead of the construction. A nil interface is the opt-out to the broker's DLQ.
+func checkSinkOptions(o options) error {
+	if o.sink != nil {
+		if v := reflect.ValueOf(o.sink); v.Kind() == reflect.Pointer && v.IsNil() {
+			return &ConfigError{Field: "WithDeadLetterSink", Problem: fmt.Sprintf(
+				"the sink is a nil %T: check the error of the call that built it (dlq.StartPublisher?)", o.sink)}
+		}
+	}
+	return nil
+}
+
 // sendLetter publishes the dead letter of d through the DeadLetterSink, or without one through the
 // consumer's own producer.
 func (c *Consumer) sendLetter(ctx context.Context, d *Delivery, reason string) error {
@@ -105,7 +119,7 @@ func letterReason(o Outcome, err error) string {
 	return o.Reason
 }
 
-// publishDeadLetter publishes the dead letter of a message delivered alone through the sink, once. On
+// publishDeadLetter publishes the dead letter of a message delivered alone (sendLetter), once. On
 // success the outcome becomes KindDeadLettered (acknowledged); on failure the dead-letter outcome stays,
 // so the broker's own DLQ takes the message (DelayLevelDLQ): nothing is lost, only the reason.
 func (c *Consumer) publishDeadLetter(d *Delivery, o Outcome, err error) (Outcome, error) {

@@ -3,29 +3,31 @@ package consumer
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
-// EnsureTopicsFunc creates the topics a consumer of cfg needs before it starts (topics.ForConsumer: the
-// group's %RETRY% and %DLQ% topics). It returns an error naming the topic and the broker that failed.
-type EnsureTopicsFunc func(ctx context.Context, cfg Config) error
-
-// ensureTopicsTimeout bounds the EnsureTopicsFunc call in Start.
+// ensureTopicsTimeout bounds the topic ensure in Start.
 const ensureTopicsTimeout = 30 * time.Second
 
-// WithEnsureTopics makes Start call ensure (with the Config after defaults, and a context that ends after
-// 30 s or at Shutdown) before the client starts and subscribes, so that a new group's retry topic exists
-// when the client first reads its routes: the client notices a topic created later only on its next route
-// refresh (every 30 s), and the broker would create the DLQ only on the first dead letter (write-only
-// before 4.9.2). An error fails Start, wrapped with the group. Use topics.ForConsumer; the consumer package
-// cannot import it (topics names consumer types), hence the function value.
-func WithEnsureTopics(ensure EnsureTopicsFunc) Option {
-	return func(o *options) { o.ensureTopics = ensure }
+// ensureGroupTopics creates cfg's %RETRY%<group> and %DLQ%<group> topics on every master broker the name
+// servers list, with cfg's namespace and credentials (see Config.SkipTopicEnsure). Errors name the topic,
+// the broker that failed and the name servers; a broker that refuses the keys gives an *ACLError.
+func ensureGroupTopics(ctx context.Context, cfg Config) error {
+	err := rmq.EnsureGroupTopics(ctx, cfg.NameServers, "", cfg.Group,
+		rmq.WithCredentials(rmq.Credentials(cfg.Credentials)), rmq.WithNamespace(cfg.Namespace))
+	if err != nil {
+		return fmt.Errorf("%w (name servers %s)", err, strings.Join(cfg.NameServers, ","))
+	}
+	return nil
 }
 
-// ensureTopics runs the WithEnsureTopics function, if any.
+// ensureTopics runs the topic ensure of Start, unless Config.SkipTopicEnsure, with a context that ends
+// after 30 s or at Shutdown.
 func (c *Consumer) ensureTopics() error {
-	if c.ensure == nil {
+	if c.cfg.SkipTopicEnsure {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(c.runCtx, ensureTopicsTimeout)

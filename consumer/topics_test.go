@@ -11,8 +11,8 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 )
 
-// WithEnsureTopics runs before the client starts; its error fails Start (the client is never started) and
-// keeps the topic and broker the function named.
+// The topic ensure runs before the client starts; its error fails Start (the client is never started) and
+// keeps the topic and broker it named.
 func TestEnsureTopics_RunsBeforeTheClientAndItsErrorFailsStart(t *testing.T) {
 	var got consumer.Config
 	var hadDeadline bool
@@ -47,6 +47,18 @@ func TestEnsureTopics_SuccessStartsTheClient(t *testing.T) {
 	assert.Equal(t, []string{"subscribe ORDER", "start", "suspend", "shutdown"}, fp.Calls())
 }
 
+func TestEnsureTopics_SkipTopicEnsureTurnsItOff(t *testing.T) {
+	calls := 0
+	ensure := func(context.Context, consumer.Config) error { calls++; return nil }
+	cfg := validConfig()
+	cfg.SkipTopicEnsure = true
+	c, fp := newConsumer(t, cfg, handlerReturning(consumer.Processed(), nil), consumer.WithEnsureTopics(ensure))
+	require.NoError(t, c.Start())
+	require.NoError(t, c.Shutdown(context.Background()))
+	assert.Zero(t, calls)
+	assert.Equal(t, []string{"subscribe ORDER", "start", "suspend", "shutdown"}, fp.Calls())
+}
+
 // closingSink is a DeadLetterSink that is also an io.Closer.
 type closingSink struct {
 	closed int
@@ -68,7 +80,7 @@ func TestShutdown_ClosesACloserSink(t *testing.T) {
 	assert.Equal(t, 1, sink.closed)
 }
 
-// A second Start that fails before the client (here WithEnsureTopics) does not forget that the first one
+// A second Start that fails before the client (here the topic ensure) does not forget that the first one
 // started it: Shutdown still shuts the client down, which persists the committed offsets.
 func TestStart_AFailedSecondStartKeepsTheClientsShutdown(t *testing.T) {
 	var fail error
