@@ -53,9 +53,9 @@ type options struct {
 	// probeGiven: WithHealthProbe was given, so the handler's store is not the default probe.
 	probeGiven bool
 	// sinkGiven: WithDeadLetterSink was given, so the own producer publishes a lone letter only with a sink.
-	sinkGiven  bool
-	observer   Observer
-	observed   bool // WithObserver was given: poll the lag
+	sinkGiven bool
+	observer  Observer
+	observed  bool // WithObserver was given: poll the lag
 	// ensure creates the group's topics in Start (ensureGroupTopics; a fake in tests).
 	ensure     func(context.Context, Config) error
 	background []func(context.Context) error
@@ -110,12 +110,12 @@ var ErrStopped = errors.New("rmqguard consumer: stopped")
 // Consumer wraps the client's push consumer: every message runs through the Handler (usually a
 // middleware chain), and its Outcome becomes the client's result in Resolve.
 type Consumer struct {
-	cfg       Config
-	handler   Handler
-	log       *zap.Logger
-	sink      DeadLetterSink
-	push      PushConsumer
-	ensure    func(context.Context, Config) error // ensureGroupTopics; skipped with Config.SkipTopicEnsure
+	cfg     Config
+	handler Handler
+	log     *zap.Logger
+	sink    DeadLetterSink
+	push    PushConsumer
+	ensure  func(context.Context, Config) error // ensureGroupTopics; skipped with Config.SkipTopicEnsure
 	// publishAlone: a dead letter delivered alone is published (the sink, else the own producer); false
 	// after WithDeadLetterSink(nil), which leaves it to the broker's DLQ.
 	publishAlone bool

@@ -124,16 +124,3 @@ func (c PublisherConfig) sendRetries() int {
 		return c.SendRetries
 	}
 }
-
-// ForConsumer is the consumer.DeadLetterPublisherFunc of consumer.WithDeadLetterPublisher: StartPublisher
-// with the consumer's name servers, group, namespace and credentials (the other PublisherConfig fields at
-// their defaults), so the consumer starts its publisher in Start and closes it in Shutdown. Errors are
-// StartPublisher's.
-func ForConsumer(cfg consumer.Config) (consumer.DeadLetterSink, error) {
-	p, err := StartPublisher(PublisherConfig{NameServers: cfg.NameServers, Group: cfg.Group,
-		Namespace: cfg.Namespace, Credentials: cfg.Credentials})
-	if err != nil {
-		return nil, err // not p: a nil *Publisher in the interface would not be a nil sink
-	}
-	return p, nil
-}

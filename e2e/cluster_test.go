@@ -130,7 +130,7 @@ func topicEnsureOnTwoMasters(t *testing.T, tm testenv.TwoMasters, bin string) {
 	ensure("--broker", tm.A.Addr, late)
 	assert.Equal(t, line(late, tm.A, "exists")+line(late, tm.B, "created"), ensure(late))
 
-	// The library: topics.EnsureGroup (as consumer.WithEnsureTopics(topics.ForConsumer)) on every master.
+	// The library: topics.EnsureGroup (as the consumer's Start) on every master.
 	res, err := topics.EnsureGroup(ctx, topics.Cluster{NameServers: []string{tm.NameServer}}, "rmqguard-e2e-"+run)
 	require.NoError(t, err)
 	require.Len(t, res, 2)
@@ -168,17 +168,17 @@ func dlqOnTwoMasters(t *testing.T, tm testenv.TwoMasters, bin string) {
 		}
 		return consumer.Processed(), nil
 	})), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store))))
-	// No dead-letter sink: the broker a message came from moves it to its own %DLQ%<group>.
+	// WithDeadLetterSink(nil): the broker a message came from moves it to its own %DLQ%<group>.
 	c, err := consumer.New(consumer.Config{NameServers: ns, Group: group, MaxAttempts: 2, DrainTimeout: 5 * time.Second,
 		Subscriptions: []consumer.Subscription{{Topic: topic}}, StartFrom: consumer.StartFromFirstOffset},
-		handler, consumer.WithLogger(zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))), consumer.WithEnsureTopics(topics.ForConsumer))
+		handler, consumer.WithLogger(zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))), consumer.WithDeadLetterSink(nil))
 	require.NoError(t, err)
 	require.NoError(t, c.Start())
 	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
 	for _, tp := range []string{rmq.RetryTopic(group), rmq.DLQTopic(group)} {
 		route, err := rmq.TopicRoute(ctx, ns, tp)
 		require.NoError(t, err)
-		assert.Len(t, route, 2, "WithEnsureTopics(topics.ForConsumer) created %s on both masters", tp)
+		assert.Len(t, route, 2, "Start created %s on both masters", tp)
 	}
 
 	events := map[string]testenv.Master{run + "-on-a": tm.A, run + "-on-b": tm.B}

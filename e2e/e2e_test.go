@@ -153,7 +153,7 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 	assert.Equal(t, 2.0, testutil.ToFloat64(m.Unidentifiable.WithLabelValues(group, topic)))
 }
 
-// TestE2E_F5_MaxAttemptsBecomesMaxReconsumeTimes: with MaxAttempts 3 and no DLQ publisher, an always-failing
+// TestE2E_F5_MaxAttemptsBecomesMaxReconsumeTimes: with MaxAttempts 3 and WithDeadLetterSink(nil), an always-failing
 // handler sees exactly 4 deliveries (ReconsumeTimes 0..3); then the broker moves the message to
 // %DLQ%<group> with its KEYS and properties intact.
 func TestE2E_F5_MaxAttemptsBecomesMaxReconsumeTimes(t *testing.T) {
@@ -176,7 +176,7 @@ func TestE2E_F5_MaxAttemptsBecomesMaxReconsumeTimes(t *testing.T) {
 		}
 		return consumer.Outcome{}, errors.New("db down")
 	}, middleware.Classify()))
-	c := w.start(consumer.Config{MaxAttempts: 3, DrainTimeout: 5 * time.Second}, handler)
+	c := w.start(consumer.Config{MaxAttempts: 3, DrainTimeout: 5 * time.Second}, handler, consumer.WithDeadLetterSink(nil))
 	defer func() { _ = c.Shutdown(context.Background()) }()
 
 	for _, id := range []string{"e-1", "e-permanent"} {

@@ -18,10 +18,9 @@ import (
 	"github.com/rmqguard/rmqguard/topics"
 )
 
-// A brand-new group whose %RETRY% and %DLQ% topics do not exist: consumer.WithEnsureTopics(topics.ForConsumer)
-// creates both (readable, one queue) in Start; a publisher built from settings (dlq.StartPublisher)
-// dead-letters a poison message with its reason, and the consumer's Shutdown closes it.
-func TestE2E_EnsureTopicsInStartAndPublisherFromSettings(t *testing.T) {
+// A brand-new group whose %RETRY% and %DLQ% topics do not exist: a consumer with no options creates both
+// (readable, one queue) in Start, and its own producer dead-letters a poison message with its reason.
+func TestE2E_ConsumerEnsuresTopicsInStartAndPublishesDeadLettersByDefault(t *testing.T) {
 	ns, broker := []string{testenv.NameServer(t)}, testenv.Broker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -38,8 +37,6 @@ func TestE2E_EnsureTopicsInStartAndPublisherFromSettings(t *testing.T) {
 		require.ErrorIs(t, err, rmq.ErrTopicNotExist, "a fresh group has no %s yet", tp)
 	}
 
-	publisher, err := dlq.StartPublisher(dlq.PublisherConfig{NameServers: ns, Group: group})
-	require.NoError(t, err)
 	handler := consumer.Handler(func(_ context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		if string(d.Msg.Body) == "poison" {
 			return consumer.DeadLetter("poison body: not an order"), nil
@@ -48,7 +45,7 @@ func TestE2E_EnsureTopicsInStartAndPublisherFromSettings(t *testing.T) {
 	})
 	c, err := consumer.New(consumer.Config{NameServers: ns, Group: group, MaxAttempts: 3,
 		Subscriptions: []consumer.Subscription{{Topic: topic}}, StartFrom: consumer.StartFromFirstOffset},
-		handler, consumer.WithEnsureTopics(topics.ForConsumer), consumer.WithDeadLetterSink(publisher))
+		handler)
 	require.NoError(t, err)
 	require.NoError(t, c.Start())
 	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
@@ -78,9 +75,8 @@ func TestE2E_EnsureTopicsInStartAndPublisherFromSettings(t *testing.T) {
 	assert.Equal(t, "poison body: not an order", letters[0].GetProperty(consumer.PropDeadLetterReason))
 	assert.Equal(t, sent.MsgID, letters[0].GetProperty(consumer.PropDeadLetterOriginMsgID))
 
+	assert.Equal(t, dlqTopic, letters[0].Topic)
 	require.NoError(t, c.Shutdown(ctx))
-	err = publisher.DeadLetter(ctx, consumer.NewDelivery(group, letters[0]), "after shutdown")
-	assert.ErrorIs(t, err, dlq.ErrPublisherClosed, "Shutdown closed the publisher and its producer")
 }
 
 // deleteTopics removes a test's topics from the shared broker (best effort).

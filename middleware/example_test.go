@@ -10,11 +10,9 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
-	"github.com/rmqguard/rmqguard/topics"
 )
 
 // wire is the README's "Wiring a consumer" example, the pieces Standard and dedup.Open put together, each
@@ -66,8 +64,7 @@ func wire(ctx context.Context, dsn string, logger *zap.Logger) error {
 		Subscriptions: []consumer.Subscription{{Topic: "ORDER", Expression: "OrderCreated"}},
 		MaxAttempts:   3, HandlerTimeout: 10 * time.Second, // the deadline of each message
 	}, handler, consumer.WithLogger(logger), // one line per message at its final decision, see Logs
-		consumer.WithHealthProbe(store), consumer.WithObserver(m), // pause on a store outage; final-decision metrics, lag
-		consumer.WithEnsureTopics(topics.ForConsumer), consumer.WithDeadLetterPublisher(dlq.ForConsumer))
+		consumer.WithHealthProbe(store), consumer.WithObserver(m)) // pause on a store outage; final-decision metrics, lag
 	if err != nil {
 		return err // an invalid Config names the field; a wrongly ordered chain names the fix
 	}

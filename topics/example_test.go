@@ -6,28 +6,23 @@ import (
 	"time"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/topics"
 )
 
-// A consumer that creates its group's %RETRY% and %DLQ% topics in Start and publishes dead letters through
-// a producer of its own, closed by Shutdown. Compiled, not run (it needs a broker).
+// A consumer creates its group's %RETRY% and %DLQ% topics in Start by default; where a deployment step
+// creates them (ExampleEnsure) and the consumer's keys may not, Config.SkipTopicEnsure turns that off.
+// Compiled, not run (it needs a broker).
 func Example_consumer() {
 	handler := consumer.Handler(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
 		return consumer.Processed(), nil // the chain: see the middleware package's Example_wiring
 	})
 	cfg := consumer.Config{NameServers: []string{"127.0.0.1:9876"}, Group: "inventory",
-		Subscriptions: []consumer.Subscription{{Topic: "ORDER"}}}
-	letters, err := dlq.StartPublisher(dlq.PublisherConfig{NameServers: cfg.NameServers, Group: cfg.Group})
+		Subscriptions: []consumer.Subscription{{Topic: "ORDER"}}, SkipTopicEnsure: true}
+	c, err := consumer.New(cfg, handler)
 	if err != nil {
 		panic(err) // an invalid setting names the field
 	}
-	c, err := consumer.New(cfg, handler, consumer.WithEnsureTopics(topics.ForConsumer),
-		consumer.WithDeadLetterSink(letters)) // Shutdown closes letters (it is an io.Closer)
-	if err != nil {
-		panic(err)
-	}
-	if err := c.Start(); err != nil { // fails naming the topic and broker when they cannot be created
+	if err := c.Start(); err != nil { // without SkipTopicEnsure: fails naming the topic and broker it could not create
 		panic(err)
 	}
 	defer c.Shutdown(context.Background())

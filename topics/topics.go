@@ -155,15 +155,3 @@ func EnsureGroup(ctx context.Context, c Cluster, group string) ([]Result, error)
 	}
 	return Ensure(ctx, c, GroupTopics(group)...)
 }
-
-// ForConsumer ensures the retry and dead-letter topics of cfg's group on every master broker, with cfg's
-// name servers, namespace and credentials; pass it to consumer.WithEnsureTopics. Business topics are not
-// created (their queue count is the producers' decision). Errors are EnsureGroup's, with the name servers;
-// a broker that refuses the keys gives a *consumer.ACLError naming it (the package doc, "ACL").
-func ForConsumer(ctx context.Context, cfg consumer.Config) error {
-	c := Cluster{NameServers: cfg.NameServers, Namespace: cfg.Namespace, Credentials: cfg.Credentials}
-	if _, err := EnsureGroup(ctx, c, cfg.Group); err != nil {
-		return fmt.Errorf("%w (name servers %s)", err, strings.Join(cfg.NameServers, ","))
-	}
-	return nil
-}

@@ -211,7 +211,7 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	defer stopJanitor()
 
 	// The business topic is created here (4 queues: its queue count is the producers' capacity decision);
-	// the group's retry and DLQ topics are ensured by the consumer's Start (WithEnsureTopics below), so the
+	// the group's retry and DLQ topics are ensured by the consumer's Start (its default), so the
 	// first retries come at once and the DLQ is readable (perm 6) for dead letters published with their reason.
 	setupCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
@@ -271,8 +271,7 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	// handlers in flight and the lag, polled every --lag-interval. The outbox relay runs with the consumer
 	// (WithBackground): started by Start, stopped by Shutdown after the drain.
 	c, err := consumer.New(cfg, handler, consumer.WithLogger(log), consumer.WithDeadLetterSink(publisher),
-		consumer.WithHealthProbe(store), consumer.WithObserver(m), consumer.WithEnsureTopics(topics.ForConsumer),
-		consumer.WithBackground(ob.Run))
+		consumer.WithHealthProbe(store), consumer.WithObserver(m), consumer.WithBackground(ob.Run))
 	if err != nil {
 		return err
 	}
@@ -414,7 +413,7 @@ func startLoyaltyConsumer(cfg consumer.Config, s *settings, handler consumer.Han
 		return loyaltyConsumer{}, err
 	}
 	c, err := consumer.New(cfg, handler, consumer.WithLogger(log), consumer.WithDeadLetterSink(publisher),
-		consumer.WithHealthProbe(store), consumer.WithObserver(m), consumer.WithEnsureTopics(topics.ForConsumer))
+		consumer.WithHealthProbe(store), consumer.WithObserver(m))
 	if err != nil {
 		_ = publisher.Close()
 		return loyaltyConsumer{}, err

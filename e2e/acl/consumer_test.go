@@ -168,13 +168,10 @@ func TestACL_WrongSecretIsRefusedWithAClearError(t *testing.T) {
 	wrong := w.wrongSecret()
 
 	got := make(chan seen, 4)
-	sink := &closeCounter{}
-	c := w.newConsumer(t, wrong, got, func(*consumer.Delivery) consumer.Outcome { return consumer.Processed() },
-		consumer.WithDeadLetterPublisher(func(consumer.Config) (consumer.DeadLetterSink, error) { return sink, nil }))
+	c := w.newConsumer(t, wrong, got, func(*consumer.Delivery) consumer.Outcome { return consumer.Processed() })
 	err := c.Start()
 	var acl *consumer.ACLError
 	require.True(t, errors.As(err, &acl), "want *consumer.ACLError from Start, got %v", err)
-	assert.Equal(t, int32(1), sink.closed.Load(), "a Start that fails after the publisher was built closes it")
 	assert.Equal(t, wrong.AccessKey, acl.AccessKey)
 	assert.Equal(t, w.stack.Broker, acl.Broker)
 	assert.Contains(t, err.Error(), "ACL: access denied / signature mismatch for access key "+wrong.AccessKey)
@@ -195,10 +192,3 @@ func TestACL_WrongSecretIsRefusedWithAClearError(t *testing.T) {
 	}
 }
 
-// closeCounter is a DeadLetterSink that takes no letters and counts its closes.
-type closeCounter struct{ closed atomic.Int32 }
-
-func (s *closeCounter) DeadLetter(context.Context, *consumer.Delivery, string) error {
-	return errors.New("closeCounter takes no letters")
-}
-func (s *closeCounter) Close() error { s.closed.Add(1); return nil }

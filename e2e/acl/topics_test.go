@@ -13,14 +13,12 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/internal/rmq"
-	"github.com/rmqguard/rmqguard/topics"
 )
 
-// With keys and a namespace: consumer.WithEnsureTopics(topics.ForConsumer) creates a fresh group's
-// %RETRY%<ns>%<group> and %DLQ%<ns>%<group> in Start (signed), a dlq.StartPublisher built from the same
-// settings dead-letters a message there and is closed by Shutdown; with a wrong secret Start fails with
-// the *consumer.ACLError naming the broker, and creates nothing.
-func TestACL_EnsureTopicsAndPublisherFromSettingsInANamespace(t *testing.T) {
+// With keys and a namespace, by default: Start creates a fresh group's %RETRY%<ns>%<group> and
+// %DLQ%<ns>%<group> (signed), and the consumer's own producer dead-letters a message there with its
+// reason; with a wrong secret Start fails with the *consumer.ACLError naming the broker, and creates nothing.
+func TestACL_ConsumerEnsuresTopicsAndPublishesDeadLettersInANamespace(t *testing.T) {
 	w := newACLWorld(t)
 	w.group += "-fresh" // newACLWorld made the topics of w.group; this group has none
 	ns := w.cluster.NameServers
@@ -31,13 +29,10 @@ func TestACL_EnsureTopicsAndPublisherFromSettingsInANamespace(t *testing.T) {
 	}
 	w.send(t, "poison-1")
 
-	pub, err := dlq.StartPublisher(dlq.PublisherConfig{NameServers: ns, Group: w.group,
-		Namespace: w.cluster.Namespace, Credentials: w.cluster.Credentials})
-	require.NoError(t, err)
 	got := make(chan seen, 8)
 	c := w.newConsumer(t, w.cluster.Credentials, got, func(*consumer.Delivery) consumer.Outcome {
 		return consumer.DeadLetter("poison in a namespace")
-	}, consumer.WithEnsureTopics(topics.ForConsumer), consumer.WithDeadLetterSink(pub))
+	})
 	require.NoError(t, c.Start())
 	for _, tp := range groupTopics {
 		r, err := rmq.TopicRoute(w.ctx, ns, tp)
@@ -47,6 +42,7 @@ func TestACL_EnsureTopicsAndPublisherFromSettingsInANamespace(t *testing.T) {
 	}
 
 	var letters []*primitive.MessageExt
+	var err error
 	require.Eventually(t, func() bool {
 		letters, err = dlq.ReadCluster(w.ctx, w.cluster, w.group, 10)
 		return err == nil && len(letters) == 1
@@ -55,13 +51,10 @@ func TestACL_EnsureTopicsAndPublisherFromSettingsInANamespace(t *testing.T) {
 	assert.Equal(t, "poison-1", string(letters[0].Body))
 	assert.Equal(t, "poison in a namespace", letters[0].GetProperty(consumer.PropDeadLetterReason))
 	require.NoError(t, c.Shutdown(context.Background()))
-	err = pub.DeadLetter(w.ctx, consumer.NewDelivery(w.group, letters[0]), "after shutdown")
-	assert.ErrorIs(t, err, dlq.ErrPublisherClosed)
 
 	w.group += "-wrong"
 	wrong := w.wrongSecret()
-	c2 := w.newConsumer(t, wrong, got, func(*consumer.Delivery) consumer.Outcome { return consumer.Processed() },
-		consumer.WithEnsureTopics(topics.ForConsumer))
+	c2 := w.newConsumer(t, wrong, got, func(*consumer.Delivery) consumer.Outcome { return consumer.Processed() })
 	err = c2.Start()
 	var acl *consumer.ACLError
 	require.True(t, errors.As(err, &acl), "want *consumer.ACLError from Start, got %v", err)

@@ -16,9 +16,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/middleware"
-	"github.com/rmqguard/rmqguard/topics"
 )
 
 // OrderCreated is the message body; fields it does not declare are ignored.
@@ -56,8 +54,7 @@ func run() error {
 		return err // a wrong chain names the fix
 	}
 	c, err := consumer.New(consumer.Config{NameServers: []string{os.Getenv("RMQGUARD_NAMESRV")}, Group: "inventory",
-		Subscriptions: []consumer.Subscription{{Topic: "ORDER", Expression: "OrderCreated"}}}, handler, consumer.WithLogger(logger),
-		consumer.WithEnsureTopics(topics.ForConsumer), consumer.WithDeadLetterPublisher(dlq.ForConsumer), consumer.WithHealthProbe(store))
+		Subscriptions: []consumer.Subscription{{Topic: "ORDER", Expression: "OrderCreated"}}}, handler, consumer.WithLogger(logger))
 	if err != nil {
 		return err // an invalid Config names the field
 	}

@@ -31,6 +31,8 @@ func NewCallback(t testing.TB, cfg consumer.Config, h consumer.Handler, opts ...
 	}
 	p := &capturePush{}
 	dec := &Decisions{byMsg: map[string][]consumer.Decision{}}
+	// A lone dead letter goes to the broker's DLQ (DelayLevelDLQ) unless the test gives a sink.
+	opts = append([]consumer.Option{consumer.WithDeadLetterSink(nil)}, opts...)
 	opts = append(opts, consumer.WithObserver(dec),
 		consumer.WithPushConsumer(func([]rmq.Option) (consumer.PushConsumer, error) { return p, nil }))
 	c, err := consumer.New(cfg, h, opts...)
