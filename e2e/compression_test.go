@@ -136,9 +136,9 @@ func TestE2E_TheBrokersOwnLetterOfAJavaCompressedMessageIsReadableAndReplaysDeco
 		replayed = d.Msg.Body
 		return consumer.Processed(), nil
 	}
-	// No DeadLetterSink: a message alone is dead-lettered by the broker (DelayLevelDLQ), which copies the
-	// stored body and SysFlag.
-	w.start(consumer.Config{MaxAttempts: 3}, handler)
+	// WithDeadLetterSink(nil): a message alone is dead-lettered by the broker (DelayLevelDLQ), which copies
+	// the stored body and SysFlag.
+	w.start(consumer.Config{MaxAttempts: 3}, handler, consumer.WithDeadLetterSink(nil))
 
 	var res dlq.ScanResult
 	require.Eventually(t, func() bool {

@@ -37,7 +37,7 @@ func TestE2E_DLQList_AttemptsOfBrokerLettersIsTheLastReconsumeTimes(t *testing.T
 		}
 		return consumer.Outcome{}, errors.New("db down")
 	}, middleware.Classify()))
-	c := w.start(consumer.Config{MaxAttempts: 2, DrainTimeout: 5 * time.Second}, handler)
+	c := w.start(consumer.Config{MaxAttempts: 2, DrainTimeout: 5 * time.Second}, handler, consumer.WithDeadLetterSink(nil)) // the broker's letters
 	defer func() { _ = c.Shutdown(context.Background()) }()
 	for _, id := range []string{"e-exhausted", "e-permanent"} {
 		msg := primitive.NewMessage(w.topic, []byte(`{"orderNo":"o-1"}`))
