@@ -191,4 +191,3 @@ func TestACL_WrongSecretIsRefusedWithAClearError(t *testing.T) {
 	default:
 	}
 }
-

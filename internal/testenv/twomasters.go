@@ -18,7 +18,7 @@ import (
 // (deploy/local/broker-instance.sh start, then join), away from the shared pair (9876/10911), the chaos
 // stack (19876/20911) and the ACL stack (19886/20921). Each broker also binds its port-2 and port+1.
 // It has a name server of its own rather than joining the shared one: every master of a name server gets
-// the topics that other tests ensure on "every master" (consumer.WithEnsureTopics), and a dead letter
+// the topics that other tests ensure on "every master" (every consumer's Start), and a dead letter
 // published there would vanish with the broker.
 const (
 	twoMastersNameServerPort = 19896
