@@ -25,21 +25,30 @@ func withProducer(p *fakeProducer) consumer.Option {
 	return consumer.WithDeadLetterProducer(func() (consumer.Producer, error) { return p, nil })
 }
 
-func TestConsume_F21_WithoutSinkTheBatchDeadLetterIsPublishedByTheConsumer(t *testing.T) {
-	p := &fakeProducer{status: primitive.SendOK}
-	c, fp := newBatchConsumer(t, b3Poison, withProducer(p))
+// By default the consumer's own producer publishes a dead letter, alone or in a batch, with its reason: the
+// message is acknowledged (a batch whose others were processed too); the producer is created on the first
+// letter and shut down with the consumer.
+func TestConsume_F21_DeadLetterIsPublishedByTheConsumerAloneOrInABatch(t *testing.T) {
+	for name, msgs := range map[string][]*primitive.MessageExt{
+		"alone": {orderMsg("b-3")}, "in a batch": batch("b-1", "b-2", "b-3", "b-4"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := &fakeProducer{status: primitive.SendOK}
+			c, fp := newBatchConsumer(t, b3Poison, withProducer(p))
 
-	res, delay := fp.deliver(t, "ORDER", batch("b-1", "b-2", "b-3", "b-4")...)
+			res, delay := fp.deliver(t, "ORDER", msgs...)
 
-	assert.Equal(t, rmq.ConsumeSuccess, res, "b-1, b-2, b-4 processed, b-3 published: the batch is acknowledged")
-	assert.NotEqual(t, consumer.DelayLevelDLQ, delay)
-	assert.Equal(t, []string{"b-3"}, p.keys(), "b-3 is the only letter")
-	assert.Equal(t, "%DLQ%cg", p.sent[0].Topic)
-	assert.Equal(t, "poison", p.sent[0].GetProperty(consumer.PropDeadLetterReason))
-	require.NoError(t, c.Shutdown(context.Background()))
-	starts, shutdowns := p.counts()
-	assert.Equal(t, 1, starts, "created lazily, once")
-	assert.Equal(t, 1, shutdowns, "shut down with the consumer")
+			assert.Equal(t, rmq.ConsumeSuccess, res, "b-3 published, the others processed: acknowledged")
+			assert.NotEqual(t, consumer.DelayLevelDLQ, delay)
+			assert.Equal(t, []string{"b-3"}, p.keys(), "b-3 is the only letter")
+			assert.Equal(t, "%DLQ%cg", p.sent[0].Topic)
+			assert.Equal(t, "poison", p.sent[0].GetProperty(consumer.PropDeadLetterReason))
+			require.NoError(t, c.Shutdown(context.Background()))
+			starts, shutdowns := p.counts()
+			assert.Equal(t, 1, starts, "created lazily, once")
+			assert.Equal(t, 1, shutdowns, "shut down with the consumer")
+		})
+	}
 }
 
 func TestConsume_F21_FailedPublishInABatchIsRetriedWithinTheBound(t *testing.T) {
@@ -63,23 +72,6 @@ func TestConsume_F21_PublishNotStoredPastTheBoundRetriesTheBatchNeverDLQsIt(t *t
 	assert.Equal(t, rmq.ConsumeRetryLater, res, "FLUSH_SLAVE_TIMEOUT is not stored: never acknowledged")
 	assert.Zero(t, delay, "-1 would dead-letter the processed neighbours")
 	assert.Greater(t, len(p.keys()), 1, "retried with backoff within OutageWait")
-}
-
-func TestConsume_F21_SingleDeadLetterIsPublishedByTheConsumerByDefault(t *testing.T) {
-	p := &fakeProducer{status: primitive.SendOK}
-	c, fp := newConsumer(t, validConfig(), b3Poison, withProducer(p))
-
-	res, delay := fp.deliver(t, "ORDER", orderMsg("b-3"))
-
-	assert.Equal(t, rmq.ConsumeSuccess, res, "published with its reason, so acknowledged")
-	assert.NotEqual(t, consumer.DelayLevelDLQ, delay)
-	assert.Equal(t, []string{"b-3"}, p.keys())
-	assert.Equal(t, "%DLQ%cg", p.sent[0].Topic)
-	assert.Equal(t, "poison", p.sent[0].GetProperty(consumer.PropDeadLetterReason))
-	require.NoError(t, c.Shutdown(context.Background()))
-	starts, shutdowns := p.counts()
-	assert.Equal(t, 1, starts, "created on the first letter")
-	assert.Equal(t, 1, shutdowns, "shut down with the consumer")
 }
 
 func TestConsume_F21_SingleDeadLetterWithNilSinkUsesTheBrokerDLQ(t *testing.T) {
