@@ -224,15 +224,6 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 		return err
 	}
 
-	// The publisher owns its producer (group <group>-rmqguard-dlq, in the namespace); the consumer's Shutdown closes
-	// it. The deferred Close covers a return before Shutdown (Close is idempotent).
-	publisher, err := dlq.StartPublisher(dlq.PublisherConfig{
-		NameServers: nameServers, Group: s.group, Namespace: namespace, Credentials: cred,
-	})
-	if err != nil {
-		return err
-	}
-	defer func() { _ = publisher.Close() }()
 
 	stopMonitor, err := startDLQMonitor(ctx, db, cfg, m, o.dlqInterval, log)
 	if err != nil {
@@ -270,7 +261,7 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	// consumer's final decisions (messages, duplicates by cause, dead letters by reason, attempts), the
 	// handlers in flight and the lag, polled every --lag-interval. The outbox relay runs with the consumer
 	// (WithBackground): started by Start, stopped by Shutdown after the drain.
-	c, err := consumer.New(cfg, handler, consumer.WithLogger(log), consumer.WithDeadLetterSink(publisher),
+	c, err := consumer.New(cfg, handler, consumer.WithLogger(log),
 		consumer.WithHealthProbe(store), consumer.WithObserver(m), consumer.WithBackground(ob.Run))
 	if err != nil {
 		return err
@@ -287,7 +278,6 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	defer func() { _ = loyalty.close() }()
 
 	var ready atomic.Bool
 	mux := http.NewServeMux()
@@ -311,7 +301,7 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 		_ = srv.Close()
 		return err
 	}
-	if err := loyalty.c.Start(); err != nil {
+	if err := loyalty.Start(); err != nil {
 		_ = srv.Close()
 		return errors.Join(err, c.Shutdown(context.Background()))
 	}
@@ -329,7 +319,7 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	log.Info("shutting down")
 	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), o.drainTimeout+10*time.Second)
 	defer cancelShutdown()
-	err = errors.Join(c.Shutdown(shutdownCtx), loyalty.c.Shutdown(shutdownCtx))
+	err = errors.Join(c.Shutdown(shutdownCtx), loyalty.Shutdown(shutdownCtx))
 	_ = srv.Shutdown(shutdownCtx)
 	return errors.Join(serveErr, err)
 }
@@ -391,32 +381,12 @@ func startJanitor(ctx context.Context, db *sqlx.DB, group string, retention time
 	return func() { cancel(); <-done }, nil
 }
 
-// loyaltyConsumer is the group <group>-loyalty on the loyalty topic, with its own DLQ publisher.
-type loyaltyConsumer struct {
-	c         *consumer.Consumer
-	publisher *dlq.Publisher
-}
-
-func (l loyaltyConsumer) close() error { return l.publisher.Close() }
-
 // startLoyaltyConsumer builds the loyalty group's consumer (cfg with the group and subscription changed)
 // around handler; Start is the caller's.
 func startLoyaltyConsumer(cfg consumer.Config, s *settings, handler consumer.Handler, store *dedup.Store,
-	m *metrics.Metrics, log *zap.Logger) (loyaltyConsumer, error) {
+	m *metrics.Metrics, log *zap.Logger) (*consumer.Consumer, error) {
 	cfg.Group = s.loyaltyGroup()
 	cfg.BatchSize = loyaltyBatchSize
 	cfg.Subscriptions = []consumer.Subscription{{Topic: s.loyaltyTopic, Expression: shop.EventLoyaltyPointsCredited}}
-	publisher, err := dlq.StartPublisher(dlq.PublisherConfig{
-		NameServers: cfg.NameServers, Group: cfg.Group, Namespace: cfg.Namespace, Credentials: cfg.Credentials,
-	})
-	if err != nil {
-		return loyaltyConsumer{}, err
-	}
-	c, err := consumer.New(cfg, handler, consumer.WithLogger(log), consumer.WithDeadLetterSink(publisher),
-		consumer.WithHealthProbe(store), consumer.WithObserver(m))
-	if err != nil {
-		_ = publisher.Close()
-		return loyaltyConsumer{}, err
-	}
-	return loyaltyConsumer{c: c, publisher: publisher}, nil
+	return consumer.New(cfg, handler, consumer.WithLogger(log), consumer.WithHealthProbe(store), consumer.WithObserver(m))
 }
