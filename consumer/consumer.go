@@ -52,7 +52,7 @@ type options struct {
 	probe    HealthProbe
 	// probeGiven: WithHealthProbe was given, so the handler's store is not the default probe.
 	probeGiven bool
-	// sinkGiven: WithDeadLetterSink was given, so the own producer publishes a lone letter only with a sink.
+	// sinkGiven: WithDeadLetterSink was given; a nil sink then leaves a lone letter to the broker's DLQ.
 	sinkGiven bool
 	observer  Observer
 	observed  bool // WithObserver was given: poll the lag
