@@ -224,7 +224,6 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 		return err
 	}
 
-
 	stopMonitor, err := startDLQMonitor(ctx, db, cfg, m, o.dlqInterval, log)
 	if err != nil {
 		return err
