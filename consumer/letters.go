@@ -95,11 +95,3 @@ func (c *Consumer) sendOnce(d *Delivery, reason string) error {
 	defer cancelSend()
 	return c.sendLetter(sendCtx, d, reason)
 }
-
-// letterReason is the reason a dead letter carries: the outcome's, else the error's text.
-func letterReason(o Outcome, err error) string {
-	if o.Reason == "" && err != nil {
-		return err.Error()
-	}
-	return o.Reason
-}

@@ -53,6 +53,14 @@ func needsRetry(ms []message) bool {
 	return false
 }
 
+// letterReason is the reason a dead letter carries: the outcome's, else the error's text.
+func letterReason(o Outcome, err error) string {
+	if o.Reason == "" && err != nil {
+		return err.Error()
+	}
+	return o.Reason
+}
+
 // publishDeadLetter publishes the dead letter of a message delivered alone through the sink, once. On
 // success the outcome becomes KindDeadLettered (acknowledged); on failure the dead-letter outcome stays,
 // so the broker's own DLQ takes the message (DelayLevelDLQ): nothing is lost, only the reason.
