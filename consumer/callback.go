@@ -1,6 +1,6 @@
 package consumer
 
-// The path of a message, stage 1 of 7: the client's callback. A callback enters (or finds the consumer
+// The path of a message, stage 1 of 9: the client's callback. A callback enters (or finds the consumer
 // stopping), is handled (passes.go, then the stages after it, in the order handle calls them), and is
 // answered here. Next: passes.go.
 
