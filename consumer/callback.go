@@ -40,7 +40,7 @@ type answer struct {
 //
 // In orderly mode a failure answer also sets the queue's suspension to Config.SuspendTime on the orderly
 // context, and the messages' attempt counts are kept (keepAttempts); the members of a batch behind one
-// that is not acknowledged are not handled (holdsBack); see orderly.go.
+// that is not acknowledged are not handled (holdsBack, pass.go); the client facts behind it: orderly.go.
 func (c *Consumer) consume(ctx context.Context, msgs ...*primitive.MessageExt) (rmq.ConsumeResult, error) {
 	a, err := c.handle(msgs)
 	if err != nil { // ErrStopped: answered only once the client is down, which discards the answer
