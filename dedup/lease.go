@@ -12,6 +12,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -69,7 +70,7 @@ func (s *Store) ClaimLease(ctx context.Context, d *consumer.Delivery, dur time.D
 			return nil, retry.Infrastructure(fmt.Errorf("%w: the lease table %s is missing; fix: run dedup.Migrate%s (%w)",
 				ErrSchema, s.tables.lease(), s.tables.migrateHint(), err))
 		}
-		if key, dup := retry.DuplicateKey(err); !dup || (key != dedupKey && key != "") {
+		if key, dup := mysqlerr.DuplicateKey(err); !dup || (key != dedupKey && key != "") {
 			return nil, recordFailed(ctx, fmt.Errorf("dedup: claim lease scope %s event %s: %w", scope, d.EventID, err))
 		}
 		n, err := s.execOwn(ctx, s.q.leaseTake, l.token, d.Msg.MsgId, us, scope, d.EventID)

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -199,7 +200,7 @@ func (s *Store) insertRow(ctx context.Context, ex sqlx.ExecerContext, d *consume
 	_, err := ex.ExecContext(ctx, s.q.claim,
 		scope, d.EventID, cut(d.EventType, MaxEventTypeLength), cut(d.AggregateID, MaxAggregateIDLength),
 		d.Topic, d.Msg.MsgId, status, token)
-	if key, dup := retry.DuplicateKey(err); dup {
+	if key, dup := mysqlerr.DuplicateKey(err); dup {
 		// The insert touches processed_event only, whose one unique key is its primary key; a 1062 naming
 		// another key means the table is not the schema this store expects.
 		if key != dedupKey && key != "" {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/retry"
 )
@@ -221,7 +222,7 @@ func (o *Outbox) insert(ctx context.Context, d *consumer.Delivery, r row) (strin
 	_, err := tx.ExecContext(ctx, o.q.insert, r.Kind, r.EventID, cut(d.EventID, 128), cut(scope, 128), r.Name,
 		r.ShardingKey, r.Topic, r.Tag, cut(r.Keys, 1024), r.Properties, r.Body)
 	if err != nil {
-		if _, dup := retry.DuplicateKey(err); dup {
+		if _, dup := mysqlerr.DuplicateKey(err); dup {
 			return "", retry.Permanent(fmt.Errorf("outbox: %s %q recorded twice for event %s: %w", r.Kind, r.Name, d.EventID, err))
 		}
 		return "", fmt.Errorf("outbox: record %s %q: %w", r.Kind, r.Name, err)
