@@ -49,8 +49,8 @@ func (s *Store) ClaimLease(ctx context.Context, d *consumer.Delivery, dur time.D
 		return nil, retry.Permanentf("dedup: event ID %q is empty or longer than %d characters", d.EventID, MaxEventIDLength)
 	}
 	scope := s.Scope(d)
-	if utf8.RuneCountInString(scope) > MaxGroupLength {
-		return nil, retry.Permanentf("dedup: consumer group %q is longer than %d characters", scope, MaxGroupLength)
+	if utf8.RuneCountInString(scope) > maxGroupLength {
+		return nil, retry.Permanentf("dedup: consumer group %q is longer than %d characters", scope, maxGroupLength)
 	}
 	if dur <= 0 {
 		return nil, retry.Permanentf("dedup: lease duration %s is not positive", dur)

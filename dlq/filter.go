@@ -21,8 +21,8 @@ type Filter struct {
 	Key string
 }
 
-// Match reports whether l passes every condition of f.
-func (f Filter) Match(l Letter) bool {
+// match reports whether l passes every condition of f.
+func (f Filter) match(l Letter) bool {
 	switch {
 	case !f.Since.IsZero() && l.FailedAt.Before(f.Since):
 		return false

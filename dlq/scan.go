@@ -77,7 +77,7 @@ func Scan(ctx context.Context, cluster Cluster, group string, opts ScanOptions) 
 		res.Read++
 		l := newLetter(group, m)
 		l.EventID = opts.eventID(m)
-		if opts.Filter.Match(l) {
+		if opts.Filter.match(l) {
 			res.Letters = append(res.Letters, l)
 		}
 		return opts.Limit <= 0 || len(res.Letters) < opts.Limit

@@ -82,8 +82,8 @@ type Metrics struct {
 	// rmqguard_unsubscribed_total{group,topic}.
 	UnsubscribedMessages *prometheus.CounterVec
 	// DLQLettersWaiting is the number of letters on %DLQ%<group>, over every master broker, that wait for an
-	// operator: no replay has sent them and their event has not been processed since
-	// (dlq.LetterStatus.Waiting): rmqguard_dlq_letters_waiting{group}. Set by a DLQ census (dlq.Monitor),
+	// operator: no replay has sent them and their event has not been processed since:
+	// rmqguard_dlq_letters_waiting{group}. Set by a DLQ census (dlq.Monitor),
 	// not by the consumer; absent while no census has succeeded, and while the last census failed or
 	// missed a master that held waiting letters.
 	DLQLettersWaiting *prometheus.GaugeVec

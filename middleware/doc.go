@@ -246,7 +246,7 @@
 //   - an event type not in cfg.EventTypes (when set): passes through, unchecked;
 //   - no aggregate ID or no version: with cfg.Require, consumer.DeadLetter with the reason (permanent, never
 //     retried); otherwise passes through unchecked. A version that is not a decimal integer ≥ 1 is a dead
-//     letter in both cases (and, in table mode, an aggregate ID longer than dedup.MaxAggregateIDLength);
+//     letter in both cases (and, in table mode, an aggregate ID longer than 128 characters, the aggregate_id column);
 //   - version ≤ stored: consumer.Stale("aggregate order o-1: event version 5 ≤ stored 7"); the handler does
 //     not run, and Dedup rolls back and records the event as stale (a replay is then a duplicate);
 //   - version = stored + 1: the handler runs; when it returns consumer.Processed, or consumer.Duplicate (its
