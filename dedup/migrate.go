@@ -62,7 +62,7 @@ func renderMigrations(t Tables) (fs.FS, error) {
 }
 
 // Migrate applies the dedup schema (processed_event, aggregate_version, event_lease) to db, a MySQL or
-// MariaDB database, recording the migrations in VersionTable; WithTablePrefix is the one option it takes.
+// MariaDB database, recording the migrations in versionTable; WithTablePrefix is the one option it takes.
 // Several processes may run it at once: they serialise on a MySQL named lock (GET_LOCK). It returns the
 // migrations it applied (none when current). Errors: an invalid option (named, with why); a migration's
 // error, wrapped.
