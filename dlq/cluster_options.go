@@ -39,10 +39,10 @@ func (c Cluster) resolver() primitive.NsResolver {
 	return primitive.NewPassthroughResolver(c.NameServers)
 }
 
-// PullConsumerOptions returns the options of a pull consumer of group (given without namespace; it is
+// pullConsumerOptions returns the options of a pull consumer of group (given without namespace; it is
 // put into the namespace): name servers, group and, when set, credentials. Append your own (e.g.
 // rmq.WithInstance, unique per client). Pass topics in full: c.DLQTopic(g), c.Topic(t).
-func (c Cluster) PullConsumerOptions(group string) []rmq.Option {
+func (c Cluster) pullConsumerOptions(group string) []rmq.Option {
 	opts := []rmq.Option{rmq.WithNsResolver(c.resolver()), rmq.WithGroupName(c.Group(group))}
 	if !c.Credentials.IsZero() {
 		opts = append(opts, rmq.WithCredentials(c.Credentials.Client()))

@@ -13,7 +13,7 @@ import (
 )
 
 // exportFormat and exportVersion identify an export file. WriteExport writes version 2 (letters name their
-// broker); ReadExport reads versions 1 and 2 and refuses any other format or version.
+// broker); ReadExportFile reads versions 1 and 2 and refuses any other format or version.
 const (
 	exportFormat  = "rmqguard-dlq-export"
 	exportVersion = 2
@@ -23,7 +23,7 @@ const (
 // maximum message size is 4 MiB, which base64 turns into 5.4 MiB.
 const maxExportLine = 64 << 20
 
-// errExportFormat is wrapped by ReadExport's errors about the file's content (not about reading it).
+// errExportFormat is wrapped by ReadExportFile's errors about the file's content (not about reading it).
 var errExportFormat = errors.New("dlq: not a valid export file")
 
 // ExportHeader is the first line of an export file: what was exported, when, and whether the scan that
@@ -40,7 +40,7 @@ type ExportHeader struct {
 	// Complete and Problems are the scan's (ScanResult): false means some letters may be missing.
 	Complete bool     `json:"complete"`
 	Problems []string `json:"problems,omitempty"`
-	// Count is the number of letter lines that follow; WriteExport sets it, ReadExport checks it, so a
+	// Count is the number of letter lines that follow; WriteExport sets it, ReadExportFile checks it, so a
 	// truncated file is detected.
 	Count int `json:"count"`
 }
@@ -79,13 +79,6 @@ func WriteExport(w io.Writer, h ExportHeader, letters []Letter) error {
 		return fmt.Errorf("dlq: write export: %w", err)
 	}
 	return nil
-}
-
-// ReadExport reads an export file written by WriteExport and returns its letters in file order.
-// See ReadExportFile for the checks and errors.
-func ReadExport(r io.Reader) ([]Letter, error) {
-	_, letters, err := ReadExportFile(r)
-	return letters, err
 }
 
 // ReadExportFile reads an export file written by WriteExport and returns its header and letters.

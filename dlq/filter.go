@@ -56,7 +56,7 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 func (o ScanOptions) eventID(m *primitive.MessageExt) string {
 	prop := o.EventIDProperty
 	if prop == "" {
-		prop = DefaultEventIDProperty
+		prop = defaultEventIDProperty
 	}
 	if id := m.GetProperty(prop); id != "" {
 		return id

@@ -115,7 +115,7 @@ func (rep *ReplayReport) add(r LetterResult) {
 	}
 }
 
-// Replay replays letters (from Scan or ReadExport) of opts.Group's DLQ, one at a time in order: for each it
+// Replay replays letters (from Scan or ReadExportFile) of opts.Group's DLQ, one at a time in order: for each it
 // decides (replayDecide), and unless DryRun claims an audit row, sends ReplayMessage through opts.Sender
 // and records the result. It returns an error only for invalid options; a letter's own failure is in its
 // LetterResult. When ctx ends, the letters not yet handled are reported as failed with ctx's error.

@@ -79,8 +79,8 @@ type Observer interface {
 	Backlog(pending, parked int, oldest time.Duration)
 }
 
-// Validate returns the problems of c, each naming the field.
-func (c Config) Validate() error {
+// validate returns the problems of c, each naming the field.
+func (c Config) validate() error {
 	var errs []error
 	for i, ns := range c.NameServers {
 		if !strings.Contains(ns, ":") {
@@ -141,7 +141,7 @@ func New(store *dedup.Store, cfg Config) (*Outbox, error) {
 	if store == nil {
 		return nil, errors.New("outbox: New: store is nil")
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	return &Outbox{cfg: cfg.withDefaults(), store: store, db: store.DB(),

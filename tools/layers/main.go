@@ -40,7 +40,7 @@ var layers = [][]string{
 	{"dedup"},
 	{"internal/testenv"},
 	{"middleware"},
-	{"dlq", "outbox", "topics"},
+	{"dlq", "outbox", "topics", "internal/outboxadmin"},
 	{"cmd", "examples"},
 	{"tools", "e2e"},
 }
