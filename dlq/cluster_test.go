@@ -26,7 +26,7 @@ func TestCluster_ACL_NamesAndOptions(t *testing.T) {
 	assert.Equal(t, "%RETRY%prod%cg", acl.RetryTopic("cg"))
 	assert.Equal(t, "prod%ORDER", acl.Topic("ORDER"))
 	assert.Equal(t, "prod%ORDER", acl.Topic("prod%ORDER"), "a name already in the namespace stays")
-	assert.Equal(t, "prod%cg", acl.Group("cg"))
+	assert.Equal(t, "prod%cg", acl.Topic("cg"), "a group is named in the namespace as a topic is")
 	assert.Len(t, acl.ProducerOptions("p"), 3, "resolver, group and credentials")
 	assert.Len(t, acl.PullConsumerOptionsOf("r"), 3)
 	assert.Len(t, acl.AdminOptions(), 2)
