@@ -1,5 +1,8 @@
 package consumer
 
+// The path of a message, stage 5 of 9: a batch member's Batch, which its handler's middlewares share
+// with the other members, is finished after the pass's last member (finish). Next: orderly.go.
+
 import (
 	"context"
 	"errors"
@@ -7,9 +10,6 @@ import (
 	"maps"
 	"sync"
 	"time"
-
-	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"go.uber.org/zap"
 )
 
 // ErrStoreUnavailable marks a BatchResource.Finish error whose cause is the store, not a member: the
@@ -197,13 +197,13 @@ func (b *Batch) panicked() (member int, ok bool) {
 	return member, member >= 0
 }
 
-// finish finishes every attached resource once, with the batch context, and turns each member that
-// depended on one that failed into a retry carrying the error (its outcome is decided here, once, before
-// dead letters, reports and metrics see it); the others get the outcomes resources set (SetOutcome), then
-// the duplicates the causes resources set (SetDuplicateCause). An outcome a resource set is the chain's
-// too (chain): the member's handler ran in Finish. It returns the first failure (lost) and the first
-// failure that wraps ErrStoreUnavailable (outage); both nil when every resource finished.
-func (b *Batch) finish(chain, outcomes []Outcome, errs []error) (lost, outage error) {
+// finish finishes every attached resource once, with the batch context, and turns each member of ms
+// that depended on one that failed into a retry carrying the error (its outcome is decided here, once,
+// before dead letters, reports and metrics see it); the others get the outcomes resources set
+// (SetOutcome), then the duplicates the causes resources set (SetDuplicateCause). An outcome a resource
+// set is the chain's too: the member's handler ran in Finish. It returns the first failure (lost) and
+// the first failure that wraps ErrStoreUnavailable (outage); both nil when every resource finished.
+func (b *Batch) finish(ms []message) (lost, outage error) {
 	failed := map[int]bool{}
 	for n := 0; ; n++ { // a resource attached while another finished is finished too
 		b.mu.Lock()
@@ -228,105 +228,26 @@ func (b *Batch) finish(chain, outcomes []Outcome, errs []error) (lost, outage er
 		b.mu.Unlock()
 		for i := range deps {
 			failed[i] = true
-			outcomes[i] = Retry(0, "the batch's shared transaction did not commit: "+err.Error())
-			errs[i] = fmt.Errorf("consumer: batch resource: %w", err)
+			ms[i].outcome = Retry(0, "the batch's shared transaction did not commit: "+err.Error())
+			ms[i].err = fmt.Errorf("consumer: batch resource: %w", err)
 		}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for i, o := range b.decided {
-		if i < len(outcomes) && !failed[i] {
-			outcomes[i] = o
+		if i < len(ms) && !failed[i] {
+			ms[i].outcome = o
 		}
 	}
 	for i, c := range b.causes {
-		if i < len(outcomes) && outcomes[i].Kind == KindDuplicate && outcomes[i].Cause == "" && knownDuplicateCause(c) {
-			outcomes[i].Cause = c
+		if i < len(ms) && ms[i].outcome.Kind == KindDuplicate && ms[i].outcome.Cause == "" && knownDuplicateCause(c) {
+			ms[i].outcome.Cause = c
 		}
 	}
 	for i := range b.decided {
-		if i < len(outcomes) && !failed[i] {
-			chain[i] = outcomes[i]
+		if i < len(ms) && !failed[i] {
+			ms[i].chain = ms[i].outcome
 		}
 	}
 	return lost, outage
-}
-
-// handleCallback handles the callback's messages: alone (BatchSize 1, or one message), or as one Batch per
-// pass. The first pass is optimistic (Batch.Careful false); a resource that asks for a careful pass
-// (ErrHandleCarefully: a member it deferred was not kept) makes the consumer handle the callback again at
-// once, carefully. When the batch's shared resource was lost to the store (ErrStoreUnavailable), it waits
-// at the store gate (unless it reopened since the pass began) and handles the whole callback again with a
-// new Batch, within w's bound. A resource lost for another reason (a deadlock with another batch:
-// concurrent deliveries of one event in two batches, or handlers that lock the same rows in different
-// orders, a member outliving the batch's deadline) is not the members' own failure either: the callback is
-// handled once more, at once, carefully; when that pass loses its resource too, each member is handled
-// alone (no Batch), so only a member whose own handler fails spends an attempt. Middlewares see every
-// pass; the consumer reports each message's decision once, from the last.
-// ok is false when the callback must not be answered.
-func (c *Consumer) handleCallback(msgs []*primitive.MessageExt, w *outageWait) (pass, bool) {
-	if c.cfg.BatchSize <= 1 || len(msgs) <= 1 { // a callback of one message handles it alone, as BatchSize 1
-		p, _, _, ok := c.handlePass(msgs, w, nil)
-		return p, ok
-	}
-	handledAgain, careful := false, false
-	for {
-		gen, _ := c.gate.current()
-		b, cancel := newBatch(c.runCtx, c.cfg.HandlerTimeout, len(msgs), careful, c.cfg.Orderly)
-		p, lost, outage, ok := c.handlePass(msgs, w, b)
-		cancel() // an unanswered callback: its shared transaction is rolled back, never committed
-		if ok && lost == nil && !careful {
-			c.gate.succeeded() // the first pass's resources reached the store (its members' work was deferred there)
-		}
-		if !ok || lost == nil {
-			return p, ok
-		}
-		if outage == nil {
-			if !careful && errors.Is(lost, ErrHandleCarefully) {
-				c.logFirstPassPanic(b, p.ds, lost)
-				careful = true // a member's own failure, decided in the careful pass: no other log line here
-				continue
-			}
-			if handledAgain {
-				// Lost twice (the same deadlock again, or a member outliving the batch's deadline): each member
-				// alone, so that only a member whose own handler fails spends an attempt.
-				c.log.Info("the batch's shared transaction was lost again; handling each member alone",
-					zap.String("group", c.cfg.Group), zap.Int("members", len(msgs)), zap.Error(lost))
-				p, _, _, ok = c.handlePass(msgs, w, nil)
-				return p, ok
-			}
-			handledAgain, careful = true, true
-			c.log.Info("the batch's shared transaction was lost; handling the batch once more in a new one", // expected (a deadlock between batches), healed here
-				zap.String("group", c.cfg.Group), zap.Int("members", len(msgs)), zap.Error(lost))
-			continue
-		}
-		ch, stopped := c.gate.trip(gen, outage.Error())
-		if stopped {
-			return pass{}, false
-		}
-		if ch == nil {
-			continue // the gate reopened during the pass (a member waited at it): handle the callback again
-		}
-		switch c.gate.wait(ch, w.deadline()) {
-		case gateStopped:
-			return pass{}, false
-		case gateTimedOut:
-			c.log.Warn("store still unavailable after OutageWait; the batch is retried and each member spends an attempt",
-				zap.String("group", c.cfg.Group), zap.Int("members", len(msgs)), zap.Error(outage))
-			return p, true
-		}
-	}
-}
-
-// logFirstPassPanic logs at warn a member's panic that ended b, a first pass (lost: its Finish error): the
-// careful pass decides the member, and may not meet the panic again (no line from middleware.Recover then).
-func (c *Consumer) logFirstPassPanic(b *Batch, ds []*Delivery, lost error) {
-	i, ok := b.panicked()
-	if !ok || i >= len(ds) {
-		return
-	}
-	d := ds[i]
-	c.log.Warn("handler panicked in the batch's first pass; the batch is handled again carefully, where the member is decided on its own",
-		zap.String("group", d.Group), zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId),
-		zap.String("event_id", d.EventID), zap.Int("attempt", d.Attempt), zap.Error(lost))
 }

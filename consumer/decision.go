@@ -1,5 +1,8 @@
 package consumer
 
+// The path of a message, stage 9 of 9: each message's final decision is reported to the Observer and
+// logged (decisionlog.go); the answer then goes back to the client (callback.go).
+
 import (
 	"time"
 
@@ -83,11 +86,11 @@ func decideFinal(d *Delivery, chain, o Outcome, err error, res Resolution, mode 
 
 // report tells the observer the final decision about each message of an answered callback and logs
 // it: one line per message, however many times its callback was handled (decisionlog.go).
-func (c *Consumer) report(ds []*Delivery, chain, outcomes []Outcome, errs []error, elapsed []time.Duration, res Resolution) {
-	for i, d := range ds {
-		dec := decideFinal(d, chain[i], outcomes[i], errs[i], res, c.mode())
-		dec.Elapsed = elapsed[i]
-		c.observer.Decided(d, dec)
-		c.logDecision(d, dec)
+func (c *Consumer) report(ms []message, res Resolution) {
+	for _, m := range ms {
+		dec := decideFinal(m.d, m.chain, m.outcome, m.err, res, c.mode())
+		dec.Elapsed = m.elapsed
+		c.observer.Decided(m.d, dec)
+		c.logDecision(m.d, dec)
 	}
 }

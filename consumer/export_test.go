@@ -3,7 +3,13 @@ package consumer
 import "context"
 
 // Combine exposes combine, the folding of a batch's outcomes, to the external tests.
-var Combine = combine
+func Combine(outcomes []Outcome, errs []error) (Outcome, error) {
+	ms := make([]message, len(outcomes))
+	for i := range outcomes {
+		ms[i] = message{outcome: outcomes[i], err: errs[i]}
+	}
+	return combine(ms)
+}
 
 // ZSTDDecoder exposes the consumer's shared ZSTD decoder to the external tests and benchmarks.
 type ZSTDDecoder = zstdDecoder

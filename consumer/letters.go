@@ -10,7 +10,6 @@ import (
 	"github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
-	"go.uber.org/zap"
 
 	"github.com/rmqguard/rmqguard/internal/rmq"
 )
@@ -109,58 +108,4 @@ func (c *Consumer) sendOnce(d *Delivery, reason string) error {
 	sendCtx, cancelSend := context.WithTimeout(c.runCtx, deadLetterSendTimeout)
 	defer cancelSend()
 	return c.sendLetter(sendCtx, d, reason)
-}
-
-// letterReason is the reason a dead letter carries: the outcome's, else the error's text.
-func letterReason(o Outcome, err error) string {
-	if o.Reason == "" && err != nil {
-		return err.Error()
-	}
-	return o.Reason
-}
-
-// publishDeadLetter publishes the dead letter of a message delivered alone (sendLetter), once. On
-// success the outcome becomes KindDeadLettered (acknowledged); on failure the dead-letter outcome stays,
-// so the broker's own DLQ takes the message (DelayLevelDLQ): nothing is lost, only the reason.
-func (c *Consumer) publishDeadLetter(d *Delivery, o Outcome, err error) (Outcome, error) {
-	reason := letterReason(o, err)
-	if sendErr := c.sendOnce(d, reason); sendErr != nil {
-		c.log.Error("dead-letter publish failed; falling back to the broker's DLQ", zap.String("group", d.Group),
-			zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId), zap.Error(sendErr))
-		return o, err
-	}
-	return Outcome{Kind: KindDeadLettered, Reason: reason, Cause: o.Cause}, nil
-}
-
-// publishInBatch publishes the dead letter of a batch member, retrying with backoff (100 ms doubling to
-// 5 s) until w's deadline: a failed publish is broker trouble, not the message's, and DelayLevelDLQ
-// would dead-letter the processed neighbours too. Past the deadline the outcome becomes a retry (the
-// batch is retried). ok is false when the consumer is stopping: the batch must not be answered.
-func (c *Consumer) publishInBatch(d *Delivery, o Outcome, err error, w *outageWait) (_ Outcome, _ error, ok bool) {
-	reason := letterReason(o, err)
-	backoff := gateMinBackoff
-	for {
-		sendCtx, cancelSend := context.WithTimeout(c.runCtx, deadLetterSendTimeout)
-		sendErr := c.sendLetter(sendCtx, d, reason)
-		cancelSend()
-		if sendErr == nil {
-			return Outcome{Kind: KindDeadLettered, Reason: reason, Cause: o.Cause}, nil, true
-		}
-		c.log.Warn("dead-letter publish failed in a batch; retrying", zap.String("group", d.Group),
-			zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId), zap.Duration("backoff", backoff), zap.Error(sendErr))
-		wait := min(backoff, time.Until(w.deadline()))
-		if wait <= 0 {
-			retried := Retry(0, "dead-letter publish failed: "+sendErr.Error())
-			retried.Cause = o.Cause // the letter's class, should the broker dead-letter it on its last delivery
-			return retried, err, true
-		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-c.gate.ctx.Done():
-			timer.Stop()
-			return o, err, false
-		case <-timer.C:
-		}
-		backoff = min(2*backoff, gateMaxBackoff)
-	}
 }

@@ -1,8 +1,41 @@
 package consumer
 
+// The path of a message, stage 8 of 9: the callback's outcomes are combined and resolved into the answer
+// (Resolve, the one place a client result is made, for an unanswered callback too). Next: decision.go.
+
 import (
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 )
+
+// resolve makes the answer to a handled callback: its combined outcome resolved, and which messages spent
+// an attempt (spentAttempts, on SuspendCurrentQueueAMoment only).
+func (c *Consumer) resolve(ms []message) answer {
+	o, err := combine(ms)
+	a := answer{res: Resolve(o, err, c.mode())}
+	if a.res.Result == rmq.SuspendCurrentQueueAMoment {
+		a.spent = spentAttempts(ms)
+	}
+	return a
+}
+
+// unanswered is the answer to a callback of n messages that must not be answered (see consume), once the
+// client is down: a retry that is not the messages' failure, with no attempt spent. Concurrent:
+// ConsumeRetryLater; orderly: SuspendCurrentQueueAMoment, so that nothing is skipped (the client dropped
+// the queue's process queue in Shutdown, so the offset is not committed and the message comes back after
+// a restart).
+func (c *Consumer) unanswered(n int) answer {
+	return answer{res: Resolve(Retry(0, "consumer stopping"), ErrStopped, c.mode()), spent: make([]bool, n)}
+}
+
+// spentAttempts reports, for each message, whether its own failure spent an attempt, from the chain's
+// outcomes; a member that waited (not handled, see holdsBack) spent none.
+func spentAttempts(ms []message) []bool {
+	spent := make([]bool, len(ms))
+	for i, m := range ms {
+		spent[i] = !m.waited && ownFailure(m.chain, m.err)
+	}
+	return spent
+}
 
 // Mode is the consumption mode of the push consumer.
 type Mode uint8
@@ -71,17 +104,18 @@ func Resolve(o Outcome, err error, mode Mode) Resolution {
 // is dead-lettered as a whole only when it holds one message; in a larger batch a dead letter is retried
 // (the broker moves it to the DLQ after MaxReconsumeTimes) so that its successful neighbours are not
 // dead-lettered with it.
-func combine(outcomes []Outcome, errs []error) (Outcome, error) {
-	if len(outcomes) == 1 {
-		return outcomes[0], errs[0]
+func combine(ms []message) (Outcome, error) {
+	if len(ms) == 1 {
+		return ms[0].outcome, ms[0].err
 	}
 	var firstErr error
 	worst := Outcome{Kind: KindProcessed}
-	for i, o := range outcomes {
-		if errs[i] != nil && firstErr == nil {
-			firstErr = errs[i]
+	for _, m := range ms {
+		o := m.outcome
+		if m.err != nil && firstErr == nil {
+			firstErr = m.err
 		}
-		if errs[i] == nil && o.Kind.Acknowledges() {
+		if m.err == nil && o.Kind.Acknowledges() {
 			continue
 		}
 		// The batch waits as long as its slowest member asked to.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -83,7 +84,7 @@ func (a *Actions) Record(ctx context.Context, tx *sqlx.Tx, id string, columns ma
 	}
 	query, args := a.statement(id, columns)
 	_, err := tx.ExecContext(ctx, query, args...)
-	if key, dup := retry.DuplicateKey(err); dup {
+	if key, dup := mysqlerr.DuplicateKey(err); dup {
 		if strings.EqualFold(key, a.t.KeyName) { // MySQL index names are case-insensitive
 			return ActionAlreadyApplied, nil
 		}

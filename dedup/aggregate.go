@@ -13,34 +13,34 @@ import (
 	"github.com/rmqguard/rmqguard/retry"
 )
 
-// MaxAggregateTypeLength is the size of aggregate_version.aggregate_type, in characters.
-const MaxAggregateTypeLength = 64
+// maxAggregateTypeLength is the size of aggregate_version.aggregate_type, in characters.
+const maxAggregateTypeLength = 64
 
 // Aggregate names one aggregate whose version is kept in the aggregate_version table (migration 00004).
 type Aggregate struct {
 	// Scope is the dedup scope the version belongs to (Store.Scope of the delivery): two scopes keep
 	// separate versions of one aggregate, as they keep separate processed_event rows.
 	Scope string
-	// Type is the aggregate type, e.g. "order"; at most MaxAggregateTypeLength characters.
+	// Type is the aggregate type, e.g. "order"; at most maxAggregateTypeLength characters.
 	Type string
-	// ID is the aggregate ID, e.g. "o-1"; at most MaxAggregateIDLength characters.
+	// ID is the aggregate ID, e.g. "o-1"; at most maxAggregateIDLength characters.
 	ID string
 }
 
-// ErrVersionMoved means the stored version of an aggregate was not the one the transaction read when it
+// errVersionMoved means the stored version of an aggregate was not the one the transaction read when it
 // tried to advance it (AdvanceAggregate without AggregateVersion's lock in the same transaction). Nothing is
 // applied; the message is retried and then sees the new version. It classifies as transient.
-var ErrVersionMoved = retry.Transient(errors.New("dedup: the aggregate's stored version moved under the transaction"))
+var errVersionMoved = retry.Transient(errors.New("dedup: the aggregate's stored version moved under the transaction"))
 
 // check rejects a key the aggregate_version columns cannot hold, as permanent.
 func (a Aggregate) check() error {
 	switch {
-	case a.ID == "" || utf8.RuneCountInString(a.ID) > MaxAggregateIDLength:
-		return retry.Permanentf("dedup: aggregate ID %q is empty or longer than %d characters", a.ID, MaxAggregateIDLength)
-	case a.Type == "" || utf8.RuneCountInString(a.Type) > MaxAggregateTypeLength:
-		return retry.Permanentf("dedup: aggregate type %q is empty or longer than %d characters", a.Type, MaxAggregateTypeLength)
-	case utf8.RuneCountInString(a.Scope) > MaxGroupLength:
-		return retry.Permanentf("dedup: scope %q is longer than %d characters", a.Scope, MaxGroupLength)
+	case a.ID == "" || utf8.RuneCountInString(a.ID) > maxAggregateIDLength:
+		return retry.Permanentf("dedup: aggregate ID %q is empty or longer than %d characters", a.ID, maxAggregateIDLength)
+	case a.Type == "" || utf8.RuneCountInString(a.Type) > maxAggregateTypeLength:
+		return retry.Permanentf("dedup: aggregate type %q is empty or longer than %d characters", a.Type, maxAggregateTypeLength)
+	case utf8.RuneCountInString(a.Scope) > maxGroupLength:
+		return retry.Permanentf("dedup: scope %q is longer than %d characters", a.Scope, maxGroupLength)
 	}
 	return nil
 }
@@ -70,7 +70,7 @@ func (s *Store) AggregateVersion(ctx context.Context, tx *sqlx.Tx, a Aggregate) 
 // AdvanceAggregate moves a's stored version from `from`, the version AggregateVersion read (and locked) in
 // the same tx, to `to` (above from), recording eventID as the event that set it and the database's UTC clock
 // as updated_at: one conditional UPDATE … WHERE version = from, which must change exactly one row. It returns
-// an error wrapping ErrVersionMoved (transient) when it changes none (the row is not at from: not read in
+// an error wrapping errVersionMoved (transient) when it changes none (the row is not at from: not read in
 // tx), an error for to ≤ from, a permanent error for a key the table cannot hold, and the statement's
 // error, wrapped.
 func (s *Store) AdvanceAggregate(ctx context.Context, tx *sqlx.Tx, a Aggregate, from, to int64, eventID string) error {
@@ -90,7 +90,7 @@ func (s *Store) AdvanceAggregate(ctx context.Context, tx *sqlx.Tx, a Aggregate, 
 		return fmt.Errorf("dedup: advance %s from version %d to %d: rows affected: %w", a, from, to, err)
 	}
 	if n != 1 {
-		return fmt.Errorf("advance %s from version %d to %d: %d rows changed: %w", a, from, to, n, ErrVersionMoved)
+		return fmt.Errorf("advance %s from version %d to %d: %d rows changed: %w", a, from, to, n, errVersionMoved)
 	}
 	return nil
 }

@@ -45,7 +45,7 @@ func (s *Store) ClaimBatch(ctx context.Context, txn *Txn, ds []*consumer.Deliver
 		}
 		first[k] = i
 		q.WriteString(s.q.claimBatchRow)
-		args = append(args, scope, d.EventID, cut(d.EventType, MaxEventTypeLength), cut(d.AggregateID, MaxAggregateIDLength),
+		args = append(args, scope, d.EventID, cut(d.EventType, maxEventTypeLength), cut(d.AggregateID, maxAggregateIDLength),
 			d.Topic, d.Msg.MsgId, ResultSuccess, txn.token)
 	}
 	res, err := txn.Tx.ExecContext(ctx, q.String(), args...)
@@ -116,7 +116,7 @@ func checkBatchRow(scope string, d *consumer.Delivery) error {
 	for _, c := range []struct {
 		name, v string
 		max     int
-	}{{"event ID", d.EventID, MaxEventIDLength}, {"scope", scope, MaxGroupLength}, {"topic", d.Topic, maxTopicLength}, {"message ID", d.Msg.MsgId, maxMsgIDLength}} {
+	}{{"event ID", d.EventID, MaxEventIDLength}, {"scope", scope, maxGroupLength}, {"topic", d.Topic, maxTopicLength}, {"message ID", d.Msg.MsgId, maxMsgIDLength}} {
 		if !utf8.ValidString(c.v) || utf8.RuneCountInString(c.v) > c.max {
 			return fmt.Errorf("%s %q is not valid UTF-8 or longer than %d characters", c.name, c.v, c.max)
 		}

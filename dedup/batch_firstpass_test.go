@@ -19,9 +19,9 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
-	"github.com/rmqguard/rmqguard/retry"
 )
 
 // How a batch's first pass (its members deferred to the batch's Finish) fails: whose failure it is, what
@@ -106,7 +106,7 @@ func TestF15_Batch_CarefulPassLostAfterAFirstPassFailureIsHandledOnceMore(t *tes
 			defer f.deadlockWith(a, b)()
 			_, err := tx.ExecContext(ctx, `UPDATE dedup_test_order SET version = version + 1 WHERE order_no = ?`, b)
 			var me *mysql.MySQLError
-			if errors.As(err, &me) && me.Number == retry.ErLockDeadlock {
+			if errors.As(err, &me) && me.Number == mysqlerr.ErLockDeadlock {
 				deadlocks++
 			}
 			return consumer.Outcome{}, err

@@ -19,9 +19,9 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
-	"github.com/rmqguard/rmqguard/retry"
 )
 
 // With consumer.Config.BatchSize > 1 the members of one callback share one dedup
@@ -133,7 +133,7 @@ func TestF15_Batch_DeadlockInEveryPassRetriesOnlyTheMemberThatDeadlocks(t *testi
 					}
 					_, err := tx.ExecContext(ctx, `UPDATE dedup_test_order SET version = version + 1 WHERE order_no = ?`, b)
 					var me *mysql.MySQLError
-					if errors.As(err, &me) && me.Number == retry.ErLockDeadlock {
+					if errors.As(err, &me) && me.Number == mysqlerr.ErLockDeadlock {
 						deadlocks++
 						if !swallow {
 							return consumer.Outcome{}, err
@@ -163,7 +163,7 @@ func TestF15_Batch_DeadlockInEveryPassRetriesOnlyTheMemberThatDeadlocks(t *testi
 				} else {
 					var me *mysql.MySQLError
 					require.ErrorAs(t, dec[0].Err, &me)
-					assert.EqualValues(t, retry.ErLockDeadlock, me.Number)
+					assert.EqualValues(t, mysqlerr.ErLockDeadlock, me.Number)
 				}
 			}
 			assert.Equal(t, 2, hooks, "the hooks of members 1 and 3 ran once, after their own COMMITs")
@@ -202,7 +202,7 @@ func TestF15_Batch_LostBatchIsHandledOnceMoreBeforeAnyRetry(t *testing.T) {
 			}
 			_, err := tx.ExecContext(ctx, `UPDATE dedup_test_order SET version = version + 1 WHERE order_no = ?`, b)
 			var me *mysql.MySQLError
-			if errors.As(err, &me) && me.Number == retry.ErLockDeadlock {
+			if errors.As(err, &me) && me.Number == mysqlerr.ErLockDeadlock {
 				deadlocks++
 				return consumer.Outcome{}, err
 			}

@@ -20,7 +20,7 @@ func TestActions_ColumnNamedTwiceInAnotherCaseIsPermanent(t *testing.T) {
 	require.NoError(t, err)
 	_, err = a.Record(context.Background(), nil, "c-1", map[string]any{"quantity": -1, "QUANTITY": -2})
 	require.Error(t, err)
-	assert.True(t, retry.IsPermanent(err), "%v", err)
+	assert.True(t, retry.Classify(err) == retry.ClassPermanent, "%v", err)
 	assert.Contains(t, err.Error(), "twice")
 }
 
@@ -30,7 +30,7 @@ func TestStates_SetColumnNamedTwiceInAnotherCaseIsPermanent(t *testing.T) {
 	_, err = s.Transition(context.Background(), nil, dedup.Transition{Key: "o-1", From: []string{"WAIT_PAY"}, To: "PAID",
 		Version: 2, Set: map[string]any{"paid_at": 1, "Paid_At": 2}})
 	require.Error(t, err)
-	assert.True(t, retry.IsPermanent(err), "%v", err)
+	assert.True(t, retry.Classify(err) == retry.ClassPermanent, "%v", err)
 	assert.Contains(t, err.Error(), "twice")
 }
 

@@ -5,3 +5,24 @@ func DoubtSinceBegin(txn *Txn) bool { return txn.doubtSinceBegin() }
 
 // SavepointName exposes sp's SQL name to the tests.
 func SavepointName(sp Savepoint) string { return sp.name }
+
+// Names the package keeps to itself, for its external tests.
+var (
+	ErrVersionMoved = errVersionMoved
+	Migrations      = migrations
+	MigrationsFor   = migrationsFor
+)
+
+const (
+	MaxGroupLength         = maxGroupLength
+	MaxEventTypeLength     = maxEventTypeLength
+	MaxAggregateIDLength   = maxAggregateIDLength
+	MaxAggregateTypeLength = maxAggregateTypeLength
+	DefaultJanitorInterval = defaultJanitorInterval
+)
+
+// LockName returns the MySQL named lock of j's scope: "rmqguard-dedup-janitor:" and 32 hex digits.
+func (j *Janitor) LockName() string { return j.lock }
+
+// Leading reports whether j holds its scope's lock.
+func (j *Janitor) Leading() bool { return j.leading.Load() }

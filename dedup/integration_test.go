@@ -23,10 +23,10 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
-	"github.com/rmqguard/rmqguard/retry"
 )
 
 // fixture is a chain on the real test database: Metrics → Recover → Classify → EventID → Dedup → handler.
@@ -396,7 +396,7 @@ func TestF15_DeadlockRetriedInsideTheHandlerNeverCommitsWithoutTheDedupRow(t *te
 		for range 3 { // the pitfall: a bounded local retry of the statement inside the same transaction
 			_, err = tx.ExecContext(ctx, `UPDATE dedup_test_order SET version = version + 1 WHERE order_no = ?`, b)
 			var me *mysql.MySQLError
-			if errors.As(err, &me) && me.Number == retry.ErLockDeadlock {
+			if errors.As(err, &me) && me.Number == mysqlerr.ErLockDeadlock {
 				deadlocks++
 				continue
 			}
@@ -439,18 +439,18 @@ func TestF14_BusinessKey1062IsHandlerErrorNotDuplicate(t *testing.T) {
 	err = fmt.Errorf("consume: %w", err) // MariaDB's error, wrapped by the handler and once more here
 	assert.Equal(t, consumer.KindRetry, o.Kind, "a 1062 on a business key is not a duplicate event")
 	assert.Equal(t, rmq.ConsumeRetryLater, r.Result)
-	key, dup := retry.DuplicateKey(err)
+	key, dup := mysqlerr.DuplicateKey(err)
 	assert.True(t, dup, "found by error number through the wrapping: %v", err)
 	assert.Equal(t, "PRIMARY", key)
 	var me *mysql.MySQLError
 	require.ErrorAs(t, err, &me)
-	assert.EqualValues(t, retry.ErDupEntry, me.Number)
+	assert.EqualValues(t, mysqlerr.ErDupEntry, me.Number)
 	assert.Equal(t, 0, f.dedupRows(t, f.prefix+"-e2"))
 
 	// The MySQL 8 wording of the same error (table-qualified key) is recognised the same way.
 	mysql8 := fmt.Errorf("outer: %w", fmt.Errorf("inner: %w", &mysql.MySQLError{Number: 1062,
 		Message: "Duplicate entry 'x' for key 'orders.PRIMARY'"}))
-	key, dup = retry.DuplicateKey(mysql8)
+	key, dup = mysqlerr.DuplicateKey(mysql8)
 	assert.True(t, dup)
 	assert.Equal(t, "PRIMARY", key)
 }
@@ -506,7 +506,7 @@ func TestF15_S2_ClaimLostToAConcurrentDuplicateIsNotCommitted(t *testing.T) {
 		for try := range 3 {
 			err = bump(ctx, tx, b)
 			var me *mysql.MySQLError
-			if errors.As(err, &me) && me.Number == retry.ErLockDeadlock {
+			if errors.As(err, &me) && me.Number == mysqlerr.ErLockDeadlock {
 				if try == 0 { // the duplicate runs while A's claim is gone
 					dup := f.orderMsg(t, ev, f.prefix+"-1")
 					dup.WithProperty("ROLE", "B")

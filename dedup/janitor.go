@@ -18,11 +18,11 @@ import (
 
 // Defaults of JanitorConfig.
 const (
-	// DefaultJanitorInterval is the time between two purges of the leader, and between two attempts of a
+	// defaultJanitorInterval is the time between two purges of the leader, and between two attempts of a
 	// follower to become leader.
-	DefaultJanitorInterval = 10 * time.Minute
-	// DefaultJanitorPause is the wait between two batches of a janitor's purge.
-	DefaultJanitorPause = 50 * time.Millisecond
+	defaultJanitorInterval = 10 * time.Minute
+	// defaultJanitorPause is the wait between two batches of a janitor's purge.
+	defaultJanitorPause = 50 * time.Millisecond
 )
 
 // errLostLeadership ends a purge whose janitor no longer holds the scope's lock.
@@ -36,11 +36,11 @@ type JanitorConfig struct {
 	// Retention is the dedup window (PurgeConfig.OlderThan). Required; at least BrokerRetention +
 	// ReplayWindow unless Force.
 	Retention time.Duration
-	// Interval is the time between two purges; default DefaultJanitorInterval.
+	// Interval is the time between two purges; default defaultJanitorInterval.
 	Interval time.Duration
 	// BatchSize is the number of rows per batch; default DefaultPurgeBatch, at most MaxPurgeBatch.
 	BatchSize int
-	// Pause is the wait between batches; default DefaultJanitorPause.
+	// Pause is the wait between batches; default defaultJanitorPause.
 	Pause time.Duration
 	// BrokerRetention, ReplayWindow and Force are as in PurgeConfig.
 	BrokerRetention time.Duration
@@ -59,14 +59,18 @@ type JanitorConfig struct {
 // connection ends the lock, and with it the leadership; the leader checks that it still holds the lock
 // before each batch, and another janitor takes the lock at its next attempt.
 type Janitor struct {
-	db      *sqlx.DB
-	cfg     JanitorConfig
+	db  *sqlx.DB
+	cfg JanitorConfig
+	// lock is the MySQL named lock the scope's leader holds: "rmqguard-dedup-janitor:" and 32 hex digits of
+	// the scope's SHA-256 (lock names are at most 64 characters); with a TablePrefix, of the prefix, a NUL
+	// byte and the scope, so that the janitors of two prefixed schemas do not exclude each other.
+	// IS_USED_LOCK(lock) gives the leader's connection ID.
 	lock    string
 	leading atomic.Bool
 }
 
 // NewJanitor returns a janitor of cfg.Scope on db. It returns an error naming the field when cfg.Scope is
-// empty or longer than MaxGroupLength, Retention is not positive or (without Force) shorter than
+// empty or longer than maxGroupLength, Retention is not positive or (without Force) shorter than
 // BrokerRetention + ReplayWindow (wrapping ErrWindowTooShort), Interval, Pause, BrokerRetention or
 // ReplayWindow is negative, BatchSize is outside 1..MaxPurgeBatch, or TablePrefix is not a valid prefix
 // (NewTables; wrapping ErrInvalidIdentifier); also when db is nil.
@@ -75,10 +79,10 @@ func NewJanitor(db *sqlx.DB, cfg JanitorConfig) (*Janitor, error) {
 		return nil, errors.New("dedup: NewJanitor: db is nil")
 	}
 	if cfg.Interval == 0 {
-		cfg.Interval = DefaultJanitorInterval
+		cfg.Interval = defaultJanitorInterval
 	}
 	if cfg.Pause == 0 {
-		cfg.Pause = DefaultJanitorPause
+		cfg.Pause = defaultJanitorPause
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -98,8 +102,8 @@ func NewJanitor(db *sqlx.DB, cfg JanitorConfig) (*Janitor, error) {
 func (c JanitorConfig) validate() error {
 	p := c.purgeConfig().withDefaults()
 	switch {
-	case c.Scope == "" || utf8.RuneCountInString(c.Scope) > MaxGroupLength:
-		return fmt.Errorf("dedup: janitor: Scope %q must be 1 to %d characters", c.Scope, MaxGroupLength)
+	case c.Scope == "" || utf8.RuneCountInString(c.Scope) > maxGroupLength:
+		return fmt.Errorf("dedup: janitor: Scope %q must be 1 to %d characters", c.Scope, maxGroupLength)
 	case c.Retention <= 0:
 		return fmt.Errorf("dedup: janitor: Retention %s must be positive (the dedup window)", c.Retention)
 	case c.Interval < 0:
@@ -121,15 +125,6 @@ func (c JanitorConfig) purgeConfig() PurgeConfig {
 	return PurgeConfig{Scope: c.Scope, OlderThan: c.Retention, BatchSize: c.BatchSize, Pause: c.Pause,
 		Force: c.Force, BrokerRetention: c.BrokerRetention, ReplayWindow: c.ReplayWindow, TablePrefix: c.TablePrefix}
 }
-
-// LockName returns the MySQL named lock that the scope's leader holds: "rmqguard-dedup-janitor:" and 32
-// hex digits of the scope's SHA-256 (lock names are at most 64 characters); with a TablePrefix, of the
-// prefix, a NUL byte and the scope, so that the janitors of two prefixed schemas do not exclude each other. IS_USED_LOCK(name) gives the
-// leader's connection ID.
-func (j *Janitor) LockName() string { return j.lock }
-
-// Leading reports whether the janitor holds its scope's lock.
-func (j *Janitor) Leading() bool { return j.leading.Load() }
 
 // Run tries to lead and, while leading, purges every Interval, until ctx ends; then it releases the lock
 // and returns nil. Errors of a round are logged and the next round tries again.

@@ -12,6 +12,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -48,8 +49,8 @@ func (s *Store) ClaimLease(ctx context.Context, d *consumer.Delivery, dur time.D
 		return nil, retry.Permanentf("dedup: event ID %q is empty or longer than %d characters", d.EventID, MaxEventIDLength)
 	}
 	scope := s.Scope(d)
-	if utf8.RuneCountInString(scope) > MaxGroupLength {
-		return nil, retry.Permanentf("dedup: consumer group %q is longer than %d characters", scope, MaxGroupLength)
+	if utf8.RuneCountInString(scope) > maxGroupLength {
+		return nil, retry.Permanentf("dedup: consumer group %q is longer than %d characters", scope, maxGroupLength)
 	}
 	if dur <= 0 {
 		return nil, retry.Permanentf("dedup: lease duration %s is not positive", dur)
@@ -69,7 +70,7 @@ func (s *Store) ClaimLease(ctx context.Context, d *consumer.Delivery, dur time.D
 			return nil, retry.Infrastructure(fmt.Errorf("%w: the lease table %s is missing; fix: run dedup.Migrate%s (%w)",
 				ErrSchema, s.tables.lease(), s.tables.migrateHint(), err))
 		}
-		if key, dup := retry.DuplicateKey(err); !dup || (key != dedupKey && key != "") {
+		if key, dup := mysqlerr.DuplicateKey(err); !dup || (key != dedupKey && key != "") {
 			return nil, recordFailed(ctx, fmt.Errorf("dedup: claim lease scope %s event %s: %w", scope, d.EventID, err))
 		}
 		n, err := s.execOwn(ctx, s.q.leaseTake, l.token, d.Msg.MsgId, us, scope, d.EventID)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/retry"
 )
@@ -53,7 +54,7 @@ func TestDedup_LockWaitTimeoutOnAClaimHeldByAnotherTransactionIsATransientRetry(
 
 	var me *mysql.MySQLError
 	require.ErrorAs(t, err, &me)
-	assert.Equal(t, retry.ErLockWaitTimeout, me.Number)
+	assert.Equal(t, mysqlerr.ErLockWaitTimeout, me.Number)
 	assert.NotErrorIs(t, err, dedup.ErrDuplicate)
 	assert.Equal(t, retry.ClassTransient, retry.Classify(err))
 	assert.Equal(t, consumer.KindRetry, o.Kind, "not a duplicate, not a dead letter")

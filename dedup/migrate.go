@@ -23,9 +23,9 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// Migrations returns the dedup schema's migrations (goose SQL files) for the default table names, for
-// tools that run migrations themselves; MigrationsFor gives them for a prefix.
-func Migrations() fs.FS {
+// migrations returns the dedup schema's migrations (goose SQL files) for the default table names, for
+// tools that run migrations themselves; migrationsFor gives them for a prefix.
+func migrations() fs.FS {
 	fsys, err := renderMigrations(Tables{})
 	if err != nil {
 		panic(err) // the embedded templates are fixed at compile time, and tested
@@ -33,10 +33,10 @@ func Migrations() fs.FS {
 	return fsys
 }
 
-// MigrationsFor returns the dedup schema's migrations (goose SQL files) creating and altering the tables
+// migrationsFor returns the dedup schema's migrations (goose SQL files) creating and altering the tables
 // of t, for tools that run migrations themselves; record them in t.Version(). It returns an error when an
 // embedded template fails to render, which the package's tests rule out.
-func MigrationsFor(t Tables) (fs.FS, error) { return renderMigrations(t) }
+func migrationsFor(t Tables) (fs.FS, error) { return renderMigrations(t) }
 
 // renderMigrations executes each embedded migration template with t's table names, into an in-memory
 // file system. The names are safe to write into SQL text: NewTables admits only letters, digits and '_'.
@@ -62,7 +62,7 @@ func renderMigrations(t Tables) (fs.FS, error) {
 }
 
 // Migrate applies the dedup schema (processed_event, aggregate_version, event_lease) to db, a MySQL or
-// MariaDB database, recording the migrations in VersionTable; WithTablePrefix is the one option it takes.
+// MariaDB database, recording the migrations in versionTable; WithTablePrefix is the one option it takes.
 // Several processes may run it at once: they serialise on a MySQL named lock (GET_LOCK). It returns the
 // migrations it applied (none when current). Errors: an invalid option (named, with why); a migration's
 // error, wrapped.

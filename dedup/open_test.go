@@ -24,7 +24,7 @@ func TestOpen_MigratesAndClaims(t *testing.T) {
 	store, err := dedup.Open(ctx, testenv.MySQLDSN(), dedup.WithTablePrefix("open_t_"))
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		for _, table := range []string{"open_t_processed_event", "open_t_aggregate_version", "open_t_" + dedup.VersionTable} {
+		for _, table := range []string{"open_t_processed_event", "open_t_aggregate_version", "open_t_rmqguard_dedup_db_version"} {
 			_, _ = db.Exec("DROP TABLE IF EXISTS " + table)
 		}
 	})

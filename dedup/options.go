@@ -50,12 +50,12 @@ func WithTablePrefix(prefix string) Option {
 // Claim and Confirm, in place of the delivery's consumer group. By default (no WithScope) the scope is the
 // consumer group. Give a renamed group (inventory → inventory-v2) the old group's name as its scope, so
 // that re-reading a topic applies nothing twice; two groups that must each process every event once need
-// two scopes. One Store serves one scope. The scope must be 1 to MaxGroupLength characters.
+// two scopes. One Store serves one scope. The scope must be 1 to maxGroupLength characters.
 func WithScope(scope string) Option {
 	return func(c *storeConfig) error {
 		c.others = append(c.others, "WithScope")
-		if scope == "" || utf8.RuneCountInString(scope) > MaxGroupLength {
-			return fmt.Errorf("dedup: WithScope: scope %q must be 1 to %d characters (the consumer_group column)", scope, MaxGroupLength)
+		if scope == "" || utf8.RuneCountInString(scope) > maxGroupLength {
+			return fmt.Errorf("dedup: WithScope: scope %q must be 1 to %d characters (the consumer_group column)", scope, maxGroupLength)
 		}
 		c.scope = scope
 		return nil

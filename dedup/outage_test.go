@@ -10,6 +10,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/retry"
 )
@@ -76,11 +77,11 @@ func readOnlyDropsTheConnection(t *testing.T, ctx context.Context, in *testenv.I
 	in.SQL("SET GLOBAL read_only = 1")
 	probeErr := store.Probe(ctx)
 	require.Error(t, probeErr, "a read-only server is not healthy")
-	assert.True(t, retry.ReadOnly(probeErr))
+	assert.True(t, mysqlerr.ReadOnly(probeErr))
 	assert.Equal(t, retry.ClassInfrastructure, retry.Classify(probeErr))
 	seen, err := claimOn(testenv.Unique("e"))
 	require.Error(t, err)
-	assert.True(t, retry.ReadOnly(err), "the claim met the read-only server: %v", err)
+	assert.True(t, mysqlerr.ReadOnly(err), "the claim met the read-only server: %v", err)
 	assert.Equal(t, retry.ClassInfrastructure, retry.Classify(err))
 	assert.NotEqual(t, seen, next(), "the connection that saw the read-only server was dropped")
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/rmqguard/rmqguard/retry"
+	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 )
 
 // Probe implements consumer.HealthProbe for the consumer's store health gate: it returns nil only when the
@@ -18,7 +18,7 @@ func (s *Store) Probe(ctx context.Context) error {
 		return fmt.Errorf("dedup: probe: connection: %w", err)
 	}
 	_, err = conn.ExecContext(ctx, s.q.probe)
-	if retry.ReadOnly(err) {
+	if mysqlerr.ReadOnly(err) {
 		discard(conn)
 	} else {
 		_ = conn.Close()

@@ -80,8 +80,8 @@ func (c PurgeConfig) withDefaults() PurgeConfig {
 func (c PurgeConfig) Validate() error {
 	c = c.withDefaults()
 	switch {
-	case c.Scope == "" || utf8.RuneCountInString(c.Scope) > MaxGroupLength:
-		return fmt.Errorf("dedup: purge: Scope %q must be 1 to %d characters", c.Scope, MaxGroupLength)
+	case c.Scope == "" || utf8.RuneCountInString(c.Scope) > maxGroupLength:
+		return fmt.Errorf("dedup: purge: Scope %q must be 1 to %d characters", c.Scope, maxGroupLength)
 	case c.OlderThan <= 0:
 		return fmt.Errorf("dedup: purge: OlderThan %s must be positive (the dedup window)", c.OlderThan)
 	case c.BatchSize < 1 || c.BatchSize > MaxPurgeBatch:

@@ -16,8 +16,8 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/internal/testenv"
-	"github.com/rmqguard/rmqguard/retry"
 )
 
 // insertOld inserts n committed processed_event rows of scope, consumed hoursAgo hours ago by the database's
@@ -259,7 +259,7 @@ func TestF22_PurgeWhileEightGoroutinesClaimSeesNo1205Or1213(t *testing.T) {
 				o, _, err := f.handle(h, f.orderMsg(t, id, id))
 				var me *mysql.MySQLError
 				switch {
-				case errors.As(err, &me) && (me.Number == retry.ErLockWaitTimeout || me.Number == retry.ErLockDeadlock):
+				case errors.As(err, &me) && (me.Number == mysqlerr.ErLockWaitTimeout || me.Number == mysqlerr.ErLockDeadlock):
 					lockErrs.Add(1)
 				case err != nil || o.Kind != consumer.KindProcessed:
 					otherErrs.Add(1)

@@ -13,8 +13,8 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/internal/testenv"
-	"github.com/rmqguard/rmqguard/retry"
 )
 
 // questions is the number of statements the server counted on tx's connection (Questions, this statement
@@ -105,7 +105,7 @@ func TestF15_LockWaitTimeoutSwallowedInsideTheHandlerCommitsOnce(t *testing.T) {
 		for range 2 { // a bounded local retry of the statement
 			_, err = tx.ExecContext(ctx, `UPDATE dedup_test_order SET version = version + 1 WHERE order_no = ?`, locked)
 			var me *mysql.MySQLError
-			if errors.As(err, &me) && me.Number == retry.ErLockWaitTimeout {
+			if errors.As(err, &me) && me.Number == mysqlerr.ErLockWaitTimeout {
 				timeouts++
 				require.NoError(t, holder.Rollback()) // the lock is free for the retry
 				continue

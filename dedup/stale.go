@@ -9,6 +9,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -23,7 +24,7 @@ func (s *Store) RecordStale(ctx context.Context, d *consumer.Delivery) error {
 		return beginFailed(ctx, fmt.Errorf("dedup: record stale: connection: %w", err))
 	}
 	err = s.recordStale(ctx, conn, d)
-	if retry.ReadOnly(err) {
+	if mysqlerr.ReadOnly(err) {
 		discard(conn)
 	} else {
 		_ = conn.Close()
@@ -40,7 +41,7 @@ func (s *Store) RecordStale(ctx context.Context, d *consumer.Delivery) error {
 // is retried).
 func recordFailed(ctx context.Context, err error) error {
 	var me *mysql.MySQLError
-	if errors.Is(err, ErrDuplicate) || ctx.Err() != nil || retry.IsPermanent(err) || errors.As(err, &me) {
+	if errors.Is(err, ErrDuplicate) || ctx.Err() != nil || retry.Classify(err) == retry.ClassPermanent || errors.As(err, &me) {
 		return err
 	}
 	return retry.Infrastructure(err)

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -19,13 +20,13 @@ import (
 const (
 	// MaxEventIDLength is the longest event ID the store holds, in characters.
 	MaxEventIDLength = 128
-	// MaxGroupLength is the longest consumer group name the store holds, in characters: RocketMQ's own
+	// maxGroupLength is the longest consumer group name the store holds, in characters: RocketMQ's own
 	// limit on group names.
-	MaxGroupLength = 255
-	// MaxEventTypeLength is the size of the event_type column; longer types are stored cut to it.
-	MaxEventTypeLength = 64
-	// MaxAggregateIDLength is the size of the aggregate_id column; longer IDs are stored cut to it.
-	MaxAggregateIDLength = 128
+	maxGroupLength = 255
+	// maxEventTypeLength is the size of the event_type column; longer types are stored cut to it.
+	maxEventTypeLength = 64
+	// maxAggregateIDLength is the size of the aggregate_id column; longer IDs are stored cut to it.
+	maxAggregateIDLength = 128
 )
 
 // dedupKey is the name MySQL and MariaDB give processed_event's primary key (consumer_group, event_id).
@@ -197,9 +198,9 @@ func (s *Store) insertRow(ctx context.Context, ex sqlx.ExecerContext, d *consume
 		return err
 	}
 	_, err := ex.ExecContext(ctx, s.q.claim,
-		scope, d.EventID, cut(d.EventType, MaxEventTypeLength), cut(d.AggregateID, MaxAggregateIDLength),
+		scope, d.EventID, cut(d.EventType, maxEventTypeLength), cut(d.AggregateID, maxAggregateIDLength),
 		d.Topic, d.Msg.MsgId, status, token)
-	if key, dup := retry.DuplicateKey(err); dup {
+	if key, dup := mysqlerr.DuplicateKey(err); dup {
 		// The insert touches processed_event only, whose one unique key is its primary key; a 1062 naming
 		// another key means the table is not the schema this store expects.
 		if key != dedupKey && key != "" {
@@ -215,13 +216,13 @@ func (s *Store) insertRow(ctx context.Context, ex sqlx.ExecerContext, d *consume
 }
 
 // checkKey refuses, as permanent, an empty event ID or one longer than MaxEventIDLength, and a scope
-// longer than MaxGroupLength: the key columns cannot hold them.
+// longer than maxGroupLength: the key columns cannot hold them.
 func checkKey(scope, eventID string) error {
 	if eventID == "" || utf8.RuneCountInString(eventID) > MaxEventIDLength {
 		return retry.Permanentf("dedup: event ID %q is empty or longer than %d characters", eventID, MaxEventIDLength)
 	}
-	if utf8.RuneCountInString(scope) > MaxGroupLength {
-		return retry.Permanentf("dedup: consumer group %q is longer than %d characters", scope, MaxGroupLength)
+	if utf8.RuneCountInString(scope) > maxGroupLength {
+		return retry.Permanentf("dedup: consumer group %q is longer than %d characters", scope, maxGroupLength)
 	}
 	return nil
 }

@@ -9,19 +9,19 @@ import (
 const (
 	// ProcessedTable is the default name of the table holding one row per processed event.
 	ProcessedTable = "processed_event"
-	// AggregateTable is the default name of the table holding each aggregate's stored version.
-	AggregateTable = "aggregate_version"
-	// VersionTable is the default name of the table in which goose records the dedup schema's applied
+	// aggregateTable is the default name of the table holding each aggregate's stored version.
+	aggregateTable = "aggregate_version"
+	// versionTable is the default name of the table in which goose records the dedup schema's applied
 	// migrations.
-	VersionTable = "rmqguard_dedup_db_version"
+	versionTable = "rmqguard_dedup_db_version"
 )
 
-// maxPrefixLength is the longest table prefix: the longest name it starts, VersionTable (25 characters),
+// maxPrefixLength is the longest table prefix: the longest name it starts, versionTable (25 characters),
 // must stay within MySQL's 64.
-const maxPrefixLength = maxIdentifierLength - len(VersionTable)
+const maxPrefixLength = maxIdentifierLength - len(versionTable)
 
-// Tables names the tables of one dedup schema: Prefix followed by ProcessedTable, AggregateTable,
-// "event_lease" (lease mode) and VersionTable. Several schemas can live in one database side by side, each with its own prefix (two
+// Tables names the tables of one dedup schema: Prefix followed by ProcessedTable, aggregateTable,
+// "event_lease" (lease mode) and versionTable. Several schemas can live in one database side by side, each with its own prefix (two
 // services sharing a database, a blue/green pair), and do not see each other's rows. The zero Tables is
 // the default schema, without a prefix. Build one with NewTables, or give the prefix to WithTablePrefix,
 // PurgeConfig.TablePrefix or JanitorConfig.TablePrefix.
@@ -33,12 +33,12 @@ type Tables struct {
 // ASCII letters, digits and '_' (a table name is case-sensitive on some servers and folded to lower case on
 // others, lower_case_table_names, so an upper-case prefix could name two tables or one), and every table
 // name it makes must pass ValidIdentifier: it must not start with a digit and may have at most 39
-// characters (64 minus the 25 of VersionTable). It returns an error wrapping ErrInvalidIdentifier that
+// characters (64 minus the 25 of versionTable). It returns an error wrapping ErrInvalidIdentifier that
 // quotes the prefix and says why.
 func NewTables(prefix string) (Tables, error) {
 	if len(prefix) > maxPrefixLength {
 		return Tables{}, fmt.Errorf("%w: table prefix %q has %d characters, at most %d (%s%s must fit MySQL's %d)",
-			ErrInvalidIdentifier, prefix, len(prefix), maxPrefixLength, prefix, VersionTable, maxIdentifierLength)
+			ErrInvalidIdentifier, prefix, len(prefix), maxPrefixLength, prefix, versionTable, maxIdentifierLength)
 	}
 	for _, r := range prefix {
 		if !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
@@ -61,15 +61,15 @@ func (t Tables) Prefix() string { return t.prefix }
 // Processed returns the name of the processed-event table: Prefix + ProcessedTable.
 func (t Tables) Processed() string { return t.prefix + ProcessedTable }
 
-// Aggregate returns the name of the aggregate-version table: Prefix + AggregateTable.
-func (t Tables) Aggregate() string { return t.prefix + AggregateTable }
+// Aggregate returns the name of the aggregate-version table: Prefix + aggregateTable.
+func (t Tables) Aggregate() string { return t.prefix + aggregateTable }
 
 // lease returns the name of the lease table of middleware.Lease: Prefix + "event_lease" (shorter than
-// VersionTable, so every valid prefix makes a valid name).
+// versionTable, so every valid prefix makes a valid name).
 func (t Tables) lease() string { return t.prefix + "event_lease" }
 
-// Version returns the name of the goose version table of the dedup migrations: Prefix + VersionTable.
-func (t Tables) Version() string { return t.prefix + VersionTable }
+// Version returns the name of the goose version table of the dedup migrations: Prefix + versionTable.
+func (t Tables) Version() string { return t.prefix + versionTable }
 
 // queries are the statements of a Store, built once from its Tables (table names cannot be placeholders).
 type queries struct {

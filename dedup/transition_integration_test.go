@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/internal/testenv"
-	"github.com/rmqguard/rmqguard/retry"
 )
 
 // tempTable creates a table of this test only (ddl has one %s for its name) in the test database and
@@ -210,7 +210,7 @@ func TestActions_RecordOnMariaDB(t *testing.T) {
 		r, err := a.Record(ctx, tx, "c-2", map[string]any{"sku_id": "s", "quantity": 1, "ref": "r-1"})
 		assert.Zero(t, r)
 		require.Error(t, err)
-		key, dup := retry.DuplicateKey(err)
+		key, dup := mysqlerr.DuplicateKey(err)
 		assert.True(t, dup, "the driver's 1062 is wrapped: %v", err)
 		assert.Equal(t, "uk_ref", key)
 		assert.Contains(t, err.Error(), table)

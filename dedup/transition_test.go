@@ -49,7 +49,7 @@ func TestStates_DefaultsAreStatusAndVersion(t *testing.T) {
 	for _, col := range []string{"status", "VERSION", "order_no"} {
 		_, err := s.Transition(context.Background(), nil, dedup.Transition{
 			Key: "o-1", From: []string{"WAIT_PAY"}, To: "PAID", Version: 2, Set: map[string]any{col: 1}})
-		assert.True(t, retry.IsPermanent(err), "Set %s: %v", col, err)
+		assert.True(t, retry.Classify(err) == retry.ClassPermanent, "Set %s: %v", col, err)
 	}
 }
 
@@ -77,7 +77,7 @@ func TestStates_InvalidTransitionIsPermanent(t *testing.T) {
 			c.mutate(&tr)
 			_, err := s.Transition(context.Background(), nil, tr)
 			require.Error(t, err)
-			assert.True(t, retry.IsPermanent(err), "%v", err)
+			assert.True(t, retry.Classify(err) == retry.ClassPermanent, "%v", err)
 			assert.Contains(t, err.Error(), c.says)
 			assert.Contains(t, err.Error(), "orders")
 		})
@@ -122,7 +122,7 @@ func TestActions_InvalidRecordIsPermanent(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			_, err := a.Record(context.Background(), nil, c.id, c.cols)
 			require.Error(t, err)
-			assert.True(t, retry.IsPermanent(err), "%v", err)
+			assert.True(t, retry.Classify(err) == retry.ClassPermanent, "%v", err)
 			assert.Contains(t, err.Error(), c.says)
 			assert.Contains(t, err.Error(), "inventory_change")
 		})

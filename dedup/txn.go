@@ -16,6 +16,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"go.uber.org/zap"
 
+	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -87,7 +88,7 @@ func (s *Store) Begin(ctx context.Context) (*Txn, error) {
 // wait) or it is permanent; sql.ErrTxDone (already finished) is returned as it is. nil stays nil.
 func commitFailed(ctx context.Context, err error) error {
 	var me *mysql.MySQLError
-	if err == nil || errors.Is(err, sql.ErrTxDone) || ctx.Err() != nil || retry.IsPermanent(err) ||
+	if err == nil || errors.Is(err, sql.ErrTxDone) || ctx.Err() != nil || retry.Classify(err) == retry.ClassPermanent ||
 		(errors.As(err, &me) && retry.Classify(err) == retry.ClassTransient) {
 		return err
 	}
@@ -114,7 +115,7 @@ func (t *Txn) Commit() error {
 	t.once.Do(func() {
 		hooks = t.hooks.close()
 		err = t.Tx.Commit()
-		if retry.ReadOnly(err) {
+		if mysqlerr.ReadOnly(err) {
 			discard(t.conn)
 		} else {
 			release(t.conn, err == nil, t.tracked)
@@ -160,11 +161,11 @@ func (t *Txn) Rollback() error {
 }
 
 // RollbackAfter is Rollback for a transaction that failed with cause (nil if none): when cause shows the
-// server is read-only (retry.ReadOnly), the connection is closed instead of returned to the pool, so that
+// server is read-only (mysqlerr.ReadOnly), the connection is closed instead of returned to the pool, so that
 // no later transaction runs on a connection to a former primary. middleware.Dedup passes the chain's error.
 func (t *Txn) RollbackAfter(cause error) error {
 	t.stop()
-	return t.rollback(retry.ReadOnly(cause))
+	return t.rollback(mysqlerr.ReadOnly(cause))
 }
 
 // rollback finishes the transaction with a rollback unless it is already finished, then closes the

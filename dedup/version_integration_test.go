@@ -432,7 +432,7 @@ func TestAggregateVersion_ReadAdvanceAndRecordStale(t *testing.T) {
 	long.ID = strings.Repeat("x", dedup.MaxAggregateIDLength+1)
 	inTx(func(tx *sqlx.Tx) {
 		_, err := w.store.AggregateVersion(ctx, tx, long)
-		assert.True(t, retry.IsPermanent(err), "%v", err)
+		assert.True(t, retry.Classify(err) == retry.ClassPermanent, "%v", err)
 	})
 
 	d := consumer.NewDelivery(w.group, w.message("stale-1", "o-1", 1))

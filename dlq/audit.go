@@ -39,7 +39,7 @@ type AuditRecord struct {
 }
 
 // Audit records which letters were replayed. Claims must be atomic across processes: two replays that
-// claim the same letter at once must not both win (MySQLAudit: the primary key and a conditional UPDATE).
+// claim the same letter at once must not both win (mysqlAudit: the primary key and a conditional UPDATE).
 type Audit interface {
 	// Lookup returns the row of group's letter storeID; found is false when there is none.
 	Lookup(ctx context.Context, group, storeID string) (rec AuditRecord, found bool, err error)

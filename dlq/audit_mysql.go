@@ -20,15 +20,15 @@ const mysqlDuplicateEntry = 1062
 // maxAuditError is the length of the error column.
 const maxAuditError = 1024
 
-// MySQLAudit is the Audit on a MySQL or MariaDB database holding AuditTable.
-type MySQLAudit struct{ db *sqlx.DB }
+// mysqlAudit is the Audit on a MySQL or MariaDB database holding AuditTable.
+type mysqlAudit struct{ db *sqlx.DB }
 
 // NewMySQLAudit returns the audit on db; the table must exist (AuditMigrations). Error: db is nil.
-func NewMySQLAudit(db *sqlx.DB) (*MySQLAudit, error) {
+func NewMySQLAudit(db *sqlx.DB) (Audit, error) {
 	if db == nil {
 		return nil, errors.New("dlq: NewMySQLAudit: db is nil")
 	}
-	return &MySQLAudit{db: db}, nil
+	return &mysqlAudit{db: db}, nil
 }
 
 type auditRow struct {
@@ -58,7 +58,7 @@ func (r auditRow) record() AuditRecord {
 }
 
 // Lookup implements Audit.
-func (a *MySQLAudit) Lookup(ctx context.Context, group, storeID string) (AuditRecord, bool, error) {
+func (a *mysqlAudit) Lookup(ctx context.Context, group, storeID string) (AuditRecord, bool, error) {
 	var r auditRow
 	err := a.db.GetContext(ctx, &r, `SELECT `+auditColumns+` FROM `+AuditTable+`
 		WHERE consumer_group = ? AND dlq_store_id = ?`, group, storeID)
@@ -73,7 +73,7 @@ func (a *MySQLAudit) Lookup(ctx context.Context, group, storeID string) (AuditRe
 
 // lookupMany implements batchAudit: the rows of group's letters storeIDs, by store ID, a query per
 // maxInList of them.
-func (a *MySQLAudit) lookupMany(ctx context.Context, group string, storeIDs []string) (map[string]AuditRecord, error) {
+func (a *mysqlAudit) lookupMany(ctx context.Context, group string, storeIDs []string) (map[string]AuditRecord, error) {
 	out := make(map[string]AuditRecord, len(storeIDs))
 	err := inChunks(storeIDs, func(chunk []string) error {
 		q, args, err := sqlx.In(`SELECT `+auditColumns+` FROM `+AuditTable+`
@@ -113,7 +113,7 @@ func inChunks(ids []string, f func([]string) error) error {
 
 // Claim implements Audit: an INSERT that a 1062 loses, or with prev an UPDATE conditioned on prev's
 // replay ID and status.
-func (a *MySQLAudit) Claim(ctx context.Context, rec AuditRecord, prev *AuditRecord) (bool, error) {
+func (a *mysqlAudit) Claim(ctx context.Context, rec AuditRecord, prev *AuditRecord) (bool, error) {
 	if prev == nil {
 		_, err := a.db.ExecContext(ctx, `INSERT INTO `+AuditTable+` (consumer_group, dlq_store_id, replay_id,
 			dlq_msg_id, event_id, origin_topic, target_topic, status, replayed_at, replayed_by)
@@ -145,7 +145,7 @@ func (a *MySQLAudit) Claim(ctx context.Context, rec AuditRecord, prev *AuditReco
 }
 
 // Finish implements Audit. Error: the row is no longer claimed by rec.ReplayID (a forced replay took it over).
-func (a *MySQLAudit) Finish(ctx context.Context, rec AuditRecord) error {
+func (a *mysqlAudit) Finish(ctx context.Context, rec AuditRecord) error {
 	msg := rec.Error
 	if len(msg) > maxAuditError {
 		msg = msg[:maxAuditError]
@@ -162,20 +162,20 @@ func (a *MySQLAudit) Finish(ctx context.Context, rec AuditRecord) error {
 	return nil
 }
 
-// MySQLProcessed is the ProcessedChecker on the dedup package's dedup.ProcessedTable.
-type MySQLProcessed struct{ db *sqlx.DB }
+// mysqlProcessed is the ProcessedChecker on the dedup package's dedup.ProcessedTable.
+type mysqlProcessed struct{ db *sqlx.DB }
 
 // NewMySQLProcessed returns the checker on db, which holds dedup.ProcessedTable. Error: db is nil.
-func NewMySQLProcessed(db *sqlx.DB) (*MySQLProcessed, error) {
+func NewMySQLProcessed(db *sqlx.DB) (ProcessedChecker, error) {
 	if db == nil {
 		return nil, errors.New("dlq: NewMySQLProcessed: db is nil")
 	}
-	return &MySQLProcessed{db: db}, nil
+	return &mysqlProcessed{db: db}, nil
 }
 
 // Processed reports whether scope has a row for eventID, i.e. processed it (the row commits with the
 // handler's effects, so a row is a processed event).
-func (p *MySQLProcessed) Processed(ctx context.Context, scope, eventID string) (bool, error) {
+func (p *mysqlProcessed) Processed(ctx context.Context, scope, eventID string) (bool, error) {
 	var n int
 	if err := p.db.GetContext(ctx, &n, `SELECT COUNT(*) FROM `+dedup.ProcessedTable+` WHERE consumer_group = ? AND event_id = ?`, scope, eventID); err != nil {
 		return false, fmt.Errorf("dlq: processed check %s/%s: %w", scope, eventID, err)
@@ -185,7 +185,7 @@ func (p *MySQLProcessed) Processed(ctx context.Context, scope, eventID string) (
 
 // processedMany implements batchProcessed: the event IDs among eventIDs that scope has processed, a query
 // per maxInList of them.
-func (p *MySQLProcessed) processedMany(ctx context.Context, scope string, eventIDs []string) (map[string]bool, error) {
+func (p *mysqlProcessed) processedMany(ctx context.Context, scope string, eventIDs []string) (map[string]bool, error) {
 	out := make(map[string]bool, len(eventIDs))
 	err := inChunks(eventIDs, func(chunk []string) error {
 		q, args, err := sqlx.In(`SELECT event_id FROM `+dedup.ProcessedTable+` WHERE consumer_group = ? AND event_id IN (?)`, scope, chunk)

@@ -150,7 +150,7 @@ func TestStatuses_OnMySQLReadManyLettersInAFewRoundTrips(t *testing.T) {
 	assert.LessOrEqual(t, rounds, 12, "statements for %d letters", n)
 
 	// A lookup per letter (the interfaces alone) gives the same statuses.
-	opts.Audit, opts.Processed = struct{ dlq.AuditReader }{audit}, struct{ dlq.ProcessedChecker }{processed}
+	opts.Audit, opts.Processed = struct{ dlq.Audit }{audit}, struct{ dlq.ProcessedChecker }{processed}
 	want, err := dlq.Statuses(ctx, letters, opts)
 	require.NoError(t, err)
 	require.Equal(t, want, got)

@@ -28,7 +28,7 @@ const readerGroup = "rmqguard-dlq-reader"
 // (clients are shared per instance). The caller shuts it down.
 func newPullConsumer(c Cluster, topic string) (rocketmq.PullConsumer, error) {
 	suffix := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	pc, err := rocketmq.NewPullConsumer(append(c.PullConsumerOptions(readerGroup),
+	pc, err := rocketmq.NewPullConsumer(append(c.pullConsumerOptions(readerGroup),
 		rmq.WithInstance(readerGroup+"-"+suffix))...)
 	if err != nil {
 		return nil, fmt.Errorf("new pull consumer: %w", err)

@@ -12,15 +12,12 @@ import (
 // The client options a Cluster builds carry the name servers and the credentials, never the client's
 // namespace option: the Go client's producer prefixes every topic with "ns%" unconditionally (so
 // "%DLQ%G" would become "ns%%DLQ%G", a topic nobody reads) and its admin ignores the namespace when
-// creating topics. Instead every name is built in full by the Cluster (Topic, Group, DLQTopic,
-// RetryTopic) and passed to the client as the broker spells it.
+// creating topics. Instead every name is built in full by the Cluster (Topic, DLQTopic,
+// RetryTopic, and the group of its clients) and passed to the client as the broker spells it.
 
 // Topic returns the business topic t as the broker names it in the cluster's namespace: "ns%t", or t
 // without a namespace. A name already in the namespace is returned unchanged.
 func (c Cluster) Topic(t string) string { return irmq.InNamespace(c.Namespace, t) }
-
-// Group returns the consumer or producer group g as the broker names it: "ns%g", or g.
-func (c Cluster) Group(g string) string { return irmq.InNamespace(c.Namespace, g) }
 
 // DLQTopic returns the dead-letter topic of consumer group (given without namespace) as the broker
 // names it: "%DLQ%ns%group", or "%DLQ%group" without a namespace.
@@ -39,11 +36,11 @@ func (c Cluster) resolver() primitive.NsResolver {
 	return primitive.NewPassthroughResolver(c.NameServers)
 }
 
-// PullConsumerOptions returns the options of a pull consumer of group (given without namespace; it is
+// pullConsumerOptions returns the options of a pull consumer of group (given without namespace; it is
 // put into the namespace): name servers, group and, when set, credentials. Append your own (e.g.
 // rmq.WithInstance, unique per client). Pass topics in full: c.DLQTopic(g), c.Topic(t).
-func (c Cluster) PullConsumerOptions(group string) []rmq.Option {
-	opts := []rmq.Option{rmq.WithNsResolver(c.resolver()), rmq.WithGroupName(c.Group(group))}
+func (c Cluster) pullConsumerOptions(group string) []rmq.Option {
+	opts := []rmq.Option{rmq.WithNsResolver(c.resolver()), rmq.WithGroupName(irmq.InNamespace(c.Namespace, group))}
 	if !c.Credentials.IsZero() {
 		opts = append(opts, rmq.WithCredentials(c.Credentials.Client()))
 	}
@@ -54,7 +51,7 @@ func (c Cluster) PullConsumerOptions(group string) []rmq.Option {
 // the namespace): name servers, group and, when set, credentials. Append your own (instance name, retries,
 // send timeout). Messages must name their topic in full: c.Topic(t), c.DLQTopic(g), c.RetryTopic(g).
 func (c Cluster) ProducerOptions(group string) []producer.Option {
-	opts := []producer.Option{producer.WithNsResolver(c.resolver()), producer.WithGroupName(c.Group(group))}
+	opts := []producer.Option{producer.WithNsResolver(c.resolver()), producer.WithGroupName(irmq.InNamespace(c.Namespace, group))}
 	if !c.Credentials.IsZero() {
 		opts = append(opts, producer.WithCredentials(c.Credentials.Client()))
 	}

@@ -16,7 +16,7 @@ func TestCluster_ACL_NamesAndOptions(t *testing.T) {
 	assert.Equal(t, "%RETRY%cg", plain.RetryTopic("cg"))
 	assert.Equal(t, "ORDER", plain.Topic("ORDER"))
 	assert.Len(t, plain.ProducerOptions("p"), 2, "resolver and group, no credentials")
-	assert.Len(t, plain.PullConsumerOptions("r"), 2)
+	assert.Len(t, plain.PullConsumerOptionsOf("r"), 2)
 	assert.Len(t, plain.AdminOptions(), 1)
 
 	acl := dlq.Cluster{NameServers: []string{"127.0.0.1:9876"}, Namespace: "prod",
@@ -26,9 +26,9 @@ func TestCluster_ACL_NamesAndOptions(t *testing.T) {
 	assert.Equal(t, "%RETRY%prod%cg", acl.RetryTopic("cg"))
 	assert.Equal(t, "prod%ORDER", acl.Topic("ORDER"))
 	assert.Equal(t, "prod%ORDER", acl.Topic("prod%ORDER"), "a name already in the namespace stays")
-	assert.Equal(t, "prod%cg", acl.Group("cg"))
+	assert.Equal(t, "prod%cg", acl.Topic("cg"), "a group is named in the namespace as a topic is")
 	assert.Len(t, acl.ProducerOptions("p"), 3, "resolver, group and credentials")
-	assert.Len(t, acl.PullConsumerOptions("r"), 3)
+	assert.Len(t, acl.PullConsumerOptionsOf("r"), 3)
 	assert.Len(t, acl.AdminOptions(), 2)
 }
 

@@ -12,25 +12,25 @@ import (
 	"unicode/utf8"
 )
 
-// ExportFormat and ExportVersion identify an export file. WriteExport writes version 2 (letters name their
-// broker); ReadExport reads versions 1 and 2 and refuses any other format or version.
+// exportFormat and exportVersion identify an export file. WriteExport writes version 2 (letters name their
+// broker); ReadExportFile reads versions 1 and 2 and refuses any other format or version.
 const (
-	ExportFormat  = "rmqguard-dlq-export"
-	ExportVersion = 2
+	exportFormat  = "rmqguard-dlq-export"
+	exportVersion = 2
 )
 
 // maxExportLine bounds one line of an export file (a letter with its base64 body): the broker's default
 // maximum message size is 4 MiB, which base64 turns into 5.4 MiB.
 const maxExportLine = 64 << 20
 
-// ErrExportFormat is wrapped by ReadExport's errors about the file's content (not about reading it).
-var ErrExportFormat = errors.New("dlq: not a valid export file")
+// errExportFormat is wrapped by ReadExportFile's errors about the file's content (not about reading it).
+var errExportFormat = errors.New("dlq: not a valid export file")
 
 // ExportHeader is the first line of an export file: what was exported, when, and whether the scan that
 // produced it saw the whole DLQ. Letters expire with the broker's retention (72 h by default); the file
 // keeps them for dlq replay --from-file.
 type ExportHeader struct {
-	// Format is ExportFormat and Version is ExportVersion; WriteExport sets both.
+	// Format is exportFormat and Version is exportVersion; WriteExport sets both.
 	Format  string `json:"format"`
 	Version int    `json:"version"`
 	// Group is the consumer group whose DLQ was exported. Every letter must belong to it.
@@ -40,7 +40,7 @@ type ExportHeader struct {
 	// Complete and Problems are the scan's (ScanResult): false means some letters may be missing.
 	Complete bool     `json:"complete"`
 	Problems []string `json:"problems,omitempty"`
-	// Count is the number of letter lines that follow; WriteExport sets it, ReadExport checks it, so a
+	// Count is the number of letter lines that follow; WriteExport sets it, ReadExportFile checks it, so a
 	// truncated file is detected.
 	Count int `json:"count"`
 }
@@ -54,7 +54,7 @@ func WriteExport(w io.Writer, h ExportHeader, letters []Letter) error {
 	if h.Group == "" {
 		return errors.New("dlq: write export: header has no group")
 	}
-	h.Format, h.Version, h.Count = ExportFormat, ExportVersion, len(letters)
+	h.Format, h.Version, h.Count = exportFormat, exportVersion, len(letters)
 	if h.ExportedAt.IsZero() {
 		h.ExportedAt = time.Now().UTC()
 	}
@@ -81,18 +81,11 @@ func WriteExport(w io.Writer, h ExportHeader, letters []Letter) error {
 	return nil
 }
 
-// ReadExport reads an export file written by WriteExport and returns its letters in file order.
-// See ReadExportFile for the checks and errors.
-func ReadExport(r io.Reader) ([]Letter, error) {
-	_, letters, err := ReadExportFile(r)
-	return letters, err
-}
-
 // ReadExportFile reads an export file written by WriteExport and returns its header and letters.
 //
 // It checks the header's format and version, that every line is one JSON letter with no unknown field,
 // a store ID, a message ID and the header's group, and that the file holds header.Count letters.
-// Errors wrap ErrExportFormat and name the line number (1 = the header); read errors are wrapped as they are.
+// Errors wrap errExportFormat and name the line number (1 = the header); read errors are wrapped as they are.
 func ReadExportFile(r io.Reader) (ExportHeader, []Letter, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxExportLine)
@@ -117,10 +110,10 @@ func ReadExportFile(r io.Reader) (ExportHeader, []Letter, error) {
 		return h, nil, fmt.Errorf("dlq: read export after line %d: %w", line, err)
 	}
 	if line == 0 {
-		return h, nil, fmt.Errorf("%w: empty file (no header line)", ErrExportFormat)
+		return h, nil, fmt.Errorf("%w: empty file (no header line)", errExportFormat)
 	}
 	if len(letters) != h.Count {
-		return h, nil, fmt.Errorf("%w: header says %d letters, the file holds %d (truncated?)", ErrExportFormat, h.Count, len(letters))
+		return h, nil, fmt.Errorf("%w: header says %d letters, the file holds %d (truncated?)", errExportFormat, h.Count, len(letters))
 	}
 	return h, letters, nil
 }
@@ -128,16 +121,16 @@ func ReadExportFile(r io.Reader) (ExportHeader, []Letter, error) {
 // decodeHeader decodes and checks line 1.
 func decodeHeader(b []byte, h *ExportHeader) error {
 	if err := strictUnmarshal(b, h); err != nil {
-		return fmt.Errorf("%w: line 1 (header): %v", ErrExportFormat, err)
+		return fmt.Errorf("%w: line 1 (header): %v", errExportFormat, err)
 	}
-	if h.Format != ExportFormat {
-		return fmt.Errorf("%w: line 1: format %q, want %q", ErrExportFormat, h.Format, ExportFormat)
+	if h.Format != exportFormat {
+		return fmt.Errorf("%w: line 1: format %q, want %q", errExportFormat, h.Format, exportFormat)
 	}
-	if h.Version < 1 || h.Version > ExportVersion {
-		return fmt.Errorf("%w: line 1: version %d, this rmqguard reads versions 1 to %d", ErrExportFormat, h.Version, ExportVersion)
+	if h.Version < 1 || h.Version > exportVersion {
+		return fmt.Errorf("%w: line 1: version %d, this rmqguard reads versions 1 to %d", errExportFormat, h.Version, exportVersion)
 	}
 	if h.Group == "" {
-		return fmt.Errorf("%w: line 1: no group", ErrExportFormat)
+		return fmt.Errorf("%w: line 1: no group", errExportFormat)
 	}
 	return nil
 }
@@ -146,15 +139,15 @@ func decodeHeader(b []byte, h *ExportHeader) error {
 func decodeLetter(b []byte, line int, group string) (Letter, error) {
 	var l Letter
 	if err := strictUnmarshal(b, &l); err != nil {
-		return l, fmt.Errorf("%w: line %d: %v", ErrExportFormat, line, err)
+		return l, fmt.Errorf("%w: line %d: %v", errExportFormat, line, err)
 	}
 	switch {
 	case l.StoreID == "":
-		return l, fmt.Errorf("%w: line %d: letter has no store_id", ErrExportFormat, line)
+		return l, fmt.Errorf("%w: line %d: letter has no store_id", errExportFormat, line)
 	case l.MsgID == "":
-		return l, fmt.Errorf("%w: line %d: letter has no msg_id", ErrExportFormat, line)
+		return l, fmt.Errorf("%w: line %d: letter has no msg_id", errExportFormat, line)
 	case l.Group != group:
-		return l, fmt.Errorf("%w: line %d: letter of group %q in an export of group %q", ErrExportFormat, line, l.Group, group)
+		return l, fmt.Errorf("%w: line %d: letter of group %q in an export of group %q", errExportFormat, line, l.Group, group)
 	}
 	return l, nil
 }

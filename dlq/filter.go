@@ -21,8 +21,8 @@ type Filter struct {
 	Key string
 }
 
-// Match reports whether l passes every condition of f.
-func (f Filter) Match(l Letter) bool {
+// match reports whether l passes every condition of f.
+func (f Filter) match(l Letter) bool {
 	switch {
 	case !f.Since.IsZero() && l.FailedAt.Before(f.Since):
 		return false
@@ -56,7 +56,7 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 func (o ScanOptions) eventID(m *primitive.MessageExt) string {
 	prop := o.EventIDProperty
 	if prop == "" {
-		prop = DefaultEventIDProperty
+		prop = defaultEventIDProperty
 	}
 	if id := m.GetProperty(prop); id != "" {
 		return id

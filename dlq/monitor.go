@@ -24,7 +24,7 @@ type Census struct {
 	// read that holds none (ScanResult.Brokers).
 	Letters  int
 	ByBroker map[string]int
-	// Waiting counts the letters that wait for an operator (LetterStatus.Waiting): not sent by a replay,
+	// Waiting counts the letters that wait for an operator (LetterStatus.waiting): not sent by a replay,
 	// event not processed; WaitingByBroker splits them as ByBroker does.
 	Waiting         int
 	WaitingByBroker map[string]int
@@ -58,7 +58,7 @@ func TakeCensus(ctx context.Context, cluster Cluster, scan ScanOptions, status S
 	}
 	for i, l := range res.Letters {
 		c.ByBroker[l.Broker]++
-		if statuses[i].Waiting() {
+		if statuses[i].waiting() {
 			c.Waiting++
 			c.WaitingByBroker[l.Broker]++
 		}

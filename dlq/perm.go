@@ -14,7 +14,7 @@ import (
 var ErrWriteOnly = errors.New("dlq: the DLQ topic is write-only (perm 2)")
 
 // ErrNoDLQ means %DLQ%<group> does not exist: the group never dead-lettered anything, since the broker
-// creates the topic with the first dead letter (or topics.EnsureGroup, or the consumer's Start, creates it in advance).
+// creates the topic with the first dead letter (or topics.Ensure, or the consumer's Start, creates it in advance).
 // It is not a failure: there is nothing to read.
 var ErrNoDLQ = errors.New("dlq: the DLQ topic does not exist (created on the first dead letter)")
 

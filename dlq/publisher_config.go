@@ -15,20 +15,20 @@ import (
 	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
-// DefaultPublisherSendRetries is the producer's own retries of a failed send (the client's WithRetry)
+// defaultPublisherSendRetries is the producer's own retries of a failed send (the client's WithRetry)
 // when PublisherConfig.SendRetries is 0.
-const DefaultPublisherSendRetries = 2
+const defaultPublisherSendRetries = 2
 
-// PublisherProducerGroupSuffix is appended to PublisherConfig.Group to name the producer group of
+// publisherProducerGroupSuffix is appended to PublisherConfig.Group to name the producer group of
 // StartPublisher's producer: "<Group>-rmqguard-dlq", as the consumer's own dead-letter producer.
-const PublisherProducerGroupSuffix = "-rmqguard-dlq"
+const publisherProducerGroupSuffix = "-rmqguard-dlq"
 
 // PublisherConfig is what StartPublisher needs to build a producer of its own.
 type PublisherConfig struct {
 	// NameServers are "host:port" name server addresses. Required.
 	NameServers []string
 	// Group is the consumer group whose dead letters the publisher sends (Config.Group of the consumer,
-	// without namespace). Required. The producer group is Group + PublisherProducerGroupSuffix.
+	// without namespace). Required. The producer group is Group + publisherProducerGroupSuffix.
 	Group string
 	// Namespace is the consumer's Config.Namespace ("" = none); the producer group is put into it. The
 	// letters' topic comes from each Delivery (%DLQ%<ns>%<group>).
@@ -38,7 +38,7 @@ type PublisherConfig struct {
 	// InstanceName is the producer's client instance name. Default "rmqguard-dlq-<pid>-<unix nanos>":
 	// the client shares one client per ClientID (IP@instance), so it must differ from every other client.
 	InstanceName string
-	// SendRetries is the client's own retries of a failed send. Default DefaultPublisherSendRetries (2);
+	// SendRetries is the client's own retries of a failed send. Default defaultPublisherSendRetries (2);
 	// -1 means none; at most 16.
 	SendRetries int
 }
@@ -54,8 +54,8 @@ func (e *PublisherConfigError) Error() string {
 	return "dlq publisher config: " + e.Field + ": " + e.Problem
 }
 
-// Validate returns every problem of c, each a *PublisherConfigError naming the field.
-func (c PublisherConfig) Validate() error {
+// validate returns every problem of c, each a *PublisherConfigError naming the field.
+func (c PublisherConfig) validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, &PublisherConfigError{Field: field, Problem: fmt.Sprintf(format, args...)})
@@ -89,11 +89,11 @@ func (c PublisherConfig) Validate() error {
 // contacted until the first send. Errors: each invalid field's *PublisherConfigError, joined; the client's
 // error creating or starting the producer, wrapped.
 func StartPublisher(cfg PublisherConfig) (*Publisher, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	cluster := Cluster{NameServers: cfg.NameServers, Namespace: cfg.Namespace, Credentials: cfg.Credentials}
-	group := cfg.Group + PublisherProducerGroupSuffix
+	group := cfg.Group + publisherProducerGroupSuffix
 	p, err := rocketmq.NewProducer(append(cluster.ProducerOptions(group),
 		producer.WithInstanceName(cfg.instanceName()), producer.WithRetry(cfg.sendRetries()))...)
 	if err != nil {
@@ -117,7 +117,7 @@ func (c PublisherConfig) instanceName() string {
 func (c PublisherConfig) sendRetries() int {
 	switch c.SendRetries {
 	case 0:
-		return DefaultPublisherSendRetries
+		return defaultPublisherSendRetries
 	case -1:
 		return 0
 	default:

@@ -9,11 +9,11 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 )
 
-// ErrNoReadableRoute means %DLQ%<group> has no readable queue on the name server: the group never
+// errNoReadableRoute means %DLQ%<group> has no readable queue on the name server: the group never
 // dead-lettered anything (the broker creates the topic on the first dead letter; then ErrNoDLQ is wrapped
 // too), or the topic is write-only (perm 2, as brokers before 4.9.2 create it; then ErrWriteOnly is wrapped
 // too).
-var ErrNoReadableRoute = errors.New("dlq: no readable route for the DLQ topic (not created yet, or write-only perm 2)")
+var errNoReadableRoute = errors.New("dlq: no readable route for the DLQ topic (not created yet, or write-only perm 2)")
 
 // Read returns the messages on %DLQ%<group>, queue by queue from the oldest, at most limit in all
 // (limit ≤ 0 means no limit). It is ReadCluster on a cluster without namespace or ACL.
@@ -23,7 +23,7 @@ func Read(ctx context.Context, nameServers []string, group string, limit int) ([
 
 // ReadCluster returns the messages of group's DLQ topic in c (c.DLQTopic), queue by queue from the oldest, at
 // most limit (≤ 0: no limit), with Scan's bounds: the raw form of Scan, read by a pull consumer of its own
-// group, so no group's offsets move. Errors: c.Validate's; ErrNoReadableRoute (wrapped, with ErrNoDLQ or
+// group, so no group's offsets move. Errors: c.Validate's; errNoReadableRoute (wrapped, with ErrNoDLQ or
 // ErrWriteOnly) when the topic cannot be read; one listing the problems when a queue could not be read to its
 // end; client errors, wrapped (an ACL refusal surfaces there).
 func ReadCluster(ctx context.Context, c Cluster, group string, limit int) ([]*primitive.MessageExt, error) {
@@ -37,7 +37,7 @@ func ReadCluster(ctx context.Context, c Cluster, group string, limit int) ([]*pr
 		return limit <= 0 || len(out) < limit
 	})
 	if errors.Is(err, ErrNoDLQ) || errors.Is(err, ErrWriteOnly) {
-		return nil, fmt.Errorf("read %s: %w (%w)", res.Topic, ErrNoReadableRoute, err)
+		return nil, fmt.Errorf("read %s: %w (%w)", res.Topic, errNoReadableRoute, err)
 	}
 	if err != nil {
 		return nil, err

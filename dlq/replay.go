@@ -41,12 +41,12 @@ const (
 
 // Errors of single letters (in LetterResult.Err, wrapped).
 var (
-	// ErrOtherGroup: the letter belongs to another consumer group's DLQ than ReplayOptions.Group.
-	ErrOtherGroup = errors.New("dlq: replay: letter of another consumer group")
-	// ErrNoStoreID: the letter has no StoreID, so the audit cannot key it.
-	ErrNoStoreID = errors.New("dlq: replay: letter has no store ID")
-	// ErrReplayNotStored: the send returned no result, or a status that does not mean the broker stored it.
-	ErrReplayNotStored = errors.New("dlq: replay: not stored by the broker")
+	// errOtherGroup: the letter belongs to another consumer group's DLQ than ReplayOptions.Group.
+	errOtherGroup = errors.New("dlq: replay: letter of another consumer group")
+	// errNoStoreID: the letter has no StoreID, so the audit cannot key it.
+	errNoStoreID = errors.New("dlq: replay: letter has no store ID")
+	// errReplayNotStored: the send returned no result, or a status that does not mean the broker stored it.
+	errReplayNotStored = errors.New("dlq: replay: not stored by the broker")
 )
 
 // LetterResult is the outcome of one letter.
@@ -115,7 +115,7 @@ func (rep *ReplayReport) add(r LetterResult) {
 	}
 }
 
-// Replay replays letters (from Scan or ReadExport) of opts.Group's DLQ, one at a time in order: for each it
+// Replay replays letters (from Scan or ReadExportFile) of opts.Group's DLQ, one at a time in order: for each it
 // decides (replayDecide), and unless DryRun claims an audit row, sends ReplayMessage through opts.Sender
 // and records the result. It returns an error only for invalid options; a letter's own failure is in its
 // LetterResult. When ctx ends, the letters not yet handled are reported as failed with ctx's error.
@@ -185,7 +185,7 @@ func (r *replayer) send(ctx context.Context, res LetterResult, prev *AuditRecord
 	msg := ReplayMessage(l, r.opts.Namespace, r.opts.Group, res.Topic, Provenance{ReplayID: r.opts.ReplayID, Operator: r.opts.Operator, At: at})
 	sent, sendErr := r.opts.Sender.SendSync(ctx, msg)
 	if sendErr == nil && (sent == nil || !storedStatus(sent.Status)) {
-		sendErr = fmt.Errorf("%w: status %v", ErrReplayNotStored, sendStatus(sent))
+		sendErr = fmt.Errorf("%w: status %v", errReplayNotStored, sendStatus(sent))
 	}
 	// The audit is written even when ctx ended during the send: a row left "sending" for a letter whose
 	// outcome is known would make the next run skip it as uncertain.

@@ -15,9 +15,9 @@ func (r *replayer) decide(ctx context.Context, l Letter) (LetterResult, *AuditRe
 	res := LetterResult{Letter: l}
 	switch {
 	case l.Group != "" && rmq.WithoutNamespace(r.opts.Namespace, l.Group) != r.opts.Group:
-		return failed(res, fmt.Errorf("%w: %q, not %q", ErrOtherGroup, l.Group, r.opts.Group)), nil
+		return failed(res, fmt.Errorf("%w: %q, not %q", errOtherGroup, l.Group, r.opts.Group)), nil
 	case l.StoreID == "":
-		return failed(res, fmt.Errorf("%w (message %s)", ErrNoStoreID, l.MsgID)), nil
+		return failed(res, fmt.Errorf("%w (message %s)", errNoStoreID, l.MsgID)), nil
 	}
 	res.Topic = r.opts.TargetTopic
 	if res.Topic == "" {

@@ -55,10 +55,10 @@ var reservedProperties = map[string]bool{
 // transientPropertyPrefix starts the broker's transient properties (RocketMQ 5.x).
 const transientPropertyPrefix = "__RMQ.TRANSIENT."
 
-// ReservedProperty reports whether a replay drops property name from a letter: the client's and broker's
+// reservedProperty reports whether a replay drops property name from a letter: the client's and broker's
 // own properties (offsets, real topic and queue, delay and TIMER_* properties, transaction and reply
 // flags, UNIQ_KEY, retry bookkeeping), rmqguard's dead-letter metadata, and earlier replay provenance.
-func ReservedProperty(name string) bool {
+func reservedProperty(name string) bool {
 	// TIMER_DELIVER_MS, TIMER_DELAY_SEC, … would make the broker hold the replay back as a timer message.
 	// __RMQ.TRANSIENT.* are the broker's per-read flags, never the event's.
 	return reservedProperties[name] || strings.HasPrefix(name, "TIMER_") || strings.HasPrefix(name, transientPropertyPrefix)
@@ -66,13 +66,13 @@ func ReservedProperty(name string) bool {
 
 // ReplayMessage builds the message that replays l to group in namespace ns ("" = none): topic %RETRY%<group>
 // (%RETRY%<ns>%<group>) with RETRY_TOPIC set to topic (<ns>%<topic>), the letter's body, TAGS, KEYS and
-// non-reserved properties (ReservedProperty), and prov as the consumer.PropReplay* properties (PropReplayOf =
+// non-reserved properties (reservedProperty), and prov as the consumer.PropReplay* properties (PropReplayOf =
 // l.StoreID). topic is the letter's origin or the operator's --target-topic, one group subscribes. Send it
 // through a producer without a namespace option (Cluster.ProducerOptions); see the package doc, "Replay".
 func ReplayMessage(l Letter, ns, group, topic string, prov Provenance) *primitive.Message {
 	msg := primitive.NewMessage(rmq.NamespacedRetryTopic(ns, group), l.Body)
 	for k, v := range l.Properties {
-		if !ReservedProperty(k) {
+		if !reservedProperty(k) {
 			msg.WithProperty(k, v)
 		}
 	}

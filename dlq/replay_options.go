@@ -16,7 +16,7 @@ type Limiter interface {
 	Wait(ctx context.Context) error
 }
 
-// ProcessedChecker tells whether a dedup scope has processed an event (MySQLProcessed reads the
+// ProcessedChecker tells whether a dedup scope has processed an event (mysqlProcessed reads the
 // processed_event table of the dedup package).
 type ProcessedChecker interface {
 	Processed(ctx context.Context, scope, eventID string) (bool, error)

@@ -10,9 +10,9 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 )
 
-// DefaultEventIDProperty is the property ScanOptions read a letter's event ID from by default, as the
+// defaultEventIDProperty is the property ScanOptions read a letter's event ID from by default, as the
 // publisher's and middleware.EventID's default.
-const DefaultEventIDProperty = "EVENT_ID"
+const defaultEventIDProperty = "EVENT_ID"
 
 // ScanOptions bound a scan of a DLQ and say how to read a letter's event ID.
 type ScanOptions struct {
@@ -20,7 +20,7 @@ type ScanOptions struct {
 	// Limit is the most letters returned (≤ 0: no limit). Hitting it while letters remain unread makes the
 	// result incomplete.
 	Limit int
-	// EventIDProperty names the property holding the business event ID; "" means DefaultEventIDProperty.
+	// EventIDProperty names the property holding the business event ID; "" means defaultEventIDProperty.
 	EventIDProperty string
 	// EventIDJSONField, when set, names a top-level field of a JSON body read when the property is absent
 	// (the example consumer's "eventId"); a leading UTF-8 byte-order mark is skipped.
@@ -77,7 +77,7 @@ func Scan(ctx context.Context, cluster Cluster, group string, opts ScanOptions) 
 		res.Read++
 		l := newLetter(group, m)
 		l.EventID = opts.eventID(m)
-		if opts.Filter.Match(l) {
+		if opts.Filter.match(l) {
 			res.Letters = append(res.Letters, l)
 		}
 		return opts.Limit <= 0 || len(res.Letters) < opts.Limit

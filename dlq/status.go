@@ -8,12 +8,6 @@ import (
 	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
-// AuditReader reads the replay audit; an Audit (MySQLAudit) is one.
-type AuditReader interface {
-	// Lookup returns the row of group's letter storeID; found is false when there is none.
-	Lookup(ctx context.Context, group, storeID string) (rec AuditRecord, found bool, err error)
-}
-
 // LetterStatus is what is known of a letter's replay: the audit row of its last replay, and whether the
 // group's dedup scope has processed its event.
 type LetterStatus struct {
@@ -26,9 +20,9 @@ type LetterStatus struct {
 	Processed bool
 }
 
-// Waiting reports whether the letter still waits for an operator: no replay has sent it and its event
+// waiting reports whether the letter still waits for an operator: no replay has sent it and its event
 // has not been processed. A failed or uncertain replay ("failed", "sending") leaves it waiting.
-func (s LetterStatus) Waiting() bool {
+func (s LetterStatus) waiting() bool {
 	return !s.Processed && (s.Replay == nil || s.Replay.Status != AuditSent)
 }
 
@@ -41,7 +35,7 @@ type StatusOptions struct {
 	// Scope is the dedup scope of the processed check (dedup.WithScope); default Group.
 	Scope string
 	// Audit reads the replay audit. Required.
-	Audit AuditReader
+	Audit Audit
 	// Processed answers the processed check. Required.
 	Processed ProcessedChecker
 }
@@ -60,7 +54,7 @@ func (o StatusOptions) validate() error {
 }
 
 // Statuses returns the status of each letter, in order: its audit row (looked up by StoreID, as Replay
-// records it) and the processed check of its event ID. With MySQLAudit and MySQLProcessed it reads them a
+// records it) and the processed check of its event ID. With mysqlAudit and mysqlProcessed it reads them a
 // few hundred letters per query; with other implementations, two lookups per letter. Errors: invalid
 // options; the first lookup that fails, wrapped with the letter's store ID (or the batch's size).
 func Statuses(ctx context.Context, letters []Letter, opts StatusOptions) ([]LetterStatus, error) {
@@ -101,18 +95,18 @@ func Statuses(ctx context.Context, letters []Letter, opts StatusOptions) ([]Lett
 	return out, nil
 }
 
-// batchAudit is an AuditReader that reads many rows in one query (MySQLAudit).
+// batchAudit is an Audit that reads many rows in one query (mysqlAudit).
 type batchAudit interface {
 	lookupMany(ctx context.Context, group string, storeIDs []string) (map[string]AuditRecord, error)
 }
 
-// batchProcessed is a ProcessedChecker that checks many events in one query (MySQLProcessed).
+// batchProcessed is a ProcessedChecker that checks many events in one query (mysqlProcessed).
 type batchProcessed interface {
 	processedMany(ctx context.Context, scope string, eventIDs []string) (map[string]bool, error)
 }
 
 // lookupReplays returns the audit rows of group's letters, by store ID.
-func lookupReplays(ctx context.Context, audit AuditReader, group string, letters []Letter) (map[string]AuditRecord, error) {
+func lookupReplays(ctx context.Context, audit Audit, group string, letters []Letter) (map[string]AuditRecord, error) {
 	if b, ok := audit.(batchAudit); ok {
 		ids := make([]string, len(letters))
 		for i, l := range letters {

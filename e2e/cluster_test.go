@@ -130,13 +130,13 @@ func topicEnsureOnTwoMasters(t *testing.T, tm testenv.TwoMasters, bin string) {
 	ensure("--broker", tm.A.Addr, late)
 	assert.Equal(t, line(late, tm.A, "exists")+line(late, tm.B, "created"), ensure(late))
 
-	// The library: topics.EnsureGroup (as the consumer's Start) on every master.
-	res, err := topics.EnsureGroup(ctx, topics.Cluster{NameServers: []string{tm.NameServer}}, "rmqguard-e2e-"+run)
+	// The library: topics.Ensure of the group topics (as the consumer's Start) on every master.
+	res, err := topics.Ensure(ctx, topics.Cluster{NameServers: []string{tm.NameServer}}, topics.GroupTopics("rmqguard-e2e-"+run)...)
 	require.NoError(t, err)
 	require.Len(t, res, 2)
 	for _, r := range res {
-		assert.Equal(t, []topics.BrokerResult{{Broker: tm.A.Name, Addr: tm.A.Addr, State: topics.Created},
-			{Broker: tm.B.Name, Addr: tm.B.Addr, State: topics.Created}}, r.Brokers, r.Topic)
+		assert.Equal(t, []topics.BrokerResult{{Broker: tm.A.Name, Addr: tm.A.Addr, State: rmq.Created},
+			{Broker: tm.B.Name, Addr: tm.B.Addr, State: rmq.Created}}, r.Brokers, r.Topic)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/outboxadmin"
 	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
@@ -211,7 +212,7 @@ func TestOutboxRelay_RowForAMissingTopicIsParkedOthersGoOnAndRetrySendsItAfterTh
 		require.Contains(t, g.Body, "-kB-", "only key B went out")
 	}
 	require.Eventually(t, func() bool { return f.count(outbox.StatusParked) == 1 }, 20*time.Second, 100*time.Millisecond)
-	parked, err := outbox.List(f.ctx, f.db, f.tables, outbox.StatusParked, 10)
+	parked, err := outboxadmin.List(f.ctx, f.db, f.tables, outbox.StatusParked, 10)
 	require.NoError(t, err)
 	require.Len(t, parked, 1)
 	require.Equal(t, f.run+"-kA-000", parked[0].SourceEventID)
@@ -219,7 +220,7 @@ func TestOutboxRelay_RowForAMissingTopicIsParkedOthersGoOnAndRetrySendsItAfterTh
 	require.Equal(t, 1, f.count(outbox.StatusPending), "kA-001 waits behind the parked row")
 
 	require.NoError(t, irmq.EnsureTopic(f.ctx, f.ns, testenv.Broker(t), missing, 4))
-	n, err := outbox.Retry(f.ctx, f.db, f.tables)
+	n, err := outboxadmin.Retry(f.ctx, f.db, f.tables)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
 	require.Eventually(t, func() bool { return f.count(outbox.StatusSent) == len(ids) }, 60*time.Second, 200*time.Millisecond)

@@ -11,17 +11,17 @@ import (
 
 // Label names used by every rmqguard series.
 const (
-	LabelGroup   = "group"
-	LabelTopic   = "topic"
-	LabelOutcome = "outcome"
-	LabelClass   = "class"
-	LabelCause   = "cause"
-	LabelReason  = "reason"
+	labelGroup   = "group"
+	labelTopic   = "topic"
+	labelOutcome = "outcome"
+	labelClass   = "class"
+	labelCause   = "cause"
+	labelReason  = "reason"
 )
 
-// AttemptBuckets are the upper bounds of rmqguard_attempts: deliveries 1 to 17, the most a message gets
+// attemptBuckets are the upper bounds of rmqguard_attempts: deliveries 1 to 17, the most a message gets
 // with the client's default MaxReconsumeTimes of 16.
-var AttemptBuckets = []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}
+var attemptBuckets = []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}
 
 // Metrics is the set of rmqguard collectors, fed by the consumer's final decisions (consumer.WithObserver),
 // the middleware chain (middleware.Metrics) and the dedup store (dedup.WithObserver); the package doc says
@@ -48,7 +48,7 @@ type Metrics struct {
 	// rmqguard_stale_total{group,topic}. The same messages count in rmqguard_messages_total{outcome="stale"}.
 	Stale *prometheus.CounterVec
 	// Attempts observes, for each processed message, the deliveries it took (ReconsumeTimes + 1):
-	// rmqguard_attempts{group,topic}, buckets AttemptBuckets.
+	// rmqguard_attempts{group,topic}, buckets attemptBuckets.
 	Attempts *prometheus.HistogramVec
 	// BatchRetried counts messages whose own outcome acknowledged them but whose batch was retried (they
 	// come back as duplicates): rmqguard_batch_retried_total{group,topic}. Always 0 with BatchSize 1.
@@ -82,8 +82,8 @@ type Metrics struct {
 	// rmqguard_unsubscribed_total{group,topic}.
 	UnsubscribedMessages *prometheus.CounterVec
 	// DLQLettersWaiting is the number of letters on %DLQ%<group>, over every master broker, that wait for an
-	// operator: no replay has sent them and their event has not been processed since
-	// (dlq.LetterStatus.Waiting): rmqguard_dlq_letters_waiting{group}. Set by a DLQ census (dlq.Monitor),
+	// operator: no replay has sent them and their event has not been processed since:
+	// rmqguard_dlq_letters_waiting{group}. Set by a DLQ census (dlq.Monitor),
 	// not by the consumer; absent while no census has succeeded, and while the last census failed or
 	// missed a master that held waiting letters.
 	DLQLettersWaiting *prometheus.GaugeVec
@@ -104,30 +104,30 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	if reg == nil {
 		return nil, fmt.Errorf("metrics: New: Registerer is nil")
 	}
-	gt := []string{LabelGroup, LabelTopic}
+	gt := []string{labelGroup, labelTopic}
 	m := &Metrics{
 		Messages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rmqguard_messages_total", Help: "Messages handled, by outcome.",
-		}, []string{LabelGroup, LabelTopic, LabelOutcome}),
+		}, []string{labelGroup, labelTopic, labelOutcome}),
 		Duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rmqguard_duplicates_total", Help: "Messages whose business event was already processed by the consumer group, by cause.",
-		}, []string{LabelGroup, LabelTopic, LabelCause}),
+		}, []string{labelGroup, labelTopic, labelCause}),
 		DeadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rmqguard_dead_letters_total", Help: "Messages that went to the group's DLQ, by reason class.",
-		}, []string{LabelGroup, LabelTopic, LabelReason}),
+		}, []string{labelGroup, labelTopic, labelReason}),
 		Stale: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rmqguard_stale_total", Help: "Messages acknowledged as stale: their aggregate version was not above the stored one; nothing written.",
 		}, gt),
 		Attempts: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "rmqguard_attempts", Help: "Deliveries a processed message took (ReconsumeTimes + 1).",
-			Buckets: AttemptBuckets,
+			Buckets: attemptBuckets,
 		}, gt),
 		BatchRetried: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rmqguard_batch_retried_total", Help: "Messages acknowledged by their own outcome but sent back with their retried batch.",
 		}, gt),
 		HandlersInFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "rmqguard_handlers_in_flight", Help: "Handler calls running now.",
-		}, []string{LabelGroup}),
+		}, []string{labelGroup}),
 		ConsumerLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "rmqguard_consumer_lag", Help: "Messages the consumer's queues are behind (from the client's GetOffsetDiffMap).",
 		}, gt),
@@ -143,25 +143,25 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, gt),
 		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rmqguard_handler_errors_total", Help: "Handler errors by retry class.",
-		}, []string{LabelGroup, LabelTopic, LabelClass}),
+		}, []string{labelGroup, labelTopic, labelClass}),
 		ConsumptionPaused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "rmqguard_consumption_paused", Help: "1 while consumption is paused because the store is unavailable.",
-		}, []string{LabelGroup}),
+		}, []string{labelGroup}),
 		ConsumptionPausedSeconds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rmqguard_consumption_paused_seconds_total", Help: "Seconds consumption was paused because the store was unavailable (ended pauses).",
-		}, []string{LabelGroup}),
+		}, []string{labelGroup}),
 		UnsubscribedMessages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rmqguard_unsubscribed_total", Help: "Retried messages acknowledged without handling because their tag is no longer subscribed.",
 		}, gt),
 		DLQLettersWaiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "rmqguard_dlq_letters_waiting", Help: "Letters on the group's DLQ (every master broker) that no replay has sent and whose event is not processed.",
-		}, []string{LabelGroup}),
+		}, []string{labelGroup}),
 		AfterCommitFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rmqguard_after_commit_failures_total", Help: "After-commit hooks that failed (error or panic) after their transaction committed: effects lost.",
-		}, []string{LabelGroup}),
+		}, []string{labelGroup}),
 		LeaseTakeovers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rmqguard_lease_takeovers_total", Help: "Messages processed after taking over the expired lease of a delivery that never finished.",
-		}, []string{LabelGroup}),
+		}, []string{labelGroup}),
 	}
 	for _, c := range []prometheus.Collector{m.Messages, m.Duplicates, m.DeadLetters, m.Stale, m.Attempts, m.BatchRetried,
 		m.HandlersInFlight, m.ConsumerLag, m.HandleDuration, m.Panics, m.Unidentifiable, m.Errors,

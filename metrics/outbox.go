@@ -36,9 +36,9 @@ func NewOutbox(reg prometheus.Registerer) (*Outbox, error) {
 	}
 	m := &Outbox{
 		Sent: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rmqguard_outbox_sent_total",
-			Help: "Outbox messages the broker answered SEND_OK, by topic."}, []string{LabelTopic}),
+			Help: "Outbox messages the broker answered SEND_OK, by topic."}, []string{labelTopic}),
 		SendFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rmqguard_outbox_send_failures_total",
-			Help: "Outbox sends that failed and wait for another attempt, by topic."}, []string{LabelTopic}),
+			Help: "Outbox sends that failed and wait for another attempt, by topic."}, []string{labelTopic}),
 		Parked: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rmqguard_outbox_parked_total",
 			Help: "Outbox rows parked (never sent or run again until retried), by kind."}, []string{"kind"}),
 		Effects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rmqguard_effects_total",

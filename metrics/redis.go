@@ -24,7 +24,7 @@ func NewRedisFallbacks(reg prometheus.Registerer) (*RedisFallbacks, error) {
 	r := &RedisFallbacks{Total: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rmqguard_redis_fallbacks_total",
 		Help: "Redis fast-path lookups or done-key writes that fell through to the database, by reason.",
-	}, []string{LabelReason})}
+	}, []string{labelReason})}
 	if err := reg.Register(r.Total); err != nil {
 		return nil, fmt.Errorf("metrics: register: %w", err)
 	}

@@ -1,17 +1,3 @@
-// Package middleware holds Chain and rmqguard's standard middlewares. A typical chain, outermost first:
-//
-//	Metrics → Recover → Classify → EventID → Deadline → Dedup → [Version] → business handler
-//
-// Metrics sees the chain's outcome of each run (the consumer then reports each message's final decision,
-// after a batch is combined and dead letters are published, to its Observer and, in one line per message,
-// to its log: consumer.WithLogger); Logging, a debug-only trace of each run, goes right after Metrics when
-// wanted; Recover turns a panic anywhere inside into a retry;
-// Classify turns errors into retry or dead-letter outcomes; EventID finds the idempotency key;
-// Deadline reports a run that outlived the consumer's HandlerTimeout (or a shorter deadline of its own)
-// without a commit as a timeout, inline — Timeout, in its place, only for handlers that ignore their context, at a goroutine per
-// message; Dedup runs the handler in one transaction with the dedup row; Version,
-// where events carry aggregate versions, turns away stale events inside that transaction. Standard builds
-// this chain in one call; Chain refuses a wrong order of these middlewares when it builds a chain.
 package middleware
 
 import (
@@ -63,49 +49,10 @@ func missingErr(format string, args ...any) error {
 	return &incompleteChainError{msg: fmt.Sprintf(format, args...)}
 }
 
-// Chain wraps h in mws; the first middleware is the outermost, so Chain(h, a, b) runs a, then b, then h.
-//
-// It checks the chain once, at build time, knowing rmqguard's standard middlewares by their Middleware's kind (never
-// calling them), and returns an error wrapping ErrChainOrder that says what to move or add where for:
-//   - Dedup without EventID before it (Dedup needs the event ID EventID sets);
-//   - Version without Dedup before it (Version runs inside the dedup transaction);
-//   - Timeout outside Recover. Timeout recovers a panic on its own goroutine itself and returns it as a
-//     *PanicError, so none escapes either way; the rule keeps Recover, which logs each panic once with the
-//     handler's stack, on the consumer's goroutine around Timeout and whatever sits between them, as in the
-//     recommended order (a Recover inside Timeout runs on Timeout's per-message goroutine);
-//   - Timeout inside Lease (Lease would end its lease when Timeout answers, the handler still running);
-//   - Dedup without Classify before it (without it, a permanent error, e.g. MySQL 1406 or an undecodable
-//     body, would be retried on every delivery, then dead-lettered by the broker without its reason; inside
-//     Dedup, it never sees Dedup's own store errors, so a store outage spends attempts instead of pausing
-//     consumption as consumer.Unavailable);
-//   - a handler made by dedup.Handle (dedup.IsTxHandler) without Dedup in the chain;
-//   - a standard middleware twice (Deadline and Timeout count as one, so do Dedup and Lease: Lease, Dedup in
-//     lease mode, is held to every rule above that names Dedup), except Version: each checks only its
-//     VersionConfig.EventTypes, so a chain may hold one Version per aggregate type, all after Dedup.
-//
-// A nil h or a zero Middleware is an error wrapping ErrNilDependency. A wrong chain, one that no chain
-// around it can mend (a middleware twice, a needed middleware present but inside the one needing it,
-// Timeout outside Recover), is Chain's error. An incomplete chain, one that only lacks EventID,
-// Classify or Dedup, which a chain around it may provide, comes back as consumer.Pending(chain, err): it
-// runs, but consumer.New given it fails with err ("consumer.New: handler: …"), as for a wrong chain. A
-// Chain given such a pending h checks its mws and h's middlewares as one chain (positions counted over
-// both, outermost first; "in the inner chain" marks h's) and wraps h's chain without the pending layer:
-// complete, it is an ordinary handler; so Chain(Chain(txH, Dedup(store)), Recover(nil), Classify(),
-// eventID) is accepted, and a Chain in a router's branch may leave to the chain around the router what
-// every branch needs. A branch hidden from consumer.New (called by your own handler) that no chain
-// completes runs incomplete: build each branch complete, or check it yourself with consumer.Refused.
-// A refused h (consumer.Refuse), or a Pending one not made by Chain (even one whose error wraps a Chain's),
-// makes its error Chain's. A complete h is not inspected: its middlewares are
-// not counted with mws. Other middlewares are allowed anywhere and are not called by the check; a chain
-// composed by hand (mw.Wrap(h)) is not checked. A complete chain costs nothing more per message than the
-// wrapped middlewares; a pending one, one call and a nil check more until an outer Chain unwraps it.
-//
-// A chain whose Dedup store has a concurrency check (dedup.Store.CheckConcurrency, forwarded by
-// dedup/redisfast's layer), also one an outer Chain completes, comes back as consumer.Pending with that
-// check as its condition: consumer.Refused says nil, and consumer.New and Start refuse a store whose
-// transactions could hold every connection of the application's pool the handlers also use, naming the
-// fix; New then runs the chain without the Pending layer. An outer Chain given such a complete chain, or a
-// chain composed by hand, does not see the check: pass the store to consumer.WithHealthProbe as well.
+// Chain wraps h in mws, the first outermost: Chain(h, a, b) runs a, then b, then h. A wrong order of
+// rmqguard's middlewares is an error wrapping ErrChainOrder that names the fix; a nil h or a zero Middleware
+// wraps ErrNilDependency. A chain that lacks only what an outer chain adds comes back pending, refused by
+// consumer.New alone. See the package doc, "Chain rules".
 func Chain(h consumer.Handler, mws ...Middleware) (consumer.Handler, error) {
 	c := chainKinds{tx: dedup.IsTxHandler(h)}
 	if err := consumer.Refused(h); err != nil {

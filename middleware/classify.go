@@ -9,24 +9,9 @@ import (
 	"github.com/rmqguard/rmqguard/retry"
 )
 
-// Classify turns an error from the rest of the chain into an outcome with retry.Classify:
-//
-//   - permanent → consumer.DeadLetter (to %DLQ%<group> at once, the error as its reason);
-//   - infrastructure (the store is down or unwritable) → consumer.Unavailable, on every delivery, the
-//     last one included: the consumer pauses consumption and handles the message again when the store
-//     is back, without spending an attempt (an attempt is spent only by the message's own failure);
-//   - transient or unknown → consumer.Retry, keeping a delay level the inner outcome asked for.
-//
-// Dead letters carry a reason class in Outcome.Cause (an inner dead letter without one gets it from its
-// error): unidentifiable (an error wrapping ErrUnidentifiable) or permanent; on the last delivery panic, timeout (the retry's cause, or an error wrapping ErrPanic or
-// context.DeadlineExceeded) or exhausted.
-//
-// On the last delivery (Delivery.LastAttempt) a retry — asked for, from an error, or the zero Outcome —
-// becomes consumer.DeadLetter with the reason "retries exhausted …", so that the dead letter is counted and
-// carries its reason instead of being moved to the DLQ silently by the broker; except when ctx was
-// cancelled (the consumer is shutting down: the message is not answered and comes back as it was). The
-// error is passed on for logging; an outcome already set to dead letter or unavailable is kept; a success
-// without error is unchanged.
+// Classify turns an error from the rest of the chain into an outcome with retry.Classify: permanent →
+// dead letter at once, infrastructure → consumer.Unavailable, other → retry; on the last delivery a retry
+// becomes a dead letter "retries exhausted …". See the package doc, "Classify".
 func Classify() Middleware {
 	return Middleware{kind: kindClassify, wrap: (&classifyMW{}).wrap}
 }

@@ -9,29 +9,10 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 )
 
-// Deadline gives the rest of the chain a context deadline d after the message reaches it (or keeps the
-// parent's, the consumer's Config.HandlerTimeout, when that is earlier) and runs it inline, on the
-// consumer's goroutine: no goroutine and no allocation per message beyond the context's own (none when the
-// parent's deadline is the earlier one: the parent's context is passed on as it is). It is the
-// deadline for handlers that honour their context — Dedup's transaction and every database/sql call made
-// with ctx end when it passes (database/sql rolls the transaction back), so the handler returns at once.
-// With d ≤ 0 it sets no deadline of its own and watches the parent's: Deadline(0) is the recommended form,
-// the consumer's Config.HandlerTimeout then being the one deadline.
-//
-// An outcome whose transaction committed (consumer.Outcome.Committed on an outcome that acknowledges the
-// message: Dedup's COMMIT answered after the deadline or the cancellation) passes through unchanged: a
-// committed transaction is never a timeout.
-// When the chain returns anything else after a deadline fired, the outcome is a retry with Cause
-// consumer.CauseTimeout and the reason "handler timeout"; the error wraps context.DeadlineExceeded and names
-// the deadline that fired: "middleware.Deadline(<d>)", or the parent context's (the consumer's
-// HandlerTimeout) with the time it had left when the message reached Deadline. The handler's own error, if
-// any, is kept as text only, so a late error cannot change how the message is classified. When the parent
-// was cancelled (the consumer is stopping) the outcome is a retry "handler cancelled" and the error wraps
-// context.Canceled. Results returned before any deadline pass through unchanged.
-//
-// A handler that ignores its context keeps the consumer's goroutine until it returns; Timeout returns at the
-// deadline instead, at the price of a goroutine per message. A panic inside propagates, with the handler's
-// stack, to Recover.
+// Deadline gives the rest of the chain a context deadline d (or the consumer's HandlerTimeout when earlier;
+// d ≤ 0: that one only) and runs it inline: a run that outlives it without a commit is a retry with Cause
+// consumer.CauseTimeout. It costs no goroutine; the handler must honour its context. See the package doc,
+// "Deadline and Timeout".
 func Deadline(d time.Duration) Middleware {
 	own := newOwnDeadline("middleware.Deadline", d)
 	return Middleware{kind: kindDeadline, wrap: (&deadlineMW{own: own}).wrap}

@@ -10,47 +10,10 @@ import (
 	"github.com/rmqguard/rmqguard/retry"
 )
 
-// Dedup runs the rest of the chain inside one local transaction that first inserts the message's
-// processed_event row, keyed by the store's dedup scope (the consumer group unless dedup.WithScope names
-// another) and the event ID. The transaction is in the context (dedup.TxFromContext; use dedup.Handle for
-// a typed handler), and so is its after-commit list (dedup.AfterCommit: run once after the commit only). It commits only when the handler returns consumer.Processed (or
-// consumer.Duplicate, its own finding that the effect exists) without error; otherwise it rolls back,
-// releasing the key. A consumer.Stale outcome without error (from Version, or the handler's own finding)
-// rolls the transaction back too — the event writes nothing, even what the handler wrote before deciding —
-// and then records the decision: a processed_event row with result_status dedup.ResultStale in a transaction
-// of its own (dedup.Store.RecordStale), so that a later delivery of the event is a duplicate, not a second
-// stale; if that insert fails, the error is returned (a retry, or Unavailable through Classify when the store
-// failed: dedup.Store.RecordStale marks that). The processed path costs no extra
-// statement. An event ID the scope already processed is a consumer.Duplicate and the handler
-// does not run; its Cause (redelivery, resend or replay) comes from the stored row (dedup.Store.DuplicateCause,
-// one SELECT on the duplicate path only). A failed begin, claim or commit is returned as an error (a retry): a message is never
-// acknowledged unless its row committed (a COMMIT whose answer is lost is decided by reading its row back,
-// dedup.Txn.Commit; an error when that read cannot tell, never a guess).
-// The outcome of a committed transaction (processed, a recorded stale) and of a duplicate (its row
-// committed earlier) carries consumer.Outcome.Committed, so that a deadline that passed while the store
-// answered (Deadline, Timeout) keeps it instead of reporting a timeout (see commit.go). Before committing
-// it checks that the transaction still holds its row (dedup.Store.Confirm): a deadlock inside the handler
-// rolls the whole transaction back, and a handler that retried its statement would otherwise commit the
-// effect without the row. On a store with its own
-// transaction pool (dedup.WithTxDSN) that check reads the row back only when a statement of the
-// transaction failed or was not plain DML, so a processed message costs BEGIN, the claim, the handler's
-// writes and COMMIT. The Delivery must carry
-// an EventID (put EventID before Dedup).
-//
-// store is any dedup.TxStore: a *dedup.Store, or a fast-path layer wrapping one. Before Begin, Dedup asks
-// store.Done; an event the store knows is done is a consumer.Duplicate without a transaction (with the
-// cause the store knows, or none: the consumer then reports consumer.CauseUnknown). *dedup.Store never
-// knows (no round trip).
-//
-// In a batch (consumer.Config.BatchSize > 1, consumer.BatchFromContext) the members of one callback share
-// one transaction instead, committed once after the last: the first pass claims them in one statement and
-// runs their handlers after the last member, in aggregate order, without savepoints (dedup_deferred.go);
-// a member not kept makes the consumer handle the batch again carefully, a SAVEPOINT per member
-// (dedup_batch.go). dedup.HandleBatch handles a batch's new members in one call.
-//
-// A nil store (nil, or a nil *dedup.Store left by a failed dedup.NewStore) is an error wrapping
-// ErrNilDependency. Dedup applied by hand to a nil handler is consumer.Refuse. A store with a concurrency check (a *dedup.Store) makes
-// Chain's chain checked by consumer.New (see Chain).
+// Dedup runs the rest of the chain in one local transaction that first inserts the message's
+// processed_event row (scope and event ID), and commits it only with a processed outcome (a stale one is
+// rolled back and recorded apart); a copy already committed is a duplicate, acknowledged without running
+// the handler. A nil store is an error wrapping ErrNilDependency. See the package doc, "Dedup".
 func Dedup(store dedup.TxStore) (Middleware, error) {
 	if isNil(store) {
 		return Middleware{}, fmt.Errorf("%w: middleware.Dedup: store is nil — did dedup.NewStore fail? check its error", ErrNilDependency)

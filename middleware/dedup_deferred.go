@@ -14,6 +14,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/collect"
+	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -328,7 +329,7 @@ func (m *deferredMember) notKept(why string) error {
 // deadlocked reports whether err is MySQL's 1213: the server rolled the whole transaction back.
 func deadlocked(err error) bool {
 	var me *mysql.MySQLError
-	return errors.As(err, &me) && me.Number == retry.ErLockDeadlock
+	return errors.As(err, &me) && me.Number == mysqlerr.ErLockDeadlock
 }
 
 // fail rolls txn back after a member was not kept (ended: its handler's context had ended; failure: its

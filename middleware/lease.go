@@ -12,35 +12,9 @@ import (
 )
 
 // Lease is Dedup in lease mode (claim first), for a handler whose external call must happen before the
-// commit because its answer is written (charge a card, store the charge ID) and which the other side cannot
-// dedup. Before the handler runs, a lease of duration lease on the event is committed (dedup.Store.ClaimLease);
-// the handler's transaction then deletes it with its processed_event row and business writes, so "done"
-// commits exactly with them. Put it where Dedup goes (Chain treats it as Dedup: EventID and Classify before
-// it, Version after it; it serves dedup.Handle handlers), never both. Per delivery:
-//   - another delivery holds a live lease (its handler is running, or died less than lease ago): a retry
-//     with cause consumer.CauseLeaseHeld at the broker delay level covering lease (on a default broker:
-//     1s 5s 10s 30s 1m … 2h), never acknowledged; the handler does not run;
-//   - the lease expired without a commit (its holder died): this delivery takes it over by a conditional
-//     UPDATE and dedup.Takeover(ctx) reports true to the handler, which should ask the other side whether
-//     the call happened before calling again; the processed outcome carries consumer.CauseTakeover
-//     (rmqguard_lease_takeovers_total);
-//   - the handler returns an error (its context live; not a deadline, a cancellation, a panic or an
-//     outage, after which the lease is expired) or an outcome that does not commit: the lease is released, and the retry runs as a new claim —
-//     return an error only when the call did not take effect;
-//     after a takeover the lease is expired instead, so the retry is a takeover too (the dead holder's call
-//     may still have happened);
-//   - the run ends without a commit after the handler returned success, at its deadline, or by a panic: the
-//     lease is expired at once, so the next delivery is a takeover;
-//   - the event is done (its processed_event row committed): a duplicate, as with Dedup.
-//
-// lease must exceed the handler's deadline (consumer.Config.HandlerTimeout), or a slow handler's lease can
-// expire while it still runs: consumer.New and Start refuse a Chain holding Lease whose lease is not longer
-// than HandlerTimeout, or with BatchSize > 1, naming the fix (run by hand in a batch, a message is
-// dead-lettered as permanent, saying so). The handler must end when its context does (make the call with
-// ctx): one running past its lease runs alongside the delivery that takes it over. Chain refuses Timeout
-// inside Lease. An outage of the store while claiming, holding or committing is
-// classified infrastructure (consumer.Unavailable through Classify): no attempt is spent on it. A nil
-// store or a lease that is not positive is an error (a nil store wraps ErrNilDependency).
+// commit: a lease of duration lease on the event is committed before the handler runs. lease must exceed
+// HandlerTimeout; BatchSize > 1 is refused. A nil store or a lease ≤ 0 is an error. See the package doc,
+// "Lease".
 func Lease(store *dedup.Store, lease time.Duration) (Middleware, error) {
 	if store == nil {
 		return Middleware{}, fmt.Errorf("%w: middleware.Lease: store is nil — did dedup.NewStore fail? check its error", ErrNilDependency)

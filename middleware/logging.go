@@ -10,16 +10,9 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 )
 
-// Logging writes one debug line per run of the rest of the chain ("handler run"): group, topic, msg_id,
-// keys, event_id, attempt (ReconsumeTimes), the chain's outcome, duration (the run's wall time), reason
-// and error when set; never the body. It is a tracing aid, off unless the logger enables debug: the
-// consumer itself logs each message's final decision once, at the level that says whether a person must
-// look (consumer.WithLogger), so Logging is not part of the recommended chain. A message's chain may run
-// more than once before its decision (a batch handled again after its first pass, or after losing its
-// shared transaction, a run repeated after a wait for the store): Logging writes a line for each run, the
-// consumer one per message. In a batch's first pass the run ends at Dedup, which defers the handler:
-// "processed: deferred to the batch's commit".
-// A nil log is zap.NewNop() (no lines).
+// Logging writes one debug line per run of the rest of the chain (never the body): a tracing aid, not part
+// of the recommended chain; the consumer logs each final decision itself. A nil log writes nothing. See the
+// package doc, "Logging".
 func Logging(log *zap.Logger) Middleware {
 	if log == nil {
 		log = zap.NewNop()

@@ -11,18 +11,9 @@ import (
 	"github.com/rmqguard/rmqguard/retry"
 )
 
-// Metrics records in m what only the chain knows, after the rest of the chain: the chain's time per run
-// (rmqguard_handle_duration_seconds), recovered panics (rmqguard_panics_total: errors wrapping ErrPanic),
-// unidentifiable messages (rmqguard_unidentifiable_total: errors wrapping ErrUnidentifiable) and handler
-// errors by retry class (rmqguard_handler_errors_total). It does not count messages or duplicates: the
-// consumer reports each message's final decision once (consumer.WithObserver(m) feeds
-// rmqguard_messages_total, rmqguard_duplicates_total, rmqguard_dead_letters_total …), after a batch is
-// combined and dead letters are published. Labels use the original topic (restored from RETRY_TOPIC).
-// In a batch's first pass the run ends at Dedup, which defers the handler to the batch's end (its errors
-// are met again in the careful pass that follows them). Each chain keeps the
-// rmqguard_handle_duration_seconds series of the (group, topic) pairs it has seen (up to 256), so a message
-// costs no label lookup; those series must not be deleted from m.HandleDuration.
-// A nil m is an error wrapping ErrNilDependency.
+// Metrics records in m what only the chain sees: handle duration, recovered panics, unidentifiable
+// messages and handler errors by class (messages and duplicates are counted by the consumer's Observer). A
+// nil m is an error wrapping ErrNilDependency. See the package doc, "Metrics".
 func Metrics(m *metrics.Metrics) (Middleware, error) {
 	if m == nil {
 		return Middleware{}, fmt.Errorf("%w: middleware.Metrics: m is nil: pass the *metrics.Metrics you registered, or leave Metrics out", ErrNilDependency)

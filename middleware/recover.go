@@ -49,18 +49,9 @@ func panicRetry() consumer.Outcome {
 	return o
 }
 
-// Recover turns a panic inside the chain into a retry: the outcome is consumer.Retry (Cause
-// consumer.CausePanic) and the error is a
-// *PanicError (wrapping ErrPanic) with the panic value. It logs one error-level line per panic with group,
-// topic, msg_id, the panic value and the panicking goroutine's stack (field "stack"): for a panic it
-// recovers itself, and for a *PanicError returned from inside (middleware.Timeout recovers the panics of
-// its own goroutine and returns them so). The stack is written once: Recover turns off zap's automatic
-// "stacktrace" on its logger (zap's production config adds one at error level, Recover's own frames,
-// not the handler's). The consumer then logs the message's decision (a retry, or a dead letter on the
-// last delivery) without a stack. A transaction opened inside is rolled back by the middleware that
-// opened it (deferred rollback). A nil log is zap.NewNop(): panics are still recovered, not logged. A
-// handler that Dedup runs in a batch's first pass (after the chain returned) panics outside Recover: the
-// consumer logs that panic at warn (consumer.WithLogger), and Recover the careful pass's, if it recurs.
+// Recover turns a panic inside the chain into a retry (Cause consumer.CausePanic) whose error is a
+// *PanicError wrapping ErrPanic, and logs one error line per panic with the handler's stack. A nil log
+// recovers without logging. See the package doc, "Recover".
 func Recover(log *zap.Logger) Middleware {
 	if log == nil {
 		log = zap.NewNop()

@@ -26,15 +26,10 @@ type StandardConfig struct {
 	Version *VersionConfig
 }
 
-// Standard returns h in rmqguard's recommended chain, outermost first:
-//
-//	Metrics (if cfg.Metrics != nil) → Recover(cfg.Logger) → Classify → EventID(cfg.EventID) → Deadline(0) →
-//	Dedup(cfg.Store) → Version(cfg.Version, if set) → h
-//
-// The result is exactly Chain(h, that list): copy the list into Chain to change it. A bad EventID or
-// Version config, a nil Store or nil h is an error naming the fix; Version's construction checks the aggregate_version table (see Version). A
-// Store on the application's pool (no dedup.WithTxDSN) is checked by consumer.New against the handlers it
-// runs at once (see Chain).
+// Standard returns h in rmqguard's recommended chain, outermost first: Metrics (if cfg.Metrics is set) →
+// Recover → Classify → EventID → Deadline(0) → Dedup → Version (if cfg.Version is set) → h; exactly Chain(h,
+// that list). A bad config, a nil Store or a nil h is an error naming the fix. See the package doc,
+// "Standard".
 func Standard(h consumer.Handler, cfg StandardConfig) (consumer.Handler, error) {
 	var mws []Middleware
 	if cfg.Metrics != nil {

@@ -9,36 +9,10 @@ import (
 	"github.com/rmqguard/rmqguard/dedup"
 )
 
-// Version checks each event's aggregate version against the stored one, inside the dedup transaction, so
-// that a stale event never overwrites newer state: an event may arrive after a newer one for the same
-// aggregate (a retry, a replay, another queue), so a state change is applied only when its version follows
-// the stored one, as a precondition checked in the transaction that writes it. Put it
-// after Dedup: it takes the transaction from the context; without one every message fails with an error
-// wrapping dedup.ErrNoTx that says so, and is retried. The stored version comes from cfg.Load, or else from
-// store's aggregate_version table, keyed by the dedup scope (store.Scope), cfg.AggregateType and the
-// aggregate ID, whose row it locks until the transaction ends (dedup.Store.AggregateVersion). It sets
-// Delivery.AggregateID and Delivery.Version, then:
-//
-//   - an event type not in cfg.EventTypes (when set): passes through, unchecked;
-//   - no aggregate ID or no version: with cfg.Require, consumer.DeadLetter with the reason (permanent, never
-//     retried); otherwise passes through unchecked. A version that is not a decimal integer ≥ 1 is a dead
-//     letter in both cases (and, in table mode, an aggregate ID longer than dedup.MaxAggregateIDLength);
-//   - version ≤ stored: consumer.Stale("aggregate order o-1: event version 5 ≤ stored 7"); the handler does
-//     not run, and Dedup rolls back and records the event as stale (a replay is then a duplicate);
-//   - version = stored + 1: the handler runs; when it returns consumer.Processed, or consumer.Duplicate (its
-//     own finding that the event's effect exists: Dedup commits that too), without error, the stored
-//     version moves to the event's in the same transaction (table mode; with Load the handler's own
-//     conditional update moves it);
-//   - version > stored + 1, a gap (an earlier event has not arrived): consumer.Retry(cfg.GapDelayLevel,
-//     "version gap: …") while Attempt < GapRetries and the delivery is not the last; then cfg.OnGap:
-//     GapDeadLetter → consumer.DeadLetter("version gap: …", reason class consumer.CauseVersionGap),
-//     GapApply → applied as the next version would be (the stored version jumps).
-//
-// Two events of one aggregate handled at once are serialised by the row lock (table mode), a new aggregate's
-// too: they never both apply on one stored version, and the second sees what the first left. Errors of the
-// loader, the store and the handler are returned as they are. It returns an error naming the field when cfg is invalid, or when store is nil without Load;
-// without Load, also one wrapping dedup.ErrSchema when aggregate_version is missing (run dedup.Migrate), or
-// the error of that check (bounded by 5 s).
+// Version checks each event's aggregate version against the stored one inside the dedup transaction, so
+// that a stale event never overwrites newer state (a stale or repeated version is acknowledged as stale). It
+// returns an error naming the field for an invalid cfg, a nil store without Load, or a missing
+// aggregate_version table (wrapping dedup.ErrSchema). See the package doc, "Version".
 func Version(store *dedup.Store, cfg VersionConfig) (Middleware, error) {
 	if err := cfg.validate(store); err != nil {
 		return Middleware{}, err

@@ -18,6 +18,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/outboxadmin"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -173,7 +174,7 @@ func TestEffect_ExhaustedIsParkedListedAndRetried(t *testing.T) {
 	require.Equal(t, 1.0, testutil.ToFloat64(m.Parked.WithLabelValues(outbox.KindEffect)))
 	require.Equal(t, 3.0, testutil.ToFloat64(m.Effects.WithLabelValues("notify", "failed")), "order-1's 3 runs")
 	require.Equal(t, 1.0, testutil.ToFloat64(m.Effects.WithLabelValues("notify", "ok")), "order-2's run")
-	parked, err := outbox.List(context.Background(), e.db, e.tables, outbox.StatusParked, 10)
+	parked, err := outboxadmin.List(context.Background(), e.db, e.tables, outbox.StatusParked, 10)
 	require.NoError(t, err)
 	require.Len(t, parked, 1)
 	require.Equal(t, "order-1-paid", parked[0].SourceEventID)
@@ -183,7 +184,7 @@ func TestEffect_ExhaustedIsParkedListedAndRetried(t *testing.T) {
 	mu.Lock()
 	healthy["order-1-paid"] = true
 	mu.Unlock()
-	n, err := outbox.Retry(context.Background(), e.db, e.tables, parked[0].ID)
+	n, err := outboxadmin.Retry(context.Background(), e.db, e.tables, parked[0].ID)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
 	ob.Wake()

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/retry"
 )
@@ -78,8 +79,8 @@ type Observer interface {
 	Backlog(pending, parked int, oldest time.Duration)
 }
 
-// Validate returns the problems of c, each naming the field.
-func (c Config) Validate() error {
+// validate returns the problems of c, each naming the field.
+func (c Config) validate() error {
 	var errs []error
 	for i, ns := range c.NameServers {
 		if !strings.Contains(ns, ":") {
@@ -140,7 +141,7 @@ func New(store *dedup.Store, cfg Config) (*Outbox, error) {
 	if store == nil {
 		return nil, errors.New("outbox: New: store is nil")
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	return &Outbox{cfg: cfg.withDefaults(), store: store, db: store.DB(),
@@ -221,7 +222,7 @@ func (o *Outbox) insert(ctx context.Context, d *consumer.Delivery, r row) (strin
 	_, err := tx.ExecContext(ctx, o.q.insert, r.Kind, r.EventID, cut(d.EventID, 128), cut(scope, 128), r.Name,
 		r.ShardingKey, r.Topic, r.Tag, cut(r.Keys, 1024), r.Properties, r.Body)
 	if err != nil {
-		if _, dup := retry.DuplicateKey(err); dup {
+		if _, dup := mysqlerr.DuplicateKey(err); dup {
 			return "", retry.Permanent(fmt.Errorf("outbox: %s %q recorded twice for event %s: %w", r.Kind, r.Name, d.EventID, err))
 		}
 		return "", fmt.Errorf("outbox: record %s %q: %w", r.Kind, r.Name, err)

@@ -2,12 +2,8 @@ package outbox
 
 import (
 	"database/sql"
-	"fmt"
 	"strconv"
 	"strings"
-	"time"
-
-	"github.com/jmoiron/sqlx"
 )
 
 // Row kinds.
@@ -120,28 +116,4 @@ func (q queries) claimHeads(messages bool, effects []string) (func(from int64, l
 	return func(from int64, limit int) string {
 		return head + strconv.FormatInt(from, 10) + tail + strconv.Itoa(limit)
 	}, args
-}
-
-// sqlxIn expands the IN (?) of query for ids.
-func sqlxIn(query string, ids []int64) (string, []any, error) {
-	q, args, err := sqlx.In(query, ids)
-	if err != nil {
-		return "", nil, fmt.Errorf("outbox: %w", err)
-	}
-	return q, args, nil
-}
-
-// Row is an outbox row as List shows it.
-type Row struct {
-	ID            int64     `db:"id"`
-	Kind          string    `db:"kind"`
-	EventID       string    `db:"event_id"`
-	SourceEventID string    `db:"source_event_id"`
-	Name          string    `db:"name"`
-	ShardingKey   string    `db:"sharding_key"`
-	Topic         string    `db:"topic"`
-	Status        string    `db:"status"`
-	Attempts      int       `db:"attempts"`
-	LastError     string    `db:"last_error"`
-	CreatedAt     time.Time `db:"created_at"`
 }

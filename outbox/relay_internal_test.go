@@ -437,39 +437,6 @@ func TestRelay_EachKeysRowsGoOutInIdOrderToOneQueueAcrossBatches(t *testing.T) {
 	require.Positive(t, batches, "some rounds sent batches")
 }
 
-// Purge deletes the sent rows past the window, in id order, up to the first sent row still inside it;
-// pending and parked rows stay, whatever their age.
-func TestPurge_DeletesSentRowsPastTheWindowUpToTheFirstYoungOne(t *testing.T) {
-	tb, o := newTable(t, Config{})
-	rows := []struct{ status, sentAgo string }{
-		{StatusSent, "240 HOUR"}, {StatusSent, "240 HOUR"}, {StatusPending, ""}, {StatusParked, ""},
-		{StatusSent, "1 HOUR"}, {StatusSent, "240 HOUR"},
-	}
-	var ids []int64
-	for i, r := range rows {
-		id := tb.add(t, o, KindMessage, "m-"+strconv.Itoa(i), "k-"+strconv.Itoa(i))
-		ids = append(ids, id)
-		if r.sentAgo != "" {
-			_, err := tb.db.Exec("UPDATE "+tb.t+" SET status = 'sent', sent_at = UTC_TIMESTAMP(6) - INTERVAL "+r.sentAgo+" WHERE id = ?", id)
-			require.NoError(t, err)
-		} else {
-			_, err := tb.db.Exec("UPDATE "+tb.t+" SET status = ?, created_at = UTC_TIMESTAMP(6) - INTERVAL 400 HOUR WHERE id = ?", r.status, id)
-			require.NoError(t, err)
-		}
-	}
-	tables, err := dedup.NewTables(strings.TrimSuffix(tb.t, Table))
-	require.NoError(t, err)
-	n, err := Purge(context.Background(), tb.db, tables, 24*time.Hour, 1)
-	require.NoError(t, err)
-	require.EqualValues(t, 2, n)
-	var left []int64
-	require.NoError(t, tb.db.Select(&left, "SELECT id FROM "+tb.t+" ORDER BY id"))
-	require.Equal(t, ids[2:], left, "the two old sent rows before the young one are deleted; the one after it waits for it")
-	n, err = Purge(context.Background(), tb.db, tables, 30*time.Minute, 1000)
-	require.NoError(t, err)
-	require.EqualValues(t, 2, n, "with a shorter window the young row and the one after it go too")
-}
-
 // The relay's routes list a topic's writable queues as the client does (broker by broker, queue ids in
 // order); a topic the name server does not know gives an error and no queues (its messages then go
 // alone), and a failed lookup keeps the last list known.

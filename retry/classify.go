@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 )
 
 // Class is the retry class of an error.
@@ -43,45 +45,6 @@ func (c Class) String() string {
 		return "unknown"
 	}
 }
-
-// MySQL error numbers that the classification knows (MySQL and MariaDB share them).
-const (
-	// ErDupEntry is ER_DUP_ENTRY: "Duplicate entry … for key …".
-	ErDupEntry uint16 = 1062
-	// ErLockWaitTimeout is ER_LOCK_WAIT_TIMEOUT.
-	ErLockWaitTimeout uint16 = 1205
-	// ErLockDeadlock is ER_LOCK_DEADLOCK.
-	ErLockDeadlock uint16 = 1213
-	// ErServerShutdown is ER_SERVER_SHUTDOWN.
-	ErServerShutdown uint16 = 1053
-	// ErConCount is ER_CON_COUNT_ERROR: too many connections.
-	ErConCount uint16 = 1040
-	// ErQueryInterrupted is ER_QUERY_INTERRUPTED (e.g. KILL QUERY, max_statement_time).
-	ErQueryInterrupted uint16 = 1317
-	// ErBadNullError is ER_BAD_NULL_ERROR: a NOT NULL column given NULL.
-	ErBadNullError uint16 = 1048
-	// ErWarnDataOutOfRange is ER_WARN_DATA_OUT_OF_RANGE: a number that does not fit its column.
-	ErWarnDataOutOfRange uint16 = 1264
-	// ErTruncatedWrongValue is ER_TRUNCATED_WRONG_VALUE (e.g. an invalid date).
-	ErTruncatedWrongValue uint16 = 1292
-	// ErTruncatedWrongValueForField is ER_TRUNCATED_WRONG_VALUE_FOR_FIELD (e.g. invalid characters).
-	ErTruncatedWrongValueForField uint16 = 1366
-	// ErDataTooLong is ER_DATA_TOO_LONG: a string longer than its column.
-	ErDataTooLong uint16 = 1406
-	// ErOptionPreventsStatement is ER_OPTION_PREVENTS_STATEMENT; for a write it means the server runs
-	// with read_only (e.g. a former primary after a failover).
-	ErOptionPreventsStatement uint16 = 1290
-	// ErCantExecuteInReadOnlyTransaction is ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION.
-	ErCantExecuteInReadOnlyTransaction uint16 = 1792
-	// ErReadOnlyMode is ER_READ_ONLY_MODE (MySQL: super_read_only, e.g. a replica).
-	ErReadOnlyMode uint16 = 1836
-	// CrServerGoneError is CR_SERVER_GONE_ERROR, a client error number ("MySQL server has gone away");
-	// go-sql-driver reports it as mysql.ErrInvalidConn, proxies may pass the number on.
-	CrServerGoneError uint16 = 2006
-	// CrServerLost is CR_SERVER_LOST, a client error number ("Lost connection to MySQL server during
-	// query"), as CrServerGoneError.
-	CrServerLost uint16 = 2013
-)
 
 type permanentError struct{ err error }
 
@@ -149,16 +112,16 @@ func Classify(err error) Class {
 	var me *mysql.MySQLError
 	if errors.As(err, &me) {
 		switch me.Number {
-		case ErLockDeadlock, ErLockWaitTimeout, ErQueryInterrupted:
+		case mysqlerr.ErLockDeadlock, mysqlerr.ErLockWaitTimeout, mysqlerr.ErQueryInterrupted:
 			return ClassTransient
-		case ErServerShutdown, ErConCount, CrServerGoneError, CrServerLost:
+		case mysqlerr.ErServerShutdown, mysqlerr.ErConCount, mysqlerr.CrServerGoneError, mysqlerr.CrServerLost:
 			return ClassInfrastructure
-		case ErBadNullError, ErWarnDataOutOfRange, ErTruncatedWrongValue, ErTruncatedWrongValueForField, ErDataTooLong:
+		case mysqlerr.ErBadNullError, mysqlerr.ErWarnDataOutOfRange, mysqlerr.ErTruncatedWrongValue, mysqlerr.ErTruncatedWrongValueForField, mysqlerr.ErDataTooLong:
 			// The message carries data its columns cannot hold: retrying cannot help, the DLQ (and a replay
 			// after the fix) can.
 			return ClassPermanent
 		}
-		if ReadOnly(err) {
+		if mysqlerr.ReadOnly(err) {
 			return ClassInfrastructure
 		}
 	}
@@ -207,9 +170,3 @@ func mark(err error) (Class, bool) {
 	}
 	return ClassUnknown, false
 }
-
-// IsPermanent reports whether Classify(err) is Permanent.
-func IsPermanent(err error) bool { return Classify(err) == ClassPermanent }
-
-// IsInfrastructure reports whether Classify(err) is Infrastructure.
-func IsInfrastructure(err error) bool { return Classify(err) == ClassInfrastructure }

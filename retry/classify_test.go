@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -24,63 +25,10 @@ func wrapTwice(err error) error {
 	return fmt.Errorf("handler: reserve inventory: %w", fmt.Errorf("dedup: claim group cg event e-1: %w", err))
 }
 
-func TestDuplicateKey_F14_MySQL8WordingWrappedTwice(t *testing.T) {
-	err := wrapTwice(&mysql.MySQLError{Number: 1062, Message: "Duplicate entry 'e-1' for key 'processed_event.PRIMARY'"})
-
-	key, ok := retry.DuplicateKey(err)
-
-	require.True(t, ok, "1062 wrapped twice must be found with errors.As")
-	assert.Equal(t, "PRIMARY", key, "the table prefix of the MySQL 8 wording is dropped")
-}
-
-func TestDuplicateKey_F14_MariaDBWordingWrappedTwice(t *testing.T) {
-	err := wrapTwice(&mysql.MySQLError{Number: 1062, Message: "Duplicate entry 'e-1' for key 'PRIMARY'"})
-
-	key, ok := retry.DuplicateKey(err)
-
-	require.True(t, ok)
-	assert.Equal(t, "PRIMARY", key)
-}
-
-func TestDuplicateKey_F14_SecondaryKeyNameKept(t *testing.T) {
-	err := wrapTwice(&mysql.MySQLError{Number: 1062, Message: "Duplicate entry 'c-7' for key 'inventory_change.uk_change_id'"})
-
-	key, ok := retry.DuplicateKey(err)
-
-	require.True(t, ok)
-	assert.Equal(t, "uk_change_id", key, "a 1062 on a business key names that key, so it is not mistaken for the dedup row")
-}
-
-func TestDuplicateKey_F14_DecidedByNumberNotText(t *testing.T) {
-	// A message that reads like a duplicate but carries another error number is not a duplicate.
-	notDup := wrapTwice(&mysql.MySQLError{Number: 1213, Message: "Duplicate entry 'e-1' for key 'PRIMARY'"})
-	_, ok := retry.DuplicateKey(notDup)
-	assert.False(t, ok, "1213 must not be a duplicate whatever its text says")
-
-	// A 1062 whose text carries no key is still a duplicate, with an empty key name.
-	key, ok := retry.DuplicateKey(&mysql.MySQLError{Number: 1062, Message: "something else entirely"})
-	assert.True(t, ok)
-	assert.Empty(t, key)
-}
-
-func TestDuplicateKey_NonMySQLErrorsAreNotDuplicates(t *testing.T) {
-	for name, err := range map[string]error{
-		"nil":              nil,
-		"plain":            errors.New("Duplicate entry 'e-1' for key 'PRIMARY'"),
-		"other mysql code": &mysql.MySQLError{Number: 1146, Message: "Table 'x.processed_event' doesn't exist"},
-	} {
-		t.Run(name, func(t *testing.T) {
-			key, ok := retry.DuplicateKey(err)
-			assert.False(t, ok)
-			assert.Empty(t, key)
-		})
-	}
-}
-
 func TestClassify_F15_DeadlockIsTransient(t *testing.T) {
 	err := wrapTwice(&mysql.MySQLError{Number: 1213, Message: "Deadlock found when trying to get lock; try restarting transaction"})
 	assert.Equal(t, retry.ClassTransient, retry.Classify(err))
-	assert.False(t, retry.IsPermanent(err))
+	assert.False(t, retry.Classify(err) == retry.ClassPermanent)
 }
 
 func TestClassify_F15_LockWaitTimeoutIsTransient(t *testing.T) {
@@ -96,7 +44,7 @@ func TestClassify_F14_DuplicateKeyIsNotTransientOrPermanent(t *testing.T) {
 }
 
 func TestClassify_OtherTransientMySQLNumbers(t *testing.T) {
-	for _, n := range []uint16{retry.ErQueryInterrupted} {
+	for _, n := range []uint16{mysqlerr.ErQueryInterrupted} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			assert.Equal(t, retry.ClassTransient, retry.Classify(wrapTwice(&mysql.MySQLError{Number: n})))
 		})
@@ -106,23 +54,13 @@ func TestClassify_OtherTransientMySQLNumbers(t *testing.T) {
 
 // F19/F20: a store that is down, overloaded or read-only is not the message's failure.
 func TestClassify_F19_F20_InfrastructureMySQLNumbers(t *testing.T) {
-	for _, n := range []uint16{retry.ErConCount, retry.ErServerShutdown, retry.ErOptionPreventsStatement,
-		retry.ErReadOnlyMode, retry.ErCantExecuteInReadOnlyTransaction, retry.CrServerGoneError, retry.CrServerLost} {
+	for _, n := range []uint16{mysqlerr.ErConCount, mysqlerr.ErServerShutdown, mysqlerr.ErOptionPreventsStatement,
+		mysqlerr.ErReadOnlyMode, mysqlerr.ErCantExecuteInReadOnlyTransaction, mysqlerr.CrServerGoneError, mysqlerr.CrServerLost} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			err := wrapTwice(&mysql.MySQLError{Number: n})
 			assert.Equal(t, retry.ClassInfrastructure, retry.Classify(err))
-			assert.True(t, retry.IsInfrastructure(err))
+			assert.True(t, retry.Classify(err) == retry.ClassInfrastructure)
 		})
-	}
-}
-
-func TestReadOnly_F20_OnlyTheReadOnlyNumbers(t *testing.T) {
-	for _, n := range []uint16{1290, 1792, 1836} {
-		assert.True(t, retry.ReadOnly(wrapTwice(&mysql.MySQLError{Number: n})), "MySQL %d", n)
-	}
-	for _, err := range []error{nil, errors.New("read only"), &mysql.MySQLError{Number: 1213},
-		&mysql.MySQLError{Number: 1040}, driver.ErrBadConn} {
-		assert.False(t, retry.ReadOnly(err), "%v", err)
 	}
 }
 
@@ -141,8 +79,8 @@ func TestInfrastructure_F19_MarkClassifiesAndKeepsTheMessage(t *testing.T) {
 // A value its column cannot hold (1406 data too long, 1264 out of range, …) will not fit on a retry: the
 // message goes to the DLQ at once with the reason, instead of MaxAttempts redeliveries.
 func TestClassify_MySQLDataErrorsArePermanent(t *testing.T) {
-	for _, n := range []uint16{retry.ErBadNullError, retry.ErWarnDataOutOfRange, retry.ErTruncatedWrongValue,
-		retry.ErTruncatedWrongValueForField, retry.ErDataTooLong} {
+	for _, n := range []uint16{mysqlerr.ErBadNullError, mysqlerr.ErWarnDataOutOfRange, mysqlerr.ErTruncatedWrongValue,
+		mysqlerr.ErTruncatedWrongValueForField, mysqlerr.ErDataTooLong} {
 		err := wrapTwice(&mysql.MySQLError{Number: n, Message: "data error"})
 		assert.Equal(t, retry.ClassPermanent, retry.Classify(err), "MySQL %d", n)
 	}
@@ -159,7 +97,7 @@ func TestClassify_PermanentMarkSurvivesWrapping(t *testing.T) {
 
 	assert.Equal(t, retry.ClassPermanent, retry.Classify(retry.Permanent(base)))
 	assert.Equal(t, retry.ClassPermanent, retry.Classify(err))
-	assert.True(t, retry.IsPermanent(err))
+	assert.True(t, retry.Classify(err) == retry.ClassPermanent)
 	assert.ErrorIs(t, err, base, "the mark keeps the cause reachable")
 }
 
@@ -188,7 +126,7 @@ func TestClassify_TransientErrorsAreTheMessagesOwn(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			assert.Equal(t, retry.ClassTransient, retry.Classify(err))
-			assert.False(t, retry.IsInfrastructure(err))
+			assert.False(t, retry.Classify(err) == retry.ClassInfrastructure)
 		})
 	}
 }
@@ -218,7 +156,7 @@ func TestClassify_F19_PlainNetworkErrorsAreTransientNotInfrastructure(t *testing
 	} {
 		t.Run(name, func(t *testing.T) {
 			assert.Equal(t, retry.ClassTransient, retry.Classify(err))
-			assert.False(t, retry.IsInfrastructure(err))
+			assert.False(t, retry.Classify(err) == retry.ClassInfrastructure)
 		})
 	}
 }
@@ -232,7 +170,7 @@ func (timeoutErr) Temporary() bool { return true }
 func TestClassify_UnknownAndNil(t *testing.T) {
 	assert.Equal(t, retry.ClassUnknown, retry.Classify(errors.New("db down")))
 	assert.Equal(t, retry.ClassUnknown, retry.Classify(nil))
-	assert.False(t, retry.IsPermanent(nil))
+	assert.False(t, retry.Classify(nil) == retry.ClassPermanent)
 }
 
 func TestPermanentTransient_NilStaysNil(t *testing.T) {
@@ -267,14 +205,6 @@ func TestClassify_MarksInsideJoinedErrorsAreFound(t *testing.T) {
 	assert.Equal(t, retry.ClassTransient, retry.Classify(errors.Join(rollback, retry.Transient(errors.New("busy")))))
 	assert.Equal(t, retry.ClassTransient, retry.Classify(retry.Transient(errors.Join(permanent))), "the outermost mark still wins")
 	assert.Equal(t, retry.ClassUnknown, retry.Classify(errors.Join(errors.New("a"), errors.New("b"))))
-}
-
-// The key name is the last quoted token after "for key", wherever that clause starts.
-func TestDuplicateKey_F14_KeyClauseAtTheStartOfTheMessage(t *testing.T) {
-	key, ok := retry.DuplicateKey(&mysql.MySQLError{Number: 1062, Message: "for key 'uk_order'"})
-
-	assert.True(t, ok)
-	assert.Equal(t, "uk_order", key)
 }
 
 // A message whose body is cut short fails to decode with io.ErrUnexpectedEOF (encoding/json's Decoder,

@@ -10,24 +10,12 @@ import (
 	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
-// DefaultQueues is the read and write queue count of a new business topic when Topic.Queues is 0.
-const DefaultQueues = 4
+// defaultQueues is the read and write queue count of a new business topic when Topic.Queues is 0.
+const defaultQueues = 4
 
-// GroupTopicQueues is the queue count of a new %RETRY% or %DLQ% topic: one queue each, as the broker
+// groupTopicQueues is the queue count of a new %RETRY% or %DLQ% topic: one queue each, as the broker
 // itself creates them.
-const GroupTopicQueues = 1
-
-// State says what Ensure found and did for one topic; its String is "created", "exists" or "updated".
-type State = rmq.State
-
-const (
-	// Exists: the topic had a route and was left as it was.
-	Exists = rmq.Exists
-	// Created: the topic had no route; it was created (perm 6) and its route is visible.
-	Created = rmq.Created
-	// Updated: a %DLQ% topic was not readable on some broker; the read bit was added, queue counts kept.
-	Updated = rmq.Updated
-)
+const groupTopicQueues = 1
 
 // Cluster says how to reach the cluster and where new topics go.
 type Cluster struct {
@@ -77,17 +65,17 @@ func (c Cluster) Validate() error {
 type Topic struct {
 	// Name is the topic as code names it, without the namespace (e.g. "ORDER", "%DLQ%inventory").
 	Name string
-	// Queues is the read and write queue count if the topic is created; 0 means DefaultQueues. An
+	// Queues is the read and write queue count if the topic is created; 0 means 4. An
 	// existing topic keeps its counts.
 	Queues int
 }
 
 // GroupTopics returns group's retry and dead-letter topics, %RETRY%<group> and %DLQ%<group>, with
-// GroupTopicQueues queues each (the namespace is added by Ensure).
+// groupTopicQueues queues each (the namespace is added by Ensure).
 func GroupTopics(group string) []Topic {
 	return []Topic{
-		{Name: rmq.RetryTopic(group), Queues: GroupTopicQueues},
-		{Name: rmq.DLQTopic(group), Queues: GroupTopicQueues},
+		{Name: rmq.RetryTopic(group), Queues: groupTopicQueues},
+		{Name: rmq.DLQTopic(group), Queues: groupTopicQueues},
 	}
 }
 
@@ -97,7 +85,7 @@ type Result struct {
 	Topic string
 	// State sums Brokers up: Created when the topic was created on some broker, else Updated when it was
 	// made readable on some broker, else Exists.
-	State State
+	State rmq.State
 	// Brokers say what was done on each master broker, sorted by broker name.
 	Brokers []BrokerResult
 }
@@ -110,7 +98,7 @@ type BrokerResult struct {
 	// Broker is the broker name (brokerName), Addr its master's "host:port" address.
 	Broker, Addr string
 	// State is Created (the broker held no queue of the topic), Exists, or Updated.
-	State State
+	State rmq.State
 }
 
 // String renders "<broker> (<addr>): created|exists|updated".
@@ -131,7 +119,7 @@ func Ensure(ctx context.Context, c Cluster, ts ...Topic) ([]Result, error) {
 	for _, t := range ts {
 		queues := t.Queues
 		if queues == 0 {
-			queues = DefaultQueues
+			queues = defaultQueues
 		}
 		states, err := rmq.EnsureTopicOn(ctx, c.NameServers, c.Brokers, t.Name, queues, opts...)
 		if len(states) > 0 {
@@ -146,12 +134,4 @@ func Ensure(ctx context.Context, c Cluster, ts ...Topic) ([]Result, error) {
 		}
 	}
 	return out, nil
-}
-
-// EnsureGroup ensures group's retry and dead-letter topics (GroupTopics) on every broker c names.
-func EnsureGroup(ctx context.Context, c Cluster, group string) ([]Result, error) {
-	if strings.TrimSpace(group) == "" {
-		return nil, errors.New("topics: ensure group topics: empty group")
-	}
-	return Ensure(ctx, c, GroupTopics(group)...)
 }

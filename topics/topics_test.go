@@ -27,14 +27,12 @@ func TestTopics_ClusterValidateNamesTheField(t *testing.T) {
 	assert.NotContains(t, err.Error(), "secret key set")
 	_, err = topics.Ensure(context.Background(), topics.Cluster{}, topics.Topic{Name: "T"})
 	assert.ErrorContains(t, err, "NameServers: required")
-	_, err = topics.EnsureGroup(context.Background(), topics.Cluster{NameServers: []string{"127.0.0.1:9876"}}, " ")
-	assert.ErrorContains(t, err, "empty group")
 }
 
 func TestTopics_GroupTopicsAreRetryAndDLQWithOneQueue(t *testing.T) {
 	assert.Equal(t, []topics.Topic{{Name: "%RETRY%g", Queues: 1}, {Name: "%DLQ%g", Queues: 1}}, topics.GroupTopics("g"))
-	assert.Equal(t, "%DLQ%ns%g: updated", topics.Result{Topic: "%DLQ%ns%g", State: topics.Updated}.String())
-	assert.Equal(t, "broker-b (10.0.0.2:10911): created", topics.BrokerResult{Broker: "broker-b", Addr: "10.0.0.2:10911", State: topics.Created}.String())
+	assert.Equal(t, "%DLQ%ns%g: updated", topics.Result{Topic: "%DLQ%ns%g", State: rmq.Updated}.String())
+	assert.Equal(t, "broker-b (10.0.0.2:10911): created", topics.BrokerResult{Broker: "broker-b", Addr: "10.0.0.2:10911", State: rmq.Created}.String())
 }
 
 // route returns topic's route from the shared name server, waiting until it is visible.
@@ -63,18 +61,18 @@ func TestTopics_CreatedExistsUpdatedOnTheBroker(t *testing.T) {
 	group := testenv.Unique("rmqguard-topics")
 	cleanup(t, ns, broker, "%RETRY%"+group, "%DLQ%"+group)
 
-	res, err := topics.EnsureGroup(ctx, cluster, group)
+	res, err := topics.Ensure(ctx, cluster, topics.GroupTopics(group)...)
 	require.NoError(t, err)
 	for i, topic := range []string{"%RETRY%" + group, "%DLQ%" + group} {
 		r := route(t, ctx, ns, topic)
 		require.Len(t, r, 1)
 		assert.Equal(t, rmq.QueueData{BrokerName: r[0].BrokerName, BrokerAddr: r[0].BrokerAddr, ReadQueues: 1, WriteQueues: 1, Perm: 6}, r[0], topic)
-		assert.Equal(t, topics.Result{Topic: topic, State: topics.Created,
-			Brokers: []topics.BrokerResult{{Broker: r[0].BrokerName, Addr: broker, State: topics.Created}}}, res[i])
+		assert.Equal(t, topics.Result{Topic: topic, State: rmq.Created,
+			Brokers: []topics.BrokerResult{{Broker: r[0].BrokerName, Addr: broker, State: rmq.Created}}}, res[i])
 	}
-	res, err = topics.EnsureGroup(ctx, cluster, group)
+	res, err = topics.Ensure(ctx, cluster, topics.GroupTopics(group)...)
 	require.NoError(t, err)
-	assert.Equal(t, []topics.State{topics.Exists, topics.Exists}, []topics.State{res[0].State, res[1].State}, "idempotent")
+	assert.Equal(t, []rmq.State{rmq.Exists, rmq.Exists}, []rmq.State{res[0].State, res[1].State}, "idempotent")
 
 	// A DLQ as brokers before 4.9.2 create it: write-only (perm 2), here with 2 read / 3 write queues.
 	old := testenv.Unique("rmqguard-topics-old")
@@ -83,25 +81,25 @@ func TestTopics_CreatedExistsUpdatedOnTheBroker(t *testing.T) {
 	require.Equal(t, 2, route(t, ctx, ns, "%DLQ%"+old)[0].Perm)
 	res, err = topics.Ensure(ctx, cluster, topics.Topic{Name: "%DLQ%" + old, Queues: 1})
 	require.NoError(t, err)
-	assert.Equal(t, topics.Updated, res[0].State)
+	assert.Equal(t, rmq.Updated, res[0].State)
 	r := route(t, ctx, ns, "%DLQ%"+old)[0]
 	assert.Equal(t, []int{6, 2, 3}, []int{r.Perm, r.ReadQueues, r.WriteQueues}, "readable, queue counts kept")
 	res, err = topics.Ensure(ctx, cluster, topics.Topic{Name: "%DLQ%" + old})
 	require.NoError(t, err)
-	assert.Equal(t, topics.Exists, res[0].State)
+	assert.Equal(t, rmq.Exists, res[0].State)
 
-	// A business topic: created with DefaultQueues on the broker given, then kept at that count.
+	// A business topic: created with the default 4 queues on the broker given, then kept at that count.
 	biz := "RMQGUARD_TOPICS_" + strings.ReplaceAll(testenv.Unique("t"), "-", "_")
 	cleanup(t, ns, broker, biz)
 	one := topics.Cluster{NameServers: []string{ns}, Brokers: []string{broker}}
 	res, err = topics.Ensure(ctx, one, topics.Topic{Name: biz})
 	require.NoError(t, err)
-	assert.Equal(t, topics.Created, res[0].State)
+	assert.Equal(t, rmq.Created, res[0].State)
 	res, err = topics.Ensure(ctx, one, topics.Topic{Name: biz, Queues: 8})
 	require.NoError(t, err)
-	assert.Equal(t, topics.Exists, res[0].State)
+	assert.Equal(t, rmq.Exists, res[0].State)
 	r = route(t, ctx, ns, biz)[0]
-	assert.Equal(t, []int{6, topics.DefaultQueues, topics.DefaultQueues}, []int{r.Perm, r.ReadQueues, r.WriteQueues})
+	assert.Equal(t, []int{6, 4, 4}, []int{r.Perm, r.ReadQueues, r.WriteQueues})
 }
 
 // A broker that does not answer fails Ensure with an error naming the topic and the broker.

@@ -70,7 +70,7 @@ func fastPath(ctx context.Context, store *dedup.Store, reg prometheus.Registerer
 	answered := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: redisDuplicatesMetric,
 		Help: "Duplicates answered by the Redis fast path (a done key) without a database round trip.",
-	}, []string{metrics.LabelGroup, metrics.LabelTopic})
+	}, []string{"group", "topic"})
 	if err := reg.Register(answered); err != nil {
 		return nil, nil, fmt.Errorf("register %s: %w", redisDuplicatesMetric, err)
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/dedup/redisfast"
 	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -93,7 +92,7 @@ func TestExampleConsumer_WiresTheRedisFastPath(t *testing.T) {
 	}
 
 	require.Equal(t, consumer.KindProcessed, deliver().Kind)
-	assert.Equal(t, 1.0, counterValue(t, reg, "rmqguard_redis_fallbacks_total", map[string]string{"reason": redisfast.ReasonMiss}))
+	assert.Equal(t, 1.0, counterValue(t, reg, "rmqguard_redis_fallbacks_total", map[string]string{"reason": "miss"}))
 	assert.Equal(t, -1.0, counterValue(t, reg, redisDuplicatesMetric, nil), "nothing answered by Redis yet")
 
 	o := deliver()

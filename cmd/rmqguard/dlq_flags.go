@@ -32,7 +32,7 @@ type scanFlags struct {
 // addScanFlags registers the shared flags on fs; withFilters adds the letter filters and --limit too.
 func (f *scanFlags) addScanFlags(fs *pflag.FlagSet, withFilters bool) {
 	fs.StringVar(&f.group, "group", "", "consumer group whose DLQ (%DLQ%<group>) to read (required)")
-	fs.StringVar(&f.eventIDProperty, "event-id-property", dlq.DefaultEventIDProperty, "property holding a letter's event ID")
+	fs.StringVar(&f.eventIDProperty, "event-id-property", "EVENT_ID", "property holding a letter's event ID")
 	fs.StringVar(&f.eventIDJSONField, "event-id-json-field", "", "top-level JSON body field holding the event ID when the property is absent (e.g. eventId)")
 	fs.BoolVar(&f.fixPerm, "fix-perm", false, "make a write-only DLQ (perm 2) readable (perm 6) first, keeping its queue counts")
 	if !withFilters {

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/outboxadmin"
 	"github.com/rmqguard/rmqguard/outbox"
 )
 
@@ -103,7 +104,7 @@ func newOutboxListCmd(g *globalOptions) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.with(cmd, g, func(ctx context.Context, db *sqlx.DB, t dedup.Tables) error {
-				rows, err := outbox.List(ctx, db, t, status, limit)
+				rows, err := outboxadmin.List(ctx, db, t, status, limit)
 				if err != nil {
 					return err
 				}
@@ -142,7 +143,7 @@ func newOutboxRetryCmd(g *globalOptions) *cobra.Command {
 				ids = append(ids, id)
 			}
 			return o.with(cmd, g, func(ctx context.Context, db *sqlx.DB, t dedup.Tables) error {
-				n, err := outbox.Retry(ctx, db, t, ids...)
+				n, err := outboxadmin.Retry(ctx, db, t, ids...)
 				if err != nil {
 					return err
 				}
@@ -169,7 +170,7 @@ func newOutboxPurgeCmd(g *globalOptions) *cobra.Command {
 				return errors.New("no window: pass --older-than, e.g. 168h")
 			}
 			return o.with(cmd, g, func(ctx context.Context, db *sqlx.DB, t dedup.Tables) error {
-				n, err := outbox.Purge(ctx, db, t, older, batch)
+				n, err := outboxadmin.Purge(ctx, db, t, older, batch)
 				fmt.Fprintf(cmd.OutOrStdout(), "outbox purge: deleted %d sent rows older than %s\n", n, older)
 				return err
 			})

@@ -33,7 +33,7 @@ func (l *Layer) Claim(ctx context.Context, txn *dedup.Txn, d *consumer.Delivery)
 	case err == nil:
 		key, msgID := l.Key(d), d.Msg.MsgId
 		if hookErr := txn.AfterCommit(func(ctx context.Context) { l.mark(ctx, key, msgID, false) }); hookErr != nil {
-			l.fallback(ReasonMarkFailed) // the transaction is already over: it will not commit either
+			l.fallback(reasonMarkFailed) // the transaction is already over: it will not commit either
 		}
 	case errors.Is(err, dedup.ErrDuplicate) && !l.ownClaim(ctx, txn, d):
 		l.mark(ctx, l.Key(d), "", true)
@@ -54,7 +54,7 @@ func (l *Layer) ClaimBatch(ctx context.Context, txn *dedup.Txn, ds []*consumer.D
 		case !dup[i]:
 			key, msgID := l.Key(d), d.Msg.MsgId
 			if hookErr := txn.AfterCommit(func(ctx context.Context) { l.mark(ctx, key, msgID, false) }); hookErr != nil {
-				l.fallback(ReasonMarkFailed)
+				l.fallback(reasonMarkFailed)
 			}
 		case !l.ownClaim(ctx, txn, d):
 			l.mark(ctx, l.Key(d), "", true)
@@ -96,8 +96,8 @@ func (l *Layer) RecordStale(ctx context.Context, d *consumer.Delivery) error {
 }
 
 // mark writes key = msgID with the TTL (only when absent if nx), bounded by Config.Timeout even when ctx
-// has ended (a commit that happened must still be recorded); a failure is counted as ReasonMarkFailed and
-// starts the cool-down; during one nothing is written (ReasonSkipped).
+// has ended (a commit that happened must still be recorded); a failure is counted as reasonMarkFailed and
+// starts the cool-down; during one nothing is written (reasonSkipped).
 func (l *Layer) mark(ctx context.Context, key, msgID string, nx bool) {
 	if l.quiet() {
 		return
@@ -112,7 +112,7 @@ func (l *Layer) mark(ctx context.Context, key, msgID string, nx bool) {
 	}
 	if err != nil {
 		l.coolDown()
-		l.fallback(ReasonMarkFailed)
+		l.fallback(reasonMarkFailed)
 	}
 }
 
@@ -124,7 +124,7 @@ func (l *Layer) RecordStaleIn(ctx context.Context, txn *dedup.Txn, d *consumer.D
 	}
 	key, msgID := l.Key(d), d.Msg.MsgId
 	if hookErr := txn.AfterCommit(func(ctx context.Context) { l.mark(ctx, key, msgID, false) }); hookErr != nil {
-		l.fallback(ReasonMarkFailed)
+		l.fallback(reasonMarkFailed)
 	}
 	return nil
 }

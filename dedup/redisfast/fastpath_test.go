@@ -51,7 +51,7 @@ func TestRedisFast_DoneKeyAnswersDuplicatesWithoutTheDatabase(t *testing.T) {
 	assert.Equal(t, consumer.KindDuplicate, resent.Kind)
 	assert.Equal(t, consumer.CauseResend, resent.Cause)
 	assert.Equal(t, 1, f.ledger.Count(t, ev), "applied once")
-	assert.Equal(t, 1, f.obs.get(redisfast.ReasonMiss), "only the first delivery missed")
+	assert.Equal(t, 1, f.obs.get("miss"), "only the first delivery missed")
 }
 
 // S8: the done key expired → MySQL decides (a duplicate, one effect), the miss is counted; the duplicate
@@ -65,19 +65,19 @@ func TestRedisFast_ExpiredDoneKeyMySQLDecides(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, consumer.KindProcessed, o.Kind)
 	f.waitExpired(t, f.key(ev))
-	misses := f.obs.get(redisfast.ReasonMiss)
+	misses := f.obs.get("miss")
 
 	o, err = f.handle(h, f.msg(ev))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindDuplicate, o.Kind, "MySQL's unique key decided")
 	assert.Equal(t, consumer.CauseResend, o.Cause, "the cause read from the stored row")
-	assert.Equal(t, misses+1, f.obs.get(redisfast.ReasonMiss), "the miss is counted")
+	assert.Equal(t, misses+1, f.obs.get("miss"), "the miss is counted")
 	assert.Equal(t, 1, f.ledger.Count(t, ev), "applied once")
 
 	o, err = f.handle(h, f.msg(ev))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindDuplicate, o.Kind)
-	assert.Equal(t, misses+1, f.obs.get(redisfast.ReasonMiss), "answered by the key the duplicate wrote")
+	assert.Equal(t, misses+1, f.obs.get("miss"), "answered by the key the duplicate wrote")
 	assert.Equal(t, 1, f.ledger.Count(t, ev))
 }
 
@@ -104,7 +104,7 @@ func TestRedisFast_RedisDownMidRunMySQLDecides(t *testing.T) {
 	}
 	assert.Equal(t, 1, f.ledger.Count(t, a))
 	assert.Equal(t, 1, f.ledger.Count(t, b))
-	assert.Equal(t, 1, f.obs.get(redisfast.ReasonError)+f.obs.get(redisfast.ReasonTimeout),
+	assert.Equal(t, 1, f.obs.get("error")+f.obs.get("timeout"),
 		"the first lookup after the stop failed; the cool-down (Config.Cooldown) spared Redis the rest")
 	assert.Equal(t, 6, fallThroughs(f.obs), "3 lookups and 3 key writes (b's commit, a's and b's duplicate), each counted once")
 }
@@ -125,7 +125,7 @@ func TestRedisFast_RedisTimeoutFallsThroughToMySQL(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindDuplicate, o.Kind)
 	assert.Equal(t, consumer.CauseResend, o.Cause, "from the stored row")
-	assert.Equal(t, 1, f.obs.get(redisfast.ReasonTimeout))
+	assert.Equal(t, 1, f.obs.get("timeout"))
 	assert.Equal(t, 1, f.ledger.Count(t, ev))
 }
 
@@ -159,7 +159,7 @@ func TestRedisFast_RedisStoppedForTheWholeRunChangesOnlySpeed(t *testing.T) {
 	}
 	assert.Equal(t, map[consumer.Kind]int{consumer.KindProcessed: events, consumer.KindDuplicate: events * (copies - 1)}, got)
 	f.ledger.RequireOncePerEvent(t, events)
-	assert.GreaterOrEqual(t, f.obs.get(redisfast.ReasonError)+f.obs.get(redisfast.ReasonTimeout), 1, "Redis was asked and failed")
+	assert.GreaterOrEqual(t, f.obs.get("error")+f.obs.get("timeout"), 1, "Redis was asked and failed")
 	assert.Equal(t, 2*events*copies, fallThroughs(f.obs), "every lookup and every commit's and duplicate's key write, counted once")
 }
 
@@ -182,8 +182,8 @@ func TestRedisFast_FallbacksExportedAsPrometheusCounter(t *testing.T) {
 	o, err := f.handle(h, f.msg(f.prefix+"-e"))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
-	assert.Equal(t, 1.0, testutil.ToFloat64(fallbacks.Total.WithLabelValues(redisfast.ReasonError)))
-	assert.Equal(t, 1.0, testutil.ToFloat64(fallbacks.Total.WithLabelValues(redisfast.ReasonSkipped)),
+	assert.Equal(t, 1.0, testutil.ToFloat64(fallbacks.Total.WithLabelValues("error")))
+	assert.Equal(t, 1.0, testutil.ToFloat64(fallbacks.Total.WithLabelValues("skipped")),
 		"the key write falls in the cool-down the failed lookup started")
 	assert.Equal(t, 1, f.ledger.Count(t, f.prefix+"-e"))
 }
@@ -193,8 +193,8 @@ var _ redisfast.Observer = (*metrics.RedisFallbacks)(nil)
 // fallThroughs is the number of Redis commands that fell through or were not sent, whatever the reason
 // (misses excepted).
 func fallThroughs(c *counts) int {
-	return c.get(redisfast.ReasonError) + c.get(redisfast.ReasonTimeout) + c.get(redisfast.ReasonMarkFailed) +
-		c.get(redisfast.ReasonSkipped)
+	return c.get("error") + c.get("timeout") + c.get("mark_failed") +
+		c.get("skipped")
 }
 
 // S8 on the store's own transaction pool (dedup.WithTxDSN, what the README wires): a duplicate MySQL
@@ -215,7 +215,7 @@ func TestRedisFast_DuplicateOnTheOwnPoolWritesTheDoneKey(t *testing.T) {
 		o, err := f.handle(h, f.msg(ev))
 		require.NoError(t, err)
 		assert.Equal(t, consumer.KindDuplicate, o.Kind)
-		assert.Equal(t, want, f.obs.get(redisfast.ReasonMiss))
+		assert.Equal(t, want, f.obs.get("miss"))
 	}
 	assert.Equal(t, 1, f.ledger.Count(t, ev))
 	assert.Len(t, f.keysOfTest(t), 1)

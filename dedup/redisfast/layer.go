@@ -18,18 +18,18 @@ import (
 
 // Reasons a Layer falls through to the database (or fails to write a key), given to Observer.RedisFallback.
 const (
-	// ReasonMiss: no "done" key (never written, expired, evicted, or lost by Redis).
-	ReasonMiss = "miss"
-	// ReasonTimeout: the lookup took longer than Config.Timeout.
-	ReasonTimeout = "timeout"
-	// ReasonError: Redis answered with an error or could not be reached.
-	ReasonError = "error"
-	// ReasonMarkFailed: writing a "done" key after a commit failed or timed out; the event stays processed,
+	// reasonMiss: no "done" key (never written, expired, evicted, or lost by Redis).
+	reasonMiss = "miss"
+	// reasonTimeout: the lookup took longer than Config.Timeout.
+	reasonTimeout = "timeout"
+	// reasonError: Redis answered with an error or could not be reached.
+	reasonError = "error"
+	// reasonMarkFailed: writing a "done" key after a commit failed or timed out; the event stays processed,
 	// and its next delivery asks the database.
-	ReasonMarkFailed = "mark_failed"
-	// ReasonSkipped: a lookup or key write not sent to Redis because a command failed or timed out less
+	reasonMarkFailed = "mark_failed"
+	// reasonSkipped: a lookup or key write not sent to Redis because a command failed or timed out less
 	// than Config.Cooldown ago.
-	ReasonSkipped = "skipped"
+	reasonSkipped = "skipped"
 )
 
 // DefaultTimeout bounds each Redis command when Config.Timeout is zero: a slow Redis must cost a message
@@ -39,12 +39,12 @@ const DefaultTimeout = 50 * time.Millisecond
 // MaxTimeout is the largest Config.Timeout accepted.
 const MaxTimeout = time.Second
 
-// DefaultCooldown is how long a Layer leaves Redis alone after a failed or timed-out command when
+// defaultCooldown is how long a Layer leaves Redis alone after a failed or timed-out command when
 // Config.Cooldown is zero.
-const DefaultCooldown = time.Second
+const defaultCooldown = time.Second
 
-// Observer counts the layer's fall-throughs by reason (ReasonMiss, ReasonTimeout, ReasonError,
-// ReasonMarkFailed, ReasonSkipped). It must be safe for concurrent use; *metrics.Metrics implements it.
+// Observer counts the layer's fall-throughs by reason: "miss", "timeout", "error", "mark_failed" or
+// "skipped" (the constants above say when). It must be safe for concurrent use; *metrics.Metrics implements it.
 type Observer interface {
 	RedisFallback(reason string)
 }
@@ -61,12 +61,12 @@ type Config struct {
 	TTL time.Duration
 	// Timeout bounds each Redis command (0 = DefaultTimeout, at most MaxTimeout). The client must honour
 	// the context's deadline (go-redis: redis.Options.ContextTimeoutEnabled); with MaxRetries -1 and
-	// DialerRetries 1 a Redis that is down costs a refused dial (ReasonError) instead of the whole timeout
-	// (go-redis's defaults retry the dial 5 times, 100 ms apart: ReasonTimeout on every command).
+	// DialerRetries 1 a Redis that is down costs a refused dial (reasonError) instead of the whole timeout
+	// (go-redis's defaults retry the dial 5 times, 100 ms apart: reasonTimeout on every command).
 	Timeout time.Duration
 	// Cooldown is how long the layer sends Redis nothing after a command failed or timed out (0 =
-	// DefaultCooldown; not negative): lookups fall through to the database and key writes are dropped at
-	// once, counted as ReasonSkipped. Without it a Redis that accepts connections but never answers (a
+	// 1 s; not negative): lookups fall through to the database and key writes are dropped at
+	// once, counted as reasonSkipped. Without it a Redis that accepts connections but never answers (a
 	// partition) would cost every new message two timeouts (the lookup and the key write), 100 ms by default.
 	Cooldown time.Duration
 	// Observer counts fall-throughs (optional).
@@ -107,7 +107,7 @@ func New(store dedup.TxStore, rdb redis.UniversalClient, cfg Config) (*Layer, er
 	case cfg.Timeout < 0 || cfg.Timeout > MaxTimeout:
 		return nil, fmt.Errorf("redisfast: Config.Timeout is %v: must be between 0 (default %v) and %v", cfg.Timeout, DefaultTimeout, MaxTimeout)
 	case cfg.Cooldown < 0:
-		return nil, fmt.Errorf("redisfast: Config.Cooldown is %v: must be 0 (default %v) or positive", cfg.Cooldown, DefaultCooldown)
+		return nil, fmt.Errorf("redisfast: Config.Cooldown is %v: must be 0 (default %v) or positive", cfg.Cooldown, defaultCooldown)
 	case !honoursDeadline(rdb):
 		return nil, errors.New("redisfast: New: rdb ignores context deadlines, so Config.Timeout would not bound its commands " +
 			"(a Redis that does not answer would cost each one the client's ReadTimeout): set ContextTimeoutEnabled in its options")
@@ -116,7 +116,7 @@ func New(store dedup.TxStore, rdb redis.UniversalClient, cfg Config) (*Layer, er
 		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.Cooldown == 0 {
-		cfg.Cooldown = DefaultCooldown
+		cfg.Cooldown = defaultCooldown
 	}
 	return &Layer{store: store, rdb: rdb, cfg: cfg, keyHead: keyHead(cfg.Prefix, store)}, nil
 }
@@ -162,7 +162,7 @@ func (l *Layer) Key(d *consumer.Delivery) string {
 // it returns the duplicate's cause from the message ID the key holds (dedup.CauseOf), or "" when the key
 // holds none (written for a duplicate whose original message is unknown). A missing key, an error or a
 // timeout is counted and returns false: the database decides; an error or a timeout also starts the
-// cool-down (Config.Cooldown), during which Done asks nothing and returns false (ReasonSkipped).
+// cool-down (Config.Cooldown), during which Done asks nothing and returns false (reasonSkipped).
 func (l *Layer) Done(ctx context.Context, d *consumer.Delivery) (consumer.Cause, bool) {
 	if l.quiet() {
 		return "", false
@@ -172,7 +172,7 @@ func (l *Layer) Done(ctx context.Context, d *consumer.Delivery) (consumer.Cause,
 	msgID, err := l.rdb.Get(ctx, l.Key(d)).Result()
 	if err != nil {
 		reason := lookupReason(err)
-		if reason != ReasonMiss {
+		if reason != reasonMiss {
 			l.coolDown()
 		}
 		l.fallback(reason)
@@ -189,18 +189,18 @@ func lookupReason(err error) string {
 	var ne net.Error
 	switch {
 	case errors.Is(err, redis.Nil):
-		return ReasonMiss
+		return reasonMiss
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return ReasonTimeout
+		return reasonTimeout
 	default:
-		return ReasonError
+		return reasonError
 	}
 }
 
-// quiet reports (and counts as ReasonSkipped) that the cool-down after a failed command is running.
+// quiet reports (and counts as reasonSkipped) that the cool-down after a failed command is running.
 func (l *Layer) quiet() bool {
 	if time.Now().UnixNano() < l.quietUntil.Load() {
-		l.fallback(ReasonSkipped)
+		l.fallback(reasonSkipped)
 		return true
 	}
 	return false

@@ -15,11 +15,11 @@ import (
 
 const maxDocLines = 6
 
-// An exported name's doc comment in dedup, dedup/redisfast, dlq, outbox, retry, metrics and topics says
+// An exported name's doc comment in dedup, dedup/redisfast, dlq, outbox, retry, metrics, topics and middleware says
 // shape, units, default and errors in at most six lines; the rules it cites live once in the package's
 // doc.go (the package comment, which this does not limit).
 func TestExportedDocCommentsAreAtMostSixLines(t *testing.T) {
-	for _, pkg := range []string{"dedup", "dedup/redisfast", "dlq", "outbox", "retry", "metrics", "topics"} {
+	for _, pkg := range []string{"dedup", "dedup/redisfast", "dlq", "outbox", "retry", "metrics", "topics", "middleware"} {
 		fset := token.NewFileSet()
 		pkgs, err := parser.ParseDir(fset, filepath.Join(repoRoot(), pkg), func(fi fs.FileInfo) bool {
 			return !strings.HasSuffix(fi.Name(), "_test.go")

@@ -9,7 +9,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/retry"
+	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 )
 
 // LedgerTable is the append-only effect log of the tests, in the test database. It has no unique key on
@@ -65,7 +65,7 @@ func (l *Ledger) Handler(h dedup.TxHandler) dedup.TxHandler {
 			return consumer.Outcome{}, fmt.Errorf("ledger: savepoint: %w", err)
 		}
 		o, err := h(ctx, tx, d)
-		if _, dup := retry.DuplicateKey(err); dup {
+		if _, dup := mysqlerr.DuplicateKey(err); dup {
 			if _, rbErr := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT ledger_business_writes`); rbErr != nil {
 				return consumer.Outcome{}, fmt.Errorf("ledger: rollback to savepoint after %v: %w", err, rbErr)
 			}

@@ -11,7 +11,7 @@ import (
 )
 
 // lostBatchLine is the consumer's log line for a callback whose batch lost its shared transaction (a
-// deadlock between batches, a lost connection) and that it handles once more (consumer/batch.go; e2e's
+// deadlock between batches, a lost connection) and that it handles once more (consumer/passes.go; e2e's
 // F37 test counts the same line).
 const lostBatchLine = "the batch's shared transaction was lost; handling the batch once more in a new one"
 

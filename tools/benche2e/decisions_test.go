@@ -15,9 +15,9 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
-	"github.com/rmqguard/rmqguard/retry"
 )
 
 // The lost batches the benchmark reports are the consumer's own: a batch whose first pass loses its
@@ -35,7 +35,7 @@ func TestBenchE2E_ABatchLostToADeadlockIsCountedOnce(t *testing.T) {
 	var calls atomic.Int32
 	h, err := chain(store, m, options{}, dedup.Handle(func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
 		if calls.Add(1) == 1 {
-			return consumer.Outcome{}, &mysql.MySQLError{Number: retry.ErLockDeadlock, Message: "Deadlock found when trying to get lock"}
+			return consumer.Outcome{}, &mysql.MySQLError{Number: mysqlerr.ErLockDeadlock, Message: "Deadlock found when trying to get lock"}
 		}
 		return consumer.Processed(), nil
 	}))

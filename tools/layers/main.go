@@ -33,14 +33,14 @@ const testCeiling = "topics"
 // internal/collect import consumer, dedup imports collect, middleware imports dedup and metrics, dlq,
 // outbox and topics use consumer, dedup and internal/rmq, and internal/testenv serves the tests of all.
 var layers = [][]string{
-	{"internal/rmq", "internal/scrape"},
+	{"internal/rmq", "internal/scrape", "internal/mysqlerr"},
 	{"retry"},
 	{"consumer"},
 	{"metrics", "internal/collect"},
 	{"dedup"},
 	{"internal/testenv"},
 	{"middleware"},
-	{"dlq", "outbox", "topics"},
+	{"dlq", "outbox", "topics", "internal/outboxadmin"},
 	{"cmd", "examples"},
 	{"tools", "e2e"},
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/examples/shop"
+	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/middleware"
-	"github.com/rmqguard/rmqguard/retry"
 )
 
 // load claims new events of one scope through EventID → Dedup → shop.HandleOrderCreated (one order row,
@@ -80,9 +80,9 @@ func (l *load) measure(ctx context.Context, phase func(context.Context) error) s
 				var me *mysql.MySQLError
 				switch {
 				case err == nil:
-				case errors.As(err, &me) && me.Number == retry.ErLockWaitTimeout:
+				case errors.As(err, &me) && me.Number == mysqlerr.ErLockWaitTimeout:
 					lw++
-				case errors.As(err, &me) && me.Number == retry.ErLockDeadlock:
+				case errors.As(err, &me) && me.Number == mysqlerr.ErLockDeadlock:
 					dl++
 				default:
 					other++

@@ -1,4 +1,6 @@
-package outbox
+// Package outboxadmin lists, retries and purges the rows of an outbox table: what `rmqguard outbox` does
+// for an operator. The relay itself (package outbox) never needs it.
+package outboxadmin
 
 import (
 	"context"
@@ -11,12 +13,13 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/outbox"
 )
 
 // List returns up to limit rows of t's outbox with status ("" for every row not yet sent), oldest first.
 func List(ctx context.Context, db *sqlx.DB, t dedup.Tables, status string, limit int) ([]Row, error) {
 	q := `SELECT id, kind, event_id, source_event_id, name, sharding_key, topic, status, attempts, last_error, created_at
-	 FROM ` + t.Prefix() + Table + ` WHERE `
+	 FROM ` + t.Prefix() + outbox.Table + ` WHERE `
 	args := []any{}
 	if status == "" {
 		q += `status IN ('pending', 'parked')`
@@ -35,13 +38,13 @@ func List(ctx context.Context, db *sqlx.DB, t dedup.Tables, status string, limit
 // Retry makes parked rows of t's outbox pending again, due now, with their attempts reset: the rows of
 // ids, or every parked row when ids is empty. It returns how many rows it changed.
 func Retry(ctx context.Context, db *sqlx.DB, t dedup.Tables, ids ...int64) (int64, error) {
-	q := `UPDATE ` + t.Prefix() + Table + ` SET status = 'pending', attempts = 0, next_attempt_at = UTC_TIMESTAMP(6)
+	q := `UPDATE ` + t.Prefix() + outbox.Table + ` SET status = 'pending', attempts = 0, next_attempt_at = UTC_TIMESTAMP(6)
 	 WHERE status = 'parked'`
 	var args []any
 	if len(ids) > 0 {
 		var err error
-		if q, args, err = sqlxIn(q+` AND id IN (?)`, ids); err != nil {
-			return 0, err
+		if q, args, err = sqlx.In(q+` AND id IN (?)`, ids); err != nil {
+			return 0, fmt.Errorf("outbox: retry: %w", err)
 		}
 	}
 	res, err := db.ExecContext(ctx, q, args...)
@@ -60,7 +63,7 @@ func Purge(ctx context.Context, db *sqlx.DB, t dedup.Tables, olderThan time.Dura
 	if batch <= 0 {
 		batch = 1000
 	}
-	table, older := t.Prefix()+Table, olderThan.Microseconds()
+	table, older := t.Prefix()+outbox.Table, olderThan.Microseconds()
 	var bound int64
 	err := db.GetContext(ctx, &bound, `SELECT id FROM `+table+` FORCE INDEX (idx_outbox_pending)
 	 WHERE status = 'sent' AND sent_at >= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND ORDER BY id LIMIT 1`, older)
@@ -84,4 +87,19 @@ func Purge(ctx context.Context, db *sqlx.DB, t dedup.Tables, olderThan time.Dura
 			return total, nil
 		}
 	}
+}
+
+// Row is an outbox row as List shows it.
+type Row struct {
+	ID            int64     `db:"id"`
+	Kind          string    `db:"kind"`
+	EventID       string    `db:"event_id"`
+	SourceEventID string    `db:"source_event_id"`
+	Name          string    `db:"name"`
+	ShardingKey   string    `db:"sharding_key"`
+	Topic         string    `db:"topic"`
+	Status        string    `db:"status"`
+	Attempts      int       `db:"attempts"`
+	LastError     string    `db:"last_error"`
+	CreatedAt     time.Time `db:"created_at"`
 }
