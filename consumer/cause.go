@@ -1,21 +1,8 @@
 package consumer
 
-// Cause refines an Outcome with why it happened, from a small fixed set, so that it can label metrics
-// (rmqguard_duplicates_total{cause}, rmqguard_dead_letters_total{reason}) without unbounded label values.
-// Its meaning depends on the Kind:
-//
-//   - KindDuplicate: why the event came again: CauseRedelivery, CauseResend or CauseReplay, as read from
-//     the dedup row; CauseUnknown when it could not be read;
-//   - KindDeadLetter and KindDeadLettered: the dead letter's reason class: CausePermanent,
-//     CauseUnidentifiable, CauseVersionGap, CauseExhausted, CausePanic, CauseTimeout, CauseLeaseHeld or
-//     CauseOther;
-//   - KindRetry: what the retry is for, when known (CausePanic, CauseTimeout, CauseLeaseHeld); if the retry
-//     happens on the message's last delivery the broker dead-letters it, and this becomes the letter's
-//     reason class;
-//   - KindProcessed: CauseTakeover when the delivery took over the expired lease of one that never
-//     finished (middleware.Lease); empty otherwise.
-//
-// The empty Cause means "not known"; the consumer fills it in its final decision (see Decision).
+// Cause refines an Outcome with why it happened, from a small fixed set that labels metrics; its meaning
+// depends on the Kind (a duplicate's cause, a dead letter's reason class, a retry's or a takeover's). The
+// empty Cause means not known. See the package doc, "Cause".
 type Cause string
 
 // Causes of a duplicate (KindDuplicate).

@@ -6,14 +6,9 @@ import (
 	"errors"
 )
 
-// Codec decodes a message body into a value of the handler's type. It is the decode step of the typed
-// handlers (HandleWith, dedup.HandleWith).
-//
-// Decode parses body into v, a non-nil pointer (the typed handlers pass a *T). It must not keep body or
-// any slice of it after it returns: the body belongs to the message, which the client reuses. It returns
-// an error when body cannot be decoded; the typed handlers dead-letter such a message at once with the
-// error as its reason (no redelivery decodes it better). A Codec is called from many goroutines at once
-// and must be safe for that.
+// Codec decodes a message body into a value of the handler's type (the typed handlers' decode step).
+// Decode parses body into v, a non-nil pointer; it must not keep body, must be safe for concurrent use, and
+// returns an error when body cannot be decoded (the message is dead-lettered at once).
 type Codec interface {
 	Decode(body []byte, v any) error
 }
@@ -25,16 +20,9 @@ type CodecFunc func(body []byte, v any) error
 // Decode calls f(body, v).
 func (f CodecFunc) Decode(body []byte, v any) error { return f(body, v) }
 
-// JSON is the Codec of JSON bodies (encoding/json), the default of the typed handlers (HandleJSON). Its
-// zero value is ready to use and it holds no state.
-//
-// Fields of the body that the target type does not have are ignored, not refused: producers evolve, and a
-// producer that adds a field must not break the consumers that do not know it yet. A leading UTF-8
-// byte-order mark is skipped (RFC 8259 lets a parser ignore it, and some producers write one). Anything
-// after the JSON value other than white space, an empty body, a body that is the JSON literal null, and a
-// value of the wrong JSON type for a field are errors. null is refused because encoding/json would leave
-// the target at its zero value without an error, and a handler would then apply an empty event (an order
-// with no number) instead of the message going to the DLQ.
+// JSON is the Codec of JSON bodies (encoding/json), the typed handlers' default; its zero value is ready.
+// Unknown fields are ignored and a leading BOM skipped; trailing data, an empty body, null and a value of
+// the wrong type are errors. See the package doc, "JSON".
 type JSON struct{}
 
 // utf8BOM is the UTF-8 byte-order mark.

@@ -69,12 +69,8 @@ func CompressionName(sysFlag int32) string {
 }
 
 // StoredCompression returns the SysFlag that describes msg's body as it is now when that body is still
-// compressed, else 0. The Go client inflates zlib bodies itself and keeps the flag set (on failure it
-// passes the stored bytes on silently); it passes LZ4 and ZSTD bodies on as stored. Whether the body is
-// still the stored one is told by BodyCRC, the broker's CRC-32 of the stored body (masked to 31 bits):
-// a zlib body that still matches it was not inflated. Without a BodyCRC (0) a zlib body counts as
-// inflated. A message without the compressed flag whose PropBodySysFlag says compressed (a replayed
-// letter) is described by that property.
+// compressed (LZ4 and ZSTD always; zlib when the client did not inflate it, told by BodyCRC), else 0. A
+// replayed letter is described by PropBodySysFlag.
 func StoredCompression(msg *primitive.MessageExt) int32 {
 	flag := msg.SysFlag
 	if flag&SysFlagCompressed != 0 && !storedBody(msg) {

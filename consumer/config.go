@@ -82,19 +82,9 @@ type Config struct {
 	// InstanceName is the client instance name; the client shares one client per ClientID (IP@instance),
 	// so two processes on one host must differ. Default: "rmqguard-<pid>-<random>".
 	InstanceName string
-	// MaxAttempts is the client's MaxReconsumeTimes (WithMaxReconsumeTimes, not WithRetry): a message is
-	// delivered at most MaxAttempts+1 times (ReconsumeTimes 0..MaxAttempts), then the broker moves it to
-	// %DLQ%<group>. Default 16, the client's own default for concurrent consumption; 1..1000.
-	//
-	// Orderly: the same MaxAttempts+1 deliveries, but the count is the client's, kept in memory: a failed
-	// message stays at the head of its queue and the client raises its ReconsumeTimes by one per failure
-	// (nothing goes through %RETRY%<group>). Only the message's own failure spends one (an unavailable
-	// store, a failed dead-letter publish, a neighbour in its batch do not). On the last delivery
-	// (Attempt == MaxAttempts) a message still failing is published to %DLQ%<group> by the consumer
-	// itself, with its reason, and then acknowledged, so the queue moves on. The count starts again at 0
-	// when the queue's messages are fetched anew: after a restart, or when a rebalance gives the queue to
-	// another consumer. (The client's own orderly default would be unlimited: a poison message would hold
-	// its queue forever.)
+	// MaxAttempts is the client's MaxReconsumeTimes: a message is delivered at most MaxAttempts+1 times,
+	// then dead-lettered. Default 16; 1..1000. Orderly: the same count, kept by the client in memory; the last
+	// failing delivery is published to %DLQ%<group> by the consumer. See the package doc, "MaxAttempts".
 	MaxAttempts int
 	// ConsumeGoroutines is the number of goroutines handling messages of each topic the consumer reads:
 	// the client has a pool of this size for every subscription and one for %RETRY%<group>, so up to
@@ -102,15 +92,8 @@ type Config struct {
 	// Orderly: not used; the client consumes each queue it holds in one goroutine of its own.
 	ConsumeGoroutines int
 	// BatchSize is ConsumeMessageBatchMaxSize: messages per callback. Default 1; 1..1024. A batch is
-	// acknowledged or retried as a whole by the client. Above 1 each member's handler context carries the
-	// callback's Batch (BatchFromContext), through which middleware.Dedup gives the members one shared
-	// transaction (one claim statement and the handlers after the last member, a careful pass with a
-	// savepoint each when one is not kept, one COMMIT; the batch's context has the deadline HandlerTimeout ×
-	// members); with 1, and in a callback that holds one message, each message has its own transaction.
-	// Orderly: a batch is up to BatchSize consecutive messages of one queue, acknowledged or suspended as a
-	// whole; the members behind one that is not acknowledged (and not a dead letter) are not handled in
-	// that callback, and spend no attempt, so that none takes effect before it. Its dead letters are
-	// published only when every other member is acknowledged, as in a concurrent batch.
+	// acknowledged or retried as a whole; above 1 the members share one transaction through middleware.Dedup.
+	// See the package doc, "BatchSize".
 	BatchSize int
 	// HandlerTimeout is the deadline of the context each message is handled with. Default 30 s; it must
 	// be below ConsumeTimeout so that the framework, not the client, decides a slow message.
@@ -146,15 +129,9 @@ type Config struct {
 	// Credentials are the ACL credentials every request of the consumer (and of its own dead-letter
 	// producer) is signed with; both keys or neither. The zero value means no ACL.
 	Credentials Credentials
-	// OutageWait bounds how long one callback waits for the store to come back once a handler reported
-	// it unavailable (KindUnavailable, e.g. MySQL down or read-only), and how long a batch retries a failed
-	// dead-letter publish. While it waits the message's attempt is not spent; past it the message is
-	// answered ConsumeRetryLater, which spends one (and on the message's last delivery the broker then
-	// moves it to %DLQ%<group>). Orderly: past it the queue is suspended for SuspendTime and the message
-	// handled again, without spending an attempt (it cannot be skipped, and its failure is the store's). Default 5 min, or ConsumeTimeout / 3 when that is less; it must be below
-	// ConsumeTimeout. Keep OutageWait + 2 × HandlerTimeout (a run before the outage is seen, one after it)
-	// below ConsumeTimeout too: past ConsumeTimeout the client itself sends the message back (a second copy,
-	// which dedup then sees as a duplicate) while its callback still runs.
+	// OutageWait bounds how long one callback waits for an unavailable store (and a batch retries a failed
+	// dead-letter publish) before answering ConsumeRetryLater, which spends an attempt. Default 5 min, or
+	// ConsumeTimeout / 3 when less; it must be below ConsumeTimeout. See the package doc, "OutageWait".
 	OutageWait time.Duration
 	// SkipTopicEnsure turns off the topic ensure of Start. By default Start first creates the group's
 	// %RETRY% and %DLQ% topics (one queue each, on every master; a write-only DLQ made readable) when they

@@ -30,13 +30,9 @@ type PushConsumer interface {
 	GetOffsetDiffMap() map[string]int64
 }
 
-// DeadLetterSink publishes a message to %DLQ%<group> with the reason attached. DeadLetter returns nil
-// only when the broker accepted the copy; then the original is acknowledged. On error, a single message
-// falls back to the broker's own dead-lettering (ConsumeRetryLater with DelayLevelDLQ); in a batch the
-// publish is retried with backoff within OutageWait, then the whole batch is retried (DelayLevelDLQ would
-// take the processed neighbours along); in orderly mode a single message's queue is suspended for
-// SuspendTime and the message handled again, without spending an attempt. Either way the message is
-// never acknowledged without a DLQ entry.
+// DeadLetterSink publishes a message to %DLQ%<group> with the reason attached; DeadLetter returns nil
+// only when the broker accepted the copy (then the original is acknowledged). On error the message falls
+// back as the package doc, "Dead letters", says.
 type DeadLetterSink interface {
 	DeadLetter(ctx context.Context, d *Delivery, reason string) error
 }
@@ -61,26 +57,9 @@ type options struct {
 	background []func(context.Context) error
 }
 
-// WithLogger sets the logger for the consumer's own lines. Default: zap.NewNop().
-//
-// Each message gets one line, at its final decision (what the broker was told, after a batch is combined
-// and its dead letters published; a batch handled twice or a run repeated after a wait for the store
-// still logs one line per message), with group, topic, msg_id, event_id, attempt (ReconsumeTimes),
-// outcome (Kind's label), duration (Decision.Elapsed) and, when set, cause, reason, error, chain_outcome
-// (when the chain said something else) and batch_retried; never the body. Its level:
-//   - debug: processed, duplicate, stale, unsubscribed;
-//   - info: a retry, or a member acknowledged by its own outcome whose batch is retried;
-//   - warn: a retry whose next delivery is the last (Attempt+1 >= MaxAttempts), a retry on the last
-//     delivery (orderly mode), the store unavailable (KindUnavailable, or an error wrapping
-//     ErrStoreUnavailable), or a dead letter that could not be published and is retried;
-//   - error: a dead letter (dead_lettered, dead_letter), or a handler that returned the zero Outcome and
-//     no error.
-//
-// Besides, the consumer logs its events: start and stop, store pauses (warn) and resumptions, a batch
-// handled again, failed dead-letter publishes. It turns off zap's automatic stack traces on l (zap's
-// production config adds a "stacktrace" to every error line): its own call sites say nothing about a
-// message. Mind zap's sampler (zap.NewProductionConfig samples per level and message text: the first 100
-// lines a second, then one in 100): it drops retry and dead-letter lines in a burst; sample debug only.
+// WithLogger sets the logger for the consumer's own lines: one per message at its final decision (debug
+// for success, info for a retry, warn and error where a person must look) and its own events. Default:
+// zap.NewNop(). Mind zap's sampler in bursts. See the package doc, "Logs".
 func WithLogger(l *zap.Logger) Option { return func(o *options) { o.logger = withoutStacks(l) } }
 
 // WithDeadLetterSink makes s publish the consumer's dead letters instead of its own producer (producer
@@ -149,16 +128,9 @@ type Consumer struct {
 	clientDown chan struct{}
 }
 
-// New validates cfg (a *ConfigError per bad field, joined) and builds the client's push consumer with
-// cfg's group, name servers, instance name, MaxReconsumeTimes, goroutines, batch size and consume
-// timeout, and with Orderly the client's orderly consumption and SuspendTime. It subscribes every topic but does not start consuming: call Start.
-// A nil h is a *ConfigError; an h made by Refuse or Pending (middleware.Chain returns a Pending
-// one for an incomplete chain, dedup.Handle(nil) a Refuse one) is its error wrapped as "consumer.New: handler: <err>". New never
-// calls any other h. A Pending condition (a chain around a dedup store) and a WithHealthProbe probe with a
-// CheckConcurrency method (*dedup.Store) are checked against the most handlers the consumer runs at once
-// (see Pending): a store whose transactions could hold every connection of the pool its handlers also
-// use fails New with the fix ("consumer.New: handler: dedup: …"); so does a middleware.Lease whose lease is
-// not longer than HandlerTimeout, or with BatchSize > 1 (a condition's CheckConfig, see Pending).
+// New validates cfg (a *ConfigError per bad field, joined), builds the client's push consumer and
+// subscribes every topic; it does not start consuming: call Start or Run. A nil h is a *ConfigError; a
+// refused or pending h is its error, wrapped as "consumer.New: handler: <err>". See the package doc, "New".
 func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -285,17 +257,10 @@ func (c *Consumer) Start() error {
 	return nil
 }
 
-// Shutdown stops the lag poller, stops taking new deliveries (the client is suspended; messages it had already fetched are not
-// handled, and come back after a restart with ReconsumeTimes unchanged), waits for in-flight handlers up to
-// DrainTimeout or ctx's end, whichever comes first, then cancels what still runs (their transactions roll
-// back) and shuts the client down, which persists the committed offsets. A message whose handler was
-// cancelled, or that was waiting for the store, is not answered at all (never dead-lettered, its attempt
-// not spent): it comes back after a restart as it was. A store health gate that is closed stays closed:
-// the client is never resumed. WithBackground's functions are stopped after the client. The consumer's own dead-letter producer, if started, is shut down last,
-// and then a DeadLetterSink that implements io.Closer is closed.
-// It returns the client's shutdown error, or context.DeadlineExceeded wrapped when handlers had to be
-// cancelled. The consumer's ZSTD decoder is freed once the client is down. Calling it twice is safe. A
-// client that Start never started (no Start, or one that failed before the client) is not shut down.
+// Shutdown stops taking deliveries, waits for in-flight handlers up to DrainTimeout or ctx's end, then
+// cancels what still runs (not answered: it comes back after a restart, no attempt spent) and shuts the
+// client down. It returns the client's error, or context.DeadlineExceeded wrapped when handlers had to be
+// cancelled; calling it twice is safe. See the package doc, "Shutdown".
 func (c *Consumer) Shutdown(ctx context.Context) error {
 	c.mu.Lock()
 	if c.stopping {

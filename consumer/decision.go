@@ -10,30 +10,8 @@ import (
 )
 
 // Decision is the consumer's final word on one message, reported once through Observer.Decided: what the
-// broker was told, after the callback's outcomes were combined (a batch is acknowledged or retried as a
-// whole) and its dead letters published. "The outcome is decided once, and everyone reports that
-// decision": metrics and the consumer's log line follow it, not the chain's intermediate opinion.
-//
-// Outcome.Kind, the final outcome, is:
-//   - the message's own outcome when it acknowledges the message (processed, duplicate, stale,
-//     dead_lettered: published to %DLQ%<group> with its reason and accepted, unsubscribed), even when
-//     its batch was retried (BatchRetried: it comes back, as a duplicate);
-//   - dead_letter when the broker moves the message to %DLQ%<group> itself: a single dead letter answered
-//     with DelayLevelDLQ (no DeadLetterSink, or its publish failed), or a message not acknowledged on its
-//     last delivery (Attempt == MaxAttempts: the broker dead-letters a retry then); never in orderly
-//     mode, where the consumer publishes every letter itself (dead_lettered) and a message not
-//     acknowledged is suspended and handled again (retry, unavailable or unset);
-//   - unavailable when it waited OutageWait for the store and was answered ConsumeRetryLater (an attempt
-//     spent because of the outage);
-//   - unset when the chain decided nothing and returned no error (retried);
-//   - retry otherwise: a retry, an error, a dead letter whose batch was retried (because of a
-//     neighbour, or because its own publish failed within OutageWait; it is published when the batch is
-//     acknowledged), or in orderly mode a batch member not handled because one before it was not
-//     acknowledged (Chain is then that retry too: the chain did not run).
-//
-// Outcome.Cause is always set for duplicates (redelivery, resend, replay: the chain's, read from the dedup
-// row; else CauseUnknown, never a guess) and dead letters (a reason class; the chain's, else CausePermanent
-// for a dead letter the chain decided and CauseExhausted for one the broker makes on the last delivery).
+// broker was told after the callback's outcomes were combined and its dead letters published. Metrics and
+// the log line follow it. See the package doc, "Decision".
 type Decision struct {
 	// Outcome is the final outcome (see above); its Reason is the chain's or the consumer's.
 	Outcome Outcome

@@ -37,13 +37,9 @@ type Observer interface {
 	Unsubscribed(group, topic string)
 }
 
-// WithHealthProbe gives the store health gate a probe. When a handler reports the store unavailable
-// (KindUnavailable), pulling is suspended and p is probed with backoff (100 ms doubling to 5 s, each call
-// bounded by 5 s) until it returns nil; then pulling resumes and the waiting messages are handled again.
-// Default: the dedup store of the handler's middleware.Chain (a *dedup.Store, or a layer forwarding its
-// Probe), when it has one; WithHealthProbe(nil) turns the probe off. Without a probe the gate reopens after
-// the same backoff and the handlers themselves are the probe: if the store is still down the gate closes
-// again with the next, longer backoff (each reopening and closing is logged).
+// WithHealthProbe gives the store health gate a probe, called with backoff (100 ms to 5 s) while the
+// store is unavailable. Default: the dedup store of the handler's chain; nil turns the probe off. See the
+// package doc, "Health gate".
 func WithHealthProbe(p HealthProbe) Option {
 	return func(o *options) { o.probe, o.probeGiven = p, true }
 }

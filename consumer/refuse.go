@@ -21,13 +21,9 @@ func (r *refusal) handle(_ context.Context, d *Delivery) (Outcome, error) {
 	return DeadLetter("handler could not be built: " + r.err.Error()), nil
 }
 
-// Refuse returns a Handler that stands for a handler which could not be built, because of err (e.g.
-// dedup.Handle(nil)): New given it (or given a Refused handler
-// outermost) returns err wrapped as "consumer.New: handler: <err>", so the mistake fails at construction.
-// New recognises it by identity, without calling user code and at no cost per message. If it ever runs on
-// a message (it was wrapped by hand in another handler, which hides it from New), it dead-letters the
-// message with the reason "handler could not be built: <err>" and no error, so nothing is retried forever
-// nor acknowledged as processed. A nil err is replaced by a generic one.
+// Refuse returns a Handler standing for one that could not be built because of err (e.g.
+// dedup.Handle(nil)): New given it returns err wrapped as "consumer.New: handler: <err>". Run on a message
+// anyway (hidden from New), it dead-letters it. See the package doc, "Refuse and Pending".
 func Refuse(err error) Handler {
 	if err == nil {
 		err = errNoReason
@@ -56,21 +52,9 @@ func (p *pending) handle(ctx context.Context, d *Delivery) (Outcome, error) {
 	return p.h(ctx, d)
 }
 
-// Pending returns a Handler that runs h on every message but that New refuses with err, as it refuses
-// Refuse(err): it stands for a part of a handler that is incomplete alone and is meant to be completed
-// by what wraps it (middleware.Chain returns one for a chain missing a middleware an outer chain may
-// provide, and unwraps it when an outer Chain completes it). Unlike a Refuse handler, a Pending one
-// wrapped by hand in another handler (hidden from New, e.g. a router's branch) runs h on each message,
-// at the cost of one more call and a nil check. Refused returns err for it. A nil err is replaced by a
-// generic one; a nil h gives Refuse(err).
-//
-// An err with a method CheckConcurrency(handlers int) error is a condition, not a refusal: New and Start
-// call it with the most handlers the consumer runs at once (ConsumeGoroutines for each subscribed topic
-// and %RETRY%<group>; 0 in orderly mode, which runs one per queue it holds) and fail with its error, and
-// Refused returns nil. middleware.Chain returns one around a dedup store (dedup.Store.CheckConcurrency).
-// When the condition also has a method CheckConfig(cfg Config) error, New and Start call it with the
-// Config (defaults applied) and fail with its error (middleware.Lease's lease against HandlerTimeout and
-// BatchSize).
+// Pending returns a Handler that runs h but that New refuses with err: a part of a handler incomplete
+// alone and meant to be completed by what wraps it (middleware.Chain's incomplete chains). See the package
+// doc, "Refuse and Pending".
 func Pending(h Handler, err error) Handler {
 	if err == nil {
 		err = errNoReason

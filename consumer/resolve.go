@@ -61,20 +61,9 @@ type Resolution struct {
 	DelayLevel int
 }
 
-// Resolve is the one place an Outcome becomes a client result. err is the chain's error, if any.
-//
-// Concurrent: processed, duplicate, stale, dead-lettered and unsubscribed → ConsumeSuccess; retry and
-// unset → ConsumeRetryLater with the outcome's delay level; dead letter → ConsumeRetryLater with
-// DelayLevelDLQ; unavailable → ConsumeRetryLater with level 0 (the consumer resolves it only when its
-// wait for the store passed Config.OutageWait: then the broker counts an attempt, and dead-letters the
-// message if that was its last delivery). An error with a
-// success kind is treated as a retry: an error never acknowledges.
-//
-// Orderly: successes (dead-lettered included) → ConsumeSuccess; anything else, a dead letter not yet
-// published too, → SuspendCurrentQueueAMoment: the client's orderly path does not handle
-// ConsumeRetryLater (it takes the next messages and later commits past the failed one: a loss) and has
-// no DelayLevelDLQ, so the consumer publishes every orderly dead letter itself before acknowledging it
-// (Config.Orderly); its callback sets the suspension (Config.SuspendTime) on the orderly context.
+// Resolve is the one place an Outcome becomes a client result (err is the chain's error): acknowledging
+// kinds → ConsumeSuccess, retry → ConsumeRetryLater with its delay level, dead letter → DelayLevelDLQ;
+// orderly mode suspends the queue instead of retrying. See the package doc, "Resolve".
 func Resolve(o Outcome, err error, mode Mode) Resolution {
 	kind := o.Kind
 	if err != nil && kind.Acknowledges() {

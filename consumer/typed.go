@@ -23,18 +23,9 @@ func HandleJSON[T any](fn TypedHandler[T]) Handler {
 	return HandleWith(JSON{}, fn)
 }
 
-// HandleWith returns a Handler that decodes each body into a new T with codec (DecodeAs) and calls fn with
-// it. Use it for handlers that do not write through the dedup transaction (e.g. ones that call an
-// idempotent HTTP API); a handler that writes through it uses dedup.HandleWith.
-//
-// T is the message's value type, e.g. a struct: the codec decodes into a *T, and fn gets the T. A body the
-// codec cannot decode (for JSON also an empty body and null) never reaches fn: the handler returns a dead letter
-// (KindDeadLetter, CausePermanent, reason "undecodable body: …") and a permanent error wrapping
-// ErrUndecodableBody, so the message goes to %DLQ%<group> at once instead of being retried, on every
-// delivery.
-//
-// A nil codec or fn is a wiring mistake: HandleWith panics at construction, naming it, rather than
-// failing every message.
+// HandleWith returns a Handler that decodes each body into a new T with codec (DecodeAs) and calls fn
+// with it, for handlers that do not write through the dedup transaction (those use dedup.HandleWith). A
+// body the codec refuses is dead-lettered at once. See the package doc, "Typed handlers".
 func HandleWith[T any](codec Codec, fn TypedHandler[T]) Handler {
 	mustTyped(codec, fn == nil)
 	return func(ctx context.Context, d *Delivery) (Outcome, error) {
@@ -46,14 +37,10 @@ func HandleWith[T any](codec Codec, fn TypedHandler[T]) Handler {
 	}
 }
 
-// DecodeAs decodes d.Msg.Body into a new T with codec; it is the decode step of every typed handler
-// (HandleWith, dedup.HandleWith), for handlers that route several types themselves. On success it returns
-// the T, the zero Outcome and nil. When T is a pointer type, a body the codec decodes to a nil T (JSON
-// "null") counts as undecodable ("the body decodes to a nil *Order"): the handler would dereference it.
-// When the codec fails it returns the zero T, the outcome to return —
-// DeadLetter("undecodable body: <the codec's error>") with Cause CausePermanent — and that error, marked
-// retry.Permanent and wrapping ErrUndecodableBody and the codec's error (errors.Is/As reach both). codec
-// must not be nil.
+// DecodeAs decodes d.Msg.Body into a new T with codec, the typed handlers' decode step: the T, the zero
+// Outcome and nil; or, when the body cannot be decoded (or decodes to a nil pointer T), the zero T, a
+// dead-letter Outcome (Cause CausePermanent) and a retry.Permanent error wrapping ErrUndecodableBody and
+// the codec's error. codec must not be nil. See the package doc, "Typed handlers".
 func DecodeAs[T any](codec Codec, d *Delivery) (T, Outcome, error) {
 	var msg T
 	err := codec.Decode(d.Msg.Body, &msg)

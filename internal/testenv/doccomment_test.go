@@ -15,11 +15,11 @@ import (
 
 const maxDocLines = 6
 
-// An exported name's doc comment in dedup, dedup/redisfast, dlq, outbox, retry, metrics, topics and middleware says
+// An exported name's doc comment in every library package (consumer to topics) says
 // shape, units, default and errors in at most six lines; the rules it cites live once in the package's
 // doc.go (the package comment, which this does not limit).
 func TestExportedDocCommentsAreAtMostSixLines(t *testing.T) {
-	for _, pkg := range []string{"dedup", "dedup/redisfast", "dlq", "outbox", "retry", "metrics", "topics", "middleware"} {
+	for _, pkg := range []string{"dedup", "dedup/redisfast", "dlq", "outbox", "retry", "metrics", "topics", "middleware", "consumer"} {
 		fset := token.NewFileSet()
 		pkgs, err := parser.ParseDir(fset, filepath.Join(repoRoot(), pkg), func(fi fs.FileInfo) bool {
 			return !strings.HasSuffix(fi.Name(), "_test.go")

@@ -1,0 +1,278 @@
+// Package consumer wraps the push consumer of rocketmq-client-go/v2: New builds a Consumer from a Config
+// and a Handler, Run (or Start and Shutdown) drives it, and every message's Outcome becomes the client's
+// answer in one place, Resolve. Each message's final decision is reported once, to the Observer and in one
+// log line. The sections below hold the rules the exported names' short comments refer to.
+//
+// # New
+//
+// New validates cfg (a *ConfigError per bad field, joined) and builds the client's push consumer with
+// cfg's group, name servers, instance name, MaxReconsumeTimes, goroutines, batch size and consume
+// timeout, and with Orderly the client's orderly consumption and SuspendTime. It subscribes every topic but does not start consuming: call Start.
+// A nil h is a *ConfigError; an h made by Refuse or Pending (middleware.Chain returns a Pending
+// one for an incomplete chain, dedup.Handle(nil) a Refuse one) is its error wrapped as "consumer.New: handler: <err>". New never
+// calls any other h. A Pending condition (a chain around a dedup store) and a WithHealthProbe probe with a
+// CheckConcurrency method (*dedup.Store) are checked against the most handlers the consumer runs at once
+// (see Pending): a store whose transactions could hold every connection of the pool its handlers also
+// use fails New with the fix ("consumer.New: handler: dedup: …"); so does a middleware.Lease whose lease is
+// not longer than HandlerTimeout, or with BatchSize > 1 (a condition's CheckConfig, see Pending).
+//
+// # Run
+//
+// Run starts the consumer, consumes until ctx ends (e.g. signal.NotifyContext on SIGINT/SIGTERM), then
+// shuts it down, and is the whole life of a consumer in a service's main:
+//
+//	return c.Run(ctx)
+//
+// It returns Start's error at once (after a Shutdown that releases what Start had begun); else, when ctx
+// ends, Shutdown's error: nil after a clean stop, context.DeadlineExceeded wrapped when handlers still
+// running at Config.DrainTimeout had to be cancelled (their messages come back after a restart, no attempt
+// spent). ctx's own end is the normal way to stop and is not an error. Shutdown runs on a context of its
+// own, bounded by DrainTimeout (plus up to 5 s for cancelled handlers to return, and the client's
+// shutdown), not on the ended ctx. A Consumer runs once: Run after a Shutdown (or a Run that returned)
+// returns ErrStopped at once.
+//
+// # Shutdown
+//
+// Shutdown stops the lag poller, stops taking new deliveries (the client is suspended; messages it had already fetched are not
+// handled, and come back after a restart with ReconsumeTimes unchanged), waits for in-flight handlers up to
+// DrainTimeout or ctx's end, whichever comes first, then cancels what still runs (their transactions roll
+// back) and shuts the client down, which persists the committed offsets. A message whose handler was
+// cancelled, or that was waiting for the store, is not answered at all (never dead-lettered, its attempt
+// not spent): it comes back after a restart as it was. A store health gate that is closed stays closed:
+// the client is never resumed. WithBackground's functions are stopped after the client. The consumer's own dead-letter producer, if started, is shut down last,
+// and then a DeadLetterSink that implements io.Closer is closed.
+// It returns the client's shutdown error, or context.DeadlineExceeded wrapped when handlers had to be
+// cancelled. The consumer's ZSTD decoder is freed once the client is down. Calling it twice is safe. A
+// client that Start never started (no Start, or one that failed before the client) is not shut down.
+//
+// # Resolve
+//
+// Resolve is the one place an Outcome becomes a client result. err is the chain's error, if any.
+//
+// Concurrent: processed, duplicate, stale, dead-lettered and unsubscribed → ConsumeSuccess; retry and
+// unset → ConsumeRetryLater with the outcome's delay level; dead letter → ConsumeRetryLater with
+// DelayLevelDLQ; unavailable → ConsumeRetryLater with level 0 (the consumer resolves it only when its
+// wait for the store passed Config.OutageWait: then the broker counts an attempt, and dead-letters the
+// message if that was its last delivery). An error with a
+// success kind is treated as a retry: an error never acknowledges.
+//
+// Orderly: successes (dead-lettered included) → ConsumeSuccess; anything else, a dead letter not yet
+// published too, → SuspendCurrentQueueAMoment: the client's orderly path does not handle
+// ConsumeRetryLater (it takes the next messages and later commits past the failed one: a loss) and has
+// no DelayLevelDLQ, so the consumer publishes every orderly dead letter itself before acknowledging it
+// (Config.Orderly); its callback sets the suspension (Config.SuspendTime) on the orderly context.
+//
+// # Decision
+//
+// Decision is the consumer's final word on one message, reported once through Observer.Decided: what the
+// broker was told, after the callback's outcomes were combined (a batch is acknowledged or retried as a
+// whole) and its dead letters published. "The outcome is decided once, and everyone reports that
+// decision": metrics and the consumer's log line follow it, not the chain's intermediate opinion.
+//
+// Outcome.Kind, the final outcome, is:
+//   - the message's own outcome when it acknowledges the message (processed, duplicate, stale,
+//     dead_lettered: published to %DLQ%<group> with its reason and accepted, unsubscribed), even when
+//     its batch was retried (BatchRetried: it comes back, as a duplicate);
+//   - dead_letter when the broker moves the message to %DLQ%<group> itself: a single dead letter answered
+//     with DelayLevelDLQ (no DeadLetterSink, or its publish failed), or a message not acknowledged on its
+//     last delivery (Attempt == MaxAttempts: the broker dead-letters a retry then); never in orderly
+//     mode, where the consumer publishes every letter itself (dead_lettered) and a message not
+//     acknowledged is suspended and handled again (retry, unavailable or unset);
+//   - unavailable when it waited OutageWait for the store and was answered ConsumeRetryLater (an attempt
+//     spent because of the outage);
+//   - unset when the chain decided nothing and returned no error (retried);
+//   - retry otherwise: a retry, an error, a dead letter whose batch was retried (because of a
+//     neighbour, or because its own publish failed within OutageWait; it is published when the batch is
+//     acknowledged), or in orderly mode a batch member not handled because one before it was not
+//     acknowledged (Chain is then that retry too: the chain did not run).
+//
+// Outcome.Cause is always set for duplicates (redelivery, resend, replay: the chain's, read from the dedup
+// row; else CauseUnknown, never a guess) and dead letters (a reason class; the chain's, else CausePermanent
+// for a dead letter the chain decided and CauseExhausted for one the broker makes on the last delivery).
+//
+// # Cause
+//
+// Cause refines an Outcome with why it happened, from a small fixed set, so that it can label metrics
+// (rmqguard_duplicates_total{cause}, rmqguard_dead_letters_total{reason}) without unbounded label values.
+// Its meaning depends on the Kind:
+//
+//   - KindDuplicate: why the event came again: CauseRedelivery, CauseResend or CauseReplay, as read from
+//     the dedup row; CauseUnknown when it could not be read;
+//   - KindDeadLetter and KindDeadLettered: the dead letter's reason class: CausePermanent,
+//     CauseUnidentifiable, CauseVersionGap, CauseExhausted, CausePanic, CauseTimeout, CauseLeaseHeld or
+//     CauseOther;
+//   - KindRetry: what the retry is for, when known (CausePanic, CauseTimeout, CauseLeaseHeld); if the retry
+//     happens on the message's last delivery the broker dead-letters it, and this becomes the letter's
+//     reason class;
+//   - KindProcessed: CauseTakeover when the delivery took over the expired lease of one that never
+//     finished (middleware.Lease); empty otherwise.
+//
+// The empty Cause means "not known"; the consumer fills it in its final decision (see Decision).
+//
+// # MaxAttempts
+//
+// MaxAttempts is the client's MaxReconsumeTimes (WithMaxReconsumeTimes, not WithRetry): a message is
+// delivered at most MaxAttempts+1 times (ReconsumeTimes 0..MaxAttempts), then the broker moves it to
+// %DLQ%<group>. Default 16, the client's own default for concurrent consumption; 1..1000.
+//
+// Orderly: the same MaxAttempts+1 deliveries, but the count is the client's, kept in memory: a failed
+// message stays at the head of its queue and the client raises its ReconsumeTimes by one per failure
+// (nothing goes through %RETRY%<group>). Only the message's own failure spends one (an unavailable
+// store, a failed dead-letter publish, a neighbour in its batch do not). On the last delivery
+// (Attempt == MaxAttempts) a message still failing is published to %DLQ%<group> by the consumer
+// itself, with its reason, and then acknowledged, so the queue moves on. The count starts again at 0
+// when the queue's messages are fetched anew: after a restart, or when a rebalance gives the queue to
+// another consumer. (The client's own orderly default would be unlimited: a poison message would hold
+// its queue forever.)
+//
+// # BatchSize
+//
+// BatchSize is ConsumeMessageBatchMaxSize: messages per callback. Default 1; 1..1024. A batch is
+// acknowledged or retried as a whole by the client. Above 1 each member's handler context carries the
+// callback's Batch (BatchFromContext), through which middleware.Dedup gives the members one shared
+// transaction (one claim statement and the handlers after the last member, a careful pass with a
+// savepoint each when one is not kept, one COMMIT; the batch's context has the deadline HandlerTimeout ×
+// members); with 1, and in a callback that holds one message, each message has its own transaction.
+// Orderly: a batch is up to BatchSize consecutive messages of one queue, acknowledged or suspended as a
+// whole; the members behind one that is not acknowledged (and not a dead letter) are not handled in
+// that callback, and spend no attempt, so that none takes effect before it. Its dead letters are
+// published only when every other member is acknowledged, as in a concurrent batch.
+//
+// # Batch
+//
+// Batch is the scope of one client callback of several messages (Config.BatchSize > 1): it is in the
+// context of each of its members' handlers (BatchFromContext), and lets a middleware attach one resource
+// per key that the members share. Members are handled one after another, never at once; a Batch is still safe for
+// concurrent use (a handler abandoned at its deadline may run on).
+//
+// A callback is handled in passes, each with a new Batch. The first is optimistic (Careful false): a
+// resource may defer its members' work to its Finish (middleware.Dedup claims them in one statement and
+// runs their handlers there, in aggregate order unless Ordered), set their outcomes there (SetOutcome),
+// and ask for a careful pass (ErrHandleCarefully) when a member is not kept; later passes are careful (a
+// member decided while it is handled: middleware.Dedup's savepoint each).
+//
+// Its context (Context) is not a member's: it derives from the consumer's run context, so Shutdown ends it,
+// with a deadline of HandlerTimeout × the number of members in the callback; a resource begun with it (a
+// transaction) is rolled back when it ends. A resource lost to the store (its Finish error wraps
+// ErrStoreUnavailable: a broken connection, a failed COMMIT, or waits at the store gate that outlasted that
+// deadline) makes the consumer wait at the gate and handle the whole callback again with a new Batch,
+// spending no attempt, within OutageWait; any other failure of a resource retries its dependents.
+//
+// # OutageWait
+//
+// OutageWait bounds how long one callback waits for the store to come back once a handler reported
+// it unavailable (KindUnavailable, e.g. MySQL down or read-only), and how long a batch retries a failed
+// dead-letter publish. While it waits the message's attempt is not spent; past it the message is
+// answered ConsumeRetryLater, which spends one (and on the message's last delivery the broker then
+// moves it to %DLQ%<group>). Orderly: past it the queue is suspended for SuspendTime and the message
+// handled again, without spending an attempt (it cannot be skipped, and its failure is the store's). Default 5 min, or ConsumeTimeout / 3 when that is less; it must be below
+// ConsumeTimeout. Keep OutageWait + 2 × HandlerTimeout (a run before the outage is seen, one after it)
+// below ConsumeTimeout too: past ConsumeTimeout the client itself sends the message back (a second copy,
+// which dedup then sees as a duplicate) while its callback still runs.
+//
+// # Health gate
+//
+// WithHealthProbe gives the store health gate a probe. When a handler reports the store unavailable
+// (KindUnavailable), pulling is suspended and p is probed with backoff (100 ms doubling to 5 s, each call
+// bounded by 5 s) until it returns nil; then pulling resumes and the waiting messages are handled again.
+// Default: the dedup store of the handler's middleware.Chain (a *dedup.Store, or a layer forwarding its
+// Probe), when it has one; WithHealthProbe(nil) turns the probe off. Without a probe the gate reopens after
+// the same backoff and the handlers themselves are the probe: if the store is still down the gate closes
+// again with the next, longer backoff (each reopening and closing is logged).
+//
+// # Dead letters
+//
+// DeadLetterSink publishes a message to %DLQ%<group> with the reason attached. DeadLetter returns nil
+// only when the broker accepted the copy; then the original is acknowledged. On error, a single message
+// falls back to the broker's own dead-lettering (ConsumeRetryLater with DelayLevelDLQ); in a batch the
+// publish is retried with backoff within OutageWait, then the whole batch is retried (DelayLevelDLQ would
+// take the processed neighbours along); in orderly mode a single message's queue is suspended for
+// SuspendTime and the message handled again, without spending an attempt. Either way the message is
+// never acknowledged without a DLQ entry.
+//
+// # Logs
+//
+// WithLogger sets the logger for the consumer's own lines. Default: zap.NewNop().
+//
+// Each message gets one line, at its final decision (what the broker was told, after a batch is combined
+// and its dead letters published; a batch handled twice or a run repeated after a wait for the store
+// still logs one line per message), with group, topic, msg_id, event_id, attempt (ReconsumeTimes),
+// outcome (Kind's label), duration (Decision.Elapsed) and, when set, cause, reason, error, chain_outcome
+// (when the chain said something else) and batch_retried; never the body. Its level:
+//   - debug: processed, duplicate, stale, unsubscribed;
+//   - info: a retry, or a member acknowledged by its own outcome whose batch is retried;
+//   - warn: a retry whose next delivery is the last (Attempt+1 >= MaxAttempts), a retry on the last
+//     delivery (orderly mode), the store unavailable (KindUnavailable, or an error wrapping
+//     ErrStoreUnavailable), or a dead letter that could not be published and is retried;
+//   - error: a dead letter (dead_lettered, dead_letter), or a handler that returned the zero Outcome and
+//     no error.
+//
+// Besides, the consumer logs its events: start and stop, store pauses (warn) and resumptions, a batch
+// handled again, failed dead-letter publishes. It turns off zap's automatic stack traces on l (zap's
+// production config adds a "stacktrace" to every error line): its own call sites say nothing about a
+// message. Mind zap's sampler (zap.NewProductionConfig samples per level and message text: the first 100
+// lines a second, then one in 100): it drops retry and dead-letter lines in a burst; sample debug only.
+//
+// # Typed handlers
+//
+// HandleWith returns a Handler that decodes each body into a new T with codec (DecodeAs) and calls fn with
+// it. Use it for handlers that do not write through the dedup transaction (e.g. ones that call an
+// idempotent HTTP API); a handler that writes through it uses dedup.HandleWith.
+//
+// T is the message's value type, e.g. a struct: the codec decodes into a *T, and fn gets the T. A body the
+// codec cannot decode (for JSON also an empty body and null) never reaches fn: the handler returns a dead letter
+// (KindDeadLetter, CausePermanent, reason "undecodable body: …") and a permanent error wrapping
+// ErrUndecodableBody, so the message goes to %DLQ%<group> at once instead of being retried, on every
+// delivery.
+//
+// A nil codec or fn is a wiring mistake: HandleWith panics at construction, naming it, rather than
+// failing every message.
+//
+// DecodeAs decodes d.Msg.Body into a new T with codec; it is the decode step of every typed handler
+// (HandleWith, dedup.HandleWith), for handlers that route several types themselves. On success it returns
+// the T, the zero Outcome and nil. When T is a pointer type, a body the codec decodes to a nil T (JSON
+// "null") counts as undecodable ("the body decodes to a nil *Order"): the handler would dereference it.
+// When the codec fails it returns the zero T, the outcome to return —
+// DeadLetter("undecodable body: <the codec's error>") with Cause CausePermanent — and that error, marked
+// retry.Permanent and wrapping ErrUndecodableBody and the codec's error (errors.Is/As reach both). codec
+// must not be nil.
+//
+// # JSON
+//
+// JSON is the Codec of JSON bodies (encoding/json), the default of the typed handlers (HandleJSON). Its
+// zero value is ready to use and it holds no state.
+//
+// Fields of the body that the target type does not have are ignored, not refused: producers evolve, and a
+// producer that adds a field must not break the consumers that do not know it yet. A leading UTF-8
+// byte-order mark is skipped (RFC 8259 lets a parser ignore it, and some producers write one). Anything
+// after the JSON value other than white space, an empty body, a body that is the JSON literal null, and a
+// value of the wrong JSON type for a field are errors. null is refused because encoding/json would leave
+// the target at its zero value without an error, and a handler would then apply an empty event (an order
+// with no number) instead of the message going to the DLQ.
+//
+// # Refuse and Pending
+//
+// Refuse returns a Handler that stands for a handler which could not be built, because of err (e.g.
+// dedup.Handle(nil)): New given it (or given a Refused handler
+// outermost) returns err wrapped as "consumer.New: handler: <err>", so the mistake fails at construction.
+// New recognises it by identity, without calling user code and at no cost per message. If it ever runs on
+// a message (it was wrapped by hand in another handler, which hides it from New), it dead-letters the
+// message with the reason "handler could not be built: <err>" and no error, so nothing is retried forever
+// nor acknowledged as processed. A nil err is replaced by a generic one.
+//
+// Pending returns a Handler that runs h on every message but that New refuses with err, as it refuses
+// Refuse(err): it stands for a part of a handler that is incomplete alone and is meant to be completed
+// by what wraps it (middleware.Chain returns one for a chain missing a middleware an outer chain may
+// provide, and unwraps it when an outer Chain completes it). Unlike a Refuse handler, a Pending one
+// wrapped by hand in another handler (hidden from New, e.g. a router's branch) runs h on each message,
+// at the cost of one more call and a nil check. Refused returns err for it. A nil err is replaced by a
+// generic one; a nil h gives Refuse(err).
+//
+// An err with a method CheckConcurrency(handlers int) error is a condition, not a refusal: New and Start
+// call it with the most handlers the consumer runs at once (ConsumeGoroutines for each subscribed topic
+// and %RETRY%<group>; 0 in orderly mode, which runs one per queue it holds) and fail with its error, and
+// Refused returns nil. middleware.Chain returns one around a dedup store (dedup.Store.CheckConcurrency).
+// When the condition also has a method CheckConfig(cfg Config) error, New and Start call it with the
+// Config (defaults applied) and fail with its error (middleware.Lease's lease against HandlerTimeout and
+// BatchSize).
+package consumer
