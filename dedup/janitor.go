@@ -156,9 +156,12 @@ func (j *Janitor) tryLead(ctx context.Context) *sql.Conn {
 		return nil
 	}
 	var got sql.NullInt64
-	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", j.lock).Scan(&got); err != nil || got.Int64 != 1 {
-		if err != nil && ctx.Err() == nil {
+	qctx, cancel := lockConnContext(ctx)
+	defer cancel()
+	if err := conn.QueryRowContext(qctx, "SELECT GET_LOCK(?, 0)", j.lock).Scan(&got); err != nil || got.Int64 != 1 {
+		if err != nil {
 			j.cfg.Logger.Warn("dedup janitor: leader lock", zap.String("scope", j.cfg.Scope), zap.Error(err))
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn }) // GET_LOCK's result is unknown
 		}
 		_ = conn.Close()
 		return nil
@@ -171,11 +174,13 @@ func (j *Janitor) tryLead(ctx context.Context) *sql.Conn {
 // purgeOnce runs one purge, checking the lock before each batch; it drops the leadership when the lock is gone.
 func (j *Janitor) purgeOnce(ctx context.Context, conn *sql.Conn) {
 	check := func(ctx context.Context) error {
-		var mine sql.NullBool
-		err := conn.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", j.lock).Scan(&mine)
 		if ctx.Err() != nil {
 			return ctx.Err() // shutting down: Run releases the lock
 		}
+		var mine sql.NullBool
+		qctx, cancel := lockConnContext(ctx)
+		defer cancel()
+		err := conn.QueryRowContext(qctx, "SELECT IS_USED_LOCK(?) = CONNECTION_ID()", j.lock).Scan(&mine)
 		if err != nil || !mine.Bool {
 			j.lose(conn, err)
 			return errLostLeadership
@@ -212,7 +217,17 @@ func (j *Janitor) resign(conn *sql.Conn) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	_, _ = conn.ExecContext(ctx, "SELECT RELEASE_LOCK(?)", j.lock)
+	if _, err := conn.ExecContext(ctx, "SELECT RELEASE_LOCK(?)", j.lock); err != nil {
+		// Never pool a connection that may still hold the lock: discarding it ends its session.
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
 	_ = conn.Close()
 	j.cfg.Logger.Info("dedup janitor: resigned", zap.String("scope", j.cfg.Scope))
+}
+
+// lockConnContext bounds a statement on the lock connection without tying it to ctx's cancellation: the
+// driver kills a connection whose statement is cancelled, and the server then frees the lock only once it
+// notices, after Run has returned.
+func lockConnContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 }
