@@ -35,12 +35,12 @@ func ExampleStates_Transition() {
 	_ = paid
 }
 
-// ExampleActions_Record applies an inventory change once, whether the message or a compensation job
-// gets there first. Compiled, not run: it needs a database.
-func ExampleActions_Record() {
+// reserveOnce is docs/versions.md's business action, line for line: an inventory change applied once,
+// whether the message or a compensation job gets there first.
+func reserveOnce() (func(ctx context.Context, tx *sqlx.Tx, changeID, sku string, qty int) error, error) {
 	changes, err := dedup.NewActions(dedup.ActionTable{Table: "inventory_change", KeyColumn: "change_id"})
 	if err != nil {
-		panic(err)
+		return nil, err // names the field whose identifier is invalid
 	}
 	reserve := func(ctx context.Context, tx *sqlx.Tx, changeID, sku string, qty int) error {
 		r, err := changes.Record(ctx, tx, changeID, map[string]any{"sku_id": sku, "quantity": -qty})
@@ -50,5 +50,11 @@ func ExampleActions_Record() {
 		_, err = tx.ExecContext(ctx, "UPDATE inventory SET on_hand = on_hand - ? WHERE sku_id = ?", qty, sku)
 		return err
 	}
-	_ = reserve
+	return reserve, nil
+}
+
+// ExampleActions_Record applies an inventory change once, whether the message or a compensation job
+// gets there first. Compiled, not run: it needs a database.
+func ExampleActions_Record() {
+	_ = reserveOnce
 }

@@ -35,7 +35,8 @@ func orderPaidChain(store *dedup.Store, eventID middleware.Middleware) (consumer
 	if err != nil {
 		return nil, err
 	}
-	return middleware.Chain(paid, middleware.Classify(), eventID, deduped, version)
+	handler, err := middleware.Chain(paid, middleware.Classify(), eventID, deduped, version)
+	return handler, err
 }
 
 // ExampleVersion shows Version wired after Dedup with a transition handler. It is compiled, not run: it

@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// DocBlock returns the first ```go block after the line heading (e.g. "## Wiring a consumer") in file, a
-// Markdown file named from the repository's root ("README.md", "docs/effects.md"), without its fences; the
-// test fails when there is none.
+// DocBlock returns the first ```go block after the line heading (a heading such as "## Wiring a consumer",
+// or any whole line) in file, a Markdown file named from the repository's root ("README.md",
+// "docs/effects.md"), without its fences; the test fails when there is none.
 func DocBlock(t testing.TB, file, heading string) string {
 	t.Helper()
 	doc, err := os.ReadFile(filepath.Join(repoRoot(), filepath.FromSlash(file)))
