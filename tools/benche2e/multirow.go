@@ -21,6 +21,31 @@ import (
 // rows carrying that token when some rows were there already (the duplicates), one multi-row INSERT of the
 // new messages' business rows, and COMMIT. A failure fails and redelivers the whole callback.
 func startHandwrittenMultirow(ctx context.Context, env *environment, o options, b backlog, group string, tr *tracker) (func(), error) {
+	return startMultirowClaim(ctx, env, o, b, group, tr, insertBusinessRows)
+}
+
+// startHandwrittenClaimBatch is handwritten-multirow with one business INSERT per new message: the statements
+// rmqguard-batch sends on its happy path (one multi-row claim, the per-message handler's writes, COMMIT),
+// written by hand.
+func startHandwrittenClaimBatch(ctx context.Context, env *environment, o options, b backlog, group string, tr *tracker) (func(), error) {
+	return startMultirowClaim(ctx, env, o, b, group, tr, insertBusinessRowsOneByOne)
+}
+
+// insertBusinessRowsOneByOne is a businessWriter with one INSERT per event, as a per-message handler sends.
+func insertBusinessRowsOneByOne(ctx context.Context, ex sqlx.ExecerContext, table string, eventIDs []string) error {
+	for _, id := range eventIDs {
+		if err := insertBusinessRow(ctx, ex, table, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// businessWriter writes the business rows of eventIDs (at least one) into table through ex.
+type businessWriter func(ctx context.Context, ex sqlx.ExecerContext, table string, eventIDs []string) error
+
+// startMultirowClaim drains b with one multirowTx per callback, writing the new messages' business rows with write.
+func startMultirowClaim(ctx context.Context, env *environment, o options, b backlog, group string, tr *tracker, write businessWriter) (func(), error) {
 	dedupTable, bizTable := tableName(group, "dedup"), tableName(group, "orders")
 	if err := createDedupTable(ctx, env, dedupTable); err != nil {
 		return nil, err
@@ -29,7 +54,7 @@ func startHandwrittenMultirow(ctx context.Context, env *environment, o options, 
 		return nil, err
 	}
 	return startClient(env, o, b, group, batchSize, func(ctx context.Context, msgs []*primitive.MessageExt) error {
-		if err := multirowTx(ctx, env.db, dedupTable, bizTable, group, msgs); err != nil {
+		if err := multirowTx(ctx, env.db, dedupTable, bizTable, group, msgs, write); err != nil {
 			return err
 		}
 		for _, m := range msgs {
@@ -39,8 +64,9 @@ func startHandwrittenMultirow(ctx context.Context, env *environment, o options, 
 	})
 }
 
-// multirowTx is the transaction of one callback of handwritten-multirow (see startHandwrittenMultirow).
-func multirowTx(ctx context.Context, db *sqlx.DB, dedupTable, bizTable, group string, msgs []*primitive.MessageExt) error {
+// multirowTx is the transaction of one callback of handwritten-multirow (see startHandwrittenMultirow), the
+// business rows written by write.
+func multirowTx(ctx context.Context, db *sqlx.DB, dedupTable, bizTable, group string, msgs []*primitive.MessageExt, write businessWriter) error {
 	token, err := claimToken()
 	if err != nil {
 		return err
@@ -70,7 +96,7 @@ func multirowTx(ctx context.Context, db *sqlx.DB, dedupTable, bizTable, group st
 		}
 	}
 	if len(fresh) > 0 {
-		if err := insertBusinessRows(ctx, tx, bizTable, fresh); err != nil {
+		if err := write(ctx, tx, bizTable, fresh); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/internal/testenv"
@@ -41,6 +42,15 @@ func TestBenchE2E_MultirowClaimHasOneRowPerEventInEventIDOrder(t *testing.T) {
 // an earlier callback, and an event twice in one callback, get no second business row.
 func TestBenchE2E_MultirowTxWritesEachEventsBusinessRowOnce(t *testing.T) {
 	db := testenv.MySQL(t)
+	for _, w := range []struct {
+		name  string
+		write businessWriter
+	}{{"multi-row", insertBusinessRows}, {"row by row", insertBusinessRowsOneByOne}} {
+		t.Run(w.name, func(t *testing.T) { multirowWritesEachEventOnce(t, db, w.write) })
+	}
+}
+
+func multirowWritesEachEventOnce(t *testing.T, db *sqlx.DB, write businessWriter) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	env := &environment{db: db, cleanup: &cleanup{}, log: io.Discard}
@@ -60,7 +70,7 @@ func TestBenchE2E_MultirowTxWritesEachEventsBusinessRowOnce(t *testing.T) {
 		for i, id := range ids {
 			msgs[i] = orderMsg(id)
 		}
-		require.NoError(t, multirowTx(ctx, db, dedupTable, bizTable, run, msgs))
+		require.NoError(t, multirowTx(ctx, db, dedupTable, bizTable, run, msgs, write))
 	}
 	var got []string
 	require.NoError(t, db.SelectContext(ctx, &got, `SELECT event_id FROM `+bizTable+` ORDER BY event_id`))

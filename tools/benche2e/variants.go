@@ -24,6 +24,9 @@ const (
 	// variantHandwrittenMultirow is the hand-written batch consumer at its best: per callback one transaction
 	// with one multi-row claim of the dedup rows and one multi-row INSERT of the business rows.
 	variantHandwrittenMultirow = "handwritten-multirow"
+	// variantHandwrittenClaimBatch is handwritten-multirow with one business INSERT per message: rmqguard-batch's
+	// happy-path statements (one multi-row claim, a per-message handler's writes, COMMIT) written by hand.
+	variantHandwrittenClaimBatch = "handwritten-claim-batch"
 	// variantBatchHandler is rmqguard-batch with a batch handler (dedup.HandleBatch) writing the business
 	// rows of a batch in one multi-row INSERT.
 	variantBatchHandler = "rmqguard-batch-handler"
@@ -41,8 +44,8 @@ const (
 )
 
 // batchSize is the messages per callback (ConsumeMessageBatchMaxSize) of the batch variants: consumer.Config.BatchSize
-// of rmqguard-batch, rmqguard-batch-handler and hotrow-batch; handwritten-batch, handwritten-multirow and
-// batch-ceiling. 32, the client's default pull batch.
+// of rmqguard-batch, rmqguard-batch-handler and hotrow-batch; handwritten-batch, handwritten-claim-batch,
+// handwritten-multirow and batch-ceiling. 32, the client's default pull batch.
 const batchSize = 32
 
 // errNotAvailable is returned by a variant that cannot run yet; its row shows n/a.
@@ -66,21 +69,22 @@ func variants() map[string]drainFunc {
 		variantBatch: func(ctx context.Context, env *environment, o options, b backlog, group string, tr *tracker) (func(), error) {
 			return startRmqguard(ctx, env, o, b, group, tr, batchSize, nil)
 		},
-		variantHandwrittenBatch:    startHandwrittenBatch,
-		variantBatchCeiling:        startBatchCeiling,
-		variantHandwrittenMultirow: startHandwrittenMultirow,
-		variantBatchHandler:        startBatchHandler,
-		variantHotrow:              startHotrow(1),
-		variantHotrowBatch:         startHotrow(batchSize),
-		variantHotrowBatchHandler:  startHotrowBatchHandler(),
-		variantDuplicates:          startDuplicates,
-		variantDuplicatesRedis:     startDuplicatesRedis,
+		variantHandwrittenBatch:      startHandwrittenBatch,
+		variantBatchCeiling:          startBatchCeiling,
+		variantHandwrittenMultirow:   startHandwrittenMultirow,
+		variantHandwrittenClaimBatch: startHandwrittenClaimBatch,
+		variantBatchHandler:          startBatchHandler,
+		variantHotrow:                startHotrow(1),
+		variantHotrowBatch:           startHotrow(batchSize),
+		variantHotrowBatchHandler:    startHotrowBatchHandler(),
+		variantDuplicates:            startDuplicates,
+		variantDuplicatesRedis:       startDuplicatesRedis,
 	}
 }
 
 // defaultVariants is the -variants default: all of them, in drain order.
 var defaultVariants = strings.Join([]string{variantRaw, variantBaseline, variantRmqguard, variantOutbox, variantBatch,
-	variantHandwrittenBatch, variantBatchCeiling, variantHandwrittenMultirow, variantBatchHandler, variantHotrow, variantHotrowBatch,
+	variantHandwrittenBatch, variantBatchCeiling, variantHandwrittenClaimBatch, variantHandwrittenMultirow, variantBatchHandler, variantHotrow, variantHotrowBatch,
 	variantHotrowBatchHandler, variantDuplicates, variantDuplicatesRedis}, ",")
 
 // parseVariants splits a comma list of variant names, rejecting unknown and repeated names.
