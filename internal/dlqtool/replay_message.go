@@ -68,7 +68,7 @@ func reservedProperty(name string) bool {
 // (%RETRY%<ns>%<group>) with RETRY_TOPIC set to topic (<ns>%<topic>), the letter's body, TAGS, KEYS and
 // non-reserved properties (reservedProperty), and prov as the consumer.PropReplay* properties (PropReplayOf =
 // l.StoreID). topic is the letter's origin or the operator's --target-topic, one group subscribes. Send it
-// through a producer without a namespace option (Cluster.ProducerOptions); see the package doc, "Replay".
+// through a producer without a namespace option (ProducerOptions); see the package doc, "Replay".
 func ReplayMessage(l Letter, ns, group, topic string, prov Provenance) *primitive.Message {
 	msg := primitive.NewMessage(rmq.NamespacedRetryTopic(ns, group), l.Body)
 	for k, v := range l.Properties {
