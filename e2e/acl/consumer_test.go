@@ -60,7 +60,7 @@ func (w *aclWorld) newConsumer(t *testing.T, cred consumer.Credentials, got chan
 
 // With the right keys in a namespace: a consumer consumes, a retry comes back through %RETRY%<ns>%<group>
 // with the topic restored, and a dead letter published by dlq.Publisher (its producer built from
-// topics.Cluster.ProducerOptions) lands on %DLQ%<ns>%<group>, where dlqtool.ReadCluster and `rmqguard dlq list`
+// dlqtool.ProducerOptions) lands on %DLQ%<ns>%<group>, where dlqtool.Read and `rmqguard dlq list`
 // find it, and `rmqguard dlq replay` sends it back to the group once. Delivery shows the group and topic
 // without the namespace.
 func TestACL_RightKeysConsumeRetryDeadLetterAndReplayInANamespace(t *testing.T) {
