@@ -71,7 +71,7 @@ func (o *globalOptions) adminOptions() ([]rmq.Option, error) {
 }
 
 // cluster returns the cluster the global flags describe (name servers, namespace, credentials), validated.
-// The dlq commands build their clients from it (topics.Cluster's option methods). Errors name the flag.
+// The dlq commands build their clients from it (dlqtool.ProducerOptions, AdminOptions). Errors name the flag.
 func (o *globalOptions) cluster() (topics.Cluster, error) {
 	ns, err := o.requireNameServers()
 	if err != nil {
