@@ -9,9 +9,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/zap"
 
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/metrics"
+	"github.com/rmqguard/rmqguard/topics"
 )
 
 // F42: a census that does not read a broker where the last census counted waiting letters, and that is not
@@ -21,7 +22,7 @@ import (
 func TestMonitorMissing_ABrokerThatHeldWaitingLettersAndIsNotReadWithholdsTheCount(t *testing.T) {
 	m := &Monitor{held: map[string]time.Time{}}
 	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
-	census := func(waiting map[string]int) Census { return Census{WaitingByBroker: waiting} }
+	census := func(waiting map[string]int) dlqtool.Census { return dlqtool.Census{WaitingByBroker: waiting} }
 	none := map[string]bool{} // no master listed besides those read
 
 	assert.Empty(t, m.missing(census(map[string]int{"a": 1, "b": 2, "c": 0}), none, t0))
@@ -48,8 +49,8 @@ func TestMonitorMissing_ABrokerThatHeldWaitingLettersAndIsNotReadWithholdsTheCou
 func TestMonitorOnce_ACensusCutByTheStopKeepsTheLastCountAFailedOneRemovesIt(t *testing.T) {
 	m, err := metrics.New(prometheus.NewRegistry())
 	require.NoError(t, err)
-	mon := &Monitor{held: map[string]time.Time{}, cfg: MonitorConfig{Cluster: Cluster{NameServers: []string{"127.0.0.1:1"}},
-		Metrics: m, Status: StatusOptions{Group: "cg"}, Logger: zap.NewNop()}}
+	mon := newMonitor(MonitorConfig{Cluster: topics.Cluster{NameServers: []string{"127.0.0.1:1"}}, Metrics: m},
+		dlqtool.StatusOptions{Group: "cg"})
 	m.DLQLettersWaiting.WithLabelValues("cg").Set(3) // the last census
 
 	stopped, cancel := context.WithCancel(context.Background())

@@ -49,9 +49,9 @@ func (p *Publisher) Close() error {
 }
 
 // NewPublisher returns a Publisher sending through p, a started producer that stays the caller's (Close does
-// not shut it down); StartPublisher builds and owns one instead. With ACL or a namespace, build p from a
-// Cluster (ProducerOptions), never with the client's namespace option (the package doc, "Namespaces"); the
-// letters go to %DLQ%<ns>%<group>. It returns an error if p is nil.
+// not shut it down); StartPublisher builds and owns one instead. With ACL or a namespace, build p with the
+// producer group in the namespace and never the client's namespace option (the package doc, "Namespaces");
+// the letters go to %DLQ%<ns>%<group>. It returns an error if p is nil.
 func NewPublisher(p consumer.Sender) (*Publisher, error) {
 	if p == nil {
 		return nil, errors.New("dlq: NewPublisher: producer is nil")

@@ -12,7 +12,9 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/internal/rmq"
+	"github.com/rmqguard/rmqguard/topics"
 )
 
 // defaultPublisherSendRetries is the producer's own retries of a failed send (the client's WithRetry)
@@ -92,9 +94,9 @@ func StartPublisher(cfg PublisherConfig) (*Publisher, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	cluster := Cluster{NameServers: cfg.NameServers, Namespace: cfg.Namespace, Credentials: cfg.Credentials}
+	cluster := topics.Cluster{NameServers: cfg.NameServers, Namespace: cfg.Namespace, Credentials: cfg.Credentials}
 	group := cfg.Group + publisherProducerGroupSuffix
-	p, err := rocketmq.NewProducer(append(cluster.ProducerOptions(group),
+	p, err := rocketmq.NewProducer(append(dlqtool.ProducerOptions(cluster, group),
 		producer.WithInstanceName(cfg.instanceName()), producer.WithRetry(cfg.sendRetries()))...)
 	if err != nil {
 		return nil, fmt.Errorf("dlq: start publisher: new producer %s: %w", group, err)

@@ -16,13 +16,14 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/examples/shop"
 	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/retry"
+	"github.com/rmqguard/rmqguard/topics"
 )
 
 // TestE2E_F21_BatchDeadLetterWithoutSinkLeavesItsNeighboursOutOfTheDLQ: no DeadLetterSink, BatchSize 4, one
@@ -52,13 +53,13 @@ func TestE2E_F21_BatchDeadLetterWithoutSinkLeavesItsNeighboursOutOfTheDLQ(t *tes
 
 	var letters []*primitive.MessageExt
 	require.Eventually(t, func() bool {
-		letters, err = dlq.Read(w.ctx, w.ns, w.group, 10)
+		letters, err = dlqtool.Read(w.ctx, topics.Cluster{NameServers: w.ns}, w.group, 10)
 		return err == nil && len(letters) >= 1
 	}, 60*time.Second, time.Second, "b-3 reaches %%DLQ%%%s", w.group)
 	time.Sleep(3 * time.Second) // a neighbour dead-lettered by the broker would arrive within this
 	require.NoError(t, c.Shutdown(w.ctx))
 
-	letters, err = dlq.Read(w.ctx, w.ns, w.group, 10)
+	letters, err = dlqtool.Read(w.ctx, topics.Cluster{NameServers: w.ns}, w.group, 10)
 	require.NoError(t, err)
 	require.Len(t, letters, 1, "b-3 is the only letter")
 	assert.Equal(t, b3, letters[0].GetProperty("EVENT_ID"))

@@ -29,6 +29,7 @@ import (
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
@@ -69,7 +70,7 @@ func censusWithAMasterDown(t *testing.T, tm testenv.TwoMasters) {
 	_, err := topics.Ensure(ctx, topics.Cluster{NameServers: ns}, topics.Topic{Name: rmq.DLQTopic(group), Queues: 1})
 	require.NoError(t, err)
 	sendTo(t, ctx, ns, rmq.DLQTopic(group), map[string]testenv.Master{run + "-on-a": tm.A, run + "-on-b": tm.B})
-	_, err = dedup.RunMigrations(ctx, db.DB, dlq.AuditMigrations(), dlq.AuditVersionTable)
+	_, err = dlq.Migrate(ctx, db.DB)
 	require.NoError(t, err)
 	gauge := startMonitor(t, ctx, ns, group, db)
 	require.Eventually(t, func() bool { return gauge() == 2 }, 30*time.Second, 100*time.Millisecond, "rmqguard_dlq_letters_waiting")
@@ -183,9 +184,9 @@ func dlqOnTwoMasters(t *testing.T, tm testenv.TwoMasters, bin string) {
 
 	events := map[string]testenv.Master{run + "-on-a": tm.A, run + "-on-b": tm.B}
 	sendTo(t, ctx, ns, topic, events)
-	var letters []dlq.Letter
+	var letters []dlqtool.Letter
 	require.Eventually(t, func() bool {
-		res, err := dlq.Scan(ctx, dlq.Cluster{NameServers: ns}, group, dlq.ScanOptions{})
+		res, err := dlqtool.Scan(ctx, topics.Cluster{NameServers: ns}, group, dlqtool.ScanOptions{})
 		letters = res.Letters
 		return err == nil && res.Complete && len(letters) == 2
 	}, 60*time.Second, 200*time.Millisecond, "one letter on each master's DLQ")
@@ -224,26 +225,26 @@ func dlqOnTwoMasters(t *testing.T, tm testenv.TwoMasters, bin string) {
 	dlqCmd("export", "-o", file)
 	f, err := os.Open(file)
 	require.NoError(t, err)
-	_, exported, err := dlq.ReadExportFile(f)
+	_, exported, err := dlqtool.ReadExportFile(f)
 	_ = f.Close()
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{tm.A.Name, tm.B.Name}, []string{exported[0].Broker, exported[1].Broker})
 
-	_, err = dedup.RunMigrations(ctx, db.DB, dlq.AuditMigrations(), dlq.AuditVersionTable)
+	_, err = dlq.Migrate(ctx, db.DB)
 	require.NoError(t, err)
 	gauge := startMonitor(t, ctx, ns, group, db)
-	census := func() dlq.Census {
+	census := func() dlqtool.Census {
 		t.Helper()
-		audit, err := dlq.NewMySQLAudit(db)
+		audit, err := dlqtool.NewMySQLAudit(db)
 		require.NoError(t, err)
-		processed, err := dlq.NewMySQLProcessed(db)
+		processed, err := dlqtool.NewMySQLProcessed(db)
 		require.NoError(t, err)
-		c, err := dlq.TakeCensus(ctx, dlq.Cluster{NameServers: ns}, dlq.ScanOptions{},
-			dlq.StatusOptions{Group: group, Audit: audit, Processed: processed})
+		c, err := dlqtool.TakeCensus(ctx, topics.Cluster{NameServers: ns}, dlqtool.ScanOptions{},
+			dlqtool.StatusOptions{Group: group, Audit: audit, Processed: processed})
 		require.NoError(t, err)
 		return c
 	}
-	assert.Equal(t, dlq.Census{Letters: 2, ByBroker: map[string]int{tm.A.Name: 1, tm.B.Name: 1}, Waiting: 2,
+	assert.Equal(t, dlqtool.Census{Letters: 2, ByBroker: map[string]int{tm.A.Name: 1, tm.B.Name: 1}, Waiting: 2,
 		WaitingByBroker: map[string]int{tm.A.Name: 1, tm.B.Name: 1}}, census())
 	require.Eventually(t, func() bool { return gauge() == 2 }, 30*time.Second, 100*time.Millisecond, "rmqguard_dlq_letters_waiting")
 
@@ -268,7 +269,7 @@ func dlqOnTwoMasters(t *testing.T, tm testenv.TwoMasters, bin string) {
 	table := dlqCmd("list", "--mysql-dsn", dsn)
 	assert.Regexp(t, `\s`+tm.A.Name+`\s.*\s20\d\d-\S+Z by f42-operator\s+yes\n`, table)
 	assert.Regexp(t, `\s`+tm.B.Name+`\s.*\s20\d\d-\S+Z by f42-operator\s+yes\n`, table)
-	assert.Equal(t, dlq.Census{Letters: 2, ByBroker: map[string]int{tm.A.Name: 1, tm.B.Name: 1}, Waiting: 0,
+	assert.Equal(t, dlqtool.Census{Letters: 2, ByBroker: map[string]int{tm.A.Name: 1, tm.B.Name: 1}, Waiting: 0,
 		WaitingByBroker: map[string]int{tm.A.Name: 0, tm.B.Name: 0}}, census())
 	require.Eventually(t, func() bool { return gauge() == 0 }, 30*time.Second, 100*time.Millisecond, "rmqguard_dlq_letters_waiting")
 
@@ -315,12 +316,7 @@ func startMonitor(t *testing.T, ctx context.Context, ns []string, group string, 
 	t.Helper()
 	m, err := metrics.New(prometheus.NewRegistry())
 	require.NoError(t, err)
-	audit, err := dlq.NewMySQLAudit(db)
-	require.NoError(t, err)
-	processed, err := dlq.NewMySQLProcessed(db)
-	require.NoError(t, err)
-	mon, err := dlq.NewMonitor(dlq.MonitorConfig{Cluster: dlq.Cluster{NameServers: ns},
-		Status:   dlq.StatusOptions{Group: group, Audit: audit, Processed: processed},
+	mon, err := dlq.NewMonitor(dlq.MonitorConfig{Cluster: topics.Cluster{NameServers: ns}, Group: group, DB: db,
 		Interval: 500 * time.Millisecond, Metrics: m, Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(ctx)

@@ -16,7 +16,9 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/topics"
 )
 
 // compressAs compresses body in the framing of the Java 5.x client's codec for sysFlag: an LZ4 frame
@@ -82,12 +84,12 @@ func TestE2E_JavaCompressedBodiesReachTheHandlerDecodedOthersAreDeadLetteredWith
 	require.NoError(t, err)
 	w.start(consumer.Config{MaxAttempts: 3}, handler, consumer.WithDeadLetterSink(publisher))
 
-	var res dlq.ScanResult
+	var res dlqtool.ScanResult
 	require.Eventually(t, func() bool {
 		mu.Lock()
 		handled := len(seen)
 		mu.Unlock()
-		res, err = dlq.Scan(w.ctx, dlq.Cluster{NameServers: w.ns}, w.group, dlq.ScanOptions{})
+		res, err = dlqtool.Scan(w.ctx, topics.Cluster{NameServers: w.ns}, w.group, dlqtool.ScanOptions{})
 		return handled >= 4 && err == nil && len(res.Letters) >= 2
 	}, 60*time.Second, 500*time.Millisecond, "4 messages handled, 2 dead-lettered")
 
@@ -140,10 +142,10 @@ func TestE2E_TheBrokersOwnLetterOfAJavaCompressedMessageIsReadableAndReplaysDeco
 	// the stored body and SysFlag.
 	w.start(consumer.Config{MaxAttempts: 3}, handler, consumer.WithDeadLetterSink(nil))
 
-	var res dlq.ScanResult
+	var res dlqtool.ScanResult
 	require.Eventually(t, func() bool {
 		var err error
-		res, err = dlq.Scan(w.ctx, dlq.Cluster{NameServers: w.ns}, w.group, dlq.ScanOptions{})
+		res, err = dlqtool.Scan(w.ctx, topics.Cluster{NameServers: w.ns}, w.group, dlqtool.ScanOptions{})
 		return err == nil && len(res.Letters) >= 1
 	}, 60*time.Second, 500*time.Millisecond, "the message reaches %%DLQ%%%s", w.group)
 	require.Len(t, res.Letters, 1)
@@ -151,8 +153,8 @@ func TestE2E_TheBrokersOwnLetterOfAJavaCompressedMessageIsReadableAndReplaysDeco
 	assert.Equal(t, stored, l.Body, "the broker's letter holds the stored ZSTD frame")
 	assert.Equal(t, strconv.Itoa(int(zstdFlag)), l.Property(consumer.PropBodySysFlag), "the Letter names its SysFlag")
 
-	// What dlq.Replay sends: the Go producer cannot set the SysFlag, the property carries it.
-	w.send(dlq.ReplayMessage(l, "", w.group, w.topic, dlq.Provenance{ReplayID: "r-" + w.run, Operator: "e2e", At: time.Now()}))
+	// What dlqtool.Replay sends: the Go producer cannot set the SysFlag, the property carries it.
+	w.send(dlqtool.ReplayMessage(l, "", w.group, w.topic, dlqtool.Provenance{ReplayID: "r-" + w.run, Operator: "e2e", At: time.Now()}))
 	require.Eventually(t, func() bool {
 		mu.Lock()
 		defer mu.Unlock()

@@ -12,13 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/retry"
+	"github.com/rmqguard/rmqguard/topics"
 )
 
-// dlq.Letter.Attempts is documented as "the ReconsumeTimes of the original when it was dead-lettered". For a
+// dlqtool.Letter.Attempts is documented as "the ReconsumeTimes of the original when it was dead-lettered". For a
 // letter the broker itself moved to %DLQ%<group> (no DLQ publisher: retries exhausted, or delay level -1) the
 // broker stores the copy with ReconsumeTimes + 1 (SendMessageProcessor, as for a retry), so `dlq list` must
 // not show that raw value: the same failure history would read 4 for a broker letter and 3 for one rmqguard
@@ -45,10 +46,10 @@ func TestE2E_DLQList_AttemptsOfBrokerLettersIsTheLastReconsumeTimes(t *testing.T
 		w.send(msg)
 	}
 
-	var res dlq.ScanResult
+	var res dlqtool.ScanResult
 	require.Eventually(t, func() bool {
 		var err error
-		res, err = dlq.Scan(w.ctx, dlq.Cluster{NameServers: w.ns}, w.group, dlq.ScanOptions{})
+		res, err = dlqtool.Scan(w.ctx, topics.Cluster{NameServers: w.ns}, w.group, dlqtool.ScanOptions{})
 		return err == nil && len(res.Letters) >= 2
 	}, 90*time.Second, time.Second, "both messages reach %%DLQ%%%s", w.group)
 	mu.Lock()

@@ -23,11 +23,13 @@ import (
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/internal/scrape"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/retry"
+	"github.com/rmqguard/rmqguard/topics"
 )
 
 // F41: the duplicate ratio and its causes, read from the consumer's /metrics, against the truth on a mixed
@@ -37,7 +39,7 @@ import (
 //  1. 40 new events (6 of them failing their first delivery: retries), 6 poison events (dead-lettered);
 //  2. 10 producer re-sends of processed events (a new message ID), 6 copies of processed messages (the same
 //     message ID: what a redelivery is), 3 poison events fixed by a producer re-send, 3 dead letters
-//     replayed with dlq.Replay (processed by the replay);
+//     replayed with dlqtool.Replay (processed by the replay);
 //  3. (consumer restarted) the 3 letters of the fixed events replayed (duplicates: replays), copies of the
 //     3 replay messages that took effect (redeliveries, though they carry replay provenance), 4 re-sends,
 //     4 copies, 8 new events (4 failing their first delivery).
@@ -121,7 +123,7 @@ func newMixedWorkload(t *testing.T, batch int) *mixedWorkload {
 		run VARCHAR(64) NOT NULL, event_id VARCHAR(128) NOT NULL, msg_id VARCHAR(128) NOT NULL,
 		PRIMARY KEY (run, event_id)) ENGINE=InnoDB`)
 	require.NoError(t, err)
-	_, err = dedup.RunMigrations(w.ctx, db.DB, dlq.AuditMigrations(), dlq.AuditVersionTable)
+	_, err = dlq.Migrate(w.ctx, db.DB)
 	require.NoError(t, err)
 	store, err := dedup.NewStore(db)
 	require.NoError(t, err)
@@ -265,10 +267,10 @@ func (m *mixedWorkload) run(t *testing.T) {
 	m.start(t)
 	m.settle(t)
 
-	scan, err := dlq.Scan(m.w.ctx, dlq.Cluster{NameServers: m.w.ns}, m.w.group, dlq.ScanOptions{})
+	scan, err := dlqtool.Scan(m.w.ctx, topics.Cluster{NameServers: m.w.ns}, m.w.group, dlqtool.ScanOptions{})
 	require.NoError(t, err)
 	require.Len(t, scan.Letters, 6, "the poison events are dead-lettered")
-	letters := map[string]dlq.Letter{}
+	letters := map[string]dlqtool.Letter{}
 	for _, l := range scan.Letters {
 		letters[l.EventID] = l
 	}
@@ -285,12 +287,12 @@ func (m *mixedWorkload) run(t *testing.T) {
 		phase2 = append(phase2, m.message(poison(i), ""))
 	}
 	m.send(t, phase2...)
-	audit, err := dlq.NewMySQLAudit(m.db)
+	audit, err := dlqtool.NewMySQLAudit(m.db)
 	require.NoError(t, err)
-	processed, err := dlq.NewMySQLProcessed(m.db)
+	processed, err := dlqtool.NewMySQLProcessed(m.db)
 	require.NoError(t, err)
-	toReplay := []dlq.Letter{letters[poison(0)], letters[poison(1)], letters[poison(2)]}
-	rep, err := dlq.Replay(m.w.ctx, toReplay, dlq.ReplayOptions{Group: m.w.group, Operator: "f41", Sender: m.w.prod,
+	toReplay := []dlqtool.Letter{letters[poison(0)], letters[poison(1)], letters[poison(2)]}
+	rep, err := dlqtool.Replay(m.w.ctx, toReplay, dlqtool.ReplayOptions{Group: m.w.group, Operator: "f41", Sender: m.w.prod,
 		Audit: audit, Processed: processed})
 	require.NoError(t, err)
 	require.Equal(t, 3, rep.Summary.Sent, "%+v", rep.Summary)
@@ -306,12 +308,12 @@ func (m *mixedWorkload) run(t *testing.T) {
 	var phase3 []*primitive.Message
 	for i := 3; i < 6; i++ { // the letters of events a re-send has processed since: duplicates, cause replay
 		l := letters[poison(i)]
-		msg := dlq.ReplayMessage(l, "", m.w.group, m.w.topic, dlq.Provenance{ReplayID: "f41-late", Operator: "f41", At: time.Now()})
+		msg := dlqtool.ReplayMessage(l, "", m.w.group, m.w.topic, dlqtool.Provenance{ReplayID: "f41-late", Operator: "f41", At: time.Now()})
 		msg.WithProperty(primitive.PropertyUniqueClientMessageIdKeyIndex, primitive.CreateUniqID())
 		phase3 = append(phase3, msg)
 	}
 	for i, id := range replayMsgIDs { // the replay messages that took effect, again: redeliveries
-		msg := dlq.ReplayMessage(letters[poison(i)], "", m.w.group, m.w.topic, dlq.Provenance{ReplayID: rep.ReplayID, Operator: "f41", At: time.Now()})
+		msg := dlqtool.ReplayMessage(letters[poison(i)], "", m.w.group, m.w.topic, dlqtool.Provenance{ReplayID: rep.ReplayID, Operator: "f41", At: time.Now()})
 		msg.WithProperty(primitive.PropertyUniqueClientMessageIdKeyIndex, id)
 		phase3 = append(phase3, msg)
 	}

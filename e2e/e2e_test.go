@@ -26,11 +26,13 @@ import (
 	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/examples/shop"
 	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/retry"
+	"github.com/rmqguard/rmqguard/topics"
 )
 
 // redeliveries records what the chain saw of redelivered messages (ReconsumeTimes > 0).
@@ -130,7 +132,7 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 		assert.False(t, strings.HasPrefix(tpc, rmq.RetryTopicPrefix), "F4: no delivery is presented on %s", tpc)
 	}
 
-	letters, err := dlq.Read(ctx, w.ns, group, 100)
+	letters, err := dlqtool.Read(ctx, topics.Cluster{NameServers: w.ns}, group, 100)
 	require.NoError(t, err)
 	require.Len(t, letters, 3, "the poison and the two unidentifiable messages, nothing else, are dead-lettered")
 	byCase := map[string]*primitive.MessageExt{}
@@ -190,7 +192,7 @@ func TestE2E_F5_MaxAttemptsBecomesMaxReconsumeTimes(t *testing.T) {
 	var letters []*primitive.MessageExt
 	var err error
 	require.Eventually(t, func() bool {
-		letters, err = dlq.Read(ctx, w.ns, group, 10)
+		letters, err = dlqtool.Read(ctx, topics.Cluster{NameServers: w.ns}, group, 10)
 		return err == nil && len(letters) >= 2
 	}, 90*time.Second, time.Second, "both messages reach %%DLQ%%%s", group)
 	time.Sleep(2 * time.Second) // a further delivery, if the mapping were wrong, would come within this

@@ -20,10 +20,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/topics"
 )
 
 // The README's minimal consumer (examples/minimal), run as a user runs it — its own process, its own
@@ -110,7 +111,7 @@ func TestE2E_READMEMinimalConsumerAppliesEachEventOnce(t *testing.T) {
 	_, err = prod.SendSync(ctx, orderCreated(poison, "not json"))
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		letters, err := dlq.Read(ctx, []string{ns}, group, 1000)
+		letters, err := dlqtool.Read(ctx, topics.Cluster{NameServers: []string{ns}}, group, 1000)
 		require.NoError(t, err)
 		for _, l := range letters {
 			if l.GetProperty("EVENT_ID") == poison {

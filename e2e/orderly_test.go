@@ -17,8 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/topics"
 )
 
 // orderlyQueues is the queue count of the orderly tests' topic: several queues, so that per-aggregate
@@ -251,10 +252,10 @@ func TestE2E_F3_OrderlyPoisonGoesToDLQ(t *testing.T) {
 	}, l.of("acc-1"), "MaxAttempts+1 deliveries, the letter published, then the queue moves on in order")
 	assert.Equal(t, []string{other + " v1 #0 applied", other + " v2 #0 applied", other + " v3 #0 applied"}, l.of(other))
 
-	var res dlq.ScanResult
+	var res dlqtool.ScanResult
 	require.Eventually(t, func() bool {
 		var err error
-		res, err = dlq.Scan(w.ctx, dlq.Cluster{NameServers: w.ns}, w.group, dlq.ScanOptions{})
+		res, err = dlqtool.Scan(w.ctx, topics.Cluster{NameServers: w.ns}, w.group, dlqtool.ScanOptions{})
 		return err == nil && len(res.Letters) >= 1
 	}, 60*time.Second, time.Second, "v1 reaches %%DLQ%%%s", w.group)
 	require.Len(t, res.Letters, 1, "v1 alone")

@@ -19,11 +19,12 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/examples/shop"
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
+	"github.com/rmqguard/rmqguard/topics"
 )
 
 // countingProbe counts the store health gate's probes.
@@ -109,7 +110,7 @@ func (r *outageRig) requireOnceEach(t *testing.T, events int) {
 	var rows int
 	require.NoError(t, r.db.GetContext(ctx, &rows, `SELECT COUNT(*) FROM processed_event WHERE consumer_group = ?`, r.w.group))
 	assert.Equal(t, events, rows)
-	letters, err := dlq.Read(ctx, r.w.ns, r.w.group, 10)
+	letters, err := dlqtool.Read(ctx, topics.Cluster{NameServers: r.w.ns}, r.w.group, 10)
 	require.NoError(t, err)
 	assert.Empty(t, letters, "nothing was dead-lettered: the outage spent no attempt")
 }

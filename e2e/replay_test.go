@@ -26,6 +26,7 @@ import (
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -194,7 +195,7 @@ func TestE2E_S5_F18_DLQReplaySafeTwiceToTheDeadLetteredGroupOnly(t *testing.T) {
 			EventID string `db:"event_id"`
 			Status  string `db:"status"`
 		}
-		err := db.Select(&rows, `SELECT event_id, status FROM `+dlq.AuditTable+` WHERE consumer_group = ?`, group)
+		err := db.Select(&rows, `SELECT event_id, status FROM `+dlqtool.AuditTable+` WHERE consumer_group = ?`, group)
 		var myErr *mysql.MySQLError
 		if errors.As(err, &myErr) && myErr.Number == 1146 { // ER_NO_SUCH_TABLE: no replay has run on this database yet
 			return map[string]string{}
@@ -363,7 +364,7 @@ func TestE2E_DLQReplayWithoutRetryTopicNamesTheFix(t *testing.T) {
 	assert.Contains(t, out, "rmqguard topic ensure --queues 1 '%RETRY%"+group+"'")
 	db := shoptest.MySQL(t)
 	var claimed int
-	require.NoError(t, db.Get(&claimed, `SELECT COUNT(*) FROM `+dlq.AuditTable+` WHERE consumer_group = ?`, group))
+	require.NoError(t, db.Get(&claimed, `SELECT COUNT(*) FROM `+dlqtool.AuditTable+` WHERE consumer_group = ?`, group))
 	assert.Zero(t, claimed, "nothing claimed")
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/topics"
@@ -67,7 +67,7 @@ func TestE2E_ConsumerEnsuresTopicsInStartAndPublishesDeadLettersByDefault(t *tes
 
 	var letters []*primitive.MessageExt
 	require.Eventually(t, func() bool {
-		letters, err = dlq.Read(ctx, ns, group, 10)
+		letters, err = dlqtool.Read(ctx, topics.Cluster{NameServers: ns}, group, 10)
 		return err == nil && len(letters) > 0
 	}, time.Minute, 500*time.Millisecond, "the poison message reaches %s", dlqTopic)
 	require.Len(t, letters, 1)

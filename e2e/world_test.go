@@ -13,9 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/topics"
 )
 
 // world is one test's own topic, consumer group and producer on the real broker, so tests never see each
@@ -94,10 +95,10 @@ func httpGet(ctx context.Context, url string) (int, error) {
 }
 
 // requireNoDeadLetters reads %DLQ%<group> itself (not a metric) and fails the test if it holds a letter.
-// dlq.Read stops at the max offsets it captured first, so an empty DLQ costs no broker long-poll.
+// dlqtool.Read stops at the max offsets it captured first, so an empty DLQ costs no broker long-poll.
 func (w *world) requireNoDeadLetters() {
 	w.t.Helper()
-	letters, err := dlq.Read(w.ctx, w.ns, w.group, 10)
+	letters, err := dlqtool.Read(w.ctx, topics.Cluster{NameServers: w.ns}, w.group, 10)
 	require.NoError(w.t, err)
 	var keys []string
 	for _, l := range letters {

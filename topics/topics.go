@@ -17,7 +17,8 @@ const defaultQueues = 4
 // itself creates them.
 const groupTopicQueues = 1
 
-// Cluster says how to reach the cluster and where new topics go.
+// Cluster says how to reach the cluster (name servers, namespace, credentials) and where new topics go;
+// dlq.MonitorConfig takes one too (it reads every master, whatever Brokers says).
 type Cluster struct {
 	// NameServers are "host:port" name server addresses. Required.
 	NameServers []string

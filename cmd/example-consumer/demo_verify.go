@@ -13,9 +13,10 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/examples/shop"
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/internal/scrape"
+	"github.com/rmqguard/rmqguard/topics"
 )
 
 // drained is what the demo found once the consumer had drained the run.
@@ -231,7 +232,7 @@ func redisLine(c counts) string {
 
 // runLetters returns the dead letters of this run (KEYS or EVENT_ID starting with the run ID).
 func runLetters(ctx context.Context, nameServers []string, group, runID string) ([]*primitive.MessageExt, error) {
-	all, err := dlq.Read(ctx, nameServers, group, 0)
+	all, err := dlqtool.Read(ctx, topics.Cluster{NameServers: nameServers}, group, 0)
 	if err != nil {
 		return nil, err
 	}

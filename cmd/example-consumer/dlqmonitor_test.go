@@ -12,11 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
-	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
+	"github.com/rmqguard/rmqguard/topics"
 )
 
 // F42 in the example consumer: run's DLQ census exports rmqguard_dlq_letters_waiting{group}: a letter on the
@@ -41,14 +41,14 @@ func TestExampleConsumer_ExportsTheDLQLettersWaiting(t *testing.T) {
 
 	m, err := metrics.New(prometheus.NewRegistry())
 	require.NoError(t, err)
-	stop, err := startDLQMonitor(ctx, db, consumer.Config{NameServers: []string{ns}, Group: group}, m, 100*time.Millisecond, zap.NewNop())
+	stop, err := startDLQMonitor(ctx, db, topics.Cluster{NameServers: []string{ns}}, group, m, 100*time.Millisecond, zap.NewNop())
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		return testutil.CollectAndCount(m.DLQLettersWaiting) == 1 && testutil.ToFloat64(m.DLQLettersWaiting.WithLabelValues(group)) == 1
 	}, 30*time.Second, 50*time.Millisecond, "one letter waiting")
 	stop()
 
-	noCensus, err := startDLQMonitor(ctx, db, consumer.Config{NameServers: []string{ns}, Group: group + "-off"}, m, 0, zap.NewNop())
+	noCensus, err := startDLQMonitor(ctx, db, topics.Cluster{NameServers: []string{ns}}, group+"-off", m, 0, zap.NewNop())
 	require.NoError(t, err)
 	noCensus()
 	assert.Equal(t, 1, testutil.CollectAndCount(m.DLQLettersWaiting), "--dlq-interval 0 counts nothing")

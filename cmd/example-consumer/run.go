@@ -224,7 +224,7 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 		return err
 	}
 
-	stopMonitor, err := startDLQMonitor(ctx, db, cfg, m, o.dlqInterval, log)
+	stopMonitor, err := startDLQMonitor(ctx, db, cluster, cfg.Group, m, o.dlqInterval, log)
 	if err != nil {
 		return err
 	}
@@ -327,24 +327,14 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 // reads the group's DLQ on every master broker and exports the letters waiting for a replay
 // (rmqguard_dlq_letters_waiting{group}; the alert RmqguardDLQLettersWaiting). The replay audit table is
 // created first (it is empty until `rmqguard dlq replay` runs). The returned func stops it and waits for it.
-func startDLQMonitor(ctx context.Context, db *sqlx.DB, cfg consumer.Config, m *metrics.Metrics, interval time.Duration, log *zap.Logger) (func(), error) {
+func startDLQMonitor(ctx context.Context, db *sqlx.DB, cluster topics.Cluster, group string, m *metrics.Metrics, interval time.Duration, log *zap.Logger) (func(), error) {
 	if interval == 0 {
 		return func() {}, nil
 	}
-	if _, err := dedup.RunMigrations(ctx, db.DB, dlq.AuditMigrations(), dlq.AuditVersionTable); err != nil {
+	if _, err := dlq.Migrate(ctx, db.DB); err != nil {
 		return nil, fmt.Errorf("replay audit table: %w", err)
 	}
-	audit, err := dlq.NewMySQLAudit(db)
-	if err != nil {
-		return nil, err
-	}
-	processed, err := dlq.NewMySQLProcessed(db)
-	if err != nil {
-		return nil, err
-	}
-	mon, err := dlq.NewMonitor(dlq.MonitorConfig{
-		Cluster: dlq.Cluster{NameServers: cfg.NameServers, Namespace: cfg.Namespace, Credentials: cfg.Credentials},
-		Status:  dlq.StatusOptions{Group: cfg.Group, Namespace: cfg.Namespace, Audit: audit, Processed: processed},
+	mon, err := dlq.NewMonitor(dlq.MonitorConfig{Cluster: cluster, Group: group, DB: db,
 		// The chain reads the event ID from the EVENT_ID property, else the body's eventId (chain.go).
 		EventIDProperty: shop.PropEventID, EventIDJSONField: "eventId",
 		Interval: interval, Metrics: m, Logger: log,

@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/internal/rmq"
+	"github.com/rmqguard/rmqguard/topics"
 )
 
 // Environment variables that provide the ACL and namespace flags' values when the flags are not given. They
@@ -71,18 +71,18 @@ func (o *globalOptions) adminOptions() ([]rmq.Option, error) {
 }
 
 // cluster returns the cluster the global flags describe (name servers, namespace, credentials), validated.
-// The dlq commands build their clients from it (dlq.Cluster's option methods). Errors name the flag.
-func (o *globalOptions) cluster() (dlq.Cluster, error) {
+// The dlq commands build their clients from it (dlqtool.ProducerOptions, AdminOptions). Errors name the flag.
+func (o *globalOptions) cluster() (topics.Cluster, error) {
 	ns, err := o.requireNameServers()
 	if err != nil {
-		return dlq.Cluster{}, err
+		return topics.Cluster{}, err
 	}
 	if err := o.access.validate(); err != nil {
-		return dlq.Cluster{}, err
+		return topics.Cluster{}, err
 	}
-	c := dlq.Cluster{NameServers: ns, Namespace: o.access.namespace, Credentials: o.access.credentials()}
+	c := topics.Cluster{NameServers: ns, Namespace: o.access.namespace, Credentials: o.access.credentials()}
 	if err := c.Validate(); err != nil {
-		return dlq.Cluster{}, err
+		return topics.Cluster{}, err
 	}
 	return c, nil
 }
@@ -94,7 +94,7 @@ const accessCheckTimeout = 10 * time.Second
 // wrong key fails with "ACL: access denied / signature mismatch for access key …" (exit 1) instead of, say,
 // an incomplete DLQ scan whose pulls the broker refused. A check that cannot run (broker unreachable) is
 // not held against the command: what follows reports it.
-func checkAccess(c dlq.Cluster, timeout time.Duration) error {
+func checkAccess(c topics.Cluster, timeout time.Duration) error {
 	if c.Credentials.IsZero() {
 		return nil
 	}

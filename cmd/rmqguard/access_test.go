@@ -28,7 +28,7 @@ func TestACL_CLI_HelpNeverShowsTheSecret(t *testing.T) {
 }
 
 // The flags are read from the environment at run time, a flag given on the command line wins, and
-// cluster() carries them into a dlq.Cluster.
+// cluster() carries them into a topics.Cluster.
 func TestACL_CLI_ClusterFromFlagsAndEnvironment(t *testing.T) {
 	t.Setenv(envNameServer, "127.0.0.1:9876")
 	t.Setenv(envAccessKey, "ak-env")

@@ -7,9 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/spf13/cobra"
-
-	"github.com/rmqguard/rmqguard/dlq"
 )
 
 func newDLQExportCmd(g *globalOptions) *cobra.Command {
@@ -35,7 +34,7 @@ func newDLQExportCmd(g *globalOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			h := dlq.ExportHeader{Group: f.group, Complete: res.Complete, Problems: res.Problems}
+			h := dlqtool.ExportHeader{Group: f.group, Complete: res.Complete, Problems: res.Problems}
 			if err := writeExport(cmd.OutOrStdout(), output, h, res.Letters); err != nil {
 				return failure(err)
 			}
@@ -54,9 +53,9 @@ func newDLQExportCmd(g *globalOptions) *cobra.Command {
 
 // writeExport writes the export to stdout ("-") or atomically to path: a temporary file in the same
 // directory, synced, then renamed over path. On an error the temporary file is removed and path untouched.
-func writeExport(stdout io.Writer, path string, h dlq.ExportHeader, letters []dlq.Letter) (err error) {
+func writeExport(stdout io.Writer, path string, h dlqtool.ExportHeader, letters []dlqtool.Letter) (err error) {
 	if path == "-" {
-		return dlq.WriteExport(stdout, h, letters)
+		return dlqtool.WriteExport(stdout, h, letters)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -68,7 +67,7 @@ func writeExport(stdout io.Writer, path string, h dlq.ExportHeader, letters []dl
 			_ = os.Remove(tmp.Name())
 		}
 	}()
-	if err := dlq.WriteExport(tmp, h, letters); err != nil {
+	if err := dlqtool.WriteExport(tmp, h, letters); err != nil {
 		return fmt.Errorf("export to %s: %w", path, err)
 	}
 	if err := tmp.Sync(); err != nil {

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
+	"github.com/rmqguard/rmqguard/topics"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-
-	"github.com/rmqguard/rmqguard/dlq"
 )
 
 // scanFlags are the flags the dlq commands share: which group's DLQ, which letters, how many, and whether
@@ -47,15 +47,15 @@ func (f *scanFlags) addScanFlags(fs *pflag.FlagSet, withFilters bool) {
 }
 
 // options checks the flags and returns the scan options; a bad value is a usage error (exit 2).
-func (f *scanFlags) options(now time.Time) (dlq.ScanOptions, error) {
+func (f *scanFlags) options(now time.Time) (dlqtool.ScanOptions, error) {
 	if strings.TrimSpace(f.group) == "" {
-		return dlq.ScanOptions{}, usageError("--group is required")
+		return dlqtool.ScanOptions{}, usageError("--group is required")
 	}
 	if f.limit < 0 {
-		return dlq.ScanOptions{}, usageError("--limit %d: must be 0 (no limit) or more", f.limit)
+		return dlqtool.ScanOptions{}, usageError("--limit %d: must be 0 (no limit) or more", f.limit)
 	}
-	opts := dlq.ScanOptions{
-		Filter:           dlq.Filter{EventType: f.eventType, Reason: f.reason, Key: f.key},
+	opts := dlqtool.ScanOptions{
+		Filter:           dlqtool.Filter{EventType: f.eventType, Reason: f.reason, Key: f.key},
 		Limit:            f.limit,
 		EventIDProperty:  f.eventIDProperty,
 		EventIDJSONField: f.eventIDJSONField,
@@ -99,13 +99,13 @@ func parseWhen(s string, now time.Time) (time.Time, error) {
 // dlqCluster returns how to reach the cluster: name servers, namespace and ACL credentials from the global
 // flags (globalOptions.cluster); a missing or invalid one is a usage error, credentials a broker refuses a
 // failure naming the access key (checkAccess).
-func dlqCluster(g *globalOptions) (dlq.Cluster, error) {
+func dlqCluster(g *globalOptions) (topics.Cluster, error) {
 	c, err := g.cluster()
 	if err != nil {
-		return dlq.Cluster{}, usageError("%w", err)
+		return topics.Cluster{}, usageError("%w", err)
 	}
 	if err := checkAccess(c, g.timeout); err != nil {
-		return dlq.Cluster{}, err
+		return topics.Cluster{}, err
 	}
 	return c, nil
 }
@@ -113,26 +113,26 @@ func dlqCluster(g *globalOptions) (dlq.Cluster, error) {
 // scanDLQ runs the scan the flags describe: with --fix-perm it first makes a write-only DLQ readable
 // (printing what it did to stderr). A DLQ that does not exist gives an empty, complete result and a note on
 // stderr. A write-only DLQ without --fix-perm, or any other scan error, is returned as a failure (exit 1).
-func (f *scanFlags) scanDLQ(ctx context.Context, cmd *cobra.Command, g *globalOptions, opts dlq.ScanOptions) (dlq.ScanResult, error) {
+func (f *scanFlags) scanDLQ(ctx context.Context, cmd *cobra.Command, g *globalOptions, opts dlqtool.ScanOptions) (dlqtool.ScanResult, error) {
 	cluster, err := dlqCluster(g)
 	if err != nil {
-		return dlq.ScanResult{}, err
+		return dlqtool.ScanResult{}, err
 	}
 	stderr := cmd.ErrOrStderr()
 	if f.fixPerm {
-		fix, err := dlq.FixPerm(ctx, cluster, f.group)
+		fix, err := dlqtool.FixPerm(ctx, cluster, f.group)
 		switch {
-		case errors.Is(err, dlq.ErrNoDLQ): // said below by the scan
+		case errors.Is(err, dlqtool.ErrNoDLQ): // said below by the scan
 		case err != nil:
-			return dlq.ScanResult{}, failure(err)
+			return dlqtool.ScanResult{}, failure(err)
 		case fix.Changed:
 			fmt.Fprintln(stderr, fix)
 		}
 	}
-	res, err := dlq.Scan(ctx, cluster, f.group, opts)
-	if errors.Is(err, dlq.ErrNoDLQ) {
+	res, err := dlqtool.Scan(ctx, cluster, f.group, opts)
+	if errors.Is(err, dlqtool.ErrNoDLQ) {
 		fmt.Fprintf(stderr, "no dead letters: %s does not exist (created on the first dead letter)\n", res.Topic)
-		return dlq.ScanResult{Topic: res.Topic, Complete: true}, nil
+		return dlqtool.ScanResult{Topic: res.Topic, Complete: true}, nil
 	}
 	if err != nil {
 		return res, failure(err)
@@ -141,7 +141,7 @@ func (f *scanFlags) scanDLQ(ctx context.Context, cmd *cobra.Command, g *globalOp
 }
 
 // reportIncomplete prints an incomplete scan's problems to w and returns the exit-1 error; nil when complete.
-func reportIncomplete(w io.Writer, res dlq.ScanResult) error {
+func reportIncomplete(w io.Writer, res dlqtool.ScanResult) error {
 	if res.Complete {
 		return nil
 	}
@@ -153,10 +153,10 @@ func reportIncomplete(w io.Writer, res dlq.ScanResult) error {
 }
 
 // scan is the step list, show and export share: the flags' options at now, then scanDLQ bounded by --timeout.
-func (f *scanFlags) scan(cmd *cobra.Command, g *globalOptions, now time.Time) (dlq.ScanResult, error) {
+func (f *scanFlags) scan(cmd *cobra.Command, g *globalOptions, now time.Time) (dlqtool.ScanResult, error) {
 	opts, err := f.options(now)
 	if err != nil {
-		return dlq.ScanResult{}, err
+		return dlqtool.ScanResult{}, err
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), g.timeout)
 	defer cancel()

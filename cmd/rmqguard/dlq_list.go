@@ -8,9 +8,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/spf13/cobra"
-
-	"github.com/rmqguard/rmqguard/dlq"
 )
 
 // listRow is one letter as `dlq list` shows it (also its JSON form with -o json).
@@ -95,7 +94,7 @@ func newDLQListCmd(g *globalOptions) *cobra.Command {
 }
 
 // listRows builds the rows of letters with their statuses (nil: unknown).
-func listRows(letters []dlq.Letter, statuses []dlq.LetterStatus) []listRow {
+func listRows(letters []dlqtool.Letter, statuses []dlqtool.LetterStatus) []listRow {
 	rows := make([]listRow, 0, len(letters))
 	for i, l := range letters {
 		r := listRow{MsgID: l.MsgID, StoreID: l.StoreID, Broker: l.Broker, EventID: l.EventID, OriginTopic: l.OriginTopic,
@@ -107,7 +106,7 @@ func listRows(letters []dlq.Letter, statuses []dlq.LetterStatus) []listRow {
 				at := rep.ReplayedAt
 				r.ReplayStatus, r.ReplayID, r.ReplayedAt, r.ReplayedBy = string(rep.Status), rep.ReplayID, &at, rep.ReplayedBy
 			}
-			if rep := st.Replay; l.EventID != "" || rep != nil && rep.Status == dlq.AuditSent && rep.EventID != "" {
+			if rep := st.Replay; l.EventID != "" || rep != nil && rep.Status == dlqtool.AuditSent && rep.EventID != "" {
 				processed := st.Processed
 				r.Processed = &processed
 			}
@@ -143,10 +142,10 @@ func replayedCell(r listRow) string {
 		return "-"
 	}
 	when := r.ReplayedAt.UTC().Format(time.RFC3339) + " by " + dash(r.ReplayedBy)
-	switch dlq.AuditStatus(r.ReplayStatus) {
-	case dlq.AuditSent:
+	switch dlqtool.AuditStatus(r.ReplayStatus) {
+	case dlqtool.AuditSent:
 		return when
-	case dlq.AuditSending:
+	case dlqtool.AuditSending:
 		return "uncertain " + when
 	}
 	return r.ReplayStatus + " " + when

@@ -17,8 +17,8 @@ import (
 	"golang.org/x/term"
 	"golang.org/x/time/rate"
 
-	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
@@ -74,7 +74,7 @@ func newDLQReplayCmd(g *globalOptions) *cobra.Command {
 
 // validate checks the flags before anything is read or sent and returns the scan options; its errors are
 // usage errors (exit 2).
-func (o *replayOptions) validate() (dlq.ScanOptions, error) {
+func (o *replayOptions) validate() (dlqtool.ScanOptions, error) {
 	opts, err := o.options(time.Now())
 	if err != nil {
 		return opts, err
@@ -91,7 +91,7 @@ func (o *replayOptions) validate() (dlq.ScanOptions, error) {
 		return opts, usageError("--rate %v: must be above 0 sends per second", o.rate)
 	case o.targetTopic != "" && (strings.HasPrefix(o.targetTopic, rmq.RetryTopicPrefix) || strings.HasPrefix(o.targetTopic, rmq.DLQTopicPrefix)):
 		return opts, usageError("--target-topic %q: a handler must never see a %s or %s topic", o.targetTopic, rmq.RetryTopicPrefix, rmq.DLQTopicPrefix)
-	case o.fromFile != "" && (opts.Filter != dlq.Filter{} || opts.Limit != 0 || o.fixPerm):
+	case o.fromFile != "" && (opts.Filter != dlqtool.Filter{} || opts.Limit != 0 || o.fixPerm):
 		return opts, usageError("--from-file replays the whole file: filters, --limit and --fix-perm apply to DLQ scans only")
 	}
 	if o.operator == "" {
@@ -139,7 +139,7 @@ func (o *replayOptions) run(ctx context.Context, cmd *cobra.Command, g *globalOp
 
 // load returns the selected letters (from the file, or a scan of the DLQ) and whether the selection is
 // complete; an incomplete scan's or export's problems are printed to stderr.
-func (o *replayOptions) load(ctx context.Context, cmd *cobra.Command, g *globalOptions, opts dlq.ScanOptions) ([]dlq.Letter, bool, error) {
+func (o *replayOptions) load(ctx context.Context, cmd *cobra.Command, g *globalOptions, opts dlqtool.ScanOptions) ([]dlqtool.Letter, bool, error) {
 	if o.fromFile != "" {
 		return o.loadFile(cmd.ErrOrStderr())
 	}
@@ -154,7 +154,7 @@ func (o *replayOptions) load(ctx context.Context, cmd *cobra.Command, g *globalO
 
 // loadFile reads the --from-file letters; a file of another group is a usage error, and one exported from
 // an incomplete scan is incomplete.
-func (o *replayOptions) loadFile(stderr io.Writer) ([]dlq.Letter, bool, error) {
+func (o *replayOptions) loadFile(stderr io.Writer) ([]dlqtool.Letter, bool, error) {
 	h, letters, err := readExportFile(o.fromFile)
 	if err != nil {
 		return nil, false, failure(err)
@@ -172,13 +172,13 @@ func (o *replayOptions) loadFile(stderr io.Writer) ([]dlq.Letter, bool, error) {
 }
 
 // readExportFile reads an export file written by `rmqguard dlq export`.
-func readExportFile(path string) (dlq.ExportHeader, []dlq.Letter, error) {
+func readExportFile(path string) (dlqtool.ExportHeader, []dlqtool.Letter, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return dlq.ExportHeader{}, nil, fmt.Errorf("--from-file: %w", err)
+		return dlqtool.ExportHeader{}, nil, fmt.Errorf("--from-file: %w", err)
 	}
 	defer func() { _ = f.Close() }()
-	h, letters, err := dlq.ReadExportFile(f)
+	h, letters, err := dlqtool.ReadExportFile(f)
 	if err != nil {
 		return h, nil, fmt.Errorf("--from-file %s: %w", path, err)
 	}
@@ -208,27 +208,27 @@ func isTerminal(r any) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// replay opens the audit database and the producer and runs dlq.Replay with a progress bar on a terminal.
-func (o *replayOptions) replay(ctx context.Context, cmd *cobra.Command, g *globalOptions, letters []dlq.Letter) (dlq.ReplayReport, error) {
+// replay opens the audit database and the producer and runs dlqtool.Replay with a progress bar on a terminal.
+func (o *replayOptions) replay(ctx context.Context, cmd *cobra.Command, g *globalOptions, letters []dlqtool.Letter) (dlqtool.ReplayReport, error) {
 	db, err := sqlx.Open("mysql", o.dsn)
 	if err != nil {
-		return dlq.ReplayReport{}, failure(fmt.Errorf("open database: %w", err))
+		return dlqtool.ReplayReport{}, failure(fmt.Errorf("open database: %w", err))
 	}
 	defer func() { _ = db.Close() }()
 	if !o.dryRun {
-		if _, err := dedup.RunMigrations(ctx, db.DB, dlq.AuditMigrations(), dlq.AuditVersionTable); err != nil {
-			return dlq.ReplayReport{}, failure(fmt.Errorf("replay audit table: %w", err))
+		if _, err := dlq.Migrate(ctx, db.DB); err != nil {
+			return dlqtool.ReplayReport{}, failure(fmt.Errorf("replay audit table: %w", err))
 		}
 	}
 	audit, err := o.audit(ctx, db)
 	if err != nil {
-		return dlq.ReplayReport{}, failure(err)
+		return dlqtool.ReplayReport{}, failure(err)
 	}
 	processed, err := o.processedChecker(db)
 	if err != nil {
-		return dlq.ReplayReport{}, failure(err)
+		return dlqtool.ReplayReport{}, failure(err)
 	}
-	opts := dlq.ReplayOptions{Group: o.group, Scope: o.scope, TargetTopic: o.targetTopic, Force: o.force,
+	opts := dlqtool.ReplayOptions{Group: o.group, Scope: o.scope, TargetTopic: o.targetTopic, Force: o.force,
 		DryRun: o.dryRun, Operator: o.operator, Audit: audit, Processed: processed,
 		Limiter: rate.NewLimiter(rate.Limit(o.rate), 1)}
 	// A dry run of a file needs no name server; the namespace still keys the audit.
@@ -236,23 +236,23 @@ func (o *replayOptions) replay(ctx context.Context, cmd *cobra.Command, g *globa
 	opts.Namespace = cluster.Namespace
 	if !o.dryRun {
 		if clusterErr != nil {
-			return dlq.ReplayReport{}, clusterErr
+			return dlqtool.ReplayReport{}, clusterErr
 		}
 		if err := checkRetryTopic(ctx, cluster, o.group); err != nil {
-			return dlq.ReplayReport{}, failure(err)
+			return dlqtool.ReplayReport{}, failure(err)
 		}
 		prod, err := startReplayProducer(cluster)
 		if err != nil {
-			return dlq.ReplayReport{}, failure(err)
+			return dlqtool.ReplayReport{}, failure(err)
 		}
 		defer func() { _ = prod.Shutdown() }()
 		opts.Sender = prod
 	}
 	if bar := newProgress(cmd.ErrOrStderr(), len(letters), o.dryRun); bar != nil {
-		opts.Progress = func(int, int, dlq.LetterResult) { _ = bar.Add(1) }
+		opts.Progress = func(int, int, dlqtool.LetterResult) { _ = bar.Add(1) }
 		defer func() { _ = bar.Finish() }()
 	}
-	report, err := dlq.Replay(ctx, letters, opts)
+	report, err := dlqtool.Replay(ctx, letters, opts)
 	if err != nil {
 		return report, usageError("%v", err)
 	}

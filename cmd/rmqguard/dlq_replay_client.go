@@ -10,15 +10,16 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/admin"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/jmoiron/sqlx"
-
-	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
+	"github.com/rmqguard/rmqguard/internal/rmq"
+	"github.com/rmqguard/rmqguard/topics"
 )
 
 // startReplayProducer starts the producer that sends the replays, with the cluster's name servers and
 // credentials (names are passed in full, so it has no namespace option), and no internal send retry: a
 // failed send is recorded as failed and a later run retries it.
-func startReplayProducer(cluster dlq.Cluster) (rocketmq.Producer, error) {
-	opts := append(cluster.ProducerOptions("rmqguard-dlq-replay"),
+func startReplayProducer(cluster topics.Cluster) (rocketmq.Producer, error) {
+	opts := append(dlqtool.ProducerOptions(cluster, "rmqguard-dlq-replay"),
 		producer.WithInstanceName(fmt.Sprintf("rmqguard-dlq-replay-%d-%d", os.Getpid(), time.Now().UnixNano())),
 		producer.WithRetry(0))
 	p, err := rocketmq.NewProducer(opts...)
@@ -34,9 +35,9 @@ func startReplayProducer(cluster dlq.Cluster) (rocketmq.Producer, error) {
 // checkRetryTopic returns an error naming the topic and the fix when the group's retry topic, where every
 // replay goes, has no writable route: the group's consumers have not run on this cluster, and every send
 // would fail.
-func checkRetryTopic(ctx context.Context, cluster dlq.Cluster, group string) error {
-	topic := cluster.RetryTopic(group)
-	adm, err := admin.NewAdmin(cluster.AdminOptions()...)
+func checkRetryTopic(ctx context.Context, cluster topics.Cluster, group string) error {
+	topic := rmq.NamespacedRetryTopic(cluster.Namespace, group)
+	adm, err := admin.NewAdmin(dlqtool.AdminOptions(cluster)...)
 	if err != nil {
 		return fmt.Errorf("check %s: admin client: %w", topic, err)
 	}
@@ -51,9 +52,9 @@ func checkRetryTopic(ctx context.Context, cluster dlq.Cluster, group string) err
 
 // audit returns the MySQL audit; in a dry run before the audit table exists, an empty audit (nothing was
 // ever replayed), so that a dry run creates nothing.
-func (o *replayOptions) audit(ctx context.Context, db *sqlx.DB) (dlq.Audit, error) {
+func (o *replayOptions) audit(ctx context.Context, db *sqlx.DB) (dlqtool.Audit, error) {
 	if o.dryRun {
 		return readAudit(ctx, db)
 	}
-	return dlq.NewMySQLAudit(db)
+	return dlqtool.NewMySQLAudit(db)
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
@@ -27,9 +27,9 @@ func newProgress(w io.Writer, total int, dryRun bool) *progressbar.ProgressBar {
 
 // printReport prints one line per letter not sent or sent with a remark (every letter with -v), then the
 // summary.
-func printReport(w io.Writer, o *replayOptions, rep dlq.ReplayReport, complete bool) {
+func printReport(w io.Writer, o *replayOptions, rep dlqtool.ReplayReport, complete bool) {
 	for _, r := range rep.Results {
-		if r.Outcome == dlq.ReplaySent && r.Err == nil && r.Detail == "" && !o.verbose {
+		if r.Outcome == dlqtool.ReplaySent && r.Err == nil && r.Detail == "" && !o.verbose {
 			continue
 		}
 		line := fmt.Sprintf("%-25s dlq=%s broker=%s event=%s", r.Outcome, r.Letter.StoreID, dash(r.Letter.Broker), dash(r.Letter.EventID))
@@ -73,7 +73,7 @@ func incompleteError(complete bool) error {
 
 // replayExit returns nil when every selected letter was sent (or would be, in a dry run) or needed no
 // replay (already replayed or processed) and the selection was complete; else an exit-1 error.
-func replayExit(s dlq.ReplaySummary, complete bool) error {
+func replayExit(s dlqtool.ReplaySummary, complete bool) error {
 	var why []string
 	for _, c := range []struct {
 		n    int

@@ -10,9 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/spf13/cobra"
-
-	"github.com/rmqguard/rmqguard/dlq"
 )
 
 func newDLQShowCmd(g *globalOptions) *cobra.Command {
@@ -60,7 +59,7 @@ func newDLQShowCmd(g *globalOptions) *cobra.Command {
 }
 
 // printLetter writes l for a reader: metadata, sorted properties, body.
-func printLetter(w io.Writer, l dlq.Letter, maxBody int) {
+func printLetter(w io.Writer, l dlqtool.Letter, maxBody int) {
 	field := func(name, value string) { fmt.Fprintf(w, "%-15s %s\n", name+":", dash(value)) }
 	field("DLQ message ID", l.MsgID)
 	field("store ID", l.StoreID)

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 )
 
 // dbFlags are the flags of the dedup database, which holds the replay audit: `dlq replay` records there,
@@ -41,9 +41,9 @@ func (f *dbFlags) validateDB() error {
 
 // processedChecker is what tells whether the scope processed an event: the processed_event table, or with
 // --table-prefix a dedup store on the prefixed tables (NewStore checks that they exist).
-func (f *dbFlags) processedChecker(db *sqlx.DB) (dlq.ProcessedChecker, error) {
+func (f *dbFlags) processedChecker(db *sqlx.DB) (dlqtool.ProcessedChecker, error) {
 	if f.tablePrefix == "" {
-		return dlq.NewMySQLProcessed(db)
+		return dlqtool.NewMySQLProcessed(db)
 	}
 	store, err := dedup.NewStore(db, dedup.WithTablePrefix(f.tablePrefix))
 	if err != nil {
@@ -54,21 +54,21 @@ func (f *dbFlags) processedChecker(db *sqlx.DB) (dlq.ProcessedChecker, error) {
 
 // readAudit returns the MySQL audit; before the audit table exists (no replay ever ran on this database),
 // an empty audit: nothing was replayed. Nothing is created.
-func readAudit(ctx context.Context, db *sqlx.DB) (dlq.Audit, error) {
+func readAudit(ctx context.Context, db *sqlx.DB) (dlqtool.Audit, error) {
 	var n int
 	if err := db.GetContext(ctx, &n, `SELECT COUNT(*) FROM information_schema.tables
-		WHERE table_schema = DATABASE() AND table_name = ?`, dlq.AuditTable); err != nil {
+		WHERE table_schema = DATABASE() AND table_name = ?`, dlqtool.AuditTable); err != nil {
 		return nil, fmt.Errorf("replay audit table: %w", err)
 	}
 	if n == 0 {
 		return noAudit{}, nil
 	}
-	return dlq.NewMySQLAudit(db)
+	return dlqtool.NewMySQLAudit(db)
 }
 
 // letterStatuses reads the replay status of letters of group in namespace ns from the database, or
 // returns nil (status unknown) when no DSN is given.
-func (f *dbFlags) letterStatuses(ctx context.Context, group, ns string, letters []dlq.Letter) ([]dlq.LetterStatus, error) {
+func (f *dbFlags) letterStatuses(ctx context.Context, group, ns string, letters []dlqtool.Letter) ([]dlqtool.LetterStatus, error) {
 	if f.dsn == "" || len(letters) == 0 {
 		return nil, nil
 	}
@@ -85,7 +85,7 @@ func (f *dbFlags) letterStatuses(ctx context.Context, group, ns string, letters 
 	if err != nil {
 		return nil, err
 	}
-	return dlq.Statuses(ctx, letters, dlq.StatusOptions{Group: group, Namespace: ns, Scope: f.scope,
+	return dlqtool.Statuses(ctx, letters, dlqtool.StatusOptions{Group: group, Namespace: ns, Scope: f.scope,
 		Audit: audit, Processed: processed})
 }
 
@@ -93,12 +93,14 @@ func (f *dbFlags) letterStatuses(ctx context.Context, group, ns string, letters 
 // letters: nothing was replayed.
 type noAudit struct{}
 
-func (noAudit) Lookup(context.Context, string, string) (dlq.AuditRecord, bool, error) {
-	return dlq.AuditRecord{}, false, nil
+func (noAudit) Lookup(context.Context, string, string) (dlqtool.AuditRecord, bool, error) {
+	return dlqtool.AuditRecord{}, false, nil
 }
 
-func (noAudit) Claim(context.Context, dlq.AuditRecord, *dlq.AuditRecord) (bool, error) {
+func (noAudit) Claim(context.Context, dlqtool.AuditRecord, *dlqtool.AuditRecord) (bool, error) {
 	return false, errors.New("dry run: no audit")
 }
 
-func (noAudit) Finish(context.Context, dlq.AuditRecord) error { return errors.New("dry run: no audit") }
+func (noAudit) Finish(context.Context, dlqtool.AuditRecord) error {
+	return errors.New("dry run: no audit")
+}

@@ -16,10 +16,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/topics"
 )
 
 // cliDLQ is a unique group on the shared broker whose %DLQ% topic the test creates (perm as given).
@@ -159,15 +160,15 @@ func TestCLI_DLQList_ShowsReplayStatusAndProcessedFromTheDatabase(t *testing.T) 
 	waiting := w.publish("e-waiting", "OrderCreated", "bug", []byte(`{}`), nil)
 	db := testenv.MySQL(t)
 	ctx := context.Background()
-	_, err := dedup.RunMigrations(ctx, db.DB, dlq.AuditMigrations(), dlq.AuditVersionTable)
+	_, err := dlq.Migrate(ctx, db.DB)
 	require.NoError(t, err)
-	audit, err := dlq.NewMySQLAudit(db)
+	audit, err := dlqtool.NewMySQLAudit(db)
 	require.NoError(t, err)
 	for _, r := range []struct {
 		res    *primitive.SendResult
-		status dlq.AuditStatus
-	}{{sent, dlq.AuditSent}, {failedSend, dlq.AuditFailed}} {
-		rec := dlq.AuditRecord{Group: w.group, StoreID: r.res.OffsetMsgID, ReplayID: "run-1", Status: dlq.AuditSending, ReplayedBy: "alice"}
+		status dlqtool.AuditStatus
+	}{{sent, dlqtool.AuditSent}, {failedSend, dlqtool.AuditFailed}} {
+		rec := dlqtool.AuditRecord{Group: w.group, StoreID: r.res.OffsetMsgID, ReplayID: "run-1", Status: dlqtool.AuditSending, ReplayedBy: "alice"}
 		won, err := audit.Claim(ctx, rec, nil)
 		require.NoError(t, err)
 		require.True(t, won)
@@ -244,7 +245,7 @@ func TestCLI_DLQExport_FileRoundTripsThroughReadExport(t *testing.T) {
 	w := newCLIDLQ(t, 6)
 	w.publish("e-1", "OrderCreated", "r1", []byte{0xff, 0x00, '{'}, map[string]string{"traceparent": "00-t"})
 	w.publish("e-2", "OrderPaid", "r2", []byte(`{"n":2}`), nil)
-	res, err := dlq.Scan(context.Background(), dlq.Cluster{NameServers: []string{w.ns}}, w.group, dlq.ScanOptions{})
+	res, err := dlqtool.Scan(context.Background(), topics.Cluster{NameServers: []string{w.ns}}, w.group, dlqtool.ScanOptions{})
 	require.NoError(t, err)
 	require.Len(t, res.Letters, 2)
 
@@ -255,7 +256,7 @@ func TestCLI_DLQExport_FileRoundTripsThroughReadExport(t *testing.T) {
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
-	h, letters, err := dlq.ReadExportFile(f)
+	h, letters, err := dlqtool.ReadExportFile(f)
 	require.NoError(t, err)
 	assert.Equal(t, res.Letters, letters, "body bytes, properties and metadata survive the file")
 	assert.True(t, h.Complete)
@@ -266,7 +267,7 @@ func TestCLI_DLQExport_FileRoundTripsThroughReadExport(t *testing.T) {
 
 	out, errOut, code := w.rmqguard("export", "-o", "-", "--limit", "1")
 	require.Equal(t, 1, code, "limit 1 with a letter unread is incomplete: %s", errOut)
-	h, letters, err = dlq.ReadExportFile(strings.NewReader(out))
+	h, letters, err = dlqtool.ReadExportFile(strings.NewReader(out))
 	require.NoError(t, err)
 	assert.False(t, h.Complete, "the file says it is incomplete")
 	assert.NotEmpty(t, h.Problems)
@@ -275,7 +276,7 @@ func TestCLI_DLQExport_FileRoundTripsThroughReadExport(t *testing.T) {
 
 	out, errOut, code = w.rmqguard("export", "-o", "-", "--event-type", "OrderPaid", "--limit", "1")
 	require.Equal(t, 0, code, "the limit reached on the last letter leaves nothing unread: %s", errOut)
-	h, letters, err = dlq.ReadExportFile(strings.NewReader(out))
+	h, letters, err = dlqtool.ReadExportFile(strings.NewReader(out))
 	require.NoError(t, err)
 	assert.True(t, h.Complete)
 	require.Len(t, letters, 1)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
@@ -32,7 +33,7 @@ func (w *aclWorld) send(t *testing.T, bodies ...string) {
 	require.NoError(t, err)
 	defer func() { _ = p.Shutdown() }()
 	for _, b := range bodies {
-		msg := primitive.NewMessage(w.cluster.Topic(w.topic), []byte(b))
+		msg := primitive.NewMessage(rmq.InNamespace(w.cluster.Namespace, w.topic), []byte(b))
 		msg.WithProperty("EVENT_ID", b)
 		res, err := p.SendSync(w.ctx, msg)
 		require.NoError(t, err)
@@ -59,14 +60,14 @@ func (w *aclWorld) newConsumer(t *testing.T, cred consumer.Credentials, got chan
 
 // With the right keys in a namespace: a consumer consumes, a retry comes back through %RETRY%<ns>%<group>
 // with the topic restored, and a dead letter published by dlq.Publisher (its producer built from
-// dlq.Cluster.ProducerOptions) lands on %DLQ%<ns>%<group>, where dlq.ReadCluster and `rmqguard dlq list`
+// dlqtool.ProducerOptions) lands on %DLQ%<ns>%<group>, where dlqtool.Read and `rmqguard dlq list`
 // find it, and `rmqguard dlq replay` sends it back to the group once. Delivery shows the group and topic
 // without the namespace.
 func TestACL_RightKeysConsumeRetryDeadLetterAndReplayInANamespace(t *testing.T) {
 	w := newACLWorld(t)
 	w.send(t, "ok-1", "poison-1")
 
-	p, err := rocketmq.NewProducer(append(w.cluster.ProducerOptions(w.group+"-dlq"),
+	p, err := rocketmq.NewProducer(append(dlqtool.ProducerOptions(w.cluster, w.group+"-dlq"),
 		producer.WithInstanceName(testenv.Unique("acl-dlq")))...)
 	require.NoError(t, err)
 	require.NoError(t, p.Start())
@@ -110,14 +111,14 @@ func TestACL_RightKeysConsumeRetryDeadLetterAndReplayInANamespace(t *testing.T) 
 
 	var letters []*primitive.MessageExt
 	require.Eventually(t, func() bool {
-		letters, err = dlq.ReadCluster(w.ctx, w.cluster, w.group, 10)
+		letters, err = dlqtool.Read(w.ctx, w.cluster, w.group, 10)
 		return err == nil && len(letters) == 1
-	}, 30*time.Second, 500*time.Millisecond, "one letter on %s (last error %v)", w.cluster.DLQTopic(w.group), err)
+	}, 30*time.Second, 500*time.Millisecond, "one letter on %s (last error %v)", rmq.NamespacedDLQTopic(w.cluster.Namespace, w.group), err)
 	l := letters[0]
 	assert.Equal(t, "%DLQ%"+w.cluster.Namespace+"%"+w.group, l.Topic)
 	assert.Equal(t, "poison-1", string(l.Body))
 	assert.Equal(t, "poison after a retry", l.GetProperty(consumer.PropDeadLetterReason))
-	assert.Equal(t, w.cluster.Topic(w.topic), l.GetProperty(primitive.PropertyRetryTopic),
+	assert.Equal(t, rmq.InNamespace(w.cluster.Namespace, w.topic), l.GetProperty(primitive.PropertyRetryTopic),
 		"origin in the namespace, as the broker writes it")
 
 	// The operator's view: `rmqguard dlq list` with the keys and namespace from the environment lists it;

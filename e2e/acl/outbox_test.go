@@ -13,6 +13,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/outbox"
@@ -75,7 +76,7 @@ func TestACL_OutboxRelaySendsToTheTopicInItsNamespace(t *testing.T) {
 	case s := <-got:
 		assert.Equal(t, seen{body: "follow-up", topic: w.topic, group: w.group}, s)
 	case <-time.After(60 * time.Second):
-		t.Fatalf("the relayed message did not arrive on %s", w.cluster.Topic(w.topic))
+		t.Fatalf("the relayed message did not arrive on %s", rmq.InNamespace(w.cluster.Namespace, w.topic))
 	}
 	var status string
 	require.NoError(t, db.Get(&status, "SELECT status FROM "+prefix+outbox.Table))

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
@@ -17,22 +17,22 @@ import (
 // makes the DLQ readable, keeping its queue counts.
 func TestACL_F17_FixPermIsSignedAndARefusalIsTheACLError(t *testing.T) {
 	w := newACLWorld(t)
-	topic := w.cluster.DLQTopic(w.group)
+	topic := rmq.NamespacedDLQTopic(w.cluster.Namespace, w.group)
 	require.NoError(t, rmq.UpdateTopic(w.ctx, w.stack.Broker,
 		rmq.TopicConfig{Topic: topic, ReadQueues: 1, WriteQueues: 1, Perm: 2}, rmq.Credentials(w.cluster.Credentials)))
 	require.Eventually(t, func() bool {
-		_, err := dlq.Scan(w.ctx, w.cluster, w.group, dlq.ScanOptions{})
-		return errors.Is(err, dlq.ErrWriteOnly)
+		_, err := dlqtool.Scan(w.ctx, w.cluster, w.group, dlqtool.ScanOptions{})
+		return errors.Is(err, dlqtool.ErrWriteOnly)
 	}, 30*time.Second, 200*time.Millisecond, "the DLQ is write-only on the name server")
 
 	wrong := w.cluster
 	wrong.Credentials = w.wrongSecret()
-	_, err := dlq.FixPerm(w.ctx, wrong, w.group)
+	_, err := dlqtool.FixPerm(w.ctx, wrong, w.group)
 	var acl *rmq.ACLError // unsigned, or unread answers, would end in "still unreadable" at the deadline
 	require.True(t, errors.As(err, &acl), "wrong secret: %v", err)
 	assert.Equal(t, wrong.Credentials.AccessKey, acl.AccessKey)
 
-	fix, err := dlq.FixPerm(w.ctx, w.cluster, w.group)
+	fix, err := dlqtool.FixPerm(w.ctx, w.cluster, w.group)
 	require.NoError(t, err)
-	assert.Equal(t, dlq.PermFix{Topic: topic, Before: 2, After: 6, Changed: true, ReadQueues: 1, WriteQueues: 1}, fix)
+	assert.Equal(t, dlqtool.PermFix{Topic: topic, Before: 2, After: 6, Changed: true, ReadQueues: 1, WriteQueues: 1}, fix)
 }

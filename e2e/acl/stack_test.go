@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/topics"
 )
 
 func removeStack() error { return testenv.RemoveACLBroker() }
@@ -21,9 +21,9 @@ func removeStack() error { return testenv.RemoveACLBroker() }
 type aclWorld struct {
 	stack   testenv.ACLStack
 	ctx     context.Context
-	cluster dlq.Cluster // name server, namespace, the right keys
-	topic   string      // without the namespace
-	group   string      // without the namespace
+	cluster topics.Cluster // name server, namespace, the right keys
+	topic   string         // without the namespace
+	group   string         // without the namespace
 }
 
 // newACLWorld starts (or reuses) the ACL broker, creates the test's topic and its group's retry and DLQ
@@ -36,7 +36,7 @@ func newACLWorld(t *testing.T) *aclWorld {
 	t.Cleanup(cancel)
 	run := testenv.Unique("acl")
 	w := &aclWorld{stack: stack, ctx: ctx,
-		cluster: dlq.Cluster{NameServers: []string{stack.NameServer}, Namespace: "ns-" + strings.ReplaceAll(run, "-", "_"),
+		cluster: topics.Cluster{NameServers: []string{stack.NameServer}, Namespace: "ns-" + strings.ReplaceAll(run, "-", "_"),
 			Credentials: stack.Credentials},
 		topic: "RMQGUARD_ACL_" + strings.ReplaceAll(run, "-", "_"), group: "rmqguard-acl-" + run}
 	require.NoError(t, w.cluster.Validate())

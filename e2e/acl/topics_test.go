@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
@@ -22,7 +22,7 @@ func TestACL_ConsumerEnsuresTopicsAndPublishesDeadLettersInANamespace(t *testing
 	w := newACLWorld(t)
 	w.group += "-fresh" // newACLWorld made the topics of w.group; this group has none
 	ns := w.cluster.NameServers
-	groupTopics := []string{w.cluster.RetryTopic(w.group), w.cluster.DLQTopic(w.group)}
+	groupTopics := []string{rmq.NamespacedRetryTopic(w.cluster.Namespace, w.group), rmq.NamespacedDLQTopic(w.cluster.Namespace, w.group)}
 	for _, tp := range groupTopics {
 		_, err := rmq.TopicRoute(w.ctx, ns, tp)
 		require.ErrorIs(t, err, rmq.ErrTopicNotExist, tp)
@@ -44,7 +44,7 @@ func TestACL_ConsumerEnsuresTopicsAndPublishesDeadLettersInANamespace(t *testing
 	var letters []*primitive.MessageExt
 	var err error
 	require.Eventually(t, func() bool {
-		letters, err = dlq.ReadCluster(w.ctx, w.cluster, w.group, 10)
+		letters, err = dlqtool.Read(w.ctx, w.cluster, w.group, 10)
 		return err == nil && len(letters) == 1
 	}, 60*time.Second, 500*time.Millisecond, "one letter on %s (last error %v)", groupTopics[1], err)
 	assert.Equal(t, groupTopics[1], letters[0].Topic)
@@ -60,8 +60,8 @@ func TestACL_ConsumerEnsuresTopicsAndPublishesDeadLettersInANamespace(t *testing
 	require.True(t, errors.As(err, &acl), "want *consumer.ACLError from Start, got %v", err)
 	assert.Equal(t, w.stack.Broker, acl.Broker)
 	assert.Contains(t, err.Error(), "ensure topics")
-	assert.Contains(t, err.Error(), w.cluster.RetryTopic(w.group))
+	assert.Contains(t, err.Error(), rmq.NamespacedRetryTopic(w.cluster.Namespace, w.group))
 	assert.NotContains(t, err.Error(), wrong.SecretKey)
-	_, err = rmq.TopicRoute(w.ctx, ns, w.cluster.RetryTopic(w.group))
+	_, err = rmq.TopicRoute(w.ctx, ns, rmq.NamespacedRetryTopic(w.cluster.Namespace, w.group))
 	assert.ErrorIs(t, err, rmq.ErrTopicNotExist, "nothing created with refused keys")
 }

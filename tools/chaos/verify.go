@@ -8,9 +8,10 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/examples/shop"
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/outbox"
+	"github.com/rmqguard/rmqguard/topics"
 )
 
 // Expectation is what a correct consumer group makes of a scenario's workload.
@@ -87,11 +88,11 @@ func (c *Checker) Effects(ctx context.Context) (Counts, error) {
 	return n, nil
 }
 
-// Letters reads %DLQ%<group> (dlq.Read: the DLQ itself, not a metric), bounded by 30 s.
+// Letters reads %DLQ%<group> (dlqtool.Read: the DLQ itself, not a metric), bounded by 30 s.
 func (c *Checker) Letters(ctx context.Context) ([]Letter, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	msgs, err := dlq.Read(ctx, c.NameServers, c.Want.Group, 0)
+	msgs, err := dlqtool.Read(ctx, topics.Cluster{NameServers: c.NameServers}, c.Want.Group, 0)
 	if err != nil {
 		return nil, err
 	}

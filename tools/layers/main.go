@@ -31,7 +31,8 @@ const testCeiling = "topics"
 // layers lists the folders of each layer, lowest first; a folder holds its sub-packages (tools holds
 // tools/chaos/cmd/chaos). Read from the code: consumer imports retry and internal/rmq, metrics and
 // internal/collect import consumer, dedup imports collect, middleware imports dedup and metrics, dlq,
-// outbox and topics use consumer, dedup and internal/rmq, and internal/testenv serves the tests of all.
+// outbox and topics use consumer, dedup and internal/rmq (dlq also internal/dlqtool, the operator's DLQ
+// tooling, which uses topics), and internal/testenv serves the tests of all.
 var layers = [][]string{
 	{"internal/rmq", "internal/scrape", "internal/mysqlerr"},
 	{"retry"},
@@ -40,7 +41,7 @@ var layers = [][]string{
 	{"dedup"},
 	{"internal/testenv"},
 	{"middleware"},
-	{"dlq", "outbox", "topics", "internal/outboxadmin"},
+	{"dlq", "outbox", "topics", "internal/outboxadmin", "internal/dlqtool"},
 	{"cmd", "examples"},
 	{"tools", "e2e"},
 }

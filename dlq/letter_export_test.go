@@ -1,4 +1,0 @@
-package dlq
-
-// NewLetter exposes newLetter to the external tests.
-var NewLetter = newLetter

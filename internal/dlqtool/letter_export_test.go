@@ -1,0 +1,4 @@
+package dlqtool
+
+// NewLetter exposes newLetter to the external tests.
+var NewLetter = newLetter
