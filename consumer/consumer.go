@@ -12,6 +12,8 @@ import (
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"go.uber.org/zap"
+
+	"github.com/rmqguard/rmqguard/internal/body"
 )
 
 // PushConsumer is the part of the client's push consumer the wrapper uses; tests may supply a fake
@@ -111,9 +113,9 @@ type Consumer struct {
 	filters  map[string]tagFilter // topic → its subscription's tags
 	observer Observer
 	letters  *letterProducer
-	lag      *lagPoller   // nil without WithObserver
-	zstd     *zstdDecoder // the ZSTD decoder of every delivery's body; closed by Shutdown
-	bg       *background  // WithBackground's functions
+	lag      *lagPoller    // nil without WithObserver
+	bodies   *body.Decoder // decodes every delivery's body; closed by Shutdown
+	bg       *background   // WithBackground's functions
 
 	mu       sync.Mutex
 	stopping bool
@@ -185,8 +187,8 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 		return nil, fmt.Errorf("rmqguard consumer %s: create push consumer: %w", cfg.Group, err)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	zd := &zstdDecoder{}
-	c := &Consumer{cfg: cfg, handler: decompressing(h, zd), zstd: zd, log: o.logger, sink: o.sink, push: push, runCtx: runCtx, cancelRun: cancel,
+	zd := &body.Decoder{}
+	c := &Consumer{cfg: cfg, handler: decompressing(h, zd), bodies: zd, log: o.logger, sink: o.sink, push: push, runCtx: runCtx, cancelRun: cancel,
 		gate: newGate(runCtx, cfg.Group, push, o.probe, o.observer, o.logger), filters: filters, observer: o.observer,
 		letters: &letterProducer{newProducer: o.producer}, clientDown: make(chan struct{}), ensure: o.ensure,
 		publishAlone: !o.sinkGiven || o.sink != nil, checks: checks, bg: &background{fns: o.background}}
@@ -306,8 +308,8 @@ func (c *Consumer) Shutdown(ctx context.Context) error {
 		}
 		return c.push.Shutdown()
 	}()
-	c.zstd.close() // after the client: no delivery decodes any more
-	c.bg.stop()    // after the drain: the relay sends what the last handlers committed
+	c.bodies.Close() // after the client: no delivery decodes any more
+	c.bg.stop()      // after the drain: the relay sends what the last handlers committed
 	if perr := c.letters.shutdown(); perr != nil {
 		err = errors.Join(err, fmt.Errorf("dead-letter producer: %w", perr))
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
+	"github.com/rmqguard/rmqguard/internal/body"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
@@ -50,17 +51,17 @@ func systemProperty(k string) bool {
 // d.Namespace is set, the broker's name: send it through a producer without a namespace option), the
 // original body, tag, KEYS and user properties, RETRY_TOPIC set to the original topic (in the namespace,
 // as the broker writes it), and the PropDeadLetter* metadata with reason and at. A body that is still
-// compressed (StoredCompression) is sent as it is, with PropBodySysFlag naming its SysFlag.
+// compressed (body.StoredCompression) is sent as it is, with body.PropSysFlag naming its SysFlag.
 func DeadLetterMessage(d *Delivery, reason string, at time.Time) *primitive.Message {
 	msg := primitive.NewMessage(rmq.NamespacedDLQTopic(d.Namespace, d.Group), d.Msg.Body)
 	for k, v := range d.Msg.GetProperties() {
-		if !systemProperty(k) && k != PropBodySysFlag {
+		if !systemProperty(k) && k != body.PropSysFlag {
 			msg.WithProperty(k, v)
 		}
 	}
-	if flag := StoredCompression(d.Msg); flag != 0 {
+	if flag := body.StoredCompression(d.Msg); flag != 0 {
 		// The producer cannot set the letter's SysFlag: the codec travels as a property.
-		msg.WithProperty(PropBodySysFlag, strconv.Itoa(int(flag)))
+		msg.WithProperty(body.PropSysFlag, strconv.Itoa(int(flag)))
 	}
 	msg.WithProperty(primitive.PropertyRetryTopic, rmq.InNamespace(d.Namespace, d.Topic))
 	msg.WithProperty(PropDeadLetterReason, reason)

@@ -11,7 +11,7 @@ import (
 type Delivery struct {
 	// Msg is the message as the client delivered it, never nil, except that a body the client left
 	// compressed (a Java 5.x producer's LZ4 or ZSTD body) is already decoded when the chain runs, with the
-	// compressed flag cleared from Msg.SysFlag (see DecodeBody).
+	// compressed flag cleared from Msg.SysFlag.
 	Msg *primitive.MessageExt
 	// Group is the consumer group, without the namespace (Config.Group).
 	Group string

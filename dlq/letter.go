@@ -6,6 +6,7 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/body"
 )
 
 // Letter is one message read from a consumer group's dead-letter queue, %DLQ%<group>, with what rmqguard
@@ -54,7 +55,7 @@ type Letter struct {
 	// not the MIN_OFFSET/MAX_OFFSET the client adds when it pulls.
 	Properties map[string]string `json:"properties"`
 	// Body is the message body as stored (JSON encodes it as base64); when it is still compressed (an LZ4
-	// or ZSTD body, or one that failed to decode) Properties[consumer.PropBodySysFlag] holds its SysFlag.
+	// or ZSTD body, or one that failed to decode) Properties["RMQGUARD_BODY_SYSFLAG"] holds its SysFlag.
 	Body []byte `json:"body"`
 }
 
@@ -83,10 +84,10 @@ func newLetter(group string, m *primitive.MessageExt) Letter {
 	delete(l.Properties, primitive.PropertyMinOffset)
 	delete(l.Properties, primitive.PropertyMaxOffset)
 	// A body still compressed (the broker's own dead letter of an LZ4 or ZSTD message keeps its SysFlag,
-	// which the Letter has no field for) is described by consumer.PropBodySysFlag, so that an export
+	// which the Letter has no field for) is described by body.PropSysFlag, so that an export
 	// stays readable and a replay is decoded by the consumer.
-	if flag := consumer.StoredCompression(m); flag != 0 {
-		l.Properties[consumer.PropBodySysFlag] = strconv.Itoa(int(flag))
+	if flag := body.StoredCompression(m); flag != 0 {
+		l.Properties[body.PropSysFlag] = strconv.Itoa(int(flag))
 	}
 	l.EventID = m.GetProperty("EVENT_ID")
 	l.EventType = firstNonEmpty(m.GetProperty("EVENT_TYPE"), l.Tags)
