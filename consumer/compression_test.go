@@ -13,6 +13,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/internal/body"
+	"github.com/rmqguard/rmqguard/internal/letter"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -66,7 +67,7 @@ func TestCompression_AnUnsupportedCodecIsDeadLetteredAtOnceWithTheFlagKept(t *te
 	require.Len(t, p.sent, 1)
 	assert.Equal(t, []byte("opaque"), p.sent[0].Body)
 	assert.Equal(t, strconv.Itoa(int(flag)), p.sent[0].GetProperty(body.PropSysFlag))
-	assert.Contains(t, p.sent[0].GetProperty(consumer.PropDeadLetterReason), "unsupported compression (type 4")
+	assert.Contains(t, p.sent[0].GetProperty(letter.PropReason), "unsupported compression (type 4")
 	require.NoError(t, c.Shutdown(context.Background()))
 }
 

@@ -9,7 +9,7 @@ import (
 
 // newNamespacedDelivery builds the Delivery of msg as the user sees it: the push consumer, given the
 // namespace, delivers topics as "ns%T" (and the broker's RETRY_TOPIC says "ns%T"), so the namespace is
-// taken off the topic; Group stays the group without namespace; Namespace is set for DeadLetterMessage.
+// taken off the topic; Group stays the group without namespace; Namespace is set for its dead letter.
 func newNamespacedDelivery(cfg Config, msg *primitive.MessageExt) *Delivery {
 	d := NewDelivery(cfg.Group, msg)
 	d.Namespace = cfg.Namespace

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/letter"
 )
 
 // orderlyAnswer is what the client's orderly path is told about one callback, and what it then does.
@@ -150,14 +151,14 @@ func TestOrderly_F3_LastAttemptIsDeadLetteredByPublishThenAcknowledged(t *testin
 	}
 	assert.Equal(t, []int{0, 1, 2}, attempts, "MaxAttempts+1 deliveries, as in concurrent consumption")
 	require.Len(t, prod.sent, 1, "one letter, published by the consumer's own producer")
-	letter := prod.sent[0]
-	assert.Equal(t, "%DLQ%cg", letter.Topic)
-	assert.Equal(t, "retries exhausted after 3 deliveries: db down", letter.GetProperty(consumer.PropDeadLetterReason))
-	assert.Equal(t, "2", letter.GetProperty(consumer.PropDeadLetterReconsumeTimes))
-	assert.Equal(t, "e-v-1", letter.GetProperty("EVENT_ID"), "the message's properties are kept")
-	assert.Equal(t, "acc-1", letter.GetProperty("AGGREGATE_ID"))
-	assert.Equal(t, "v-1", letter.GetKeys())
-	assert.Equal(t, "Deposit", letter.GetTags())
+	l := prod.sent[0]
+	assert.Equal(t, "%DLQ%cg", l.Topic)
+	assert.Equal(t, "retries exhausted after 3 deliveries: db down", l.GetProperty(letter.PropReason))
+	assert.Equal(t, "2", l.GetProperty(letter.PropReconsumeTimes))
+	assert.Equal(t, "e-v-1", l.GetProperty("EVENT_ID"), "the message's properties are kept")
+	assert.Equal(t, "acc-1", l.GetProperty("AGGREGATE_ID"))
+	assert.Equal(t, "v-1", l.GetKeys())
+	assert.Equal(t, "Deposit", l.GetTags())
 	decs := obs.decisions(msg.MsgId)
 	require.Len(t, decs, 3)
 	assert.Equal(t, consumer.KindRetry, decs[0].Outcome.Kind)

@@ -5,8 +5,9 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/rmqguard/rmqguard/consumer"
+
 	"github.com/rmqguard/rmqguard/internal/body"
+	"github.com/rmqguard/rmqguard/internal/letter"
 )
 
 // Letter is one message read from a consumer group's dead-letter queue, %DLQ%<group>, with what rmqguard
@@ -41,7 +42,7 @@ type Letter struct {
 	// (retries exhausted, reason not recorded).
 	Reason string `json:"reason"`
 	// Attempts is the ReconsumeTimes of the original when it was dead-lettered (0: it failed on its first
-	// delivery): consumer.PropDeadLetterReconsumeTimes when rmqguard published it, else the letter's own ReconsumeTimes minus
+	// delivery): RMQGUARD_RECONSUME_TIMES when rmqguard published it, else the letter's own ReconsumeTimes minus
 	// one, since the broker stores its dead-letter copy with ReconsumeTimes + 1 as it does for a retry.
 	Attempts int `json:"attempts"`
 	// FailedAt is when it was dead-lettered (RMQGUARD_DEAD_LETTERED_AT, else the broker's store time), UTC.
@@ -70,7 +71,7 @@ func newLetter(group string, m *primitive.MessageExt) Letter {
 		StoreID:     m.OffsetMsgId,
 		MsgID:       m.MsgId,
 		OriginTopic: m.GetProperty(primitive.PropertyRetryTopic),
-		Reason:      m.GetProperty(consumer.PropDeadLetterReason),
+		Reason:      m.GetProperty(letter.PropReason),
 		Attempts:    max(int(m.ReconsumeTimes)-1, 0),
 		FailedAt:    time.UnixMilli(m.StoreTimestamp).UTC(),
 		BornAt:      time.UnixMilli(m.BornTimestamp).UTC(),
@@ -94,11 +95,11 @@ func newLetter(group string, m *primitive.MessageExt) Letter {
 	if l.MsgID == "" {
 		l.MsgID = l.StoreID
 	}
-	l.OriginMsgID = firstNonEmpty(m.GetProperty(consumer.PropDeadLetterOriginMsgID), m.GetProperty(primitive.PropertyOriginMessageId), l.MsgID)
-	if n, err := strconv.Atoi(m.GetProperty(consumer.PropDeadLetterReconsumeTimes)); err == nil {
+	l.OriginMsgID = firstNonEmpty(m.GetProperty(letter.PropOriginMsgID), m.GetProperty(primitive.PropertyOriginMessageId), l.MsgID)
+	if n, err := strconv.Atoi(m.GetProperty(letter.PropReconsumeTimes)); err == nil {
 		l.Attempts = n
 	}
-	if t, err := time.Parse(time.RFC3339Nano, m.GetProperty(consumer.PropDeadLetteredAt)); err == nil {
+	if t, err := time.Parse(time.RFC3339Nano, m.GetProperty(letter.PropAt)); err == nil {
 		l.FailedAt = t.UTC()
 	}
 	return l

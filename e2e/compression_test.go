@@ -13,6 +13,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/internal/body"
+	"github.com/rmqguard/rmqguard/internal/letter"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -97,7 +98,7 @@ func TestE2E_TheBrokersOwnLetterOfAJavaCompressedMessageIsReadableAndReplaysDeco
 	var mu sync.Mutex
 	var replayed []byte
 	handler := func(_ context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-		if d.Msg.GetProperty(consumer.PropReplayID) == "" {
+		if d.Msg.GetProperty(letter.PropReplayID) == "" {
 			return consumer.DeadLetter("rejected before the replay"), nil
 		}
 		mu.Lock()

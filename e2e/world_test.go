@@ -14,6 +14,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/internal/letter"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
@@ -101,7 +102,7 @@ func (w *world) requireNoDeadLetters() {
 	require.NoError(w.t, err)
 	var keys []string
 	for _, l := range letters {
-		keys = append(keys, l.GetProperty("EVENT_ID")+" ("+l.GetProperty(consumer.PropDeadLetterReason)+")")
+		keys = append(keys, l.GetProperty("EVENT_ID")+" ("+l.GetProperty(letter.PropReason)+")")
 	}
 	require.Empty(w.t, keys, "%%DLQ%%%s holds letters", w.group)
 }
