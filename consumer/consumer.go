@@ -10,27 +10,11 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2"
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
-	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"go.uber.org/zap"
 
 	"github.com/rmqguard/rmqguard/internal/body"
+	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 )
-
-// PushConsumer is the part of the client's push consumer the wrapper uses; tests may supply a fake
-// through WithPushConsumer.
-type PushConsumer interface {
-	Start() error
-	Shutdown() error
-	// Suspend stops pulling (Shutdown, and the store health gate while the store is down).
-	Suspend()
-	// Resume restarts pulling after Suspend (the store health gate when the store is back).
-	Resume()
-	Subscribe(topic string, selector rmq.MessageSelector,
-		f func(context.Context, ...*primitive.MessageExt) (rmq.ConsumeResult, error)) error
-	// GetOffsetDiffMap returns, per topic, how many messages the queues this process holds are behind
-	// (max offset minus consumer offset, summed); the lag poller reads it.
-	GetOffsetDiffMap() map[string]int64
-}
 
 // DeadLetterSink publishes a message to %DLQ%<group> with the reason attached; DeadLetter returns nil
 // only when the broker accepted the copy (then the original is acknowledged). On error the message falls
@@ -45,7 +29,7 @@ type Option func(*options)
 type options struct {
 	logger   *zap.Logger
 	sink     DeadLetterSink
-	push     func([]rmq.Option) (PushConsumer, error)
+	push     func([]rmq.Option) (irmq.PushConsumer, error)
 	producer func() (letterSender, error)
 	probe    HealthProbe
 	// probeGiven: WithHealthProbe was given, so the handler's store is not the default probe.
@@ -73,8 +57,8 @@ func WithDeadLetterSink(s DeadLetterSink) Option {
 	return func(o *options) { o.sink, o.sinkGiven = s, true }
 }
 
-// WithPushConsumer replaces the client's push consumer constructor; for tests with a fake PushConsumer.
-func WithPushConsumer(f func(opts []rmq.Option) (PushConsumer, error)) Option {
+// WithPushConsumer replaces the client's push consumer constructor, for this module's tests with a fake.
+func WithPushConsumer(f func(opts []rmq.Option) (irmq.PushConsumer, error)) Option {
 	return func(o *options) { o.push = f }
 }
 
@@ -95,7 +79,7 @@ type Consumer struct {
 	handler Handler
 	log     *zap.Logger
 	sink    DeadLetterSink
-	push    PushConsumer
+	push    irmq.PushConsumer
 	ensure  func(context.Context, Config) error // ensureGroupTopics; skipped with Config.SkipTopicEnsure
 	// publishAlone: a dead letter delivered alone is published (the sink, else the own producer); false
 	// after WithDeadLetterSink(nil), which leaves it to the broker's DLQ.
@@ -205,12 +189,9 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	return c, nil
 }
 
-func newClientPushConsumer(opts []rmq.Option) (PushConsumer, error) {
+func newClientPushConsumer(opts []rmq.Option) (irmq.PushConsumer, error) {
 	return rocketmq.NewPushConsumer(opts...)
 }
-
-// Group returns the consumer group.
-func (c *Consumer) Group() string { return c.cfg.Group }
 
 // mode returns the consumption mode Config.Orderly selects.
 func (c *Consumer) mode() Mode {

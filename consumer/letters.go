@@ -33,7 +33,7 @@ func newClientProducer(cfg Config) (letterSender, error) {
 		producer.WithRetry(2),
 	}
 	if !cfg.Credentials.IsZero() {
-		opts = append(opts, producer.WithCredentials(cfg.Credentials.Client()))
+		opts = append(opts, producer.WithCredentials(rmq.Credentials(cfg.Credentials).Client()))
 	}
 	return rocketmq.NewProducer(opts...)
 }

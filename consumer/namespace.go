@@ -29,7 +29,7 @@ func clientOptions(cfg Config) []rmq.Option {
 		opts = append(opts, rmq.WithNamespace(cfg.Namespace))
 	}
 	if !cfg.Credentials.IsZero() {
-		opts = append(opts, rmq.WithCredentials(cfg.Credentials.Client()))
+		opts = append(opts, rmq.WithCredentials(irmq.Credentials(cfg.Credentials).Client()))
 	}
 	return opts
 }

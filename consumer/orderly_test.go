@@ -14,6 +14,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/internal/letter"
+	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // orderlyAnswer is what the client's orderly path is told about one callback, and what it then does.
@@ -353,10 +354,10 @@ func TestConfigValidate_F3_SuspendTime(t *testing.T) {
 		ok      bool
 	}{
 		"orderly, default":         {orderly: true, ok: true},
-		"orderly, lower edge":      {orderly: true, suspend: consumer.MinSuspendTime, ok: true},
-		"orderly, upper edge":      {orderly: true, suspend: consumer.MaxSuspendTime, ok: true},
-		"orderly, below":           {orderly: true, suspend: consumer.MinSuspendTime - time.Millisecond},
-		"orderly, above":           {orderly: true, suspend: consumer.MaxSuspendTime + time.Millisecond},
+		"orderly, lower edge":      {orderly: true, suspend: 10 * time.Millisecond, ok: true},
+		"orderly, upper edge":      {orderly: true, suspend: 30 * time.Second, ok: true},
+		"orderly, below":           {orderly: true, suspend: 10*time.Millisecond - time.Millisecond},
+		"orderly, above":           {orderly: true, suspend: 30*time.Second + time.Millisecond},
 		"orderly, negative":        {orderly: true, suspend: -time.Second},
 		"concurrent, unset":        {ok: true},
 		"concurrent, set (no use)": {suspend: time.Second},
@@ -379,7 +380,7 @@ func TestNew_F3_OrderlyReachesTheClient(t *testing.T) {
 		suspend time.Duration
 		want    time.Duration
 	}{
-		"default": {want: consumer.DefaultSuspendTime},
+		"default": {want: time.Second},
 		"set":     {suspend: 100 * time.Millisecond, want: 100 * time.Millisecond},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -387,7 +388,7 @@ func TestNew_F3_OrderlyReachesTheClient(t *testing.T) {
 			cfg := validConfig()
 			cfg.Orderly, cfg.SuspendTime = true, tc.suspend
 			_, err := consumer.New(cfg, handlerReturning(consumer.Processed(), nil),
-				consumer.WithPushConsumer(func(opts []rmq.Option) (consumer.PushConsumer, error) {
+				consumer.WithPushConsumer(func(opts []rmq.Option) (irmq.PushConsumer, error) {
 					got = opts
 					return newFakePush(), nil
 				}))
@@ -397,13 +398,13 @@ func TestNew_F3_OrderlyReachesTheClient(t *testing.T) {
 
 			assert.True(t, o.FieldByName("ConsumeOrderly").Bool(), "the client's WithConsumerOrder")
 			assert.EqualValues(t, tc.want, o.FieldByName("SuspendCurrentQueueTimeMillis").Int())
-			assert.EqualValues(t, consumer.DefaultMaxAttempts, o.FieldByName("MaxReconsumeTimes").Int(),
+			assert.EqualValues(t, 16, o.FieldByName("MaxReconsumeTimes").Int(),
 				"not the client's unlimited orderly default")
 		})
 	}
 	var got []rmq.Option
 	_, err := consumer.New(validConfig(), handlerReturning(consumer.Processed(), nil),
-		consumer.WithPushConsumer(func(opts []rmq.Option) (consumer.PushConsumer, error) {
+		consumer.WithPushConsumer(func(opts []rmq.Option) (irmq.PushConsumer, error) {
 			got = opts
 			return newFakePush(), nil
 		}))

@@ -42,7 +42,7 @@ func (c Cluster) resolver() primitive.NsResolver {
 func (c Cluster) pullConsumerOptions(group string) []rmq.Option {
 	opts := []rmq.Option{rmq.WithNsResolver(c.resolver()), rmq.WithGroupName(irmq.InNamespace(c.Namespace, group))}
 	if !c.Credentials.IsZero() {
-		opts = append(opts, rmq.WithCredentials(c.Credentials.Client()))
+		opts = append(opts, rmq.WithCredentials(irmq.Credentials(c.Credentials).Client()))
 	}
 	return opts
 }
@@ -53,7 +53,7 @@ func (c Cluster) pullConsumerOptions(group string) []rmq.Option {
 func (c Cluster) ProducerOptions(group string) []producer.Option {
 	opts := []producer.Option{producer.WithNsResolver(c.resolver()), producer.WithGroupName(irmq.InNamespace(c.Namespace, group))}
 	if !c.Credentials.IsZero() {
-		opts = append(opts, producer.WithCredentials(c.Credentials.Client()))
+		opts = append(opts, producer.WithCredentials(irmq.Credentials(c.Credentials).Client()))
 	}
 	return opts
 }
@@ -63,7 +63,7 @@ func (c Cluster) ProducerOptions(group string) []producer.Option {
 func (c Cluster) AdminOptions() []admin.AdminOption {
 	opts := []admin.AdminOption{admin.WithResolver(c.resolver())}
 	if !c.Credentials.IsZero() {
-		opts = append(opts, admin.WithCredentials(c.Credentials.Client()))
+		opts = append(opts, admin.WithCredentials(irmq.Credentials(c.Credentials).Client()))
 	}
 	return opts
 }

@@ -60,7 +60,7 @@ func (o *Outbox) Run(ctx context.Context) error {
 			producer.WithRetry(2),
 		}
 		if !o.cfg.Credentials.IsZero() {
-			opts = append(opts, producer.WithCredentials(o.cfg.Credentials.Client()))
+			opts = append(opts, producer.WithCredentials(rmq.Credentials(o.cfg.Credentials).Client()))
 		}
 		if o.cfg.Namespace != "" {
 			opts = append(opts, producer.WithNamespace(o.cfg.Namespace))
