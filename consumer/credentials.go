@@ -10,12 +10,9 @@ type Credentials struct {
 	SecretKey string
 }
 
-// IsZero reports whether no credentials are set.
-func (c Credentials) IsZero() bool { return c.AccessKey == "" && c.SecretKey == "" }
-
 // String renders "none" or "access key <AccessKey>, secret key set|missing"; the secret is never shown.
 func (c Credentials) String() string {
-	if c.IsZero() {
+	if c == (Credentials{}) {
 		return "none"
 	}
 	secret := "set"

@@ -32,7 +32,7 @@ func newClientProducer(cfg Config) (letterSender, error) {
 		producer.WithInstanceName(cfg.InstanceName + "-dlq"),
 		producer.WithRetry(2),
 	}
-	if !cfg.Credentials.IsZero() {
+	if !rmq.Credentials(cfg.Credentials).IsZero() {
 		opts = append(opts, producer.WithCredentials(rmq.Credentials(cfg.Credentials).Client()))
 	}
 	return rocketmq.NewProducer(opts...)

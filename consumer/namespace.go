@@ -28,7 +28,7 @@ func clientOptions(cfg Config) []rmq.Option {
 	if cfg.Namespace != "" {
 		opts = append(opts, rmq.WithNamespace(cfg.Namespace))
 	}
-	if !cfg.Credentials.IsZero() {
+	if !irmq.Credentials(cfg.Credentials).IsZero() {
 		opts = append(opts, rmq.WithCredentials(irmq.Credentials(cfg.Credentials).Client()))
 	}
 	return opts

@@ -41,7 +41,7 @@ func (c Cluster) resolver() primitive.NsResolver {
 // rmq.WithInstance, unique per client). Pass topics in full: c.DLQTopic(g), c.Topic(t).
 func (c Cluster) pullConsumerOptions(group string) []rmq.Option {
 	opts := []rmq.Option{rmq.WithNsResolver(c.resolver()), rmq.WithGroupName(irmq.InNamespace(c.Namespace, group))}
-	if !c.Credentials.IsZero() {
+	if !irmq.Credentials(c.Credentials).IsZero() {
 		opts = append(opts, rmq.WithCredentials(irmq.Credentials(c.Credentials).Client()))
 	}
 	return opts
@@ -52,7 +52,7 @@ func (c Cluster) pullConsumerOptions(group string) []rmq.Option {
 // send timeout). Messages must name their topic in full: c.Topic(t), c.DLQTopic(g), c.RetryTopic(g).
 func (c Cluster) ProducerOptions(group string) []producer.Option {
 	opts := []producer.Option{producer.WithNsResolver(c.resolver()), producer.WithGroupName(irmq.InNamespace(c.Namespace, group))}
-	if !c.Credentials.IsZero() {
+	if !irmq.Credentials(c.Credentials).IsZero() {
 		opts = append(opts, producer.WithCredentials(irmq.Credentials(c.Credentials).Client()))
 	}
 	return opts
@@ -62,7 +62,7 @@ func (c Cluster) ProducerOptions(group string) []producer.Option {
 // names given to it must be in full (c.Topic, c.DLQTopic, c.RetryTopic).
 func (c Cluster) AdminOptions() []admin.AdminOption {
 	opts := []admin.AdminOption{admin.WithResolver(c.resolver())}
-	if !c.Credentials.IsZero() {
+	if !irmq.Credentials(c.Credentials).IsZero() {
 		opts = append(opts, admin.WithCredentials(irmq.Credentials(c.Credentials).Client()))
 	}
 	return opts
