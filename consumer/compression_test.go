@@ -2,7 +2,6 @@ package consumer_test
 
 import (
 	"context"
-	"hash/crc32"
 	"strconv"
 	"testing"
 
@@ -19,14 +18,9 @@ import (
 
 var plainOrder = []byte(`{"eventId":"e-1","orderNo":"O-1","note":"zwölf Bücher, 十二本"}`)
 
-// storedMsg is a message as the Go client hands it over when it did not inflate the body: the stored
-// bytes, the broker's 31-bit CRC of them, and sysFlag.
+// storedMsg is orderMsg("c-1") with the body b the client left as stored, with sysFlag.
 func storedMsg(b []byte, sysFlag int32) *primitive.MessageExt {
-	m := orderMsg("c-1")
-	m.Body = b
-	m.SysFlag = sysFlag
-	m.BodyCRC = int32(crc32.ChecksumIEEE(b) & 0x7FFFFFFF)
-	return m
+	return testenv.StoredBody(orderMsg("c-1"), b, sysFlag)
 }
 
 func TestCompression_TheChainSeesTheDecodedBodyAndNoCompressedFlag(t *testing.T) {

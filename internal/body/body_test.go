@@ -2,7 +2,6 @@ package body_test
 
 import (
 	"bytes"
-	"hash/crc32"
 	"strconv"
 	"testing"
 
@@ -16,12 +15,9 @@ import (
 
 var plainOrder = []byte(`{"eventId":"e-1","orderNo":"O-1","note":"zwölf Bücher, 十二本"}`)
 
-// storedMsg is a message as the Go client hands it over when it did not inflate the body: the stored
-// bytes, the broker's 31-bit CRC of them, and sysFlag.
+// storedMsg is a message on ORDER whose body b the client left as stored, with sysFlag.
 func storedMsg(b []byte, sysFlag int32) *primitive.MessageExt {
-	m := &primitive.MessageExt{Message: primitive.Message{Topic: "ORDER", Body: b}, MsgId: "msg-c-1", SysFlag: sysFlag}
-	m.BodyCRC = int32(crc32.ChecksumIEEE(b) & 0x7FFFFFFF)
-	return m
+	return testenv.StoredBody(&primitive.MessageExt{Message: primitive.Message{Topic: "ORDER"}, MsgId: "msg-c-1"}, b, sysFlag)
 }
 
 func TestCompression_JavaLZ4AndZSTDBodiesAreDecodedByTheirCodecBits(t *testing.T) {

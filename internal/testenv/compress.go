@@ -3,9 +3,11 @@ package testenv
 import (
 	"bytes"
 	"compress/zlib"
+	"hash/crc32"
 	"io"
 	"testing"
 
+	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 	"github.com/stretchr/testify/require"
@@ -41,4 +43,12 @@ func JavaCompressed(t testing.TB, sysFlag int32, b []byte) []byte {
 	require.NoError(t, w.Close())
 	require.True(t, bytes.HasPrefix(buf.Bytes(), magic), "frame magic %x", magic)
 	return buf.Bytes()
+}
+
+// StoredBody gives m the body b as the Go client hands it over when it did not inflate it: the stored
+// bytes, the broker's 31-bit CRC of them, and sysFlag. It returns m.
+func StoredBody(m *primitive.MessageExt, b []byte, sysFlag int32) *primitive.MessageExt {
+	m.Body, m.SysFlag = b, sysFlag
+	m.BodyCRC = int32(crc32.ChecksumIEEE(b) & 0x7FFFFFFF)
+	return m
 }
