@@ -51,7 +51,7 @@ func TestNew_F40_ConditionIsCheckedWithTheHandlersTheClientRunsAtOnce(t *testing
 		cfg  consumer.Config
 		want int
 	}{
-		"default goroutines, one topic":  {validConfig(), 2 * consumer.DefaultConsumeGoroutines},
+		"default goroutines, one topic":  {validConfig(), 2 * 20},
 		"8 goroutines, two topics":       {two, 3 * 8},
 		"orderly: not bounded by Config": {orderly, 0},
 	} {

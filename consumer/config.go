@@ -17,8 +17,8 @@ import (
 const (
 	// defaultMaxAttempts is the client's own default MaxReconsumeTimes for concurrent consumption.
 	defaultMaxAttempts = 16
-	// DefaultConsumeGoroutines is the client's default number of consume goroutines.
-	DefaultConsumeGoroutines = 20
+	// defaultConsumeGoroutines is the client's default number of consume goroutines.
+	defaultConsumeGoroutines = 20
 	// defaultBatchSize is one message per callback, so each message has its own transaction and result.
 	defaultBatchSize = 1
 	// defaultHandlerTimeout bounds one handler call.
@@ -27,8 +27,8 @@ const (
 	defaultConsumeTimeout = 15 * time.Minute
 	// defaultDrainTimeout bounds how long Shutdown waits for in-flight handlers.
 	defaultDrainTimeout = 30 * time.Second
-	// DefaultLagInterval is how often the lag poller reads the client's GetOffsetDiffMap.
-	DefaultLagInterval = 10 * time.Second
+	// defaultLagInterval is how often the lag poller reads the client's GetOffsetDiffMap.
+	defaultLagInterval = 10 * time.Second
 	// defaultOutageWait bounds how long one callback waits for an unavailable store: 5 minutes, or a third
 	// of ConsumeTimeout when that is less.
 	defaultOutageWait = 5 * time.Minute
@@ -222,7 +222,7 @@ func (c Config) Validate() error {
 			d.OutageWait, d.ConsumeTimeout)
 	}
 	if d.LagInterval < 100*time.Millisecond {
-		bad("LagInterval", "%s is below 100ms; leave it 0 for the default %s", d.LagInterval, DefaultLagInterval)
+		bad("LagInterval", "%s is below 100ms; leave it 0 for the default %s", d.LagInterval, defaultLagInterval)
 	}
 	if err := rmq.ValidateNamespace(d.Namespace); err != nil {
 		bad("Namespace", "%v", err)
@@ -252,7 +252,7 @@ func (c Config) withDefaults() Config {
 		c.MaxAttempts = defaultMaxAttempts
 	}
 	if c.ConsumeGoroutines == 0 {
-		c.ConsumeGoroutines = DefaultConsumeGoroutines
+		c.ConsumeGoroutines = defaultConsumeGoroutines
 	}
 	if c.BatchSize == 0 {
 		c.BatchSize = defaultBatchSize
@@ -270,7 +270,7 @@ func (c Config) withDefaults() Config {
 		c.OutageWait = min(defaultOutageWait, c.ConsumeTimeout/3)
 	}
 	if c.LagInterval == 0 {
-		c.LagInterval = DefaultLagInterval
+		c.LagInterval = defaultLagInterval
 	}
 	if c.Orderly && c.SuspendTime == 0 {
 		c.SuspendTime = defaultSuspendTime

@@ -331,7 +331,7 @@ func TestNew_DefaultsReachTheClient(t *testing.T) {
 
 	assert.EqualValues(t, 16, o.FieldByName("MaxReconsumeTimes").Int())
 	assert.EqualValues(t, 1, o.FieldByName("ConsumeMessageBatchMaxSize").Int())
-	assert.EqualValues(t, consumer.DefaultConsumeGoroutines, o.FieldByName("ConsumeGoroutineNums").Int())
+	assert.EqualValues(t, 20, o.FieldByName("ConsumeGoroutineNums").Int())
 	assert.EqualValues(t, 15*time.Minute, o.FieldByName("ConsumeTimeout").Int())
 	assert.Equal(t, int64(rmq.ConsumeFromFirstOffset), o.FieldByName("FromWhere").Int())
 	instance := o.FieldByName("InstanceName").String()
