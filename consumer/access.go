@@ -27,7 +27,7 @@ const accessCheckTimeout = 5 * time.Second
 // it alone). A name server or broker it cannot reach is logged and not held against the start (the client
 // retries on its own, as without credentials).
 func (c *Consumer) checkAccess() error {
-	if c.cfg.Credentials.IsZero() {
+	if rmq.Credentials(c.cfg.Credentials).IsZero() {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(c.runCtx, accessCheckTimeout)

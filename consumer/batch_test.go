@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	ibatch "github.com/rmqguard/rmqguard/internal/batch"
 )
 
 // sharedResource is a BatchResource that records its Finish calls and returns err.
@@ -35,10 +36,10 @@ func TestBatch_ResourceFinishedOnceAfterTheLastMemberALostBatchHandledAgainThenA
 	for _, fails := range []int{0, 1, 2} {
 		t.Run(fmt.Sprintf("finish fails in %d passes", fails), func(t *testing.T) {
 			var resources []*sharedResource
-			var seen []*consumer.Batch
+			var seen []*ibatch.Batch[consumer.Outcome, consumer.Cause]
 			runs, alone := map[string]int{}, map[string]int{}
 			h := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-				b := consumer.BatchFromContext(ctx)
+				b := ibatch.FromContext[consumer.Outcome, consumer.Cause](ctx)
 				if b == nil {
 					alone[d.Msg.GetKeys()]++
 					return consumer.Processed(), nil
@@ -94,10 +95,10 @@ func TestBatch_ResourceFinishedOnceAfterTheLastMemberALostBatchHandledAgainThenA
 		})
 	}
 	t.Run("BatchSize 1", func(t *testing.T) {
-		var b *consumer.Batch
+		var b *ibatch.Batch[consumer.Outcome, consumer.Cause]
 		ran := false
 		_, fp := newConsumer(t, validConfig(), func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-			b, ran = consumer.BatchFromContext(ctx), true
+			b, ran = ibatch.FromContext[consumer.Outcome, consumer.Cause](ctx), true
 			return consumer.Processed(), nil
 		})
 		fp.deliver(t, "ORDER", orderMsg("a"))
@@ -111,10 +112,10 @@ func TestBatch_ResourceFinishedOnceAfterTheLastMemberALostBatchHandledAgainThenA
 func TestBatch_SingleMessageCallbackHasNoBatch(t *testing.T) {
 	cfg := validConfig()
 	cfg.BatchSize = 32
-	var b *consumer.Batch
+	var b *ibatch.Batch[consumer.Outcome, consumer.Cause]
 	ran := false
 	_, fp := newConsumer(t, cfg, func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-		b, ran = consumer.BatchFromContext(ctx), true
+		b, ran = ibatch.FromContext[consumer.Outcome, consumer.Cause](ctx), true
 		return consumer.Processed(), nil
 	})
 	fp.deliver(t, "ORDER", orderMsg("a"))
@@ -130,12 +131,12 @@ func TestBatch_ResourceLostToTheStoreHandlesTheCallbackAgain(t *testing.T) {
 		t.Run(map[bool]string{true: "lost once", false: "lost past OutageWait"}[lost == 1], func(t *testing.T) {
 			passes := 0
 			h := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-				b := consumer.BatchFromContext(ctx)
+				b := ibatch.FromContext[consumer.Outcome, consumer.Cause](ctx)
 				if b.Resource("tx") == nil {
 					passes++
 					r := &sharedResource{}
 					if passes <= lost {
-						r.err = fmt.Errorf("commit: broken connection: %w", consumer.ErrStoreUnavailable)
+						r.err = fmt.Errorf("commit: broken connection: %w", ibatch.ErrStoreUnavailable)
 					}
 					require.NoError(t, b.Attach("tx", r))
 				}
@@ -161,7 +162,7 @@ func TestBatch_ResourceLostToTheStoreHandlesTheCallbackAgain(t *testing.T) {
 // causeResource is a BatchResource that, when it finishes, sets the causes of the batch's duplicates
 // together (as middleware.Dedup does with one read for the batch).
 type causeResource struct {
-	b      *consumer.Batch
+	b      *ibatch.Batch[consumer.Outcome, consumer.Cause]
 	causes map[int]consumer.Cause
 }
 
@@ -181,7 +182,7 @@ func TestBatch_F41_DuplicateCausesSetAtFinishReachTheDecisions(t *testing.T) {
 	outcomes := map[string]consumer.Outcome{"a": consumer.Duplicate(), "b": own, "c": consumer.Processed(),
 		"d": consumer.Duplicate(), "e": consumer.Duplicate()}
 	h := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-		b := consumer.BatchFromContext(ctx)
+		b := ibatch.FromContext[consumer.Outcome, consumer.Cause](ctx)
 		require.NotNil(t, b)
 		if b.Resource("causes") == nil {
 			require.NoError(t, b.Attach("causes", &causeResource{b: b, causes: map[int]consumer.Cause{
@@ -195,13 +196,13 @@ func TestBatch_F41_DuplicateCausesSetAtFinishReachTheDecisions(t *testing.T) {
 	_, fp := newConsumer(t, cfg, h, consumer.WithObserver(obs))
 	msgs := []string{"a", "b", "c", "d", "e"}
 	var ids []string
-	var batch []*primitive.MessageExt
+	var sent []*primitive.MessageExt
 	for _, k := range msgs {
 		m := orderMsg(k)
 		ids = append(ids, m.MsgId)
-		batch = append(batch, m)
+		sent = append(sent, m)
 	}
-	res, _ := fp.deliver(t, "ORDER", batch...)
+	res, _ := fp.deliver(t, "ORDER", sent...)
 	require.Equal(t, rmq.ConsumeSuccess, res)
 
 	want := []struct {
@@ -229,12 +230,12 @@ func TestBatch_F41_DuplicateCausesSetAtFinishReachTheDecisions(t *testing.T) {
 func TestBatch_F19_FirstPassLostToTheStoreBacksOffAsAMessageAlone(t *testing.T) {
 	passes := 0
 	h := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-		b := consumer.BatchFromContext(ctx)
+		b := ibatch.FromContext[consumer.Outcome, consumer.Cause](ctx)
 		if b.Resource("tx") == nil {
 			passes++
 			r := &sharedResource{}
 			if passes <= 4 {
-				r.err = fmt.Errorf("begin: connection refused: %w", consumer.ErrStoreUnavailable)
+				r.err = fmt.Errorf("begin: connection refused: %w", ibatch.ErrStoreUnavailable)
 			}
 			require.NoError(t, b.Attach("tx", r))
 		}

@@ -20,7 +20,7 @@ import (
 // with the field named.
 func TestConfigValidate_EdgeValuesAreAccepted(t *testing.T) {
 	for name, mod := range map[string]func(*consumer.Config){
-		"Group of MaxGroupLength":       func(c *consumer.Config) { c.Group = strings.Repeat("g", consumer.MaxGroupLength) },
+		"Group of MaxGroupLength":       func(c *consumer.Config) { c.Group = strings.Repeat("g", 255) },
 		"MaxAttempts 1":                 func(c *consumer.Config) { c.MaxAttempts = 1 },
 		"MaxAttempts 1000":              func(c *consumer.Config) { c.MaxAttempts = 1000 },
 		"ConsumeGoroutines 1":           func(c *consumer.Config) { c.ConsumeGoroutines = 1 },
@@ -46,9 +46,9 @@ func TestConfigValidate_OnePastTheEdgeIsRefused(t *testing.T) {
 		field string
 		mod   func(*consumer.Config)
 	}{
-		"Group longer than MaxGroupLength": {"Group", func(c *consumer.Config) { c.Group = strings.Repeat("g", consumer.MaxGroupLength+1) }},
+		"Group longer than MaxGroupLength": {"Group", func(c *consumer.Config) { c.Group = strings.Repeat("g", 255+1) }},
 		"ConsumeGoroutines -1":             {"ConsumeGoroutines", func(c *consumer.Config) { c.ConsumeGoroutines = -1 }},
-		"BatchSize past MaxBatchSize":      {"BatchSize", func(c *consumer.Config) { c.BatchSize = consumer.MaxBatchSize + 1 }},
+		"BatchSize past MaxBatchSize":      {"BatchSize", func(c *consumer.Config) { c.BatchSize = 1024 + 1 }},
 		"ConsumeTimeout negative":          {"ConsumeTimeout", func(c *consumer.Config) { c.ConsumeTimeout = -time.Second }},
 		"name server on port 65536":        {"NameServers", func(c *consumer.Config) { c.NameServers = []string{"ns:65536"} }},
 	} {

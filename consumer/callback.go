@@ -34,7 +34,7 @@ type answer struct {
 // orderly mode they are answered SuspendCurrentQueueAMoment, never ConsumeRetryLater.
 //
 // With Config.BatchSize > 1 and more than one message in the callback, each member's handler context
-// carries the callback's Batch (BatchFromContext),
+// carries the callback's batch.Batch (batch.FromContext),
 // whose shared resources (middleware.Dedup's one transaction per callback) are finished once after the
 // last member; a member that depended on one that failed is decided a retry with its error.
 //

@@ -14,7 +14,8 @@ const (
 	// CauseResend: a new message (another message ID) carrying an event ID already processed: the producer
 	// sent the event again.
 	CauseResend Cause = "resend"
-	// CauseReplay: a message carrying replay provenance (PropReplayID) whose event was already processed.
+	// CauseReplay: a message carrying replay provenance (the RMQGUARD_REPLAY_ID property) whose event was
+	// already processed.
 	CauseReplay Cause = "replay"
 	// CauseUnknown: a duplicate whose cause the chain could not determine (its dedup row could not be read,
 	// a fast path that did not keep the message ID, the handler's own finding). The consumer reports it for

@@ -13,13 +13,6 @@ type Codec interface {
 	Decode(body []byte, v any) error
 }
 
-// CodecFunc adapts a function to a Codec: CodecFunc(f).Decode(body, v) is f(body, v). The same rules as
-// Codec.Decode apply to f.
-type CodecFunc func(body []byte, v any) error
-
-// Decode calls f(body, v).
-func (f CodecFunc) Decode(body []byte, v any) error { return f(body, v) }
-
 // JSON is the Codec of JSON bodies (encoding/json), the typed handlers' default; its zero value is ready.
 // Unknown fields are ignored and a leading BOM skipped; trailing data, an empty body, null and a value of
 // the wrong type are errors. See the package doc, "JSON".

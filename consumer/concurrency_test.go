@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // poolCondition stands for a store that can serve at most limit handlers at once (0: any number); it
@@ -50,7 +51,7 @@ func TestNew_F40_ConditionIsCheckedWithTheHandlersTheClientRunsAtOnce(t *testing
 		cfg  consumer.Config
 		want int
 	}{
-		"default goroutines, one topic":  {validConfig(), 2 * consumer.DefaultConsumeGoroutines},
+		"default goroutines, one topic":  {validConfig(), 2 * 20},
 		"8 goroutines, two topics":       {two, 3 * 8},
 		"orderly: not bounded by Config": {orderly, 0},
 	} {
@@ -69,7 +70,7 @@ func TestNew_F40_ConditionIsCheckedWithTheHandlersTheClientRunsAtOnce(t *testing
 // given to the gate, for a chain Chain never saw).
 func TestNew_F40_ConditionThatFailsRefusesTheConsumerWithTheFix(t *testing.T) {
 	built := false
-	factory := consumer.WithPushConsumer(func([]rmq.Option) (consumer.PushConsumer, error) {
+	factory := consumer.WithPushConsumer(func([]rmq.Option) (irmq.PushConsumer, error) {
 		built = true
 		return newFakePush(), nil
 	})
@@ -113,7 +114,7 @@ func TestRefused_WrappedConditionIsStillARefusal(t *testing.T) {
 	wrapped := consumer.Pending(processed, fmt.Errorf("router: %w", cond))
 	require.Error(t, consumer.Refused(wrapped))
 	require.Error(t, consumer.Refused(consumer.Refuse(cond)))
-	_, err := consumer.New(validConfig(), wrapped, consumer.WithPushConsumer(func([]rmq.Option) (consumer.PushConsumer, error) {
+	_, err := consumer.New(validConfig(), wrapped, consumer.WithPushConsumer(func([]rmq.Option) (irmq.PushConsumer, error) {
 		return newFakePush(), nil
 	}))
 	require.True(t, errors.Is(err, cond))

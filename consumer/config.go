@@ -15,34 +15,34 @@ import (
 
 // Defaults applied by Config.withDefaults when a field is left zero.
 const (
-	// DefaultMaxAttempts is the client's own default MaxReconsumeTimes for concurrent consumption.
-	DefaultMaxAttempts = 16
-	// DefaultConsumeGoroutines is the client's default number of consume goroutines.
-	DefaultConsumeGoroutines = 20
-	// DefaultBatchSize is one message per callback, so each message has its own transaction and result.
-	DefaultBatchSize = 1
-	// DefaultHandlerTimeout bounds one handler call.
-	DefaultHandlerTimeout = 30 * time.Second
-	// DefaultConsumeTimeout is the client's consume timeout (15 minutes).
-	DefaultConsumeTimeout = 15 * time.Minute
-	// DefaultDrainTimeout bounds how long Shutdown waits for in-flight handlers.
-	DefaultDrainTimeout = 30 * time.Second
-	// DefaultLagInterval is how often the lag poller reads the client's GetOffsetDiffMap.
-	DefaultLagInterval = 10 * time.Second
-	// DefaultOutageWait bounds how long one callback waits for an unavailable store: 5 minutes, or a third
+	// defaultMaxAttempts is the client's own default MaxReconsumeTimes for concurrent consumption.
+	defaultMaxAttempts = 16
+	// defaultConsumeGoroutines is the client's default number of consume goroutines.
+	defaultConsumeGoroutines = 20
+	// defaultBatchSize is one message per callback, so each message has its own transaction and result.
+	defaultBatchSize = 1
+	// defaultHandlerTimeout bounds one handler call.
+	defaultHandlerTimeout = 30 * time.Second
+	// defaultConsumeTimeout is the client's consume timeout (15 minutes).
+	defaultConsumeTimeout = 15 * time.Minute
+	// defaultDrainTimeout bounds how long Shutdown waits for in-flight handlers.
+	defaultDrainTimeout = 30 * time.Second
+	// defaultLagInterval is how often the lag poller reads the client's GetOffsetDiffMap.
+	defaultLagInterval = 10 * time.Second
+	// defaultOutageWait bounds how long one callback waits for an unavailable store: 5 minutes, or a third
 	// of ConsumeTimeout when that is less.
-	DefaultOutageWait = 5 * time.Minute
-	// MaxGroupLength is the longest consumer group name RocketMQ accepts.
-	MaxGroupLength = 255
-	// MaxBatchSize is the largest ConsumeMessageBatchMaxSize the client accepts.
-	MaxBatchSize = 1024
-	// DefaultSuspendTime is how long an orderly queue pauses after a failure: 1 s, the Java client's
+	defaultOutageWait = 5 * time.Minute
+	// maxGroupLength is the longest consumer group name RocketMQ accepts.
+	maxGroupLength = 255
+	// maxBatchSize is the largest ConsumeMessageBatchMaxSize the client accepts.
+	maxBatchSize = 1024
+	// defaultSuspendTime is how long an orderly queue pauses after a failure: 1 s, the Java client's
 	// default (the Go client's orderly context says -1 ms, which is no pause at all: a hot loop).
-	DefaultSuspendTime = time.Second
-	// MinSuspendTime and MaxSuspendTime bound Config.SuspendTime: the range both the Go and the Java client
+	defaultSuspendTime = time.Second
+	// minSuspendTime and maxSuspendTime bound Config.SuspendTime: the range both the Go and the Java client
 	// clamp a queue's suspension to (submitConsumeRequestLater).
-	MinSuspendTime = 10 * time.Millisecond
-	MaxSuspendTime = 30 * time.Second
+	minSuspendTime = 10 * time.Millisecond
+	maxSuspendTime = 30 * time.Second
 )
 
 // StartFrom says where a consumer group with no stored offset starts reading a queue.
@@ -119,7 +119,7 @@ type Config struct {
 	Orderly bool
 	// SuspendTime is, in orderly mode, how long a queue pauses after a message was not acknowledged
 	// (failed, store unavailable past OutageWait, dead-letter publish failed) before the message is
-	// handled again. Default 1 s; MinSuspendTime..MaxSuspendTime (10 ms..30 s). Setting it without Orderly
+	// handled again. Default 1 s; 10 ms..30 s. Setting it without Orderly
 	// is an error: it would have no effect.
 	SuspendTime time.Duration
 	// Namespace is the RocketMQ namespace of the group and its topics ("" = none; letters, digits, '-',
@@ -172,8 +172,8 @@ func (c Config) Validate() error {
 	}
 	if strings.TrimSpace(d.Group) == "" {
 		bad("Group", "required")
-	} else if len(d.Group) > MaxGroupLength {
-		bad("Group", "%d characters, more than RocketMQ's %d", len(d.Group), MaxGroupLength)
+	} else if len(d.Group) > maxGroupLength {
+		bad("Group", "%d characters, more than RocketMQ's %d", len(d.Group), maxGroupLength)
 	} else if rmq.IsSystemTopic(d.Group) {
 		bad("Group", "%q must not start with %s or %s", d.Group, rmq.RetryTopicPrefix, rmq.DLQTopicPrefix)
 	}
@@ -199,8 +199,8 @@ func (c Config) Validate() error {
 	if d.ConsumeGoroutines < 1 || d.ConsumeGoroutines > 1000 {
 		bad("ConsumeGoroutines", "%d is outside 1..1000", d.ConsumeGoroutines)
 	}
-	if d.BatchSize < 1 || d.BatchSize > MaxBatchSize {
-		bad("BatchSize", "%d is outside 1..%d", d.BatchSize, MaxBatchSize)
+	if d.BatchSize < 1 || d.BatchSize > maxBatchSize {
+		bad("BatchSize", "%d is outside 1..%d", d.BatchSize, maxBatchSize)
 	}
 	if d.HandlerTimeout <= 0 {
 		bad("HandlerTimeout", "%s must be positive", d.HandlerTimeout)
@@ -222,18 +222,18 @@ func (c Config) Validate() error {
 			d.OutageWait, d.ConsumeTimeout)
 	}
 	if d.LagInterval < 100*time.Millisecond {
-		bad("LagInterval", "%s is below 100ms; leave it 0 for the default %s", d.LagInterval, DefaultLagInterval)
+		bad("LagInterval", "%s is below 100ms; leave it 0 for the default %s", d.LagInterval, defaultLagInterval)
 	}
 	if err := rmq.ValidateNamespace(d.Namespace); err != nil {
 		bad("Namespace", "%v", err)
-	} else if g := rmq.InNamespace(d.Namespace, d.Group); len(g) > MaxGroupLength {
-		bad("Namespace", "group in the namespace %q has %d characters, more than RocketMQ's %d", g, len(g), MaxGroupLength)
+	} else if g := rmq.InNamespace(d.Namespace, d.Group); len(g) > maxGroupLength {
+		bad("Namespace", "group in the namespace %q has %d characters, more than RocketMQ's %d", g, len(g), maxGroupLength)
 	}
 	if (d.Credentials.AccessKey == "") != (d.Credentials.SecretKey == "") {
 		bad("Credentials", "give both AccessKey and SecretKey, or neither (%s)", d.Credentials)
 	}
-	if d.Orderly && (d.SuspendTime < MinSuspendTime || d.SuspendTime > MaxSuspendTime) {
-		bad("SuspendTime", "%s is outside %s..%s", d.SuspendTime, MinSuspendTime, MaxSuspendTime)
+	if d.Orderly && (d.SuspendTime < minSuspendTime || d.SuspendTime > maxSuspendTime) {
+		bad("SuspendTime", "%s is outside %s..%s", d.SuspendTime, minSuspendTime, maxSuspendTime)
 	} else if !d.Orderly && d.SuspendTime != 0 {
 		bad("SuspendTime", "%s is set but Orderly is false: it applies to orderly consumption only", d.SuspendTime)
 	}
@@ -249,31 +249,31 @@ func (c Config) withDefaults() Config {
 		c.InstanceName = "rmqguard-" + strconv.Itoa(os.Getpid()) + "-" + uuid.NewString()[:8]
 	}
 	if c.MaxAttempts == 0 {
-		c.MaxAttempts = DefaultMaxAttempts
+		c.MaxAttempts = defaultMaxAttempts
 	}
 	if c.ConsumeGoroutines == 0 {
-		c.ConsumeGoroutines = DefaultConsumeGoroutines
+		c.ConsumeGoroutines = defaultConsumeGoroutines
 	}
 	if c.BatchSize == 0 {
-		c.BatchSize = DefaultBatchSize
+		c.BatchSize = defaultBatchSize
 	}
 	if c.HandlerTimeout == 0 {
-		c.HandlerTimeout = DefaultHandlerTimeout
+		c.HandlerTimeout = defaultHandlerTimeout
 	}
 	if c.ConsumeTimeout == 0 {
-		c.ConsumeTimeout = DefaultConsumeTimeout
+		c.ConsumeTimeout = defaultConsumeTimeout
 	}
 	if c.DrainTimeout == 0 {
-		c.DrainTimeout = DefaultDrainTimeout
+		c.DrainTimeout = defaultDrainTimeout
 	}
 	if c.OutageWait == 0 {
-		c.OutageWait = min(DefaultOutageWait, c.ConsumeTimeout/3)
+		c.OutageWait = min(defaultOutageWait, c.ConsumeTimeout/3)
 	}
 	if c.LagInterval == 0 {
-		c.LagInterval = DefaultLagInterval
+		c.LagInterval = defaultLagInterval
 	}
 	if c.Orderly && c.SuspendTime == 0 {
-		c.SuspendTime = DefaultSuspendTime
+		c.SuspendTime = defaultSuspendTime
 	}
 	subs := make([]Subscription, len(c.Subscriptions))
 	for i, s := range c.Subscriptions {

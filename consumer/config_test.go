@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // configErrors returns every *consumer.ConfigError in err (Validate joins them).
@@ -111,7 +112,7 @@ func TestConfigValidate_HandlerTimeoutMustBeBelowConsumeTimeout(t *testing.T) {
 	for _, tc := range []struct{ handler, consume time.Duration }{
 		{time.Minute, time.Minute},
 		{2 * time.Minute, time.Minute},
-		{consumer.DefaultConsumeTimeout, 0}, // against the default
+		{15 * time.Minute, 0}, // against the default
 	} {
 		cfg := validConfig()
 		cfg.HandlerTimeout, cfg.ConsumeTimeout = tc.handler, tc.consume
@@ -173,7 +174,7 @@ func TestConfigValidate_BatchSize(t *testing.T) {
 	cfg.BatchSize = 0
 	assert.NoError(t, cfg.Validate(), "0 takes the default")
 
-	cfg.BatchSize = consumer.MaxBatchSize
+	cfg.BatchSize = 1024
 	assert.NoError(t, cfg.Validate())
 
 	cfg.BatchSize = 2000
@@ -210,7 +211,7 @@ func TestConfigValidate_ReportsEveryProblem(t *testing.T) {
 
 func TestNew_InvalidConfigNeverCallsTheFactory(t *testing.T) {
 	called := false
-	factory := consumer.WithPushConsumer(func([]rmq.Option) (consumer.PushConsumer, error) {
+	factory := consumer.WithPushConsumer(func([]rmq.Option) (irmq.PushConsumer, error) {
 		called = true
 		return newFakePush(), nil
 	})
@@ -229,7 +230,7 @@ func TestNew_InvalidConfigNeverCallsTheFactory(t *testing.T) {
 
 func TestNew_NilHandlerIsAConfigError(t *testing.T) {
 	called := false
-	factory := consumer.WithPushConsumer(func([]rmq.Option) (consumer.PushConsumer, error) {
+	factory := consumer.WithPushConsumer(func([]rmq.Option) (irmq.PushConsumer, error) {
 		called = true
 		return newFakePush(), nil
 	})
@@ -245,7 +246,7 @@ func TestNew_NilHandlerIsAConfigError(t *testing.T) {
 func TestNew_FactoryErrorIsWrapped(t *testing.T) {
 	boom := errors.New("client init failed")
 	_, err := consumer.New(validConfig(), handlerReturning(consumer.Processed(), nil),
-		consumer.WithPushConsumer(func([]rmq.Option) (consumer.PushConsumer, error) { return nil, boom }))
+		consumer.WithPushConsumer(func([]rmq.Option) (irmq.PushConsumer, error) { return nil, boom }))
 
 	require.ErrorIs(t, err, boom)
 	assert.Contains(t, err.Error(), "cg")
@@ -267,7 +268,7 @@ func TestNew_SubscribeErrorIsReturned(t *testing.T) {
 	fp.subErr = errors.New("bad selector")
 
 	_, err := consumer.New(validConfig(), handlerReturning(consumer.Processed(), nil),
-		consumer.WithPushConsumer(func([]rmq.Option) (consumer.PushConsumer, error) { return fp, nil }))
+		consumer.WithPushConsumer(func([]rmq.Option) (irmq.PushConsumer, error) { return fp, nil }))
 
 	require.ErrorIs(t, err, fp.subErr)
 	assert.Contains(t, err.Error(), "ORDER")
@@ -296,7 +297,7 @@ func TestNew_F5_MaxAttemptsBecomesMaxReconsumeTimes(t *testing.T) {
 	cfg.HandlerTimeout = 5 * time.Second
 	cfg.ConsumeTimeout = time.Minute
 	_, err := consumer.New(cfg, handlerReturning(consumer.Processed(), nil),
-		consumer.WithPushConsumer(func(opts []rmq.Option) (consumer.PushConsumer, error) {
+		consumer.WithPushConsumer(func(opts []rmq.Option) (irmq.PushConsumer, error) {
 			got = opts
 			return newFakePush(), nil
 		}))
@@ -320,7 +321,7 @@ func TestNew_DefaultsReachTheClient(t *testing.T) {
 	cfg := validConfig()
 	cfg.StartFrom = consumer.StartFromFirstOffset
 	_, err := consumer.New(cfg, handlerReturning(consumer.Processed(), nil),
-		consumer.WithPushConsumer(func(opts []rmq.Option) (consumer.PushConsumer, error) {
+		consumer.WithPushConsumer(func(opts []rmq.Option) (irmq.PushConsumer, error) {
 			got = opts
 			return newFakePush(), nil
 		}))
@@ -328,10 +329,10 @@ func TestNew_DefaultsReachTheClient(t *testing.T) {
 
 	o := clientOptions(t, got)
 
-	assert.EqualValues(t, consumer.DefaultMaxAttempts, o.FieldByName("MaxReconsumeTimes").Int())
-	assert.EqualValues(t, consumer.DefaultBatchSize, o.FieldByName("ConsumeMessageBatchMaxSize").Int())
-	assert.EqualValues(t, consumer.DefaultConsumeGoroutines, o.FieldByName("ConsumeGoroutineNums").Int())
-	assert.EqualValues(t, consumer.DefaultConsumeTimeout, o.FieldByName("ConsumeTimeout").Int())
+	assert.EqualValues(t, 16, o.FieldByName("MaxReconsumeTimes").Int())
+	assert.EqualValues(t, 1, o.FieldByName("ConsumeMessageBatchMaxSize").Int())
+	assert.EqualValues(t, 20, o.FieldByName("ConsumeGoroutineNums").Int())
+	assert.EqualValues(t, 15*time.Minute, o.FieldByName("ConsumeTimeout").Int())
 	assert.Equal(t, int64(rmq.ConsumeFromFirstOffset), o.FieldByName("FromWhere").Int())
 	instance := o.FieldByName("InstanceName").String()
 	assert.Regexp(t, `^rmqguard-\d+-[0-9a-f]{8}$`, instance, "a unique instance name per consumer, not the client's shared DEFAULT")

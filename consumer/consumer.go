@@ -10,25 +10,11 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2"
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
-	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"go.uber.org/zap"
-)
 
-// PushConsumer is the part of the client's push consumer the wrapper uses; tests may supply a fake
-// through WithPushConsumer.
-type PushConsumer interface {
-	Start() error
-	Shutdown() error
-	// Suspend stops pulling (Shutdown, and the store health gate while the store is down).
-	Suspend()
-	// Resume restarts pulling after Suspend (the store health gate when the store is back).
-	Resume()
-	Subscribe(topic string, selector rmq.MessageSelector,
-		f func(context.Context, ...*primitive.MessageExt) (rmq.ConsumeResult, error)) error
-	// GetOffsetDiffMap returns, per topic, how many messages the queues this process holds are behind
-	// (max offset minus consumer offset, summed); the lag poller reads it.
-	GetOffsetDiffMap() map[string]int64
-}
+	"github.com/rmqguard/rmqguard/internal/body"
+	irmq "github.com/rmqguard/rmqguard/internal/rmq"
+)
 
 // DeadLetterSink publishes a message to %DLQ%<group> with the reason attached; DeadLetter returns nil
 // only when the broker accepted the copy (then the original is acknowledged). On error the message falls
@@ -43,7 +29,7 @@ type Option func(*options)
 type options struct {
 	logger   *zap.Logger
 	sink     DeadLetterSink
-	push     func([]rmq.Option) (PushConsumer, error)
+	push     func([]rmq.Option) (irmq.PushConsumer, error)
 	producer func() (letterSender, error)
 	probe    HealthProbe
 	// probeGiven: WithHealthProbe was given, so the handler's store is not the default probe.
@@ -71,8 +57,8 @@ func WithDeadLetterSink(s DeadLetterSink) Option {
 	return func(o *options) { o.sink, o.sinkGiven = s, true }
 }
 
-// WithPushConsumer replaces the client's push consumer constructor; for tests with a fake PushConsumer.
-func WithPushConsumer(f func(opts []rmq.Option) (PushConsumer, error)) Option {
+// WithPushConsumer replaces the client's push consumer constructor, for this module's tests with a fake.
+func WithPushConsumer(f func(opts []rmq.Option) (irmq.PushConsumer, error)) Option {
 	return func(o *options) { o.push = f }
 }
 
@@ -93,7 +79,7 @@ type Consumer struct {
 	handler Handler
 	log     *zap.Logger
 	sink    DeadLetterSink
-	push    PushConsumer
+	push    irmq.PushConsumer
 	ensure  func(context.Context, Config) error // ensureGroupTopics; skipped with Config.SkipTopicEnsure
 	// publishAlone: a dead letter delivered alone is published (the sink, else the own producer); false
 	// after WithDeadLetterSink(nil), which leaves it to the broker's DLQ.
@@ -111,9 +97,9 @@ type Consumer struct {
 	filters  map[string]tagFilter // topic → its subscription's tags
 	observer Observer
 	letters  *letterProducer
-	lag      *lagPoller   // nil without WithObserver
-	zstd     *zstdDecoder // the ZSTD decoder of every delivery's body; closed by Shutdown
-	bg       *background  // WithBackground's functions
+	lag      *lagPoller    // nil without WithObserver
+	bodies   *body.Decoder // decodes every delivery's body; closed by Shutdown
+	bg       *background   // WithBackground's functions
 
 	mu       sync.Mutex
 	stopping bool
@@ -185,8 +171,8 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 		return nil, fmt.Errorf("rmqguard consumer %s: create push consumer: %w", cfg.Group, err)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	zd := &zstdDecoder{}
-	c := &Consumer{cfg: cfg, handler: decompressing(h, zd), zstd: zd, log: o.logger, sink: o.sink, push: push, runCtx: runCtx, cancelRun: cancel,
+	zd := &body.Decoder{}
+	c := &Consumer{cfg: cfg, handler: decompressing(h, zd), bodies: zd, log: o.logger, sink: o.sink, push: push, runCtx: runCtx, cancelRun: cancel,
 		gate: newGate(runCtx, cfg.Group, push, o.probe, o.observer, o.logger), filters: filters, observer: o.observer,
 		letters: &letterProducer{newProducer: o.producer}, clientDown: make(chan struct{}), ensure: o.ensure,
 		publishAlone: !o.sinkGiven || o.sink != nil, checks: checks, bg: &background{fns: o.background}}
@@ -203,12 +189,9 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	return c, nil
 }
 
-func newClientPushConsumer(opts []rmq.Option) (PushConsumer, error) {
+func newClientPushConsumer(opts []rmq.Option) (irmq.PushConsumer, error) {
 	return rocketmq.NewPushConsumer(opts...)
 }
-
-// Group returns the consumer group.
-func (c *Consumer) Group() string { return c.cfg.Group }
 
 // mode returns the consumption mode Config.Orderly selects.
 func (c *Consumer) mode() Mode {
@@ -306,8 +289,8 @@ func (c *Consumer) Shutdown(ctx context.Context) error {
 		}
 		return c.push.Shutdown()
 	}()
-	c.zstd.close() // after the client: no delivery decodes any more
-	c.bg.stop()    // after the drain: the relay sends what the last handlers committed
+	c.bodies.Close() // after the client: no delivery decodes any more
+	c.bg.stop()      // after the drain: the relay sends what the last handlers committed
 	if perr := c.letters.shutdown(); perr != nil {
 		err = errors.Join(err, fmt.Errorf("dead-letter producer: %w", perr))
 	}

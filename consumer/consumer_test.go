@@ -262,7 +262,6 @@ func TestStart_CallsTheClientAndWrapsItsError(t *testing.T) {
 	c, fp := newConsumer(t, validConfig(), handlerReturning(consumer.Processed(), nil))
 	require.NoError(t, c.Start())
 	assert.Contains(t, fp.Calls(), "start")
-	assert.Equal(t, "cg", c.Group())
 
 	c2, fp2 := newConsumer(t, validConfig(), handlerReturning(consumer.Processed(), nil))
 	fp2.startErr = errors.New("no route info of topic ORDER")

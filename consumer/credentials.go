@@ -1,7 +1,5 @@
 package consumer
 
-import "github.com/apache/rocketmq-client-go/v2/primitive"
-
 // Credentials are RocketMQ ACL credentials (the broker's aclEnable / plain_acl.yml accounts): every request
 // the client sends is signed with SecretKey and names AccessKey. The zero value means no ACL. String and
 // GoString never show SecretKey, so a Credentials value can be logged or printed safely.
@@ -12,17 +10,9 @@ type Credentials struct {
 	SecretKey string
 }
 
-// IsZero reports whether no credentials are set.
-func (c Credentials) IsZero() bool { return c.AccessKey == "" && c.SecretKey == "" }
-
-// Client returns the credentials as the client's primitive.Credentials.
-func (c Credentials) Client() primitive.Credentials {
-	return primitive.Credentials{AccessKey: c.AccessKey, SecretKey: c.SecretKey}
-}
-
 // String renders "none" or "access key <AccessKey>, secret key set|missing"; the secret is never shown.
 func (c Credentials) String() string {
-	if c.IsZero() {
+	if c == (Credentials{}) {
 		return "none"
 	}
 	secret := "set"

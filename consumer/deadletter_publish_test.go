@@ -3,7 +3,6 @@ package consumer_test
 import (
 	"context"
 	"errors"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/internal/letter"
 )
 
 // statusProducer is a consumer.Sender whose SendSync answers with a fixed status (or error) and records the
@@ -66,7 +66,7 @@ func TestConsume_F6_PublisherStatusOtherThanSendOKIsNotAcknowledged(t *testing.T
 			assert.Equal(t, tc.wantDelay, delay)
 			require.Len(t, prod.sent, 1, "one publish attempt")
 			assert.Equal(t, "%DLQ%cg", prod.sent[0].Topic)
-			assert.Equal(t, "invalid payload", prod.sent[0].GetProperty(consumer.PropDeadLetterReason))
+			assert.Equal(t, "invalid payload", prod.sent[0].GetProperty(letter.PropReason))
 		})
 	}
 }
@@ -97,28 +97,3 @@ func TestConsume_F6_FlushSlaveTimeoutInABatchRetriesTheBatch(t *testing.T) {
 }
 
 // nilResultSender answers a send with neither a result nor an error.
-type nilResultSender struct{}
-
-func (nilResultSender) SendSync(context.Context, ...*primitive.Message) (*primitive.SendResult, error) {
-	return nil, nil
-}
-
-// A send that returns no result is not a stored letter; the error says so rather than the call panicking.
-func TestSendDeadLetter_F6_NoResultIsNotStored(t *testing.T) {
-	d := consumer.NewDelivery("cg", orderMsg("o-1"))
-
-	err := consumer.SendDeadLetter(context.Background(), nilResultSender{}, d, "poison", time.Now())
-
-	require.ErrorIs(t, err, consumer.ErrDeadLetterNotStored)
-	assert.Contains(t, err.Error(), "no result")
-}
-
-// The error of a letter the broker did not store names the status it answered, for the operator.
-func TestSendDeadLetter_F6_NotStoredNamesTheStatus(t *testing.T) {
-	d := consumer.NewDelivery("cg", orderMsg("o-1"))
-
-	err := consumer.SendDeadLetter(context.Background(), &statusProducer{status: primitive.SendFlushSlaveTimeout}, d, "poison", time.Now())
-
-	require.ErrorIs(t, err, consumer.ErrDeadLetterNotStored)
-	assert.Contains(t, err.Error(), "status "+strconv.Itoa(int(primitive.SendFlushSlaveTimeout)))
-}

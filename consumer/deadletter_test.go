@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/letter"
 )
 
 // b3Poison processes every message but b-3, which is a permanent dead letter.
@@ -42,7 +43,7 @@ func TestConsume_F21_DeadLetterIsPublishedByTheConsumerAloneOrInABatch(t *testin
 			assert.NotEqual(t, consumer.DelayLevelDLQ, delay)
 			assert.Equal(t, []string{"b-3"}, p.keys(), "b-3 is the only letter")
 			assert.Equal(t, "%DLQ%cg", p.sent[0].Topic)
-			assert.Equal(t, "poison", p.sent[0].GetProperty(consumer.PropDeadLetterReason))
+			assert.Equal(t, "poison", p.sent[0].GetProperty(letter.PropReason))
 			require.NoError(t, c.Shutdown(context.Background()))
 			starts, shutdowns := p.counts()
 			assert.Equal(t, 1, starts, "created lazily, once")

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/rmqguard/rmqguard/internal/batch"
 	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 )
 
@@ -49,7 +50,7 @@ func (c *Consumer) unsubscribed(d *Delivery) Outcome {
 // outcome stands: a retry that spends an attempt), and sets m's outcome and error. It returns ErrStopped
 // when the consumer is stopping and the message must not be answered: the gate stopped while it waited,
 // or Shutdown cancelled its handler.
-func (c *Consumer) decide(m *message, w *outageWait, b *Batch) error {
+func (c *Consumer) decide(m *message, w *outageWait, b *batch.Batch[Outcome, Cause]) error {
 	for {
 		gen, closed := c.gate.current()
 		if closed != nil {
@@ -105,8 +106,8 @@ func (c *Consumer) outageTooLong(m *message) {
 
 // handleOne runs the handler for one delivery under HandlerTimeout, with b (the callback's Batch, nil
 // when BatchSize is 1) in its context.
-func (c *Consumer) handleOne(d *Delivery, b *Batch) (Outcome, error) {
-	ctx, cancel := context.WithTimeout(withBatch(c.runCtx, b), c.cfg.HandlerTimeout)
+func (c *Consumer) handleOne(d *Delivery, b *batch.Batch[Outcome, Cause]) (Outcome, error) {
+	ctx, cancel := context.WithTimeout(batch.With(c.runCtx, b), c.cfg.HandlerTimeout)
 	defer cancel()
 	c.observer.InFlight(d.Group, 1)
 	defer c.observer.InFlight(d.Group, -1)

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/letter"
 )
 
 // onlyDecision returns the one decision reported for the message with msgID, failing unless there is
@@ -192,7 +193,7 @@ func TestDecision_F41_DuplicateCauseIsTheChainsOrUnknown(t *testing.T) {
 	bogus := consumer.Duplicate()
 	bogus.Cause = consumer.CausePermanent
 	replayed := orderMsg("r-1")
-	replayed.WithProperty(consumer.PropReplayID, "replay-7")
+	replayed.WithProperty(letter.PropReplayID, "replay-7")
 	redelivered := orderMsg("d-1")
 	redelivered.ReconsumeTimes = 1
 	for name, tc := range map[string]struct {

@@ -5,6 +5,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/rmqguard/rmqguard/internal/batch"
 )
 
 // One log line per message at its final decision (Consumer.report); the levels and fields are documented
@@ -49,7 +51,7 @@ func decisionLevel(d *Delivery, dec Decision) (zapcore.Level, string) {
 // one was, the store was unavailable, or the chain's dead letter was not published.
 func retryNeedsAttention(d *Delivery, dec Decision) bool {
 	lastAhead := d.MaxAttempts > 0 && d.Attempt+1 >= d.MaxAttempts
-	return lastAhead || errors.Is(dec.Err, ErrStoreUnavailable) || dec.Chain.Kind == KindDeadLetter
+	return lastAhead || errors.Is(dec.Err, batch.ErrStoreUnavailable) || dec.Chain.Kind == KindDeadLetter
 }
 
 // logDecision writes the one line of d's final decision: group, topic, msg_id, event_id, attempt

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // BenchmarkDecisionLog measures one processed message through the consumer's callback with the
@@ -33,7 +34,7 @@ func BenchmarkDecisionLog(b *testing.B) {
 			_, err := consumer.New(validConfig(), withEventID(handlerReturning(consumer.Processed(), nil)),
 				consumer.WithLogger(log),
 				consumer.WithDeadLetterProducer(func() (consumer.Producer, error) { return unusable, nil }),
-				consumer.WithPushConsumer(func([]rmq.Option) (consumer.PushConsumer, error) { return fp, nil }))
+				consumer.WithPushConsumer(func([]rmq.Option) (irmq.PushConsumer, error) { return fp, nil }))
 			if err != nil {
 				b.Fatal(err)
 			}

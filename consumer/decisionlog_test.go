@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	ibatch "github.com/rmqguard/rmqguard/internal/batch"
 )
 
 // productionLike is a logger on an observer core at debug with zap's production stack option
@@ -44,7 +45,7 @@ func linesFor(logs *observer.ObservedLogs, msgID string) []observer.LoggedEntry 
 // last or the store is unavailable), dead letters and undecided handlers at error — with its fields and
 // without a stack trace even under zap's production options.
 func TestDecisionLog_LineLevelPerOutcome(t *testing.T) {
-	storeDown := fmt.Errorf("claim: %w", consumer.ErrStoreUnavailable)
+	storeDown := fmt.Errorf("claim: %w", ibatch.ErrStoreUnavailable)
 	for _, tc := range []struct {
 		name     string
 		o        consumer.Outcome
@@ -204,7 +205,7 @@ func TestDecisionLog_LostBatchHandledAgainLogsOneDecisionPerMessage(t *testing.T
 			passes, runs := 0, 0
 			h := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 				runs++
-				b := consumer.BatchFromContext(ctx)
+				b := ibatch.FromContext[consumer.Outcome, consumer.Cause](ctx)
 				if b == nil {
 					return consumer.Processed(), nil // handled alone
 				}

@@ -11,7 +11,7 @@ import (
 type Delivery struct {
 	// Msg is the message as the client delivered it, never nil, except that a body the client left
 	// compressed (a Java 5.x producer's LZ4 or ZSTD body) is already decoded when the chain runs, with the
-	// compressed flag cleared from Msg.SysFlag (see DecodeBody).
+	// compressed flag cleared from Msg.SysFlag.
 	Msg *primitive.MessageExt
 	// Group is the consumer group, without the namespace (Config.Group).
 	Group string
@@ -44,7 +44,7 @@ func NewDelivery(group string, msg *primitive.MessageExt) *Delivery {
 	return &Delivery{
 		Msg:     msg,
 		Group:   group,
-		Topic:   OriginalTopic(msg),
+		Topic:   originalTopic(msg),
 		Attempt: int(msg.ReconsumeTimes),
 	}
 }
@@ -53,10 +53,10 @@ func NewDelivery(group string, msg *primitive.MessageExt) *Delivery {
 // MaxAttempts is known and Attempt has reached it.
 func (d *Delivery) LastAttempt() bool { return d.MaxAttempts > 0 && d.Attempt >= d.MaxAttempts }
 
-// OriginalTopic returns the business topic of msg: the RETRY_TOPIC property when msg sits on a
+// originalTopic returns the business topic of msg: the RETRY_TOPIC property when msg sits on a
 // %RETRY% or %DLQ% topic and carries one, else msg.Topic. The client restores the topic of retried
 // messages itself in most paths; this makes the rule hold for every path.
-func OriginalTopic(msg *primitive.MessageExt) string {
+func originalTopic(msg *primitive.MessageExt) string {
 	if rmq.IsSystemTopic(msg.Topic) {
 		if t := msg.GetProperty(primitive.PropertyRetryTopic); t != "" {
 			return t

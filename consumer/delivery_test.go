@@ -32,15 +32,15 @@ func TestNewDelivery_F4_NormalMessageKeepsItsTopic(t *testing.T) {
 	assert.Equal(t, 0, d.Attempt)
 }
 
-func TestOriginalTopic_F4_RetryTopicWithoutPropertyIsKept(t *testing.T) {
+func TestNewDelivery_F4_RetryTopicWithoutPropertyIsKept(t *testing.T) {
 	m := &primitive.MessageExt{Message: primitive.Message{Topic: "%RETRY%cg"}}
-	assert.Equal(t, "%RETRY%cg", consumer.OriginalTopic(m))
+	assert.Equal(t, "%RETRY%cg", consumer.NewDelivery("cg", m).Topic)
 }
 
-func TestOriginalTopic_F18_DLQTopicRestored(t *testing.T) {
+func TestNewDelivery_F18_DLQTopicRestored(t *testing.T) {
 	m := &primitive.MessageExt{Message: primitive.Message{Topic: "%DLQ%cg"}}
 	m.WithProperty(primitive.PropertyRetryTopic, "ORDER")
-	assert.Equal(t, "ORDER", consumer.OriginalTopic(m))
+	assert.Equal(t, "ORDER", consumer.NewDelivery("cg", m).Topic)
 }
 
 // F5: the last delivery is the one whose Attempt (ReconsumeTimes) has reached MaxAttempts; with

@@ -129,7 +129,7 @@
 //
 // BatchSize is ConsumeMessageBatchMaxSize: messages per callback. Default 1; 1..1024. A batch is
 // acknowledged or retried as a whole by the client. Above 1 each member's handler context carries the
-// callback's Batch (BatchFromContext), through which middleware.Dedup gives the members one shared
+// callback's scope (see Batch), through which middleware.Dedup gives the members one shared
 // transaction (one claim statement and the handlers after the last member, a careful pass with a
 // savepoint each when one is not kept, one COMMIT; the batch's context has the deadline HandlerTimeout ×
 // members); with 1, and in a callback that holds one message, each message has its own transaction.
@@ -140,23 +140,17 @@
 //
 // # Batch
 //
-// Batch is the scope of one client callback of several messages (Config.BatchSize > 1): it is in the
-// context of each of its members' handlers (BatchFromContext), and lets a middleware attach one resource
-// per key that the members share. Members are handled one after another, never at once; a Batch is still safe for
-// concurrent use (a handler abandoned at its deadline may run on).
-//
-// A callback is handled in passes, each with a new Batch. The first is optimistic (Careful false): a
-// resource may defer its members' work to its Finish (middleware.Dedup claims them in one statement and
-// runs their handlers there, in aggregate order unless Ordered), set their outcomes there (SetOutcome),
-// and ask for a careful pass (ErrHandleCarefully) when a member is not kept; later passes are careful (a
-// member decided while it is handled: middleware.Dedup's savepoint each).
-//
-// Its context (Context) is not a member's: it derives from the consumer's run context, so Shutdown ends it,
-// with a deadline of HandlerTimeout × the number of members in the callback; a resource begun with it (a
-// transaction) is rolled back when it ends. A resource lost to the store (its Finish error wraps
-// ErrStoreUnavailable: a broken connection, a failed COMMIT, or waits at the store gate that outlasted that
-// deadline) makes the consumer wait at the gate and handle the whole callback again with a new Batch,
-// spending no attempt, within OutageWait; any other failure of a resource retries its dependents.
+// With BatchSize > 1 the members of one callback are handled one after another, never at once, and share
+// what middlewares attach to the callback's scope (middleware.Dedup's one transaction), finished once after
+// the last member, before any dead letter is published or any decision reported. A callback is handled
+// in passes: an optimistic first one, whose shared resource may defer the members' work to its finish
+// (middleware.Dedup claims them in one statement and runs their handlers there) and asks for a careful
+// pass when a member is not kept; then careful ones, which decide each member while it is handled. The
+// scope's context derives from the consumer's run context, so Shutdown ends it, with a deadline of
+// HandlerTimeout × the members. A shared resource lost to the store (a broken connection, a failed
+// COMMIT, or waits at the store gate that outlasted that deadline) makes the consumer wait at the gate and
+// handle the whole callback again, spending no attempt, within OutageWait; any other failure of it
+// retries the members that depended on it.
 //
 // # OutageWait
 //
@@ -202,8 +196,8 @@
 //   - debug: processed, duplicate, stale, unsubscribed;
 //   - info: a retry, or a member acknowledged by its own outcome whose batch is retried;
 //   - warn: a retry whose next delivery is the last (Attempt+1 >= MaxAttempts), a retry on the last
-//     delivery (orderly mode), the store unavailable (KindUnavailable, or an error wrapping
-//     ErrStoreUnavailable), or a dead letter that could not be published and is retried;
+//     delivery (orderly mode), the store unavailable (KindUnavailable, or a batch's shared resource lost
+//     to the store), or a dead letter that could not be published and is retried;
 //   - error: a dead letter (dead_lettered, dead_letter), or a handler that returned the zero Outcome and
 //     no error.
 //

@@ -11,15 +11,6 @@ func Combine(outcomes []Outcome, errs []error) (Outcome, error) {
 	return combine(ms)
 }
 
-// ZSTDDecoder exposes the consumer's shared ZSTD decoder to the external tests and benchmarks.
-type ZSTDDecoder = zstdDecoder
-
-// Decode decodes a whole ZSTD body with the shared decoder.
-func (z *ZSTDDecoder) Decode(body []byte) ([]byte, error) { return z.decode(body) }
-
-// Close frees the shared decoder.
-func (z *ZSTDDecoder) Close() { z.close() }
-
 // Producer is the consumer's own dead-letter producer, for the external tests' fakes.
 type Producer = letterSender
 

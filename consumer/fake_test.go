@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // TestMain fails the package when a test leaves a goroutine behind (e.g. Shutdown's drain watcher).
@@ -23,7 +24,7 @@ func TestMain(m *testing.M) {
 
 type callback = func(context.Context, ...*primitive.MessageExt) (rmq.ConsumeResult, error)
 
-// fakePush is a consumer.PushConsumer that records calls and captures the Subscribe callbacks.
+// fakePush is a irmq.PushConsumer that records calls and captures the Subscribe callbacks.
 type fakePush struct {
 	mu            sync.Mutex
 	calls         []string
@@ -282,7 +283,7 @@ func newConsumer(t *testing.T, cfg consumer.Config, h consumer.Handler, opts ...
 	unusable := &fakeProducer{fail: 1 << 30}
 	opts = append([]consumer.Option{consumer.WithDeadLetterProducer(func() (consumer.Producer, error) { return unusable, nil }),
 		consumer.WithEnsureTopics(func(context.Context, consumer.Config) error { return nil })}, opts...)
-	opts = append(opts, consumer.WithPushConsumer(func([]rmq.Option) (consumer.PushConsumer, error) { return fp, nil }))
+	opts = append(opts, consumer.WithPushConsumer(func([]rmq.Option) (irmq.PushConsumer, error) { return fp, nil }))
 	c, err := consumer.New(cfg, h, opts...)
 	require.NoError(t, err)
 	return c, fp

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // Backoff of the store health gate's prober, and the bound of one probe.
@@ -23,7 +25,7 @@ const (
 // running handlers against a store known to be down; waiting costs no CPU (a channel receive).
 type gate struct {
 	group    string
-	push     PushConsumer
+	push     rmq.PushConsumer
 	probe    HealthProbe // nil: reopen after the backoff; the handlers are the probe
 	observer Observer
 	log      *zap.Logger
@@ -54,7 +56,7 @@ const (
 	gateStopped
 )
 
-func newGate(parent context.Context, group string, push PushConsumer, probe HealthProbe, obs Observer, log *zap.Logger) *gate {
+func newGate(parent context.Context, group string, push rmq.PushConsumer, probe HealthProbe, obs Observer, log *zap.Logger) *gate {
 	ctx, cancel := context.WithCancel(parent)
 	return &gate{group: group, push: push, probe: probe, observer: obs, log: log, ctx: ctx, cancel: cancel}
 }

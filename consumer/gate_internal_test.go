@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
+
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // The prober's first wait, as WithHealthProbe documents it: with a probe always gateMinBackoff; without
@@ -65,8 +67,8 @@ func TestGate_F19_ProberDoublesItsWaitAfterEachFailedProbe(t *testing.T) {
 	assert.GreaterOrEqual(t, third.Sub(second), 4*gateMinBackoff)
 }
 
-// suspendOnly is a PushConsumer for the gate alone: it only needs Suspend and Resume.
-type suspendOnly struct{ PushConsumer }
+// suspendOnly is a rmq.PushConsumer for the gate alone: it only needs Suspend and Resume.
+type suspendOnly struct{ rmq.PushConsumer }
 
 func (suspendOnly) Suspend() {}
 func (suspendOnly) Resume()  {}

@@ -13,6 +13,8 @@ type HealthProbe interface {
 
 // Observer is told about the consumer's decisions and state changes, for metrics; *metrics.Metrics
 // implements it. Its methods are called synchronously on the consumer's goroutines and must return quickly.
+// One that also has Subscribed(group string, topics []string) is told once, before Start starts the
+// client, the group and its business topics (without the namespace), e.g. to create its series at zero.
 type Observer interface {
 	// Decided reports the final decision about one message, once per answered delivery, after its
 	// callback's outcomes were combined and its dead letters published: what the broker was told (see
@@ -65,19 +67,18 @@ func (nopObserver) Decided(*Delivery, Decision)    {}
 func (nopObserver) InFlight(string, int)           {}
 func (nopObserver) Lag(string, string, int64)      {}
 
-// SubscriptionObserver is an Observer that also wants to know, once at Start, the consumer group and the
+// subscriptionObserver is an Observer that also wants to know, once at Start, the consumer group and the
 // topics it consumes, e.g. to create its counters at zero: a counter series that first appears already at 1
-// loses that increment in Prometheus's rate() and increase(). *metrics.Metrics implements it. Start calls
+// loses that increment in Prometheus's rate() and increase(). *metrics.Metrics is one. Start calls
 // Subscribed before it starts the client, so before the first message is decided.
-type SubscriptionObserver interface {
-	Observer
+type subscriptionObserver interface {
 	// Subscribed: group consumes topics (the business topics, without the namespace).
 	Subscribed(group string, topics []string)
 }
 
-// announceSubscriptions tells an observer that implements SubscriptionObserver what c consumes.
+// announceSubscriptions tells an observer that implements subscriptionObserver what c consumes.
 func (c *Consumer) announceSubscriptions() {
-	so, ok := c.observer.(SubscriptionObserver)
+	so, ok := c.observer.(subscriptionObserver)
 	if !ok {
 		return
 	}

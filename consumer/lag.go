@@ -15,7 +15,7 @@ type lagPoller struct {
 	group    string
 	ns       string // the consumer's namespace: stripped from the client's topic names
 	interval time.Duration
-	push     PushConsumer
+	push     rmq.PushConsumer
 	observer Observer
 
 	ctx    context.Context
@@ -26,7 +26,7 @@ type lagPoller struct {
 	seen map[string]bool
 }
 
-func newLagPoller(parent context.Context, cfg Config, push PushConsumer, obs Observer) *lagPoller {
+func newLagPoller(parent context.Context, cfg Config, push rmq.PushConsumer, obs Observer) *lagPoller {
 	ctx, cancel := context.WithCancel(parent)
 	return &lagPoller{group: cfg.Group, ns: cfg.Namespace, interval: cfg.LagInterval, push: push, observer: obs, ctx: ctx, cancel: cancel,
 		seen: map[string]bool{}}

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
+	"github.com/rmqguard/rmqguard/internal/letter"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
@@ -23,7 +24,7 @@ type letterSender interface {
 }
 
 // newClientProducer returns the consumer's own dead-letter producer: the group's credentials, no namespace
-// option (the client would prefix "%DLQ%ns%G" once more), since DeadLetterMessage names the topic in full.
+// option (the client would prefix "%DLQ%ns%G" once more), since letter.Message names the topic in full.
 func newClientProducer(cfg Config) (letterSender, error) {
 	opts := []producer.Option{
 		producer.WithNsResolver(primitive.NewPassthroughResolver(cfg.NameServers)),
@@ -31,8 +32,8 @@ func newClientProducer(cfg Config) (letterSender, error) {
 		producer.WithInstanceName(cfg.InstanceName + "-dlq"),
 		producer.WithRetry(2),
 	}
-	if !cfg.Credentials.IsZero() {
-		opts = append(opts, producer.WithCredentials(cfg.Credentials.Client()))
+	if !rmq.Credentials(cfg.Credentials).IsZero() {
+		opts = append(opts, producer.WithCredentials(rmq.Credentials(cfg.Credentials).Client()))
 	}
 	return rocketmq.NewProducer(opts...)
 }
@@ -100,7 +101,7 @@ func (c *Consumer) sendLetter(ctx context.Context, d *Delivery, reason string) e
 	if err != nil {
 		return err
 	}
-	return SendDeadLetter(ctx, p, d, reason, time.Now())
+	return letter.Send(ctx, p.SendSync, d.origin(), reason, time.Now())
 }
 
 // sendOnce publishes the dead letter of d once (sendLetter), bounded by deadLetterSendTimeout.

@@ -9,7 +9,7 @@ import (
 
 // newNamespacedDelivery builds the Delivery of msg as the user sees it: the push consumer, given the
 // namespace, delivers topics as "ns%T" (and the broker's RETRY_TOPIC says "ns%T"), so the namespace is
-// taken off the topic; Group stays the group without namespace; Namespace is set for DeadLetterMessage.
+// taken off the topic; Group stays the group without namespace; Namespace is set for its dead letter.
 func newNamespacedDelivery(cfg Config, msg *primitive.MessageExt) *Delivery {
 	d := NewDelivery(cfg.Group, msg)
 	d.Namespace = cfg.Namespace
@@ -28,8 +28,8 @@ func clientOptions(cfg Config) []rmq.Option {
 	if cfg.Namespace != "" {
 		opts = append(opts, rmq.WithNamespace(cfg.Namespace))
 	}
-	if !cfg.Credentials.IsZero() {
-		opts = append(opts, rmq.WithCredentials(cfg.Credentials.Client()))
+	if !irmq.Credentials(cfg.Credentials).IsZero() {
+		opts = append(opts, rmq.WithCredentials(irmq.Credentials(cfg.Credentials).Client()))
 	}
 	return opts
 }

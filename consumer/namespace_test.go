@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/letter"
 	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 )
 
@@ -52,7 +53,7 @@ func TestConsume_ACL_NamespacedDeliveryShowsNamesWithoutTheNamespace(t *testing.
 	assert.Equal(t, cfg.Group, got.Group)
 	assert.Equal(t, "prod", got.Namespace)
 
-	letter := consumer.DeadLetterMessage(got, "why", time.Unix(0, 0))
-	assert.Equal(t, "%DLQ%prod%"+cfg.Group, letter.Topic, "the broker's DLQ name, not the client's ns%%DLQ%%G")
-	assert.Equal(t, "prod%"+topic, letter.GetProperty(primitive.PropertyRetryTopic), "origin as the broker writes it")
+	l := letter.Message(letter.Origin{Msg: got.Msg, Group: got.Group, Topic: got.Topic, Namespace: got.Namespace}, "why", time.Unix(0, 0))
+	assert.Equal(t, "%DLQ%prod%"+cfg.Group, l.Topic, "the broker's DLQ name, not the client's ns%%DLQ%%G")
+	assert.Equal(t, "prod%"+topic, l.GetProperty(primitive.PropertyRetryTopic), "origin as the broker writes it")
 }

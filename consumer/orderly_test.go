@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/letter"
+	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // orderlyAnswer is what the client's orderly path is told about one callback, and what it then does.
@@ -150,14 +152,14 @@ func TestOrderly_F3_LastAttemptIsDeadLetteredByPublishThenAcknowledged(t *testin
 	}
 	assert.Equal(t, []int{0, 1, 2}, attempts, "MaxAttempts+1 deliveries, as in concurrent consumption")
 	require.Len(t, prod.sent, 1, "one letter, published by the consumer's own producer")
-	letter := prod.sent[0]
-	assert.Equal(t, "%DLQ%cg", letter.Topic)
-	assert.Equal(t, "retries exhausted after 3 deliveries: db down", letter.GetProperty(consumer.PropDeadLetterReason))
-	assert.Equal(t, "2", letter.GetProperty(consumer.PropDeadLetterReconsumeTimes))
-	assert.Equal(t, "e-v-1", letter.GetProperty("EVENT_ID"), "the message's properties are kept")
-	assert.Equal(t, "acc-1", letter.GetProperty("AGGREGATE_ID"))
-	assert.Equal(t, "v-1", letter.GetKeys())
-	assert.Equal(t, "Deposit", letter.GetTags())
+	l := prod.sent[0]
+	assert.Equal(t, "%DLQ%cg", l.Topic)
+	assert.Equal(t, "retries exhausted after 3 deliveries: db down", l.GetProperty(letter.PropReason))
+	assert.Equal(t, "2", l.GetProperty(letter.PropReconsumeTimes))
+	assert.Equal(t, "e-v-1", l.GetProperty("EVENT_ID"), "the message's properties are kept")
+	assert.Equal(t, "acc-1", l.GetProperty("AGGREGATE_ID"))
+	assert.Equal(t, "v-1", l.GetKeys())
+	assert.Equal(t, "Deposit", l.GetTags())
 	decs := obs.decisions(msg.MsgId)
 	require.Len(t, decs, 3)
 	assert.Equal(t, consumer.KindRetry, decs[0].Outcome.Kind)
@@ -352,10 +354,10 @@ func TestConfigValidate_F3_SuspendTime(t *testing.T) {
 		ok      bool
 	}{
 		"orderly, default":         {orderly: true, ok: true},
-		"orderly, lower edge":      {orderly: true, suspend: consumer.MinSuspendTime, ok: true},
-		"orderly, upper edge":      {orderly: true, suspend: consumer.MaxSuspendTime, ok: true},
-		"orderly, below":           {orderly: true, suspend: consumer.MinSuspendTime - time.Millisecond},
-		"orderly, above":           {orderly: true, suspend: consumer.MaxSuspendTime + time.Millisecond},
+		"orderly, lower edge":      {orderly: true, suspend: 10 * time.Millisecond, ok: true},
+		"orderly, upper edge":      {orderly: true, suspend: 30 * time.Second, ok: true},
+		"orderly, below":           {orderly: true, suspend: 10*time.Millisecond - time.Millisecond},
+		"orderly, above":           {orderly: true, suspend: 30*time.Second + time.Millisecond},
 		"orderly, negative":        {orderly: true, suspend: -time.Second},
 		"concurrent, unset":        {ok: true},
 		"concurrent, set (no use)": {suspend: time.Second},
@@ -378,7 +380,7 @@ func TestNew_F3_OrderlyReachesTheClient(t *testing.T) {
 		suspend time.Duration
 		want    time.Duration
 	}{
-		"default": {want: consumer.DefaultSuspendTime},
+		"default": {want: time.Second},
 		"set":     {suspend: 100 * time.Millisecond, want: 100 * time.Millisecond},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -386,7 +388,7 @@ func TestNew_F3_OrderlyReachesTheClient(t *testing.T) {
 			cfg := validConfig()
 			cfg.Orderly, cfg.SuspendTime = true, tc.suspend
 			_, err := consumer.New(cfg, handlerReturning(consumer.Processed(), nil),
-				consumer.WithPushConsumer(func(opts []rmq.Option) (consumer.PushConsumer, error) {
+				consumer.WithPushConsumer(func(opts []rmq.Option) (irmq.PushConsumer, error) {
 					got = opts
 					return newFakePush(), nil
 				}))
@@ -396,13 +398,13 @@ func TestNew_F3_OrderlyReachesTheClient(t *testing.T) {
 
 			assert.True(t, o.FieldByName("ConsumeOrderly").Bool(), "the client's WithConsumerOrder")
 			assert.EqualValues(t, tc.want, o.FieldByName("SuspendCurrentQueueTimeMillis").Int())
-			assert.EqualValues(t, consumer.DefaultMaxAttempts, o.FieldByName("MaxReconsumeTimes").Int(),
+			assert.EqualValues(t, 16, o.FieldByName("MaxReconsumeTimes").Int(),
 				"not the client's unlimited orderly default")
 		})
 	}
 	var got []rmq.Option
 	_, err := consumer.New(validConfig(), handlerReturning(consumer.Processed(), nil),
-		consumer.WithPushConsumer(func(opts []rmq.Option) (consumer.PushConsumer, error) {
+		consumer.WithPushConsumer(func(opts []rmq.Option) (irmq.PushConsumer, error) {
 			got = opts
 			return newFakePush(), nil
 		}))

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"github.com/rmqguard/rmqguard/internal/batch"
 )
 
 // message is one message of a callback on its way to the answer: its delivery, what the chain returned,
@@ -23,7 +25,7 @@ type message struct {
 }
 
 // pass is one handling of a callback's messages, and how its Batch finished: lost is the first Finish
-// error, outage the first that wraps ErrStoreUnavailable, if any.
+// error, outage the first that wraps batch.ErrStoreUnavailable, if any.
 type pass struct {
 	ms           []message
 	lost, outage error
@@ -32,7 +34,7 @@ type pass struct {
 // handlePass handles each message of the callback once, with b (nil: no batch) in their handlers'
 // contexts, and finishes b's shared resources. The error is ErrStopped when the callback must not be
 // answered.
-func (c *Consumer) handlePass(msgs []*primitive.MessageExt, w *outageWait, b *Batch) (pass, error) {
+func (c *Consumer) handlePass(msgs []*primitive.MessageExt, w *outageWait, b *batch.Batch[Outcome, Cause]) (pass, error) {
 	p := pass{ms: make([]message, len(msgs))}
 	held := false
 	for i, msg := range msgs {
@@ -49,7 +51,7 @@ func (c *Consumer) handlePass(msgs []*primitive.MessageExt, w *outageWait, b *Ba
 			continue
 		}
 		if b != nil {
-			b.enter(i)
+			b.Enter(i)
 		}
 		if err := c.decide(m, w, b); err != nil {
 			return pass{}, err
@@ -63,7 +65,7 @@ func (c *Consumer) handlePass(msgs []*primitive.MessageExt, w *outageWait, b *Ba
 	if b != nil {
 		// The shared transaction commits before exhaust, dead letters and reports: a member that depended
 		// on a failed COMMIT is decided a retry (its chain outcome stays the handler's, logged beside it).
-		p.lost, p.outage = b.finish(p.ms)
+		p.lost, p.outage = finishBatch(b, p.ms)
 	}
 	return p, nil
 }

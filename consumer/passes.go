@@ -8,12 +8,14 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"go.uber.org/zap"
+
+	"github.com/rmqguard/rmqguard/internal/batch"
 )
 
 // handleCallback handles the callback's messages: alone (BatchSize 1, or one message), or as one Batch per
-// pass. The first pass is optimistic (Batch.Careful false); a resource that asks for a careful pass
-// (ErrHandleCarefully: a member it deferred was not kept) makes the consumer handle the callback again at
-// once, carefully. When the batch's shared resource was lost to the store (ErrStoreUnavailable), it waits
+// pass. The first pass is optimistic (batch.Batch.Careful false); a resource that asks for a careful pass
+// (batch.ErrHandleCarefully: a member it deferred was not kept) makes the consumer handle the callback again at
+// once, carefully. When the batch's shared resource was lost to the store (batch.ErrStoreUnavailable), it waits
 // at the store gate (unless it reopened since the pass began) and handles the whole callback again with a
 // new Batch, within w's bound. A resource lost for another reason (a deadlock with another batch:
 // concurrent deliveries of one event in two batches, or handlers that lock the same rows in different
@@ -30,7 +32,7 @@ func (c *Consumer) handleCallback(msgs []*primitive.MessageExt, w *outageWait) (
 	handledAgain, careful := false, false
 	for {
 		gen, _ := c.gate.current()
-		b, cancel := newBatch(c.runCtx, c.cfg.HandlerTimeout, len(msgs), careful, c.cfg.Orderly)
+		b, cancel := batch.New[Outcome, Cause](c.runCtx, c.cfg.HandlerTimeout, len(msgs), careful, c.cfg.Orderly)
 		p, err := c.handlePass(msgs, w, b)
 		cancel() // an unanswered callback: its shared transaction is rolled back, never committed
 		if err == nil && p.lost == nil && !careful {
@@ -40,7 +42,7 @@ func (c *Consumer) handleCallback(msgs []*primitive.MessageExt, w *outageWait) (
 			return p.ms, err
 		}
 		if p.outage == nil {
-			if !careful && errors.Is(p.lost, ErrHandleCarefully) {
+			if !careful && errors.Is(p.lost, batch.ErrHandleCarefully) {
 				c.logFirstPassPanic(b, p)
 				careful = true // a member's own failure, decided in the careful pass: no other log line here
 				continue
@@ -78,8 +80,8 @@ func (c *Consumer) handleCallback(msgs []*primitive.MessageExt, w *outageWait) (
 
 // logFirstPassPanic logs at warn a member's panic that ended b, a first pass p (p.lost: its Finish error):
 // the careful pass decides the member, and may not meet the panic again (no line from middleware.Recover then).
-func (c *Consumer) logFirstPassPanic(b *Batch, p pass) {
-	i, ok := b.panicked()
+func (c *Consumer) logFirstPassPanic(b *batch.Batch[Outcome, Cause], p pass) {
+	i, ok := panicked(b)
 	if !ok || i >= len(p.ms) {
 		return
 	}

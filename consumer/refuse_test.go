@@ -10,12 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 func TestNew_RefusedHandlerIsItsErrorAndBuildsNoClient(t *testing.T) {
 	errX := errors.New("dedup store is nil")
 	called := false
-	factory := consumer.WithPushConsumer(func([]rmq.Option) (consumer.PushConsumer, error) {
+	factory := consumer.WithPushConsumer(func([]rmq.Option) (irmq.PushConsumer, error) {
 		called = true
 		return newFakePush(), nil
 	})
@@ -34,7 +35,7 @@ func TestNew_NeverCallsAPlainHandler(t *testing.T) {
 		calls++
 		return consumer.Processed(), nil
 	}
-	factory := consumer.WithPushConsumer(func([]rmq.Option) (consumer.PushConsumer, error) { return newFakePush(), nil })
+	factory := consumer.WithPushConsumer(func([]rmq.Option) (irmq.PushConsumer, error) { return newFakePush(), nil })
 
 	c, err := consumer.New(validConfig(), h, factory)
 
@@ -65,7 +66,7 @@ func TestPending_RunsTheHandlerButNewRefusesIt(t *testing.T) {
 		runs++
 		return consumer.Processed(), nil
 	}, errX)
-	factory := consumer.WithPushConsumer(func([]rmq.Option) (consumer.PushConsumer, error) {
+	factory := consumer.WithPushConsumer(func([]rmq.Option) (irmq.PushConsumer, error) {
 		t.Error("a client was built for a pending handler")
 		return newFakePush(), nil
 	})

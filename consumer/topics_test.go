@@ -30,7 +30,7 @@ func TestEnsureTopics_RunsBeforeTheClientAndItsErrorFailsStart(t *testing.T) {
 	assert.Contains(t, err.Error(), "ensure topics")
 	assert.Contains(t, err.Error(), "127.0.0.1:10911")
 	assert.Equal(t, validConfig().Group, got.Group)
-	assert.Equal(t, consumer.DefaultMaxAttempts, got.MaxAttempts, "the Config after defaults")
+	assert.Equal(t, 16, got.MaxAttempts, "the Config after defaults")
 	assert.True(t, hadDeadline, "bounded")
 	assert.NotContains(t, fp.Calls(), "start")
 	require.NoError(t, c.Shutdown(context.Background()))

@@ -98,8 +98,13 @@ func TestHandleJSON_UndecodableBodyIsDeadLetteredAtOnce(t *testing.T) {
 
 var errNotAPayment = errors.New("not a payment")
 
+// codecFunc adapts a function to a consumer.Codec.
+type codecFunc func(body []byte, v any) error
+
+func (f codecFunc) Decode(body []byte, v any) error { return f(body, v) }
+
 func TestHandleWith_UsesTheCodecAndWrapsItsError(t *testing.T) {
-	codec := consumer.CodecFunc(func(body []byte, v any) error {
+	codec := codecFunc(func(body []byte, v any) error {
 		p, ok := v.(*payment)
 		if !ok || !strings.HasPrefix(string(body), "PAY ") {
 			return errNotAPayment
@@ -148,7 +153,7 @@ func TestJSON_DoesNotChangeTheBody(t *testing.T) {
 // handler never runs.
 func TestHandleJSON_NullBodyForAPointerTypeIsDeadLetteredNotANilPointer(t *testing.T) {
 	calls := 0
-	h := consumer.HandleWith(consumer.CodecFunc(json.Unmarshal), func(_ context.Context, _ *consumer.Delivery, p *payment) (consumer.Outcome, error) {
+	h := consumer.HandleWith(codecFunc(json.Unmarshal), func(_ context.Context, _ *consumer.Delivery, p *payment) (consumer.Outcome, error) {
 		calls++
 		return consumer.Processed(), nil
 	})

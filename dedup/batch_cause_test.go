@@ -14,6 +14,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/letter"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 )
@@ -67,7 +68,7 @@ func TestBatch_F41_DuplicateCausesReadTogetherInOneQuery(t *testing.T) {
 	cb := f.batchWithStore(t, store)
 	a, b, c, r := f.prefix+"-a", f.prefix+"-b", f.prefix+"-c", f.prefix+"-r"
 	first := f.batchMsgs(t, a, b, c, r)
-	first[3].WithProperty(consumer.PropReplayID, "replay-1") // r is processed by a replay
+	first[3].WithProperty(letter.PropReplayID, "replay-1") // r is processed by a replay
 	require.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, first...))
 	assert.Empty(t, store.batches, "a batch without duplicates reads no cause")
 
@@ -81,7 +82,7 @@ func TestBatch_F41_DuplicateCausesReadTogetherInOneQuery(t *testing.T) {
 	}
 	d := f.prefix + "-d"
 	replayOfC := f.orderMsg(t, c, c)
-	replayOfC.WithProperty(consumer.PropReplayID, "replay-2")
+	replayOfC.WithProperty(letter.PropReplayID, "replay-2")
 	dFirst := f.orderMsg(t, d, d)
 	second := []*primitive.MessageExt{
 		copyOf(first[0]),    // redelivery
@@ -159,7 +160,7 @@ func TestStore_F41_DuplicateCausesOfSeveralInOneRead(t *testing.T) {
 	again := f.orderMsg(t, ev, ev)
 	again.MsgId = first.MsgId
 	replayed := f.orderMsg(t, ev, ev)
-	replayed.WithProperty(consumer.PropReplayID, "replay-1")
+	replayed.WithProperty(letter.PropReplayID, "replay-1")
 	causes, err := f.store.DuplicateCauses(ctx, []*consumer.Delivery{
 		delivery(again, ev), delivery(f.orderMsg(t, ev, ev), ev), delivery(replayed, ev),
 		delivery(f.orderMsg(t, f.prefix+"-none", "x"), f.prefix+"-none")})

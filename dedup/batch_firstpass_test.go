@@ -19,6 +19,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/batch"
 	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -327,7 +328,7 @@ func TestBatch_FirstPassClaimWaitingForARowLockIsNotAStoreOutage(t *testing.T) {
 	assert.Empty(t, logs.FilterMessageSnippet("store unavailable").All(), "the store gate stayed open")
 	dec := cb.Decisions(msgs[1].MsgId)
 	require.Len(t, dec, 1)
-	assert.NotErrorIs(t, dec[0].Err, consumer.ErrStoreUnavailable)
+	assert.NotErrorIs(t, dec[0].Err, batch.ErrStoreUnavailable)
 	assert.NotEqual(t, consumer.KindUnavailable, dec[0].Chain.Kind)
 	assert.Zero(t, f.ledger.Count(t, e2), "member 2 was never applied while another transaction held its row")
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/letter"
 )
 
 // DuplicateCause tells why d, whose Claim returned ErrDuplicate, came again: consumer.CauseRedelivery,
@@ -77,7 +78,7 @@ func CauseOf(storedMsgID string, d *consumer.Delivery) consumer.Cause {
 	switch {
 	case storedMsgID == d.Msg.MsgId:
 		return consumer.CauseRedelivery
-	case d.Msg.GetProperty(consumer.PropReplayID) != "":
+	case d.Msg.GetProperty(letter.PropReplayID) != "":
 		return consumer.CauseReplay
 	default:
 		return consumer.CauseResend

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/letter"
 )
 
 // The duplicate's cause comes from the stored processed_event row, on the real database: the same message
@@ -28,7 +29,7 @@ func TestDuplicateCause_S1_S3_S5_RedeliveryResendReplay(t *testing.T) {
 	again.MsgId = first.MsgId
 	resent := f.orderMsg(t, ev, order)
 	replayed := f.orderMsg(t, ev, order)
-	replayed.WithProperty(consumer.PropReplayID, "replay-1")
+	replayed.WithProperty(letter.PropReplayID, "replay-1")
 	for want, msg := range map[consumer.Cause]*primitive.MessageExt{
 		consumer.CauseRedelivery: again,
 		consumer.CauseResend:     resent,
@@ -43,7 +44,7 @@ func TestDuplicateCause_S1_S3_S5_RedeliveryResendReplay(t *testing.T) {
 	// A replay of an event that never succeeded is processed; the same replayed message again is a redelivery.
 	ev2 := f.prefix + "-e2"
 	replay2 := f.orderMsg(t, ev2, f.prefix+"-2")
-	replay2.WithProperty(consumer.PropReplayID, "replay-2")
+	replay2.WithProperty(letter.PropReplayID, "replay-2")
 	o, _, err = f.handle(h, replay2)
 	require.NoError(t, err)
 	require.Equal(t, consumer.KindProcessed, o.Kind)

@@ -64,7 +64,7 @@
 //   - consumer.CauseRedelivery when the row's msg_id is the message's ID: the same message again (a lost
 //     offset commit, a consume-timeout resend, a rebalance, a retried batch; the client's MsgId is the
 //     producer's UNIQ_KEY, kept across redeliveries);
-//   - consumer.CauseReplay when the message carries replay provenance (consumer.PropReplayID): `rmqguard dlq
+//   - consumer.CauseReplay when the message carries replay provenance (the RMQGUARD_REPLAY_ID property): `rmqguard dlq
 //     replay` sent it, with a new message ID;
 //   - consumer.CauseResend otherwise: a new message carrying an event ID already processed (the producer
 //     sent the event again).

@@ -19,7 +19,7 @@ type Savepoint struct {
 // take the name, which would move the member's savepoint past its claim so that rolling the member back
 // kept its claim)
 // with ctx, the statement's context (a batch member's own). It returns the statement's error, wrapped.
-// The careful pass of batch mode (middleware.Dedup with consumer.Batch) sets one before each member's claim.
+// The careful pass of batch mode (middleware.Dedup in a consumer batch) sets one before each member's claim.
 func (t *Txn) Savepoint(ctx context.Context) (Savepoint, error) {
 	t.savepoints++
 	sp := Savepoint{name: "rmqguard_sp_" + t.token[:16] + "_" + strconv.Itoa(t.savepoints), hooks: t.hooks.mark(), claims: t.claims.mark()}

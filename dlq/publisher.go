@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/letter"
 )
 
 // Publisher publishes dead letters to %DLQ%<group> with their reason; it is a consumer.DeadLetterSink.
@@ -60,7 +61,7 @@ func NewPublisher(p consumer.Sender) (*Publisher, error) {
 }
 
 // DeadLetter sends a copy of d's message to %DLQ%<d.Group> (%DLQ%<d.Namespace>%<d.Group> in a namespace) and returns nil only when the broker answered
-// SEND_OK. Errors wrap the send error, or consumer.ErrDeadLetterNotStored with the status (consumer.SendDeadLetter);
+// SEND_OK. Errors wrap the send error, or one saying the broker did not store the letter, with its status;
 // ErrPublisherClosed after Close.
 func (p *Publisher) DeadLetter(ctx context.Context, d *consumer.Delivery, reason string) error {
 	p.mu.RLock() // held during the send: Close waits for sends in flight before shutting the producer down
@@ -68,7 +69,8 @@ func (p *Publisher) DeadLetter(ctx context.Context, d *consumer.Delivery, reason
 	if p.closed {
 		return ErrPublisherClosed
 	}
-	if err := consumer.SendDeadLetter(ctx, p.producer, d, reason, p.now()); err != nil {
+	o := letter.Origin{Msg: d.Msg, Group: d.Group, Topic: d.Topic, Namespace: d.Namespace}
+	if err := letter.Send(ctx, p.producer.SendSync, o, reason, p.now()); err != nil {
 		return fmt.Errorf("dlq: %w", err)
 	}
 	return nil

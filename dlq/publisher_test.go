@@ -12,6 +12,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dlq"
+	deadletter "github.com/rmqguard/rmqguard/internal/letter"
 )
 
 func retriedDelivery() *consumer.Delivery {
@@ -30,7 +31,8 @@ func retriedDelivery() *consumer.Delivery {
 
 func TestLetter_F18_KeepsBusinessDataAndOriginTopicDropsSystemProperties(t *testing.T) {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	l := consumer.DeadLetterMessage(retriedDelivery(), "invalid JSON", at)
+	d := retriedDelivery()
+	l := deadletter.Message(deadletter.Origin{Msg: d.Msg, Group: d.Group, Topic: d.Topic}, "invalid JSON", at)
 
 	assert.Equal(t, "%DLQ%cg", l.Topic)
 	assert.Equal(t, []byte("not json"), l.Body)
@@ -38,11 +40,11 @@ func TestLetter_F18_KeepsBusinessDataAndOriginTopicDropsSystemProperties(t *test
 	assert.Equal(t, "OrderCreated", l.GetTags())
 	assert.Equal(t, "e-1", l.GetProperty("EVENT_ID"))
 	assert.Equal(t, "ORDER", l.GetProperty(primitive.PropertyRetryTopic), "the origin topic, never %RETRY%")
-	assert.Equal(t, "invalid JSON", l.GetProperty(consumer.PropDeadLetterReason))
-	assert.Equal(t, "MSG-1", l.GetProperty(consumer.PropDeadLetterOriginMsgID))
-	assert.Equal(t, "2", l.GetProperty(consumer.PropDeadLetterReconsumeTimes))
-	assert.Equal(t, "cg", l.GetProperty(consumer.PropDeadLetterGroup))
-	assert.Equal(t, "2026-11-30T12:00:00Z", l.GetProperty(consumer.PropDeadLetteredAt))
+	assert.Equal(t, "invalid JSON", l.GetProperty(deadletter.PropReason))
+	assert.Equal(t, "MSG-1", l.GetProperty(deadletter.PropOriginMsgID))
+	assert.Equal(t, "2", l.GetProperty(deadletter.PropReconsumeTimes))
+	assert.Equal(t, "cg", l.GetProperty(deadletter.PropGroup))
+	assert.Equal(t, "2026-11-30T12:00:00Z", l.GetProperty(deadletter.PropAt))
 	for _, p := range []string{primitive.PropertyUniqueClientMessageIdKeyIndex, primitive.PropertyRealTopic,
 		primitive.PropertyDelayTimeLevel, primitive.PropertyTimerDeliverMS} {
 		assert.Empty(t, l.GetProperty(p), "system property %s is not copied", p)
@@ -67,8 +69,8 @@ func TestPublisher_F6_OnlySendOKCounts(t *testing.T) {
 		wantErr error
 	}{
 		"send ok":          {res: &primitive.SendResult{Status: primitive.SendOK}},
-		"flush disk fails": {res: &primitive.SendResult{Status: primitive.SendFlushDiskTimeout}, wantErr: consumer.ErrDeadLetterNotStored},
-		"no result":        {wantErr: consumer.ErrDeadLetterNotStored},
+		"flush disk fails": {res: &primitive.SendResult{Status: primitive.SendFlushDiskTimeout}, wantErr: deadletter.ErrNotStored},
+		"no result":        {wantErr: deadletter.ErrNotStored},
 		"send error":       {err: errors.New("broker unreachable")},
 	} {
 		t.Run(name, func(t *testing.T) {

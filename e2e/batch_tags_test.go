@@ -19,6 +19,7 @@ import (
 	"github.com/rmqguard/rmqguard/examples/shop"
 	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
+	"github.com/rmqguard/rmqguard/internal/letter"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -63,7 +64,7 @@ func TestE2E_F21_BatchDeadLetterWithoutSinkLeavesItsNeighboursOutOfTheDLQ(t *tes
 	require.NoError(t, err)
 	require.Len(t, letters, 1, "b-3 is the only letter")
 	assert.Equal(t, b3, letters[0].GetProperty("EVENT_ID"))
-	assert.Contains(t, letters[0].GetProperty(consumer.PropDeadLetterReason), "rejected for good", "published by the consumer, with its reason")
+	assert.Contains(t, letters[0].GetProperty(letter.PropReason), "rejected for good", "published by the consumer, with its reason")
 	orders, reservations, err := shop.Effects(w.ctx, db, w.run)
 	require.NoError(t, err)
 	assert.Equal(t, 3, orders, "b-1, b-2, b-4 took effect once")

@@ -1,69 +1,39 @@
 package e2e
 
 import (
-	"bytes"
-	"compress/zlib"
 	"context"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
-	"github.com/pierrec/lz4/v4"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/internal/body"
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
+	"github.com/rmqguard/rmqguard/internal/letter"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/topics"
 )
 
-// compressAs compresses body in the framing of the Java 5.x client's codec for sysFlag: an LZ4 frame
-// (lz4-java LZ4FrameOutputStream), a Zstandard frame (zstd-jni ZstdOutputStream), a zlib stream
-// (java.util.zip.DeflaterOutputStream).
-func compressAs(t *testing.T, sysFlag int32, body []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	var w interface {
-		Write([]byte) (int, error)
-		Close() error
-	}
-	switch sysFlag & consumer.SysFlagCompressionMask {
-	case consumer.SysFlagLZ4:
-		lw := lz4.NewWriter(&buf)
-		require.NoError(t, lw.Apply(lz4.BlockSizeOption(lz4.Block4Mb), lz4.ChecksumOption(false)))
-		w = lw
-	case consumer.SysFlagZSTD:
-		zw, err := zstd.NewWriter(&buf, zstd.WithEncoderCRC(false), zstd.WithEncoderConcurrency(1))
-		require.NoError(t, err)
-		w = zw
-	default:
-		w = zlib.NewWriter(&buf)
-	}
-	_, err := w.Write(body)
-	require.NoError(t, err)
-	require.NoError(t, w.Close())
-	return buf.Bytes()
-}
-
 func TestE2E_JavaCompressedBodiesReachTheHandlerDecodedOthersAreDeadLetteredWithTheirFlag(t *testing.T) {
 	w := newWorld(t, 1)
 	broker := testenv.Broker(t)
-	body := func(id string) []byte {
+	plainBody := func(id string) []byte {
 		return []byte(`{"eventId":"` + id + `","orderNo":"O-` + id + `","note":"zwölf Bücher, 十二本"}`)
 	}
-	lz4Flag := consumer.SysFlagCompressed | consumer.SysFlagLZ4
-	zstdFlag := consumer.SysFlagCompressed | consumer.SysFlagZSTD
-	zlibFlag := consumer.SysFlagCompressed | consumer.SysFlagZlib
-	unknownFlag := consumer.SysFlagCompressed | 4<<8
+	lz4Flag := body.SysFlagCompressed | body.SysFlagLZ4
+	zstdFlag := body.SysFlagCompressed | body.SysFlagZSTD
+	zlibFlag := body.SysFlagCompressed | body.SysFlagZlib
+	unknownFlag := body.SysFlagCompressed | 4<<8
 	sent := map[string]rawMessage{
-		"lz4":     {body: compressAs(t, lz4Flag, body(w.run+"-lz4")), sysFlag: lz4Flag},
-		"zstd":    {body: compressAs(t, zstdFlag, body(w.run+"-zstd")), sysFlag: zstdFlag},
-		"zlib":    {body: compressAs(t, zlibFlag, body(w.run+"-zlib")), sysFlag: zlibFlag},
-		"plain":   {body: body(w.run + "-plain")},
+		"lz4":     {body: testenv.JavaCompressed(t, lz4Flag, plainBody(w.run+"-lz4")), sysFlag: lz4Flag},
+		"zstd":    {body: testenv.JavaCompressed(t, zstdFlag, plainBody(w.run+"-zstd")), sysFlag: zstdFlag},
+		"zlib":    {body: testenv.JavaCompressed(t, zlibFlag, plainBody(w.run+"-zlib")), sysFlag: zlibFlag},
+		"plain":   {body: plainBody(w.run + "-plain")},
 		"unknown": {body: []byte("a codec from the future"), sysFlag: unknownFlag},
 		"corrupt": {body: []byte("not an LZ4 frame"), sysFlag: lz4Flag},
 	}
@@ -95,7 +65,7 @@ func TestE2E_JavaCompressedBodiesReachTheHandlerDecodedOthersAreDeadLetteredWith
 
 	mu.Lock()
 	for _, name := range []string{"lz4", "zstd", "zlib", "plain"} {
-		assert.Equal(t, string(body(w.run+"-"+name)), string(seen[name]), "%s: the handler sees the plain body", name)
+		assert.Equal(t, string(plainBody(w.run+"-"+name)), string(seen[name]), "%s: the handler sees the plain body", name)
 	}
 	assert.NotContains(t, seen, "unknown", "the chain never sees a body it cannot read")
 	assert.NotContains(t, seen, "corrupt")
@@ -105,7 +75,7 @@ func TestE2E_JavaCompressedBodiesReachTheHandlerDecodedOthersAreDeadLetteredWith
 	for _, l := range res.Letters {
 		name := l.Property("CASE")
 		assert.Equal(t, sent[name].body, l.Body, "%s: the letter keeps the stored body", name)
-		assert.Equal(t, strconv.Itoa(int(sent[name].sysFlag)), l.Property(consumer.PropBodySysFlag),
+		assert.Equal(t, strconv.Itoa(int(sent[name].sysFlag)), l.Property(body.PropSysFlag),
 			"%s: the letter names the body's SysFlag", name)
 		assert.Equal(t, 0, l.Attempts, "%s: dead-lettered on its first delivery, never retried", name)
 		switch name {
@@ -121,16 +91,16 @@ func TestE2E_JavaCompressedBodiesReachTheHandlerDecodedOthersAreDeadLetteredWith
 
 func TestE2E_TheBrokersOwnLetterOfAJavaCompressedMessageIsReadableAndReplaysDecoded(t *testing.T) {
 	w := newWorld(t, 1)
-	zstdFlag := consumer.SysFlagCompressed | consumer.SysFlagZSTD
+	zstdFlag := body.SysFlagCompressed | body.SysFlagZSTD
 	plain := []byte(`{"eventId":"` + w.run + `-zstd","orderNo":"O-1"}`)
-	stored := compressAs(t, zstdFlag, plain)
+	stored := testenv.JavaCompressed(t, zstdFlag, plain)
 	sendRaw(t, testenv.Broker(t), w.topic, rawMessage{body: stored, sysFlag: zstdFlag,
 		properties: map[string]string{"EVENT_ID": w.run + "-zstd"}})
 
 	var mu sync.Mutex
 	var replayed []byte
 	handler := func(_ context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-		if d.Msg.GetProperty(consumer.PropReplayID) == "" {
+		if d.Msg.GetProperty(letter.PropReplayID) == "" {
 			return consumer.DeadLetter("rejected before the replay"), nil
 		}
 		mu.Lock()
@@ -151,7 +121,7 @@ func TestE2E_TheBrokersOwnLetterOfAJavaCompressedMessageIsReadableAndReplaysDeco
 	require.Len(t, res.Letters, 1)
 	l := res.Letters[0]
 	assert.Equal(t, stored, l.Body, "the broker's letter holds the stored ZSTD frame")
-	assert.Equal(t, strconv.Itoa(int(zstdFlag)), l.Property(consumer.PropBodySysFlag), "the Letter names its SysFlag")
+	assert.Equal(t, strconv.Itoa(int(zstdFlag)), l.Property(body.PropSysFlag), "the Letter names its SysFlag")
 
 	// What dlqtool.Replay sends: the Go producer cannot set the SysFlag, the property carries it.
 	w.send(dlqtool.ReplayMessage(l, "", w.group, w.topic, dlqtool.Provenance{ReplayID: "r-" + w.run, Operator: "e2e", At: time.Now()}))

@@ -24,6 +24,7 @@ import (
 	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
+	"github.com/rmqguard/rmqguard/internal/letter"
 	"github.com/rmqguard/rmqguard/internal/scrape"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
@@ -75,7 +76,7 @@ type decisionRecorder struct {
 
 func (r *decisionRecorder) Decided(d *consumer.Delivery, dec consumer.Decision) {
 	r.mu.Lock()
-	r.got = append(r.got, decided{msgID: d.Msg.MsgId, eventID: d.EventID, replay: d.Msg.GetProperty(consumer.PropReplayID) != "",
+	r.got = append(r.got, decided{msgID: d.Msg.MsgId, eventID: d.EventID, replay: d.Msg.GetProperty(letter.PropReplayID) != "",
 		kind: dec.Outcome.Kind, cause: dec.Outcome.Cause, batchRetried: dec.BatchRetried})
 	r.mu.Unlock()
 	r.Metrics.Decided(d, dec)
@@ -130,7 +131,7 @@ func newMixedWorkload(t *testing.T, batch int) *mixedWorkload {
 	ledger := testenv.NewLedger(t, db, w.run)
 	run := w.run
 	business := func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
-		replayed := d.Msg.GetProperty(consumer.PropReplayID) != ""
+		replayed := d.Msg.GetProperty(letter.PropReplayID) != ""
 		if d.Msg.GetProperty("POISON") != "" && !replayed {
 			return consumer.Outcome{}, retry.Permanent(errors.New("poison until replayed"))
 		}

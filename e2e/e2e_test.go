@@ -27,6 +27,7 @@ import (
 	"github.com/rmqguard/rmqguard/examples/shop"
 	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
+	"github.com/rmqguard/rmqguard/internal/letter"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
@@ -138,7 +139,7 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 	byCase := map[string]*primitive.MessageExt{}
 	for _, l := range letters {
 		assert.Equal(t, topic, l.GetProperty(primitive.PropertyRetryTopic), "the origin topic travels with the letter")
-		assert.Equal(t, group, l.GetProperty(consumer.PropDeadLetterGroup))
+		assert.Equal(t, group, l.GetProperty(letter.PropGroup))
 		key := l.GetProperty("CASE")
 		if key == "" {
 			key = l.GetProperty("EVENT_ID")
@@ -146,12 +147,12 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 		byCase[key] = l
 	}
 	require.Contains(t, byCase, plan.PoisonEventID)
-	assert.Contains(t, byCase[plan.PoisonEventID].GetProperty(consumer.PropDeadLetterReason), "undecodable body")
+	assert.Contains(t, byCase[plan.PoisonEventID].GetProperty(letter.PropReason), "undecodable body")
 	assert.Equal(t, run+"-poison", byCase[plan.PoisonEventID].GetKeys())
 	require.Contains(t, byCase, "no-id")
-	assert.Contains(t, byCase["no-id"].GetProperty(consumer.PropDeadLetterReason), "unidentifiable")
+	assert.Contains(t, byCase["no-id"].GetProperty(letter.PropReason), "unidentifiable")
 	require.Contains(t, byCase, "long-id")
-	assert.Contains(t, byCase["long-id"].GetProperty(consumer.PropDeadLetterReason), "longer than")
+	assert.Contains(t, byCase["long-id"].GetProperty(letter.PropReason), "longer than")
 	assert.Equal(t, 2.0, testutil.ToFloat64(m.Unidentifiable.WithLabelValues(group, topic)))
 }
 

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/examples/shop"
 	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
+	"github.com/rmqguard/rmqguard/internal/body"
 )
 
 // sysFlagTransactionMask selects a message's transaction type in its SysFlag (bits 2–3); a committed
@@ -82,7 +82,7 @@ func TestE2E_JavaProducerEveryWayOfSendingIsAppliedOnceByTheExampleConsumer(t *t
 		msgs := wire.of(id)
 		require.Len(t, msgs, copies, "%s (%s) observed", id, kase)
 		for _, m := range msgs {
-			codec := consumer.CompressionName(m.SysFlag)
+			codec := body.CompressionName(m.SysFlag)
 			switch kase {
 			case "zlib":
 				assert.Equal(t, "zlib", codec, "%s: SysFlag %#x", id, m.SysFlag)
@@ -91,10 +91,10 @@ func TestE2E_JavaProducerEveryWayOfSendingIsAppliedOnceByTheExampleConsumer(t *t
 			case "lz4", "zstd":
 				assert.Equal(t, kase, codec, "%s: SysFlag %#x", id, m.SysFlag)
 				assert.False(t, json.Valid(m.Body), "%s: the Go client passes the %s body on as stored", id, kase)
-				body, decoded, err := consumer.DecodeBody(m)
+				plain, decoded, err := body.Decode(m)
 				require.NoError(t, err, id)
 				assert.True(t, decoded, id)
-				assert.Contains(t, string(body), `"eventId":"`+id+`"`, "%s: the %s frame decodes to the JSON sent", id, kase)
+				assert.Contains(t, string(plain), `"eventId":"`+id+`"`, "%s: the %s frame decodes to the JSON sent", id, kase)
 			default:
 				assert.Empty(t, codec, "%s (%s): a body under the 4 KiB default threshold is not compressed", id, kase)
 			}

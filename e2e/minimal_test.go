@@ -19,9 +19,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
+	"github.com/rmqguard/rmqguard/internal/letter"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/topics"
@@ -115,7 +115,7 @@ func TestE2E_READMEMinimalConsumerAppliesEachEventOnce(t *testing.T) {
 		require.NoError(t, err)
 		for _, l := range letters {
 			if l.GetProperty("EVENT_ID") == poison {
-				assert.Contains(t, l.GetProperty(consumer.PropDeadLetterReason), "undecodable body")
+				assert.Contains(t, l.GetProperty(letter.PropReason), "undecodable body")
 				return true
 			}
 		}

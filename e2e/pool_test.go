@@ -86,6 +86,9 @@ func readsThroughApp(app *sqlx.DB) consumer.Handler {
 	})
 }
 
+// f40Goroutines is Config.ConsumeGoroutines' default, which f40Config keeps.
+const f40Goroutines = 20
+
 // f40Config is F40's consumer: the default ConsumeGoroutines (20), a short HandlerTimeout and a single
 // retry, so that a stall shows within seconds and a message it makes fail twice is dead-lettered.
 func f40Config() consumer.Config {
@@ -101,7 +104,7 @@ func f40Config() consumer.Config {
 func TestE2E_F40_StoreOnTheApplicationsPoolSizedToTheGoroutinesIsRefused(t *testing.T) {
 	w := newWorld(t, 4)
 	app := shoptest.MySQL(t)
-	app.SetMaxOpenConns(consumer.DefaultConsumeGoroutines)
+	app.SetMaxOpenConns(f40Goroutines)
 	store, err := dedup.NewStore(app)
 	require.NoError(t, err)
 	cfg := f40Config()
@@ -149,14 +152,14 @@ func TestE2E_F40_HandlerReadingTheApplicationsPoolNeverStallsTheDefaultWiring(t 
 		store func(t *testing.T, app *sqlx.DB) *dedup.Store
 	}{
 		{"dedup.Open", func(t *testing.T, app *sqlx.DB) *dedup.Store {
-			app.SetMaxOpenConns(consumer.DefaultConsumeGoroutines)
+			app.SetMaxOpenConns(f40Goroutines)
 			store, err := dedup.Open(context.Background(), testenv.MySQLDSN())
 			require.NoError(t, err)
 			t.Cleanup(func() { require.NoError(t, store.Close()) })
 			return store
 		}},
 		{"shared pool sized as consumer.New asks", func(t *testing.T, app *sqlx.DB) *dedup.Store {
-			app.SetMaxOpenConns(2*consumer.DefaultConsumeGoroutines + 1)
+			app.SetMaxOpenConns(2*f40Goroutines + 1)
 			store, err := dedup.NewStore(app)
 			require.NoError(t, err)
 			return store

@@ -27,6 +27,7 @@ import (
 	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
+	"github.com/rmqguard/rmqguard/internal/letter"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -39,7 +40,7 @@ type replayDelivery struct {
 	attempt                                                      int
 }
 
-// replays records the deliveries carrying consumer.PropReplayID that reach a chain.
+// replays records the deliveries carrying letter.PropReplayID that reach a chain.
 type replays struct {
 	mu  sync.Mutex
 	got []replayDelivery
@@ -48,10 +49,10 @@ type replays struct {
 func (r *replays) middleware(group string) middleware.Middleware {
 	return middleware.Func(func(next consumer.Handler) consumer.Handler {
 		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-			if d.Msg.GetProperty(consumer.PropReplayID) != "" {
+			if d.Msg.GetProperty(letter.PropReplayID) != "" {
 				r.mu.Lock()
 				r.got = append(r.got, replayDelivery{group: group, eventID: d.Msg.GetProperty("EVENT_ID"), topic: d.Topic,
-					msgTopic: d.Msg.Topic, replayOf: d.Msg.GetProperty(consumer.PropReplayOf), keys: d.Msg.GetKeys(),
+					msgTopic: d.Msg.Topic, replayOf: d.Msg.GetProperty(letter.PropReplayOf), keys: d.Msg.GetKeys(),
 					tags: d.Msg.GetTags(), trace: d.Msg.GetProperty("traceparent"), attempt: d.Attempt})
 				r.mu.Unlock()
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
+	"github.com/rmqguard/rmqguard/internal/letter"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/topics"
@@ -72,8 +73,8 @@ func TestE2E_ConsumerEnsuresTopicsInStartAndPublishesDeadLettersByDefault(t *tes
 	}, time.Minute, 500*time.Millisecond, "the poison message reaches %s", dlqTopic)
 	require.Len(t, letters, 1)
 	assert.Equal(t, run+"-poison", letters[0].GetProperty("EVENT_ID"))
-	assert.Equal(t, "poison body: not an order", letters[0].GetProperty(consumer.PropDeadLetterReason))
-	assert.Equal(t, sent.MsgID, letters[0].GetProperty(consumer.PropDeadLetterOriginMsgID))
+	assert.Equal(t, "poison body: not an order", letters[0].GetProperty(letter.PropReason))
+	assert.Equal(t, sent.MsgID, letters[0].GetProperty(letter.PropOriginMsgID))
 
 	assert.Equal(t, dlqTopic, letters[0].Topic)
 	require.NoError(t, c.Shutdown(ctx))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
+	"github.com/rmqguard/rmqguard/internal/letter"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/topics"
@@ -102,7 +103,7 @@ func (w *world) requireNoDeadLetters() {
 	require.NoError(w.t, err)
 	var keys []string
 	for _, l := range letters {
-		keys = append(keys, l.GetProperty("EVENT_ID")+" ("+l.GetProperty(consumer.PropDeadLetterReason)+")")
+		keys = append(keys, l.GetProperty("EVENT_ID")+" ("+l.GetProperty(letter.PropReason)+")")
 	}
 	require.Empty(w.t, keys, "%%DLQ%%%s holds letters", w.group)
 }

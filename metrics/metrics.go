@@ -228,7 +228,7 @@ func (m *Metrics) Lag(group, topic string, messages int64) {
 	m.ConsumerLag.WithLabelValues(group, topic).Set(float64(messages))
 }
 
-// Subscribed implements consumer.SubscriptionObserver: for group and each topic it creates, at zero, the
+// Subscribed, which the consumer calls once at Start (see consumer.Observer): for group and each topic it creates, at zero, the
 // series of rmqguard_messages_total for every outcome, rmqguard_duplicates_total for every cause,
 // rmqguard_dead_letters_total for every reason class, rmqguard_stale_total, rmqguard_batch_retried_total and
 // rmqguard_unsubscribed_total, and for group rmqguard_after_commit_failures_total and

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/metrics"
 )
 
@@ -18,7 +17,7 @@ func TestSubscribed_CreatesTheCounterSeriesAtZero(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m, err := metrics.New(reg)
 	require.NoError(t, err)
-	var _ consumer.SubscriptionObserver = m
+	var _ interface{ Subscribed(string, []string) } = m // what the consumer calls at Start
 
 	m.Subscribed("cg", []string{"ORDER", "PAY"})
 

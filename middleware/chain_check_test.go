@@ -16,6 +16,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -27,7 +28,7 @@ func newConsumer(t *testing.T, h consumer.Handler) error {
 	t.Helper()
 	_, err := consumer.New(consumer.Config{NameServers: []string{"127.0.0.1:9876"}, Group: "cg",
 		Subscriptions: []consumer.Subscription{{Topic: "ORDER"}}}, h,
-		consumer.WithPushConsumer(func([]rmq.Option) (consumer.PushConsumer, error) {
+		consumer.WithPushConsumer(func([]rmq.Option) (irmq.PushConsumer, error) {
 			t.Error("a client was built for a refused handler")
 			return nil, errors.New("unexpected")
 		}))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 )
@@ -32,7 +33,7 @@ func (idlePush) Subscribe(string, rmq.MessageSelector, func(context.Context, ...
 func newIdleConsumer(h consumer.Handler) error {
 	_, err := consumer.New(consumer.Config{NameServers: []string{"127.0.0.1:9876"}, Group: "cg",
 		Subscriptions: []consumer.Subscription{{Topic: "ORDER"}}}, h,
-		consumer.WithPushConsumer(func([]rmq.Option) (consumer.PushConsumer, error) { return idlePush{}, nil }))
+		consumer.WithPushConsumer(func([]rmq.Option) (irmq.PushConsumer, error) { return idlePush{}, nil }))
 	return err
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/batch"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -36,7 +37,7 @@ func (w *dedupMW) wrap(next consumer.Handler) consumer.Handler {
 		if cause, done := store.Done(ctx, d); done {
 			return committedDuplicate(ctx, cause), nil
 		}
-		if b := consumer.BatchFromContext(ctx); b != nil {
+		if b := batch.FromContext[consumer.Outcome, consumer.Cause](ctx); b != nil {
 			if !b.Careful() {
 				return deferInBatch(ctx, store, b, d, next)
 			}

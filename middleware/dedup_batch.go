@@ -7,13 +7,14 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/batch"
 )
 
-// The careful pass of Dedup's batch mode (consumer.Config.BatchSize > 1, consumer.Batch.Careful: after a
+// The careful pass of Dedup's batch mode (consumer.Config.BatchSize > 1, batch.Batch.Careful: after a
 // first pass, dedup_deferred.go, that did not keep every member): the members of one client callback share
 // one dedup transaction, begun on the first member that reaches Dedup with the batch's own context
-// (consumer.Batch.Context: the consumer's run context, deadline HandlerTimeout × members) and committed
-// once by the consumer after the last member (consumer.BatchResource). Each member runs between a
+// (batch.Batch.Context: the consumer's run context, deadline HandlerTimeout × members) and committed
+// once by the consumer after the last member (batch.Resource). Each member runs between a
 // SAVEPOINT and, unless it is kept, a ROLLBACK TO SAVEPOINT, with its own context for its statements:
 //
 //   - processed (or the handler's own duplicate): kept; its row and writes commit with the batch, and its
@@ -21,7 +22,7 @@ import (
 //     deadline overrules it (the batch's COMMIT does: a failed one makes it a retry);
 //   - a duplicate claim (1062): the statement alone rolled back, so no ROLLBACK TO SAVEPOINT; its Cause is
 //     read after the transaction ended, with the batch's other duplicates in one SELECT
-//     (dedup.TxStore.DuplicateCauses), and set on the batch (consumer.Batch.SetDuplicateCause); if that
+//     (dedup.TxStore.DuplicateCauses), and set on the batch (batch.Batch.SetDuplicateCause); if that
 //     read fails the consumer reports it as consumer.CauseUnknown;
 //   - error, retry, dead letter, a panic, or a handler that returned after the member's deadline: rolled
 //     back to its savepoint, its hooks dropped;
@@ -31,7 +32,7 @@ import (
 // transaction back) the members after it are not handled (the error, a retry) and Finish returns the error:
 // every kept member becomes a retry; when the store lost it (a broken connection or a failed COMMIT while
 // the member's context was alive, or the batch's deadline passed while it waited at the store gate),
-// Finish's error wraps consumer.ErrStoreUnavailable and the consumer handles the callback again instead. Before COMMIT, dedup.TxStore.ConfirmBatch reads the kept rows back when
+// Finish's error wraps batch.ErrStoreUnavailable and the consumer handles the callback again instead. Before COMMIT, dedup.TxStore.ConfirmBatch reads the kept rows back when
 // the connection had a doubt. A member whose context ends mid-statement breaks the connection: the batch
 // is retried, its committed members coming back as duplicates. A member abandoned at its deadline while its
 // handler still runs (middleware.Timeout outside Dedup) loses the transaction, since its late writes would
@@ -42,8 +43,8 @@ import (
 // member is one member's pass through the batch transaction.
 type member struct {
 	bt  *batchTxn
-	b   *consumer.Batch
-	idx int // the member's index in the callback (consumer.Batch.Member)
+	b   *batch.Batch[consumer.Outcome, consumer.Cause]
+	idx int // the member's index in the callback (batch.Batch.Member)
 	d   *consumer.Delivery
 	sp  dedup.Savepoint
 	ctx context.Context // the member's own: when it ended, a broken connection is the member's doing
@@ -51,7 +52,7 @@ type member struct {
 
 // dedupInBatch is Dedup for a member of batch b after Done: savepoint, claim, handler, and keeping or
 // rolling back the member (see the comment above).
-func dedupInBatch(ctx context.Context, store dedup.TxStore, b *consumer.Batch, d *consumer.Delivery, next consumer.Handler) (consumer.Outcome, error) {
+func dedupInBatch(ctx context.Context, store dedup.TxStore, b *batch.Batch[consumer.Outcome, consumer.Cause], d *consumer.Delivery, next consumer.Handler) (consumer.Outcome, error) {
 	bt, err := batchTxnOf(b, store)
 	if err != nil {
 		return consumer.Outcome{}, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/batch"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -35,19 +36,19 @@ func (m *member) rollback(cause error) error {
 // connection) or the batch's own deadline ended the transaction (it outlasted that deadline only by
 // waiting at the store gate). A member whose own statement broke its connection (a packet the server
 // refuses) is the member's fault: its batch is retried, not handled again in a loop.
-func storesFault(ctx context.Context, b *consumer.Batch, cause, err error) bool {
+func storesFault(ctx context.Context, b *batch.Batch[consumer.Outcome, consumer.Cause], cause, err error) bool {
 	if ctx.Err() != nil || (cause != nil && retry.Classify(cause) != retry.ClassInfrastructure) {
 		return false
 	}
 	return retry.Classify(err) == retry.ClassInfrastructure || b.Context().Err() != nil
 }
 
-// storeFailure returns err wrapping consumer.ErrStoreUnavailable when outage (or, with outage false, when
+// storeFailure returns err wrapping batch.ErrStoreUnavailable when outage (or, with outage false, when
 // err itself is an infrastructure failure: a failed read-back or COMMIT), so that the consumer waits for
 // the store and handles the callback again instead of spending every member's attempt.
 func storeFailure(err error, outage bool) error {
 	if err != nil && (outage || retry.Classify(err) == retry.ClassInfrastructure) {
-		return fmt.Errorf("%w (%w)", err, consumer.ErrStoreUnavailable)
+		return fmt.Errorf("%w (%w)", err, batch.ErrStoreUnavailable)
 	}
 	return err
 }

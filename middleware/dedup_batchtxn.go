@@ -8,22 +8,23 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/batch"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
 // The shared transaction of a batch (see dedup_batch.go): its state, its members' turns and its Finish.
 
-// batchTxn is a batch's shared dedup transaction, attached to the consumer.Batch under the store.
+// batchTxn is a batch's shared dedup transaction, attached to the batch.Batch under the store.
 type batchTxn struct {
 	store dedup.TxStore
 	txn   *dedup.Txn
-	b     *consumer.Batch
+	b     *batch.Batch[consumer.Outcome, consumer.Cause]
 	mu    sync.Mutex
 	kept  []*consumer.Delivery
 	keys  map[string]bool // scope and event ID of the kept members
 	lost  error
 	// outage: the transaction was lost to the store (storesFault), not to a member; Finish then wraps
-	// consumer.ErrStoreUnavailable.
+	// batch.ErrStoreUnavailable.
 	outage bool
 	// active: a member is between its savepoint and its end (kept or rolled back); the next member
 	// finding it still set means that member was abandoned at its deadline (middleware.Timeout) while it
@@ -40,11 +41,11 @@ type batchTxn struct {
 // its neighbours are not an outage of the store (the consumer's store gate is not tripped again by each).
 var ErrBatchLost = retry.Transient(errors.New("dedup: the batch transaction is lost"))
 
-// batchKey is the consumer.Batch key of a store's shared transaction (a TxStore is a pointer: comparable).
+// batchKey is the batch.Batch key of a store's shared transaction (a TxStore is a pointer: comparable).
 type batchKey struct{ store dedup.TxStore }
 
 // batchTxnOf returns the batch's shared transaction of store, beginning it with the batch's context.
-func batchTxnOf(b *consumer.Batch, store dedup.TxStore) (*batchTxn, error) {
+func batchTxnOf(b *batch.Batch[consumer.Outcome, consumer.Cause], store dedup.TxStore) (*batchTxn, error) {
 	key := batchKey{store}
 	if r, ok := b.Resource(key).(*batchTxn); ok {
 		return r, nil
@@ -122,11 +123,11 @@ func (bt *batchTxn) lostErr() error {
 	return bt.lost
 }
 
-// Finish implements consumer.BatchResource: it ends the transaction (finish), then, unless the store was
+// Finish implements batch.Resource: it ends the transaction (finish), then, unless the store was
 // lost (the callback is handled again), reads the causes of the batch's duplicates (setCauses).
 func (bt *batchTxn) Finish(ctx context.Context) error {
 	err := bt.finish(ctx)
-	if !errors.Is(err, consumer.ErrStoreUnavailable) {
+	if !errors.Is(err, batch.ErrStoreUnavailable) {
 		bt.setCauses(ctx)
 	}
 	return err
@@ -174,10 +175,10 @@ func (bt *batchTxn) setCauses(ctx context.Context) {
 }
 
 // readCauses reads the causes of duplicates ds, the batch's members idx, in one read
-// (dedup.TxStore.DuplicateCauses) and sets them on b (consumer.Batch.SetDuplicateCause). A failed read
+// (dedup.TxStore.DuplicateCauses) and sets them on b (batch.Batch.SetDuplicateCause). A failed read
 // leaves them unset: the consumer reports them as consumer.CauseUnknown, never a guess. No duplicate costs
 // nothing.
-func readCauses(ctx context.Context, store dedup.TxStore, b *consumer.Batch, idx []int, ds []*consumer.Delivery) {
+func readCauses(ctx context.Context, store dedup.TxStore, b *batch.Batch[consumer.Outcome, consumer.Cause], idx []int, ds []*consumer.Delivery) {
 	if len(ds) == 0 {
 		return
 	}

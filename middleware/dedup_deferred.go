@@ -13,12 +13,13 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/batch"
 	"github.com/rmqguard/rmqguard/internal/collect"
 	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
-// The first pass of a batch (consumer.Batch.Careful false): Dedup defers each member's claim and handler
+// The first pass of a batch (batch.Batch.Careful false): Dedup defers each member's claim and handler
 // to the batch's Finish and answers for now with an outcome that depends on it. Finish, with the batch's
 // context:
 //
@@ -28,31 +29,31 @@ import (
 //     with the batch's other duplicates once the transaction ended, as in a careful pass;
 //   - runs the new members' handlers one after another, without savepoints, ordered by AggregateID
 //     (stable: message order within an aggregate; members without one last), in message order when the
-//     consumer is orderly (consumer.Batch.Ordered): batches that update the same rows lock them in the same
+//     consumer is orderly (batch.Batch.Ordered): batches that update the same rows lock them in the same
 //     order and wait for each other instead of deadlocking. A handler's context has its member's values
 //     and the time the member had left when it reached Dedup, and ends with the batch's. A batch handler
 //     (dedup.HandleBatch) the chains reach collects its members (internal/collect) and is called once
 //     after the last handler, with the batch's context; its outcomes are its members';
 //   - commits once (dedup.TxStore.ConfirmBatch first, as in a careful pass) and sets each member's outcome
-//     (consumer.Batch.SetOutcome): its handler's, or a duplicate.
+//     (batch.Batch.SetOutcome): its handler's, or a duplicate.
 //
 // The first member that does not end kept — an error, a retry, a dead letter, stale, a panic, a handler
 // that returned after its deadline — stops the pass: the transaction is rolled back and Finish returns an
-// error wrapping consumer.ErrHandleCarefully, so that the consumer handles the callback again carefully
+// error wrapping batch.ErrHandleCarefully, so that the consumer handles the callback again carefully
 // (dedup_batch.go), where that member is decided alone and the others commit once. A panic (Recover, above
-// Dedup, does not see it here) is set as the member's outcome (consumer.Batch.SetOutcome, CausePanic), so
+// Dedup, does not see it here) is set as the member's outcome (batch.Batch.SetOutcome, CausePanic), so
 // that the consumer logs it even when the careful pass does not meet it again. A deadlock (1213), a
 // connection the member's failure broke, or kept rows missing before COMMIT lose the transaction instead
 // (ErrBatchLost: the consumer handles the callback once more, carefully, and retries it if that pass is
-// lost too); a loss that is the store's doing wraps consumer.ErrStoreUnavailable, as in a careful pass. A
+// lost too); a loss that is the store's doing wraps batch.ErrStoreUnavailable, as in a careful pass. A
 // chain with Timeout outside Dedup is always handled carefully (a handler Timeout may abandon cannot run
 // after its member returned), and so is a batch whose members go to several stores (firstPassShares).
 
-// deferredBatch is the first pass's share of a batch for one store, attached to the consumer.Batch under
+// deferredBatch is the first pass's share of a batch for one store, attached to the batch.Batch under
 // the store (batchKey).
 type deferredBatch struct {
 	store dedup.TxStore
-	b     *consumer.Batch
+	b     *batch.Batch[consumer.Outcome, consumer.Cause]
 	mu    sync.Mutex
 	// members are the members deferred, in message order, each with an event no earlier member has.
 	members []*deferredMember
@@ -65,7 +66,7 @@ type deferredBatch struct {
 
 // deferredMember is one member whose claim and handler wait for Finish.
 type deferredMember struct {
-	idx  int // the member's index in the callback (consumer.Batch.Member)
+	idx  int // the member's index in the callback (batch.Batch.Member)
 	d    *consumer.Delivery
 	next consumer.Handler
 	ctx  context.Context // the member's: its values (it has ended by Finish)
@@ -79,7 +80,7 @@ type deferredMember struct {
 // deferInBatch is Dedup for a member of a first pass after Done: it defers the member to Finish and
 // returns a processed outcome that depends on the batch (a duplicate when an earlier member has its event),
 // marked Committed: the batch's Finish decides it, not a deadline.
-func deferInBatch(ctx context.Context, store dedup.TxStore, b *consumer.Batch, d *consumer.Delivery, next consumer.Handler) (consumer.Outcome, error) {
+func deferInBatch(ctx context.Context, store dedup.TxStore, b *batch.Batch[consumer.Outcome, consumer.Cause], d *consumer.Delivery, next consumer.Handler) (consumer.Outcome, error) {
 	db, err := deferredOf(b, store)
 	if err != nil {
 		return consumer.Outcome{}, err
@@ -99,7 +100,7 @@ func deferInBatch(ctx context.Context, store dedup.TxStore, b *consumer.Batch, d
 }
 
 // deferredOf returns the batch's first-pass share of store, attaching it on first use.
-func deferredOf(b *consumer.Batch, store dedup.TxStore) (*deferredBatch, error) {
+func deferredOf(b *batch.Batch[consumer.Outcome, consumer.Cause], store dedup.TxStore) (*deferredBatch, error) {
 	key := batchKey{store}
 	if r, ok := b.Resource(key).(*deferredBatch); ok {
 		return r, nil
@@ -133,13 +134,13 @@ func (db *deferredBatch) add(m *deferredMember) (again bool) {
 	return false
 }
 
-// Finish implements consumer.BatchResource for the first pass (see the comment above).
+// Finish implements batch.Resource for the first pass (see the comment above).
 func (db *deferredBatch) Finish(ctx context.Context) error {
 	db.mu.Lock()
 	members, again, careful := db.members, db.again, db.careful
 	db.mu.Unlock()
 	if careful != "" {
-		return fmt.Errorf("dedup: %s: %w", careful, consumer.ErrHandleCarefully)
+		return fmt.Errorf("dedup: %s: %w", careful, batch.ErrHandleCarefully)
 	}
 	if len(members) == 0 {
 		return nil
@@ -200,17 +201,17 @@ func (db *deferredBatch) run(ctx context.Context, txn *dedup.Txn, members []*def
 	if !db.b.Ordered() {
 		slices.SortStableFunc(kept, byAggregate)
 	}
-	var batch collect.Collector
+	var coll collect.Collector
 	for _, m := range kept {
-		if ended, failure, err := m.run(ctx, txn, &batch); err != nil {
+		if ended, failure, err := m.run(ctx, txn, &coll); err != nil {
 			if errors.Is(failure, ErrPanic) {
 				db.b.SetOutcome(m.idx, panicRetry()) // not applied (Finish fails): the consumer logs the panic
 			}
 			return nil, nil, db.fail(txn, ended, failure, err)
 		}
 	}
-	if batch.Len() > 0 {
-		if err := db.flush(ctx, txn, &batch, kept); err != nil {
+	if coll.Len() > 0 {
+		if err := db.flush(ctx, txn, &coll, kept); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -219,7 +220,7 @@ func (db *deferredBatch) run(ctx context.Context, txn *dedup.Txn, members []*def
 
 // flush calls the batch handlers (dedup.HandleBatch) that collected members of kept once each, in txn with
 // the batch's context, and keeps their outcomes; as run, the first member not kept stops the pass (fail).
-func (db *deferredBatch) flush(ctx context.Context, txn *dedup.Txn, batch *collect.Collector, kept []*deferredMember) (err error) {
+func (db *deferredBatch) flush(ctx context.Context, txn *dedup.Txn, coll *collect.Collector, kept []*deferredMember) (err error) {
 	type result struct {
 		o   consumer.Outcome
 		err error
@@ -230,10 +231,10 @@ func (db *deferredBatch) flush(ctx context.Context, txn *dedup.Txn, batch *colle
 	func() {
 		defer func() {
 			if p := recover(); p != nil {
-				err = fmt.Errorf("dedup: a batch handler panicked (%w): %w", newPanicError(p), consumer.ErrHandleCarefully)
+				err = fmt.Errorf("dedup: a coll handler panicked (%w): %w", newPanicError(p), batch.ErrHandleCarefully)
 			}
 		}()
-		batch.Flush(fctx, func(d *consumer.Delivery, o consumer.Outcome, err error) { results[d] = result{o, err} })
+		coll.Flush(fctx, func(d *consumer.Delivery, o consumer.Outcome, err error) { results[d] = result{o, err} })
 	}()
 	if err != nil {
 		for _, m := range kept {
@@ -272,7 +273,7 @@ func byAggregate(a, b *deferredMember) int {
 // run runs m's handler in txn (a batch handler adds m to batch instead) and keeps its outcome. When m does
 // not end kept it returns whether its handler's context had ended, its failure (nil for an outcome that
 // is not kept) and the error Finish reports (keep).
-func (m *deferredMember) run(ctx context.Context, txn *dedup.Txn, batch *collect.Collector) (ended bool, failure, err error) {
+func (m *deferredMember) run(ctx context.Context, txn *dedup.Txn, coll *collect.Collector) (ended bool, failure, err error) {
 	base := context.WithoutCancel(m.ctx)
 	var mctx context.Context
 	var cancel context.CancelFunc
@@ -285,16 +286,16 @@ func (m *deferredMember) run(ctx context.Context, txn *dedup.Txn, batch *collect
 	defer context.AfterFunc(ctx, cancel)()
 	txn.Attribute(m.d)
 	defer txn.StatementContext(mctx)() // a handler's tx.Exec ends at the member's deadline too (F7)
-	before := batch.Len()
-	o, err := m.call(collect.With(dedup.WithTxn(mctx, txn), batch))
-	m.collected = batch.Len() > before
+	before := coll.Len()
+	o, err := m.call(collect.With(dedup.WithTxn(mctx, txn), coll))
+	m.collected = coll.Len() > before
 	ended = mctx.Err() != nil
 	return ended, err, m.keep(o, err, ended)
 }
 
 // keep keeps o, m's outcome, unless m does not end kept: an error (err, or ended: its handler returned
 // after its deadline) or an outcome other than processed or duplicate. Its error then wraps
-// consumer.ErrHandleCarefully, or ErrBatchLost for a deadlock.
+// batch.ErrHandleCarefully, or ErrBatchLost for a deadlock.
 func (m *deferredMember) keep(o consumer.Outcome, err error, ended bool) error {
 	switch {
 	case err != nil && deadlocked(err):
@@ -323,7 +324,7 @@ func (m *deferredMember) call(ctx context.Context) (o consumer.Outcome, err erro
 
 // notKept is the error of m not kept, asking for a careful pass.
 func (m *deferredMember) notKept(why string) error {
-	return fmt.Errorf("dedup: batch member %d (event %s) not kept (%s): %w", m.idx+1, m.d.EventID, why, consumer.ErrHandleCarefully)
+	return fmt.Errorf("dedup: batch member %d (event %s) not kept (%s): %w", m.idx+1, m.d.EventID, why, batch.ErrHandleCarefully)
 }
 
 // deadlocked reports whether err is MySQL's 1213: the server rolled the whole transaction back.
@@ -361,7 +362,7 @@ func (db *deferredBatch) failClaim(ctx context.Context, txn *dedup.Txn, err erro
 	case ctx.Err() == nil && (retry.Classify(err) == retry.ClassInfrastructure || rbErr != nil):
 		return storeFailure(err, true)
 	}
-	return fmt.Errorf("%w (%w)", err, consumer.ErrHandleCarefully)
+	return fmt.Errorf("%w (%w)", err, batch.ErrHandleCarefully)
 }
 
 // commit confirms the kept members' rows and commits txn (rolls it back when none was kept).
@@ -386,7 +387,7 @@ func (db *deferredBatch) commit(ctx context.Context, txn *dedup.Txn, kept []*def
 
 // setDuplicateCauses reads the causes of a batch's duplicates ms in one read (dedup.TxStore.DuplicateCauses)
 // and sets them on b; see batchTxn.setCauses.
-func setDuplicateCauses(ctx context.Context, store dedup.TxStore, b *consumer.Batch, ms []*deferredMember) {
+func setDuplicateCauses(ctx context.Context, store dedup.TxStore, b *batch.Batch[consumer.Outcome, consumer.Cause], ms []*deferredMember) {
 	if len(ms) == 0 {
 		return
 	}

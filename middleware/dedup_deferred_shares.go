@@ -5,11 +5,12 @@ import (
 	"sync"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/batch"
 )
 
 // A batch's first pass (dedup_deferred.go) with members that go to several stores.
 
-// firstPassShares are the shares of a first pass, one per store, attached to the consumer.Batch under
+// firstPassShares are the shares of a first pass, one per store, attached to the batch.Batch under
 // firstPassKey (its Finish does nothing). The shares of several stores (a router with a Dedup per branch)
 // commit one after another, not as one: a share that commits before another asks for a careful pass
 // would have its members handled again there (reported as duplicates) and, in orderly mode, take effect
@@ -22,7 +23,7 @@ type firstPassShares struct {
 type firstPassKey struct{}
 
 // firstPassSharesOf returns the batch's firstPassShares, attaching it on first use.
-func firstPassSharesOf(b *consumer.Batch) (*firstPassShares, error) {
+func firstPassSharesOf(b *batch.Batch[consumer.Outcome, consumer.Cause]) (*firstPassShares, error) {
 	if r, ok := b.Resource(firstPassKey{}).(*firstPassShares); ok {
 		return r, nil
 	}
@@ -50,5 +51,5 @@ func (s *firstPassShares) add(db *deferredBatch) {
 	}
 }
 
-// Finish implements consumer.BatchResource: nothing to finish.
+// Finish implements batch.Resource: nothing to finish.
 func (*firstPassShares) Finish(context.Context) error { return nil }

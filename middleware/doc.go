@@ -188,7 +188,7 @@
 // cause the store knows, or none: the consumer then reports consumer.CauseUnknown). *dedup.Store never
 // knows (no round trip).
 //
-// In a batch (consumer.Config.BatchSize > 1, consumer.BatchFromContext) the members of one callback share
+// In a batch (consumer.Config.BatchSize > 1; consumer's package doc, "Batch") the members of one callback share
 // one transaction instead, committed once after the last: the first pass claims them in one statement and
 // runs their handlers after the last member, in aggregate order, without savepoints (dedup_deferred.go);
 // a member not kept makes the consumer handle the batch again carefully, a SAVEPOINT per member

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/batch"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -58,7 +59,7 @@ func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
 		if d.EventID == "" {
 			return consumer.Outcome{}, retry.Permanent(fmt.Errorf("lease: %w (put middleware.EventID before middleware.Lease)", ErrUnidentifiable))
 		}
-		if consumer.BatchFromContext(ctx) != nil {
+		if batch.FromContext[consumer.Outcome, consumer.Cause](ctx) != nil {
 			return consumer.Outcome{}, retry.Permanent(errors.New("middleware.Lease does not run in batches: set consumer.Config.BatchSize to 1"))
 		}
 		lease, err := store.ClaimLease(ctx, d, w.lease)

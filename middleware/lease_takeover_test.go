@@ -15,6 +15,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/retry"
@@ -66,7 +67,7 @@ func TestLease_ConsumerNewRefusesALeaseNotLongerThanHandlerTimeoutAndBatches(t *
 	newConsumer := func(h consumer.Handler, timeout time.Duration, batch int) error {
 		_, err := consumer.New(consumer.Config{NameServers: []string{"127.0.0.1:9876"}, Group: "cg",
 			Subscriptions: []consumer.Subscription{{Topic: "PAYMENT"}}, HandlerTimeout: timeout, BatchSize: batch}, h,
-			consumer.WithPushConsumer(func([]rmq.Option) (consumer.PushConsumer, error) { return idlePush{}, nil }))
+			consumer.WithPushConsumer(func([]rmq.Option) (irmq.PushConsumer, error) { return idlePush{}, nil }))
 		return err
 	}
 	chain := func(lease time.Duration) consumer.Handler {

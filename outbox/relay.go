@@ -59,8 +59,8 @@ func (o *Outbox) Run(ctx context.Context) error {
 			producer.WithQueueSelector(newQueueSelector()),
 			producer.WithRetry(2),
 		}
-		if !o.cfg.Credentials.IsZero() {
-			opts = append(opts, producer.WithCredentials(o.cfg.Credentials.Client()))
+		if !rmq.Credentials(o.cfg.Credentials).IsZero() {
+			opts = append(opts, producer.WithCredentials(rmq.Credentials(o.cfg.Credentials).Client()))
 		}
 		if o.cfg.Namespace != "" {
 			opts = append(opts, producer.WithNamespace(o.cfg.Namespace))

@@ -11,10 +11,10 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
-	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/examples/shop"
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
+	"github.com/rmqguard/rmqguard/internal/letter"
 	"github.com/rmqguard/rmqguard/internal/scrape"
 	"github.com/rmqguard/rmqguard/topics"
 )
@@ -147,7 +147,7 @@ func (r *demoRun) problems(d drained, comp compensation) []string {
 	if len(d.letters) != 1 || d.letters[0].GetProperty(shop.PropEventID) != r.plan.PoisonEventID {
 		ids := make([]string, 0, len(d.letters))
 		for _, l := range d.letters {
-			ids = append(ids, l.GetProperty(shop.PropEventID)+" ("+l.GetProperty(consumer.PropDeadLetterReason)+")")
+			ids = append(ids, l.GetProperty(shop.PropEventID)+" ("+l.GetProperty(letter.PropReason)+")")
 		}
 		p = append(p, fmt.Sprintf("DLQ of this run holds %v, want only %s", ids, r.plan.PoisonEventID))
 	}
@@ -179,7 +179,7 @@ func mapDiffs(what string, want, got map[string]int64) []string {
 func (r *demoRun) verdict(ctx context.Context, d drained, comp compensation) error {
 	problems := r.problems(d, comp)
 	if len(d.letters) == 1 {
-		fmt.Printf("dead letter: event %s, reason %q\n", d.letters[0].GetProperty(shop.PropEventID), d.letters[0].GetProperty(consumer.PropDeadLetterReason))
+		fmt.Printf("dead letter: event %s, reason %q\n", d.letters[0].GetProperty(shop.PropEventID), d.letters[0].GetProperty(letter.PropReason))
 	}
 	effects := 0
 	for _, n := range d.effects.Effects() {

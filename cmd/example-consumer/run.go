@@ -76,7 +76,7 @@ func newRunCmd(s *settings) *cobra.Command {
 	cmd.Flags().IntVar(&o.goroutines, "goroutines", 16, "consume goroutines")
 	cmd.Flags().DurationVar(&o.dedupRetention, "dedup-retention", 168*time.Hour,
 		"dedup window of the janitor that purges old processed_event rows (one leader per group); 0 runs none")
-	cmd.Flags().DurationVar(&o.lagInterval, "lag-interval", consumer.DefaultLagInterval,
+	cmd.Flags().DurationVar(&o.lagInterval, "lag-interval", 10*time.Second,
 		"how often the consumer lag (rmqguard_consumer_lag) is read from the client")
 	cmd.Flags().DurationVar(&o.dlqInterval, "dlq-interval", dlq.DefaultMonitorInterval,
 		"how often the group's DLQ is read on every master and its letters waiting for a replay counted (rmqguard_dlq_letters_waiting); 0: never")

@@ -95,7 +95,7 @@ const accessCheckTimeout = 10 * time.Second
 // an incomplete DLQ scan whose pulls the broker refused. A check that cannot run (broker unreachable) is
 // not held against the command: what follows reports it.
 func checkAccess(c topics.Cluster, timeout time.Duration) error {
-	if c.Credentials.IsZero() {
+	if rmq.Credentials(c.Credentials).IsZero() {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), min(timeout, accessCheckTimeout))

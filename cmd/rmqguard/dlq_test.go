@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
+	"github.com/rmqguard/rmqguard/internal/letter"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/topics"
@@ -72,7 +72,7 @@ func (w *cliDLQ) publish(eventID, eventType, reason string, body []byte, props m
 	for k, v := range props {
 		orig.WithProperty(k, v)
 	}
-	res, err := p.SendSync(context.Background(), consumer.DeadLetterMessage(consumer.NewDelivery(w.group, orig), reason, time.Now()))
+	res, err := p.SendSync(context.Background(), letter.Message(letter.Origin{Msg: orig, Group: w.group, Topic: "ORDER"}, reason, time.Now()))
 	require.NoError(w.t, err)
 	require.Equal(w.t, primitive.SendOK, res.Status)
 	return res

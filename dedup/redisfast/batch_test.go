@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/batch"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -77,7 +78,7 @@ func TestF16_Batch_LostBatchWritesNoDoneKey(t *testing.T) {
 	e1, e2 := f.prefix+"-1", f.prefix+"-2"
 	var keysBeforeAlone []bool
 	cb := f.batchCallback(t, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
-		if consumer.BatchFromContext(ctx) == nil && keysBeforeAlone == nil {
+		if batch.FromContext[consumer.Outcome, consumer.Cause](ctx) == nil && keysBeforeAlone == nil {
 			keysBeforeAlone = []bool{f.exists(t, e1), f.exists(t, e2)}
 		}
 		if d.EventID == e2 {

@@ -16,6 +16,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
+	"github.com/rmqguard/rmqguard/internal/letter"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
@@ -117,7 +118,7 @@ func TestACL_RightKeysConsumeRetryDeadLetterAndReplayInANamespace(t *testing.T) 
 	l := letters[0]
 	assert.Equal(t, "%DLQ%"+w.cluster.Namespace+"%"+w.group, l.Topic)
 	assert.Equal(t, "poison-1", string(l.Body))
-	assert.Equal(t, "poison after a retry", l.GetProperty(consumer.PropDeadLetterReason))
+	assert.Equal(t, "poison after a retry", l.GetProperty(letter.PropReason))
 	assert.Equal(t, rmq.InNamespace(w.cluster.Namespace, w.topic), l.GetProperty(primitive.PropertyRetryTopic),
 		"origin in the namespace, as the broker writes it")
 

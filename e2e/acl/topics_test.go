@@ -12,6 +12,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
+	"github.com/rmqguard/rmqguard/internal/letter"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
@@ -49,7 +50,7 @@ func TestACL_ConsumerEnsuresTopicsAndPublishesDeadLettersInANamespace(t *testing
 	}, 60*time.Second, 500*time.Millisecond, "one letter on %s (last error %v)", groupTopics[1], err)
 	assert.Equal(t, groupTopics[1], letters[0].Topic)
 	assert.Equal(t, "poison-1", string(letters[0].Body))
-	assert.Equal(t, "poison in a namespace", letters[0].GetProperty(consumer.PropDeadLetterReason))
+	assert.Equal(t, "poison in a namespace", letters[0].GetProperty(letter.PropReason))
 	require.NoError(t, c.Shutdown(context.Background()))
 
 	w.group += "-wrong"

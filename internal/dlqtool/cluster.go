@@ -27,8 +27,8 @@ func resolver(c topics.Cluster) primitive.NsResolver {
 // rmq.WithInstance, unique per client). Pass topics in full (dlqTopic).
 func pullConsumerOptions(c topics.Cluster, group string) []rmq.Option {
 	opts := []rmq.Option{rmq.WithNsResolver(resolver(c)), rmq.WithGroupName(irmq.InNamespace(c.Namespace, group))}
-	if !c.Credentials.IsZero() {
-		opts = append(opts, rmq.WithCredentials(c.Credentials.Client()))
+	if !irmq.Credentials(c.Credentials).IsZero() {
+		opts = append(opts, rmq.WithCredentials(irmq.Credentials(c.Credentials).Client()))
 	}
 	return opts
 }
@@ -38,8 +38,8 @@ func pullConsumerOptions(c topics.Cluster, group string) []rmq.Option {
 // name, retries, send timeout). Messages must name their topic in full (irmq.InNamespace and the like).
 func ProducerOptions(c topics.Cluster, group string) []producer.Option {
 	opts := []producer.Option{producer.WithNsResolver(resolver(c)), producer.WithGroupName(irmq.InNamespace(c.Namespace, group))}
-	if !c.Credentials.IsZero() {
-		opts = append(opts, producer.WithCredentials(c.Credentials.Client()))
+	if !irmq.Credentials(c.Credentials).IsZero() {
+		opts = append(opts, producer.WithCredentials(irmq.Credentials(c.Credentials).Client()))
 	}
 	return opts
 }
@@ -48,8 +48,8 @@ func ProducerOptions(c topics.Cluster, group string) []producer.Option {
 // Topic names given to it must be in full.
 func AdminOptions(c topics.Cluster) []admin.AdminOption {
 	opts := []admin.AdminOption{admin.WithResolver(resolver(c))}
-	if !c.Credentials.IsZero() {
-		opts = append(opts, admin.WithCredentials(c.Credentials.Client()))
+	if !irmq.Credentials(c.Credentials).IsZero() {
+		opts = append(opts, admin.WithCredentials(irmq.Credentials(c.Credentials).Client()))
 	}
 	return opts
 }

@@ -5,7 +5,9 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-	"github.com/rmqguard/rmqguard/consumer"
+
+	"github.com/rmqguard/rmqguard/internal/body"
+	"github.com/rmqguard/rmqguard/internal/letter"
 )
 
 // Letter is one message read from a consumer group's dead-letter queue, %DLQ%<group>, with what rmqguard
@@ -40,7 +42,7 @@ type Letter struct {
 	// (retries exhausted, reason not recorded).
 	Reason string `json:"reason"`
 	// Attempts is the ReconsumeTimes of the original when it was dead-lettered (0: it failed on its first
-	// delivery): consumer.PropDeadLetterReconsumeTimes when rmqguard published it, else the letter's own ReconsumeTimes minus
+	// delivery): RMQGUARD_RECONSUME_TIMES when rmqguard published it, else the letter's own ReconsumeTimes minus
 	// one, since the broker stores its dead-letter copy with ReconsumeTimes + 1 as it does for a retry.
 	Attempts int `json:"attempts"`
 	// FailedAt is when it was dead-lettered (RMQGUARD_DEAD_LETTERED_AT, else the broker's store time), UTC.
@@ -54,7 +56,7 @@ type Letter struct {
 	// not the MIN_OFFSET/MAX_OFFSET the client adds when it pulls.
 	Properties map[string]string `json:"properties"`
 	// Body is the message body as stored (JSON encodes it as base64); when it is still compressed (an LZ4
-	// or ZSTD body, or one that failed to decode) Properties[consumer.PropBodySysFlag] holds its SysFlag.
+	// or ZSTD body, or one that failed to decode) Properties["RMQGUARD_BODY_SYSFLAG"] holds its SysFlag.
 	Body []byte `json:"body"`
 }
 
@@ -69,7 +71,7 @@ func newLetter(group string, m *primitive.MessageExt) Letter {
 		StoreID:     m.OffsetMsgId,
 		MsgID:       m.MsgId,
 		OriginTopic: m.GetProperty(primitive.PropertyRetryTopic),
-		Reason:      m.GetProperty(consumer.PropDeadLetterReason),
+		Reason:      m.GetProperty(letter.PropReason),
 		Attempts:    max(int(m.ReconsumeTimes)-1, 0),
 		FailedAt:    time.UnixMilli(m.StoreTimestamp).UTC(),
 		BornAt:      time.UnixMilli(m.BornTimestamp).UTC(),
@@ -83,21 +85,21 @@ func newLetter(group string, m *primitive.MessageExt) Letter {
 	delete(l.Properties, primitive.PropertyMinOffset)
 	delete(l.Properties, primitive.PropertyMaxOffset)
 	// A body still compressed (the broker's own dead letter of an LZ4 or ZSTD message keeps its SysFlag,
-	// which the Letter has no field for) is described by consumer.PropBodySysFlag, so that an export
+	// which the Letter has no field for) is described by body.PropSysFlag, so that an export
 	// stays readable and a replay is decoded by the consumer.
-	if flag := consumer.StoredCompression(m); flag != 0 {
-		l.Properties[consumer.PropBodySysFlag] = strconv.Itoa(int(flag))
+	if flag := body.StoredCompression(m); flag != 0 {
+		l.Properties[body.PropSysFlag] = strconv.Itoa(int(flag))
 	}
 	l.EventID = m.GetProperty("EVENT_ID")
 	l.EventType = firstNonEmpty(m.GetProperty("EVENT_TYPE"), l.Tags)
 	if l.MsgID == "" {
 		l.MsgID = l.StoreID
 	}
-	l.OriginMsgID = firstNonEmpty(m.GetProperty(consumer.PropDeadLetterOriginMsgID), m.GetProperty(primitive.PropertyOriginMessageId), l.MsgID)
-	if n, err := strconv.Atoi(m.GetProperty(consumer.PropDeadLetterReconsumeTimes)); err == nil {
+	l.OriginMsgID = firstNonEmpty(m.GetProperty(letter.PropOriginMsgID), m.GetProperty(primitive.PropertyOriginMessageId), l.MsgID)
+	if n, err := strconv.Atoi(m.GetProperty(letter.PropReconsumeTimes)); err == nil {
 		l.Attempts = n
 	}
-	if t, err := time.Parse(time.RFC3339Nano, m.GetProperty(consumer.PropDeadLetteredAt)); err == nil {
+	if t, err := time.Parse(time.RFC3339Nano, m.GetProperty(letter.PropAt)); err == nil {
 		l.FailedAt = t.UTC()
 	}
 	return l

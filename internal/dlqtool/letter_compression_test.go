@@ -9,7 +9,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/stretchr/testify/assert"
 
-	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/body"
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
 )
 
@@ -22,19 +22,19 @@ func brokerLetter(body []byte, sysFlag int32) *primitive.MessageExt {
 }
 
 func TestLetter_OfAStillCompressedBodyNamesItsSysFlag(t *testing.T) {
-	flag := consumer.SysFlagCompressed | consumer.SysFlagLZ4
+	flag := body.SysFlagCompressed | body.SysFlagLZ4
 	l := dlqtool.NewLetter("g", brokerLetter([]byte("lz4 frame bytes"), flag))
-	assert.Equal(t, strconv.Itoa(int(flag)), l.Property(consumer.PropBodySysFlag))
+	assert.Equal(t, strconv.Itoa(int(flag)), l.Property(body.PropSysFlag))
 	assert.Equal(t, []byte("lz4 frame bytes"), l.Body)
 
 	replay := dlqtool.ReplayMessage(l, "", "g", "ORDER", dlqtool.Provenance{ReplayID: "r", At: time.Now()})
-	assert.Equal(t, strconv.Itoa(int(flag)), replay.GetProperty(consumer.PropBodySysFlag),
+	assert.Equal(t, strconv.Itoa(int(flag)), replay.GetProperty(body.PropSysFlag),
 		"the replay carries the codec the Go producer cannot put in the SysFlag")
 }
 
 func TestLetter_TheClientInflatedCarriesNoBodySysFlag(t *testing.T) {
-	m := brokerLetter([]byte("zlib stream bytes"), consumer.SysFlagCompressed|consumer.SysFlagZlib)
+	m := brokerLetter([]byte("zlib stream bytes"), body.SysFlagCompressed|body.SysFlagZlib)
 	m.Body = []byte(`{"eventId":"e-1"}`) // the client inflated it: the CRC no longer matches
-	assert.Empty(t, dlqtool.NewLetter("g", m).Property(consumer.PropBodySysFlag))
-	assert.Empty(t, dlqtool.NewLetter("g", brokerLetter([]byte(`{}`), 0)).Property(consumer.PropBodySysFlag))
+	assert.Empty(t, dlqtool.NewLetter("g", m).Property(body.PropSysFlag))
+	assert.Empty(t, dlqtool.NewLetter("g", brokerLetter([]byte(`{}`), 0)).Property(body.PropSysFlag))
 }

@@ -81,7 +81,7 @@ type ReplaySummary struct {
 
 // ReplayReport is the result of Replay: one LetterResult per input letter, in input order.
 type ReplayReport struct {
-	// ReplayID identifies this run (consumer.PropReplayID on every message it sent, replay_id in the audit).
+	// ReplayID identifies this run (RMQGUARD_REPLAY_ID on every message it sent, replay_id in the audit).
 	ReplayID string
 	// Results has one entry per input letter, in input order.
 	Results []LetterResult

@@ -6,11 +6,11 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
-	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/letter"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
-// Provenance is what a replay adds to every message it sends (the consumer.PropReplay* properties).
+// Provenance is what a replay adds to every message it sends (the letter.PropReplay* properties).
 type Provenance struct {
 	// ReplayID identifies the replay run (one per `rmqguard dlq replay` invocation).
 	ReplayID string
@@ -46,10 +46,10 @@ var reservedProperties = map[string]bool{
 	"PUSH_REPLY_TIME": true, "__BORNHOST": true, "BORN_TIMESTAMP": true, "PROPERTY_FORWARD_QUEUE_ID": true,
 	"REDIRECT": true, "TRACE_CONTEXT": true, "DLQ_ORIGIN_TOPIC": true, "DLQ_ORIGIN_MESSAGE_ID": true,
 	// rmqguard's dead-letter metadata: it describes the letter, not the event; the audit row and
-	// consumer.PropReplayOf lead back to it. A replay that fails again gets fresh metadata.
-	consumer.PropDeadLetterReason: true, consumer.PropDeadLetterOriginMsgID: true, consumer.PropDeadLetterReconsumeTimes: true, consumer.PropDeadLetteredAt: true, consumer.PropDeadLetterGroup: true,
+	// letter.PropReplayOf lead back to it. A replay that fails again gets fresh metadata.
+	letter.PropReason: true, letter.PropOriginMsgID: true, letter.PropReconsumeTimes: true, letter.PropAt: true, letter.PropGroup: true,
 	// Provenance of an earlier replay is replaced by this one's.
-	consumer.PropReplayID: true, consumer.PropReplayOf: true, consumer.PropReplayedAt: true, consumer.PropReplayedBy: true,
+	letter.PropReplayID: true, letter.PropReplayOf: true, letter.PropReplayedAt: true, letter.PropReplayedBy: true,
 }
 
 // transientPropertyPrefix starts the broker's transient properties (RocketMQ 5.x).
@@ -66,7 +66,7 @@ func reservedProperty(name string) bool {
 
 // ReplayMessage builds the message that replays l to group in namespace ns ("" = none): topic %RETRY%<group>
 // (%RETRY%<ns>%<group>) with RETRY_TOPIC set to topic (<ns>%<topic>), the letter's body, TAGS, KEYS and
-// non-reserved properties (reservedProperty), and prov as the consumer.PropReplay* properties (PropReplayOf =
+// non-reserved properties (reservedProperty), and prov as the letter.PropReplay* properties (PropReplayOf =
 // l.StoreID). topic is the letter's origin or the operator's --target-topic, one group subscribes. Send it
 // through a producer without a namespace option (ProducerOptions); see the package doc, "Replay".
 func ReplayMessage(l Letter, ns, group, topic string, prov Provenance) *primitive.Message {
@@ -83,10 +83,10 @@ func ReplayMessage(l Letter, ns, group, topic string, prov Provenance) *primitiv
 		msg.WithProperty(primitive.PropertyKeys, l.Keys)
 	}
 	msg.WithProperty(primitive.PropertyRetryTopic, rmq.InNamespace(ns, topic))
-	msg.WithProperty(consumer.PropReplayID, prov.ReplayID)
-	msg.WithProperty(consumer.PropReplayOf, l.StoreID)
-	msg.WithProperty(consumer.PropReplayedAt, prov.At.UTC().Format(time.RFC3339Nano))
-	msg.WithProperty(consumer.PropReplayedBy, prov.Operator)
+	msg.WithProperty(letter.PropReplayID, prov.ReplayID)
+	msg.WithProperty(letter.PropReplayOf, l.StoreID)
+	msg.WithProperty(letter.PropReplayedAt, prov.At.UTC().Format(time.RFC3339Nano))
+	msg.WithProperty(letter.PropReplayedBy, prov.Operator)
 	return msg
 }
 

@@ -41,7 +41,7 @@ type ReplayOptions struct {
 	// DryRun decides every letter (the audit and processed checks are read) but claims, sends and
 	// records nothing: letters that would go are ReplayWouldSend.
 	DryRun bool
-	// Operator names who runs the replay (audit replayed_by, consumer.PropReplayedBy). Required.
+	// Operator names who runs the replay (audit replayed_by, RMQGUARD_REPLAYED_BY). Required.
 	Operator string
 	// ReplayID identifies the run; default a new random UUID.
 	ReplayID string
@@ -55,7 +55,7 @@ type ReplayOptions struct {
 	Limiter Limiter
 	// Progress, when set, is called after each letter with the number done, the total and its result.
 	Progress func(done, total int, r LetterResult)
-	// Now is the clock of consumer.PropReplayedAt; default time.Now.
+	// Now is the clock of RMQGUARD_REPLAYED_AT; default time.Now.
 	Now func() time.Time
 }
 

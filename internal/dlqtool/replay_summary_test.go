@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
+	deadletter "github.com/rmqguard/rmqguard/internal/letter"
 )
 
 // The summary counts every letter once, under the outcome it got (mutants of the counters lived).
@@ -52,7 +52,7 @@ func TestNewLetter_AttemptsIsTheLastDeliverysReconsumeTimes(t *testing.T) {
 		m := &primitive.MessageExt{MsgId: "m", ReconsumeTimes: tc.reconsume}
 		m.Queue = &primitive.MessageQueue{Topic: "%DLQ%cg"}
 		if tc.prop != "" {
-			m.WithProperty(consumer.PropDeadLetterReconsumeTimes, tc.prop)
+			m.WithProperty(deadletter.PropReconsumeTimes, tc.prop)
 		}
 		assert.Equal(t, tc.want, dlqtool.NewLetter("cg", m).Attempts, "ReconsumeTimes %d, property %q", tc.reconsume, tc.prop)
 	}

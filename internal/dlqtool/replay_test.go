@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
+	deadletter "github.com/rmqguard/rmqguard/internal/letter"
 )
 
 // replayLetter returns a letter of group cg's DLQ with origin topic origin ("" = none) and event eventID.
@@ -25,8 +25,8 @@ func replayLetter(storeID, eventID, origin string) dlqtool.Letter {
 		primitive.PropertyConsumeStartTime: "1700000000000", primitive.PropertyOriginMessageId: "ORIG-" + storeID,
 		primitive.PropertyProducerGroup: "pg", primitive.PropertyTransactionPrepared: "true",
 		primitive.PropertyReconsumeTime: "3", primitive.PropertyMaxReconsumeTimes: "3",
-		consumer.PropDeadLetterReason: "unknown SKU", consumer.PropDeadLetterGroup: "cg", consumer.PropDeadLetterReconsumeTimes: "0",
-		consumer.PropReplayID: "an-older-replay",
+		deadletter.PropReason: "unknown SKU", deadletter.PropGroup: "cg", deadletter.PropReconsumeTimes: "0",
+		deadletter.PropReplayID: "an-older-replay",
 	}
 	if origin != "" {
 		props[primitive.PropertyRetryTopic] = origin
@@ -77,13 +77,13 @@ func TestReplayMessage_F18_GroupOnlyTopicOriginRestoredFidelityAndProvenance(t *
 		primitive.PropertyTimerDeliverMS, primitive.PropertyRealTopic, primitive.PropertyRealQueueId, primitive.PropertyMinOffset,
 		primitive.PropertyMaxOffset, primitive.PropertyConsumeStartTime, primitive.PropertyOriginMessageId,
 		primitive.PropertyProducerGroup, primitive.PropertyTransactionPrepared, primitive.PropertyReconsumeTime,
-		primitive.PropertyMaxReconsumeTimes, consumer.PropDeadLetterReason, consumer.PropDeadLetterGroup, consumer.PropDeadLetterReconsumeTimes} {
+		primitive.PropertyMaxReconsumeTimes, deadletter.PropReason, deadletter.PropGroup, deadletter.PropReconsumeTimes} {
 		assert.Empty(t, msg.GetProperty(reserved), "reserved property %s is dropped", reserved)
 	}
-	assert.Equal(t, "R-1", msg.GetProperty(consumer.PropReplayID), "an older replay's provenance is replaced")
-	assert.Equal(t, "S-1", msg.GetProperty(consumer.PropReplayOf))
-	assert.Equal(t, "2026-11-30T22:00:00.000000005Z", msg.GetProperty(consumer.PropReplayedAt))
-	assert.Equal(t, "alice@host", msg.GetProperty(consumer.PropReplayedBy))
+	assert.Equal(t, "R-1", msg.GetProperty(deadletter.PropReplayID), "an older replay's provenance is replaced")
+	assert.Equal(t, "S-1", msg.GetProperty(deadletter.PropReplayOf))
+	assert.Equal(t, "2026-11-30T22:00:00.000000005Z", msg.GetProperty(deadletter.PropReplayedAt))
+	assert.Equal(t, "alice@host", msg.GetProperty(deadletter.PropReplayedBy))
 
 	// Tags and keys of a letter whose properties lack them (an export edited by hand) come from its fields.
 	bare := dlqtool.Letter{StoreID: "S-2", Tags: "T", Keys: "k1 k2", Properties: map[string]string{}}
@@ -102,7 +102,7 @@ func TestReplay_S5_SentOnceThenSkippedAsAlreadyReplayed(t *testing.T) {
 	assert.Equal(t, dlqtool.ReplaySummary{Selected: 2, Sent: 2}, rep.Summary)
 	assert.Equal(t, 2, lim.waits, "one limiter wait per send")
 	require.Equal(t, 2, r.sender.count())
-	assert.Equal(t, rep.ReplayID, r.sender.sent[0].GetProperty(consumer.PropReplayID))
+	assert.Equal(t, rep.ReplayID, r.sender.sent[0].GetProperty(deadletter.PropReplayID))
 	row := r.audit.get("cg", "S-1")
 	assert.Equal(t, dlqtool.AuditSent, row.Status)
 	assert.Equal(t, rep.Results[0].SentMsgID, row.SentMsgID)

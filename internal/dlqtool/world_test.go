@@ -11,8 +11,8 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
+	deadletter "github.com/rmqguard/rmqguard/internal/letter"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/topics"
@@ -85,7 +85,7 @@ type letter struct {
 	props                            map[string]string
 }
 
-// publish sends l to %DLQ%<group> as rmqguard's publisher does (consumer.DeadLetterMessage of a retried delivery
+// publish sends l to %DLQ%<group> as rmqguard's publisher does (the letter of a retried delivery
 // from ORDER) and returns the send result.
 func (w *dlqWorld) publish(l letter) *primitive.SendResult {
 	w.t.Helper()
@@ -114,7 +114,7 @@ func (w *dlqWorld) publish(l letter) *primitive.SendResult {
 	if l.at.IsZero() {
 		l.at = time.Now()
 	}
-	msg := consumer.DeadLetterMessage(consumer.NewDelivery(w.group, orig), l.reason, l.at)
+	msg := deadletter.Message(deadletter.Origin{Msg: orig, Group: w.group, Topic: "ORDER"}, l.reason, l.at)
 	res, err := w.prod.SendSync(w.ctx, msg)
 	require.NoError(w.t, err)
 	require.Equal(w.t, primitive.SendOK, res.Status)

@@ -13,8 +13,8 @@ type Credentials struct{ AccessKey, SecretKey string }
 // IsZero reports whether no credentials are set.
 func (c Credentials) IsZero() bool { return c.AccessKey == "" && c.SecretKey == "" }
 
-// client returns the credentials as the client's primitive.Credentials.
-func (c Credentials) client() primitive.Credentials {
+// Client returns the credentials as the client's primitive.Credentials.
+func (c Credentials) Client() primitive.Credentials {
 	return primitive.Credentials{AccessKey: c.AccessKey, SecretKey: c.SecretKey}
 }
 

@@ -38,7 +38,7 @@ func (a access) name(resource string) string { return InNamespace(a.namespace, r
 func (a access) adminOptions(nameServers []string) []admin.AdminOption {
 	opts := []admin.AdminOption{admin.WithResolver(primitive.NewPassthroughResolver(nameServers))}
 	if !a.credentials.IsZero() {
-		opts = append(opts, admin.WithCredentials(a.credentials.client()))
+		opts = append(opts, admin.WithCredentials(a.credentials.Client()))
 	}
 	return opts
 }
@@ -50,7 +50,7 @@ func (a access) producerOptions(nameServers []string, group string) []producer.O
 		producer.WithGroupName(a.name(group)),
 	}
 	if !a.credentials.IsZero() {
-		opts = append(opts, producer.WithCredentials(a.credentials.client()))
+		opts = append(opts, producer.WithCredentials(a.credentials.Client()))
 	}
 	return opts
 }

@@ -13,7 +13,7 @@ import (
 //
 // opts give credentials and a namespace: the group becomes "ns%group", but the producer gets no namespace
 // option, so messages must name their topic as the broker does (InNamespace, "%DLQ%ns%G"); a
-// consumer.DeadLetterMessage of a namespaced Delivery already does.
+// letter.Message of a namespaced origin already does.
 func StartProducer(nameServers []string, group string, opts ...Option) (rocketmq.Producer, error) {
 	if err := validateNameServers(nameServers); err != nil {
 		return nil, fmt.Errorf("producer %s: %w", group, err)

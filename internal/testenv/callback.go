@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // Callback is a consumer whose client callback a test calls itself, with the batch it chooses: the
@@ -34,7 +35,7 @@ func NewCallback(t testing.TB, cfg consumer.Config, h consumer.Handler, opts ...
 	// A lone dead letter goes to the broker's DLQ (DelayLevelDLQ) unless the test gives a sink.
 	opts = append([]consumer.Option{consumer.WithDeadLetterSink(nil)}, opts...)
 	opts = append(opts, consumer.WithObserver(dec),
-		consumer.WithPushConsumer(func([]rmq.Option) (consumer.PushConsumer, error) { return p, nil }))
+		consumer.WithPushConsumer(func([]rmq.Option) (irmq.PushConsumer, error) { return p, nil }))
 	c, err := consumer.New(cfg, h, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -76,7 +77,7 @@ func (cb *Callback) Shutdown(ctx context.Context) error { return cb.c.Shutdown(c
 // Decisions returns the final decisions the consumer reported for msgID, in order.
 func (cb *Callback) Decisions(msgID string) []consumer.Decision { return cb.decisions.of(msgID) }
 
-// capturePush is a consumer.PushConsumer that keeps the callback and pulls nothing.
+// capturePush is a irmq.PushConsumer that keeps the callback and pulls nothing.
 type capturePush struct {
 	mu sync.Mutex
 	f  func(context.Context, ...*primitive.MessageExt) (rmq.ConsumeResult, error)

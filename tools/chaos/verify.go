@@ -7,9 +7,9 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/examples/shop"
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
+	"github.com/rmqguard/rmqguard/internal/letter"
 	"github.com/rmqguard/rmqguard/outbox"
 	"github.com/rmqguard/rmqguard/topics"
 )
@@ -47,7 +47,7 @@ type Counts struct {
 type Letter struct {
 	// EventID is its EVENT_ID property.
 	EventID string
-	// Reason is the reason the DLQ publisher attached (consumer.PropDeadLetterReason), "" when the broker moved it there.
+	// Reason is the reason the DLQ publisher attached (letter.PropReason), "" when the broker moved it there.
 	Reason string
 }
 
@@ -98,7 +98,7 @@ func (c *Checker) Letters(ctx context.Context) ([]Letter, error) {
 	}
 	out := make([]Letter, 0, len(msgs))
 	for _, m := range msgs {
-		out = append(out, Letter{EventID: m.GetProperty("EVENT_ID"), Reason: m.GetProperty(consumer.PropDeadLetterReason)})
+		out = append(out, Letter{EventID: m.GetProperty("EVENT_ID"), Reason: m.GetProperty(letter.PropReason)})
 	}
 	return out, nil
 }

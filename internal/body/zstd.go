@@ -1,18 +1,18 @@
-package consumer
+package body
 
 import (
 	"fmt"
 	"sync"
 
+	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/klauspost/compress/zstd"
 )
 
-// zstdDecoder is the one ZSTD decoder of a Consumer, shared by its consume goroutines: zstd.Decoder's
-// DecodeAll is safe for concurrent use, and building a decoder per message costs more than decoding a
-// small body. It is created on the first ZSTD body (a consumer that never sees one builds nothing) and
-// closed by close, in Shutdown. A body decoded after close gets a decoder of its own, so a late
-// delivery is never dead-lettered because the consumer is stopping. The zero value is ready to use.
-type zstdDecoder struct {
+// Decoder decodes bodies as Decode does with one ZSTD decoder shared by all its callers (a Consumer's
+// consume goroutines), built on the first ZSTD body and freed by Close; a body decoded after Close gets a
+// decoder of its own, so a late delivery is never dead-lettered because the consumer is stopping. The
+// zero value is ready to use; it is safe for concurrent use.
+type Decoder struct {
 	mu     sync.RWMutex // read-held by decode while it uses dec; close must not free dec under it
 	dec    *zstd.Decoder
 	closed bool
@@ -27,7 +27,7 @@ const maxZSTDWindow = 128 << 20
 // newZSTDDecoder builds a decoder for DecodeAll: up to GOMAXPROCS decodes at once (more would only
 // queue for the CPUs), a window of at most maxZSTDWindow (zstd.ErrWindowSizeExceeded), and at most
 // maxZSTDWindow decoded bytes, the decoder's own limit, which it cannot set below the window; limitZSTD
-// then refuses anything over MaxDecodedBody. So a hostile frame is refused instead of allocating
+// then refuses anything over MaxDecoded. So a hostile frame is refused instead of allocating
 // gigabytes. Used only with DecodeAll (no stream), it starts no goroutines.
 func newZSTDDecoder() (*zstd.Decoder, error) {
 	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0),
@@ -39,10 +39,10 @@ func newZSTDDecoder() (*zstd.Decoder, error) {
 }
 
 // limitZSTD returns DecodeAll's result, or an error wrapping zstd.ErrDecoderSizeExceeded when the body
-// decoded to more than MaxDecodedBody bytes.
+// decoded to more than MaxDecoded bytes.
 func limitZSTD(out []byte, err error) ([]byte, error) {
-	if err == nil && len(out) > MaxDecodedBody {
-		return nil, fmt.Errorf("decoded body exceeds %d bytes: %w", MaxDecodedBody, zstd.ErrDecoderSizeExceeded)
+	if err == nil && len(out) > MaxDecoded {
+		return nil, fmt.Errorf("decoded body exceeds %d bytes: %w", MaxDecoded, zstd.ErrDecoderSizeExceeded)
 	}
 	return out, err
 }
@@ -57,8 +57,13 @@ func decodeZSTDOnce(body []byte) ([]byte, error) {
 	return limitZSTD(d.DecodeAll(body, nil))
 }
 
-// decode decodes a whole ZSTD body with the shared decoder, building it on first use.
-func (z *zstdDecoder) decode(body []byte) ([]byte, error) {
+// Decode is the package's Decode with the shared ZSTD decoder.
+func (z *Decoder) Decode(msg *primitive.MessageExt) (body []byte, decoded bool, err error) {
+	return decode(msg, z.zstd)
+}
+
+// zstd decodes a whole ZSTD body with the shared decoder, building it on first use.
+func (z *Decoder) zstd(body []byte) ([]byte, error) {
 	z.mu.RLock()
 	if z.dec != nil {
 		defer z.mu.RUnlock()
@@ -79,11 +84,11 @@ func (z *zstdDecoder) decode(body []byte) ([]byte, error) {
 		z.dec = d
 	}
 	z.mu.Unlock()
-	return z.decode(body)
+	return z.zstd(body)
 }
 
-// close frees the shared decoder; it waits for decodes in progress. Calling it twice is safe.
-func (z *zstdDecoder) close() {
+// Close frees the shared decoder; it waits for decodes in progress. Calling it twice is safe.
+func (z *Decoder) Close() {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	z.closed = true

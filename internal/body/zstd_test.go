@@ -1,4 +1,4 @@
-package consumer_test
+package body_test
 
 import (
 	"bytes"
@@ -9,18 +9,19 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/body"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
 func TestZSTD_SharedDecoderDecodesConcurrentlyAndAfterClose(t *testing.T) {
 	big := bytes.Repeat(plainOrder, 64)
-	frame := zstdJava(t, big)
-	var z consumer.ZSTDDecoder
+	frame := testenv.JavaCompressed(t, body.SysFlagZSTD, big)
+	var z body.Decoder
 	var wg sync.WaitGroup
 	got := make([][]byte, 16)
 	errs := make([]error, 16)
 	for i := range got {
-		wg.Go(func() { got[i], errs[i] = z.Decode(frame) })
+		wg.Go(func() { got[i], errs[i] = z.DecodeZSTD(frame) })
 	}
 	wg.Wait()
 	for i := range got {
@@ -29,30 +30,30 @@ func TestZSTD_SharedDecoderDecodesConcurrentlyAndAfterClose(t *testing.T) {
 	}
 	z.Close()
 	z.Close()
-	after, err := z.Decode(frame)
+	after, err := z.DecodeZSTD(frame)
 	require.NoError(t, err, "a body decoded after Close gets a decoder of its own, never a dead letter")
 	assert.Equal(t, big, after)
 }
 
 func TestZSTD_FrameLargerThanTheLimitIsRefusedAsCorrupt(t *testing.T) {
-	frame := zstdJava(t, make([]byte, consumer.MaxDecodedBody+1)) // zeros: a few KB on the wire
-	var z consumer.ZSTDDecoder
+	frame := testenv.JavaCompressed(t, body.SysFlagZSTD, make([]byte, body.MaxDecoded+1)) // zeros: a few KB on the wire
+	var z body.Decoder
 	defer z.Close()
-	_, err := z.Decode(frame)
+	_, err := z.DecodeZSTD(frame)
 	require.ErrorIs(t, err, zstd.ErrDecoderSizeExceeded)
-	_, _, err = consumer.DecodeBody(storedMsg(frame, consumer.SysFlagCompressed|consumer.SysFlagZSTD))
-	require.ErrorIs(t, err, consumer.ErrCorruptCompressedBody)
+	_, _, err = body.Decode(storedMsg(frame, body.SysFlagCompressed|body.SysFlagZSTD))
+	require.ErrorIs(t, err, body.ErrCorruptCompressedBody)
 	require.ErrorIs(t, err, zstd.ErrDecoderSizeExceeded)
 }
 
-// A body of exactly MaxDecodedBody bytes is still decoded: the limit refuses only what is larger.
+// A body of exactly MaxDecoded bytes is still decoded: the limit refuses only what is larger.
 func TestZSTD_BodyOfExactlyTheLimitDecodes(t *testing.T) {
-	body := make([]byte, consumer.MaxDecodedBody)
-	var z consumer.ZSTDDecoder
+	b := make([]byte, body.MaxDecoded)
+	var z body.Decoder
 	defer z.Close()
-	out, err := z.Decode(zstdJava(t, body))
+	out, err := z.DecodeZSTD(testenv.JavaCompressed(t, body.SysFlagZSTD, b))
 	require.NoError(t, err)
-	require.Len(t, out, consumer.MaxDecodedBody)
+	require.Len(t, out, body.MaxDecoded)
 }
 
 // Close while decodes are in flight (Shutdown while late deliveries decode): Close waits for the decodes
@@ -60,14 +61,14 @@ func TestZSTD_BodyOfExactlyTheLimitDecodes(t *testing.T) {
 // succeeds and -race finds no use of a freed decoder.
 func TestZSTD_SharedDecoderClosedDuringDecodes(t *testing.T) {
 	big := bytes.Repeat(plainOrder, 64)
-	frame := zstdJava(t, big)
+	frame := testenv.JavaCompressed(t, body.SysFlagZSTD, big)
 	for range 20 {
-		var z consumer.ZSTDDecoder
+		var z body.Decoder
 		var wg sync.WaitGroup
 		for range 4 {
 			wg.Go(func() {
 				for range 10 {
-					out, err := z.Decode(frame)
+					out, err := z.DecodeZSTD(frame)
 					if !assert.NoError(t, err) || !assert.Equal(t, big, out) {
 						return
 					}
@@ -82,11 +83,11 @@ func TestZSTD_SharedDecoderClosedDuringDecodes(t *testing.T) {
 // The limit is on the whole body, not per frame: two frames of just over half the limit each (a body
 // may hold several concatenated frames) are refused.
 func TestZSTD_FramesTogetherLargerThanTheLimitAreRefused(t *testing.T) {
-	half := zstdJava(t, make([]byte, consumer.MaxDecodedBody/2+1))
-	body := append(append([]byte{}, half...), half...)
-	var z consumer.ZSTDDecoder
+	half := testenv.JavaCompressed(t, body.SysFlagZSTD, make([]byte, body.MaxDecoded/2+1))
+	b := append(append([]byte{}, half...), half...)
+	var z body.Decoder
 	defer z.Close()
-	_, err := z.Decode(body)
+	_, err := z.DecodeZSTD(b)
 	require.ErrorIs(t, err, zstd.ErrDecoderSizeExceeded)
 }
 
@@ -106,16 +107,16 @@ func javaZSTDBody() []byte {
 
 // A Java producer sets its level with setCompressLevel or rocketmq.message.compressLevel; at level 22 its
 // compressor writes a frame that declares a 128 MiB window whatever the body's size, which the reference
-// decoder accepts by default. It decodes, with the shared decoder and with DecodeBody, instead of being
+// decoder accepts by default. It decodes, with the shared decoder and with Decode, instead of being
 // dead-lettered as "window size exceeded".
 func TestZSTD_JavaLevel22FrameWithA128MiBWindowDecodes(t *testing.T) {
 	require.Equal(t, byte(0x88), javaZSTDLevel22[5], "window descriptor: 2^27 bytes")
-	var z consumer.ZSTDDecoder
+	var z body.Decoder
 	defer z.Close()
-	out, err := z.Decode(javaZSTDLevel22)
+	out, err := z.DecodeZSTD(javaZSTDLevel22)
 	require.NoError(t, err)
 	assert.Equal(t, javaZSTDBody(), out)
-	out, decoded, err := consumer.DecodeBody(storedMsg(javaZSTDLevel22, consumer.SysFlagCompressed|consumer.SysFlagZSTD))
+	out, decoded, err := body.Decode(storedMsg(javaZSTDLevel22, body.SysFlagCompressed|body.SysFlagZSTD))
 	require.NoError(t, err)
 	assert.True(t, decoded)
 	assert.Equal(t, javaZSTDBody(), out)
@@ -125,12 +126,12 @@ func TestZSTD_JavaLevel22FrameWithA128MiBWindowDecodes(t *testing.T) {
 // with the consumer's shared decoder, as every ZSTD delivery pays it.
 func BenchmarkDecodeZSTD(b *testing.B) {
 	big := bytes.Repeat(plainOrder, 64)
-	frame := zstdJava(b, big)
-	var z consumer.ZSTDDecoder
+	frame := testenv.JavaCompressed(b, body.SysFlagZSTD, big)
+	var z body.Decoder
 	defer z.Close()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := z.Decode(frame); err != nil {
+		if _, err := z.DecodeZSTD(frame); err != nil {
 			b.Fatal(err)
 		}
 	}

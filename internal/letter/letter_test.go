@@ -1,0 +1,41 @@
+package letter_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rmqguard/rmqguard/internal/letter"
+)
+
+// answering is a producer's SendSync that answers res.
+func answering(res *primitive.SendResult) letter.SendFunc {
+	return func(context.Context, ...*primitive.Message) (*primitive.SendResult, error) { return res, nil }
+}
+
+func origin() letter.Origin {
+	m := &primitive.MessageExt{Message: primitive.Message{Topic: "ORDER"}, MsgId: "msg-o-1"}
+	return letter.Origin{Msg: m, Group: "cg", Topic: "ORDER"}
+}
+
+// F6: a send that returns no result is not a stored letter; the error says so rather than the call panicking.
+func TestSend_NoResultIsNotStored(t *testing.T) {
+	err := letter.Send(context.Background(), answering(nil), origin(), "poison", time.Now())
+
+	require.ErrorIs(t, err, letter.ErrNotStored)
+	assert.Contains(t, err.Error(), "no result")
+}
+
+// F6: the error of a letter the broker did not store names the status it answered, for the operator.
+func TestSend_NotStoredNamesTheStatus(t *testing.T) {
+	res := &primitive.SendResult{Status: primitive.SendFlushSlaveTimeout}
+	err := letter.Send(context.Background(), answering(res), origin(), "poison", time.Now())
+
+	require.ErrorIs(t, err, letter.ErrNotStored)
+	assert.Contains(t, err.Error(), "status "+strconv.Itoa(int(primitive.SendFlushSlaveTimeout)))
+}
