@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/pressly/goose/v3"
+
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 )
 
 // migrationFiles are the dedup schema's goose SQL migrations as text/template sources: {{.Processed}},
@@ -104,7 +106,7 @@ func RunMigrations(ctx context.Context, db *sql.DB, fsys fs.FS, versionTable str
 // that exceeds MySQL's 64 characters for lock names, "rmqguard:" and 32 hex digits of its SHA-256.
 func migrationLockName(versionTable string) string {
 	name := "rmqguard:" + versionTable
-	if len(name) <= maxIdentifierLength {
+	if len(name) <= dedupsql.MaxIdentifierLength {
 		return name
 	}
 	sum := sha256.Sum256([]byte(versionTable))

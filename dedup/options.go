@@ -29,7 +29,7 @@ func (opt Option) apply(c *storeConfig) error { return opt(c) }
 
 // WithTablePrefix prefixes the dedup schema's table names, the migrations' version table included, so that
 // several dedup schemas share one database (the package doc, "Table names"). Default: no prefix. Give the
-// same prefix to Migrate, NewStore, PurgeConfig and JanitorConfig. A prefix of other than lowercase ASCII
+// same prefix to Migrate, NewStore, JanitorConfig and `rmqguard dedup purge`. A prefix of other than lowercase ASCII
 // letters, digits and '_', longer than 39 characters or starting with a digit, or the option given twice,
 // fails NewStore and Migrate with an error naming WithTablePrefix.
 func WithTablePrefix(prefix string) Option {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 )
@@ -147,7 +148,7 @@ func TestTablePrefix_TwoStoresInOneDatabaseAreIndependent(t *testing.T) {
 	require.NoError(t, err)
 	_, err = db.Exec(`UPDATE svc_b_processed_event SET consumed_at = consumed_at - INTERVAL 200 HOUR`)
 	require.NoError(t, err)
-	res, err := dedup.Purge(ctx, db, dedup.PurgeConfig{Scope: group, OlderThan: 168 * time.Hour, TablePrefix: "svc_a_"})
+	res, err := dedupsql.Purge(ctx, db, dedupsql.Config{Scope: group, OlderThan: 168 * time.Hour, TablePrefix: "svc_a_"}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), res.Rows)
 	gone, err := storeA.Processed(ctx, group, ev)
@@ -176,23 +177,23 @@ func TestTablePrefix_InvalidPrefixFailsNamingTheOption(t *testing.T) {
 		"a_very_long_prefix_that_is_too_long_for_": "at most 39",
 	} {
 		_, err := dedup.NewStore(db, dedup.WithTablePrefix(prefix))
-		require.ErrorIs(t, err, dedup.ErrInvalidIdentifier, prefix)
+		require.ErrorIs(t, err, dedupsql.ErrInvalidIdentifier, prefix)
 		assert.Contains(t, err.Error(), "dedup: WithTablePrefix: ", prefix)
 		assert.Contains(t, err.Error(), why, prefix)
 
 		_, err = dedup.Migrate(ctx, raw, dedup.WithTablePrefix(prefix))
-		require.ErrorIs(t, err, dedup.ErrInvalidIdentifier, prefix)
+		require.ErrorIs(t, err, dedupsql.ErrInvalidIdentifier, prefix)
 		assert.Contains(t, err.Error(), "dedup: Migrate: dedup: WithTablePrefix: ", prefix)
 
 		err = dedup.CheckSchema(ctx, db, dedup.WithTablePrefix(prefix))
-		require.ErrorIs(t, err, dedup.ErrInvalidIdentifier, prefix)
+		require.ErrorIs(t, err, dedupsql.ErrInvalidIdentifier, prefix)
 
-		err = dedup.PurgeConfig{Scope: "s", OlderThan: 200 * time.Hour, TablePrefix: prefix}.Validate()
-		require.ErrorIs(t, err, dedup.ErrInvalidIdentifier, prefix)
+		err = dedupsql.Config{Scope: "s", OlderThan: 200 * time.Hour, TablePrefix: prefix}.Validate()
+		require.ErrorIs(t, err, dedupsql.ErrInvalidIdentifier, prefix)
 		assert.Contains(t, err.Error(), "dedup: purge: TablePrefix: ", prefix)
 
 		_, err = dedup.NewJanitor(db, dedup.JanitorConfig{Scope: "s", Retention: 200 * time.Hour, TablePrefix: prefix})
-		require.ErrorIs(t, err, dedup.ErrInvalidIdentifier, prefix)
+		require.ErrorIs(t, err, dedupsql.ErrInvalidIdentifier, prefix)
 		assert.Contains(t, err.Error(), "dedup: janitor: TablePrefix: ", prefix)
 	}
 

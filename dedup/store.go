@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/retry"
 )
@@ -22,7 +23,7 @@ const (
 	MaxEventIDLength = 128
 	// maxGroupLength is the longest consumer group name the store holds, in characters: RocketMQ's own
 	// limit on group names.
-	maxGroupLength = 255
+	maxGroupLength = dedupsql.MaxScopeLength
 	// maxEventTypeLength is the size of the event_type column; longer types are stored cut to it.
 	maxEventTypeLength = 64
 	// maxAggregateIDLength is the size of the aggregate_id column; longer IDs are stored cut to it.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 )
 
 // GapPolicy says what Version does with an event whose version skips ahead of the stored one once it has
@@ -83,7 +84,7 @@ type VersionConfig struct {
 
 // validate checks cfg and fills its defaults; errors name the field and why.
 func (cfg *VersionConfig) validate(store *dedup.Store) error {
-	if err := dedup.ValidIdentifier(cfg.AggregateType); err != nil {
+	if err := dedupsql.ValidIdentifier(cfg.AggregateType); err != nil {
 		return fmt.Errorf("version config: AggregateType: %w", err)
 	}
 	if cfg.Load == nil && store == nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -33,7 +34,7 @@ func TestF22_CLI_DedupPurge(t *testing.T) {
 	}
 
 	_, err = run("--older-than", "100h")
-	require.ErrorIs(t, err, dedup.ErrWindowTooShort)
+	require.ErrorIs(t, err, dedupsql.ErrWindowTooShort)
 	out, err := run("--older-than", "203h", "--batch", "2", "--dry-run")
 	require.NoError(t, err)
 	assert.Contains(t, out, fmt.Sprintf("dedup purge group=%s: would delete 3 rows in 2 batches of at most 2", group))
@@ -78,7 +79,7 @@ func TestCLI_DedupPurgeWithTablePrefixPurgesThePrefixedTable(t *testing.T) {
 	}
 
 	_, err = run("--table-prefix", "Bad-")
-	require.ErrorIs(t, err, dedup.ErrInvalidIdentifier)
+	require.ErrorIs(t, err, dedupsql.ErrInvalidIdentifier)
 	assert.Contains(t, err.Error(), "--table-prefix: ")
 	out, err := run("--table-prefix", prefix)
 	require.NoError(t, err)
