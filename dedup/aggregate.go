@@ -104,7 +104,7 @@ var aggregateColumns = []string{"consumer_group", "aggregate_type", "aggregate_i
 // is given a loader. It returns an error wrapping ErrSchema naming what is missing and the fix (run
 // Migrate), or the information_schema query's error, wrapped.
 func (s *Store) CheckAggregateSchema(ctx context.Context) error {
-	table := s.tables.Aggregate()
+	table := s.tables.aggregate()
 	var cols []string
 	err := s.db.SelectContext(ctx, &cols, `SELECT LOWER(COLUMN_NAME) FROM information_schema.COLUMNS
 		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`, table)

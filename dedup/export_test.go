@@ -26,3 +26,8 @@ func (j *Janitor) LockName() string { return j.lock }
 
 // Leading reports whether j holds its scope's lock.
 func (j *Janitor) Leading() bool { return j.leading.Load() }
+
+// TableNames exposes t's table names (processed, aggregate, lease, version) to the tests.
+func TableNames(t Tables) []string {
+	return []string{t.processed(), t.aggregate(), t.lease(), t.version()}
+}

@@ -36,7 +36,7 @@ func migrations() fs.FS {
 }
 
 // migrationsFor returns the dedup schema's migrations (goose SQL files) creating and altering the tables
-// of t, for tools that run migrations themselves; record them in t.Version(). It returns an error when an
+// of t, for tools that run migrations themselves; record them in t.version(). It returns an error when an
 // embedded template fails to render, which the package's tests rule out.
 func migrationsFor(t Tables) (fs.FS, error) { return renderMigrations(t) }
 
@@ -47,7 +47,7 @@ func renderMigrations(t Tables) (fs.FS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dedup: migrations: %w", err)
 	}
-	names := struct{ Processed, Aggregate, Lease string }{t.Processed(), t.Aggregate(), t.lease()}
+	names := struct{ Processed, Aggregate, Lease string }{t.processed(), t.aggregate(), t.lease()}
 	out := make(fstest.MapFS, len(files))
 	for _, f := range files {
 		tmpl, err := template.ParseFS(migrationFiles, f)
@@ -77,7 +77,7 @@ func Migrate(ctx context.Context, db *sql.DB, opts ...Option) ([]string, error) 
 	if err != nil {
 		return nil, err
 	}
-	return RunMigrations(ctx, db, fsys, t.Version())
+	return RunMigrations(ctx, db, fsys, t.version())
 }
 
 // RunMigrations applies the goose SQL migrations in fsys to db, recording them in versionTable, while

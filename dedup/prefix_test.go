@@ -91,7 +91,7 @@ func prefixedChain(t *testing.T, db *sqlx.DB, prefix string, opts ...dedup.Optio
 	store, err := dedup.NewStore(db, append(opts, dedup.WithTablePrefix(prefix))...)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, store.Close()) })
-	assert.Equal(t, prefix+"processed_event", store.Tables().Processed())
+	assert.Equal(t, prefix+"processed_event", dedup.TableNames(store.Tables())[0])
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
 	version, err := middleware.Version(store, middleware.VersionConfig{AggregateType: "order", Require: true})
@@ -213,9 +213,8 @@ func TestTablePrefix_DefaultIsUnchanged(t *testing.T) {
 	def, err := dedup.NewTables("")
 	require.NoError(t, err)
 	assert.Equal(t, zero, def)
-	assert.Equal(t, "processed_event", def.Processed())
-	assert.Equal(t, "aggregate_version", def.Aggregate())
-	assert.Equal(t, "rmqguard_dedup_db_version", def.Version())
+	assert.Equal(t, []string{"processed_event", "aggregate_version", "event_lease", "rmqguard_dedup_db_version"},
+		dedup.TableNames(def))
 
 	create, err := fs.ReadFile(dedup.Migrations(), "00001_processed_event.sql")
 	require.NoError(t, err)

@@ -206,7 +206,7 @@ func (s *Store) insertRow(ctx context.Context, ex sqlx.ExecerContext, d *consume
 		// another key means the table is not the schema this store expects.
 		if key != dedupKey && key != "" {
 			return fmt.Errorf("dedup: claim scope %s event %s: duplicate on unexpected key %q of %s: %w",
-				scope, d.EventID, key, s.tables.Processed(), err)
+				scope, d.EventID, key, s.tables.processed(), err)
 		}
 		return fmt.Errorf("%w: scope %s event %s", ErrDuplicate, scope, d.EventID)
 	}

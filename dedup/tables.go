@@ -29,18 +29,18 @@ func NewTables(prefix string) (Tables, error) {
 // Prefix returns the prefix of the table names ("" for the default schema).
 func (t Tables) Prefix() string { return t.prefix }
 
-// Processed returns the name of the processed-event table: Prefix + "processed_event".
-func (t Tables) Processed() string { return t.prefix + dedupsql.ProcessedTable }
+// processed returns the name of the processed-event table: Prefix + "processed_event".
+func (t Tables) processed() string { return t.prefix + dedupsql.ProcessedTable }
 
-// Aggregate returns the name of the aggregate-version table: Prefix + "aggregate_version".
-func (t Tables) Aggregate() string { return t.prefix + dedupsql.AggregateTable }
+// aggregate returns the name of the aggregate-version table: Prefix + "aggregate_version".
+func (t Tables) aggregate() string { return t.prefix + dedupsql.AggregateTable }
 
 // lease returns the name of the lease table of middleware.Lease: Prefix + "event_lease".
 func (t Tables) lease() string { return t.prefix + dedupsql.LeaseTable }
 
-// Version returns the name of the goose version table of the dedup migrations: Prefix +
+// version returns the name of the goose version table of the dedup migrations: Prefix +
 // "rmqguard_dedup_db_version".
-func (t Tables) Version() string { return t.prefix + dedupsql.VersionTable }
+func (t Tables) version() string { return t.prefix + dedupsql.VersionTable }
 
 // queries are the statements of a Store, built once from its Tables (table names cannot be placeholders).
 type queries struct {
@@ -54,7 +54,7 @@ type queries struct {
 
 // newQueries writes t's names into the store's statements; t's names are valid identifiers (NewTables).
 func newQueries(t Tables) queries {
-	p, a, l := t.Processed(), t.Aggregate(), t.lease()
+	p, a, l := t.processed(), t.aggregate(), t.lease()
 	return queries{
 		claim: `INSERT INTO ` + p + `
 		   (consumer_group, event_id, event_type, aggregate_id, topic, msg_id, consumed_at, result_status, claim_token)

@@ -16,6 +16,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -52,7 +53,7 @@ func newFixture(t *testing.T) *fixture {
 	_, err = outbox.Migrate(ctx, db.DB, tables)
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		for _, tb := range []string{tables.Processed(), tables.Aggregate(), tables.Version(), prefix + outbox.Table, prefix + outbox.VersionTable} {
+		for _, tb := range append(dedupsql.Names(prefix), prefix+outbox.Table, prefix+outbox.VersionTable) {
 			_, _ = db.Exec("DROP TABLE IF EXISTS " + tb)
 		}
 	})

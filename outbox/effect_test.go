@@ -18,6 +18,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/outboxadmin"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
@@ -48,7 +49,7 @@ func newEffects(t *testing.T, ob func(*dedup.Store) *outbox.Outbox) (*effects, *
 	_, err = outbox.Migrate(ctx, db.DB, tables)
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		for _, tb := range []string{tables.Processed(), tables.Aggregate(), tables.Version(), prefix + outbox.Table, prefix + outbox.VersionTable} {
+		for _, tb := range append(dedupsql.Names(prefix), prefix+outbox.Table, prefix+outbox.VersionTable) {
 			_, _ = db.Exec("DROP TABLE IF EXISTS " + tb)
 		}
 	})

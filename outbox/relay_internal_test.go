@@ -17,6 +17,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
@@ -38,7 +39,7 @@ func newTable(t testing.TB, cfg Config) (*table, *Outbox) {
 	_, err = Migrate(context.Background(), db.DB, tables)
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		for _, tb := range []string{tables.Processed(), tables.Aggregate(), tables.Version(), prefix + Table, prefix + VersionTable} {
+		for _, tb := range append(dedupsql.Names(prefix), prefix+Table, prefix+VersionTable) {
 			_, _ = db.Exec("DROP TABLE IF EXISTS " + tb)
 		}
 	})

@@ -20,6 +20,7 @@ import (
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/examples/shop"
 	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/outbox"
@@ -43,7 +44,7 @@ func TestPaidOrder_LoyaltyAndNotificationOnceThroughTheOutbox(t *testing.T) {
 	require.NoError(t, err)
 	obTable := prefix + outbox.Table
 	t.Cleanup(func() {
-		for _, tb := range []string{tables.Processed(), tables.Aggregate(), tables.Version(), obTable, prefix + outbox.VersionTable} {
+		for _, tb := range append(dedupsql.Names(prefix), obTable, prefix+outbox.VersionTable) {
 			_, _ = db.Exec("DROP TABLE IF EXISTS " + tb)
 		}
 	})

@@ -75,3 +75,9 @@ func CheckPrefix(prefix string) error {
 	}
 	return nil
 }
+
+// Names returns every table name of the dedup schema of prefix: processed, aggregate, lease and version
+// table, in that order (for tools and tests that list or drop a schema).
+func Names(prefix string) []string {
+	return []string{prefix + ProcessedTable, prefix + AggregateTable, prefix + LeaseTable, prefix + VersionTable}
+}
