@@ -116,7 +116,7 @@ func checkBatchRow(scope string, d *consumer.Delivery) error {
 	for _, c := range []struct {
 		name, v string
 		max     int
-	}{{"event ID", d.EventID, MaxEventIDLength}, {"scope", scope, maxGroupLength}, {"topic", d.Topic, maxTopicLength}, {"message ID", d.Msg.MsgId, maxMsgIDLength}} {
+	}{{"event ID", d.EventID, maxEventIDLength}, {"scope", scope, maxGroupLength}, {"topic", d.Topic, maxTopicLength}, {"message ID", d.Msg.MsgId, maxMsgIDLength}} {
 		if !utf8.ValidString(c.v) || utf8.RuneCountInString(c.v) > c.max {
 			return fmt.Errorf("%s %q is not valid UTF-8 or longer than %d characters", c.name, c.v, c.max)
 		}

@@ -43,8 +43,8 @@ type Lease struct {
 // missing lease table, ErrSchema (wrapped) marked infrastructure; the store's own failures,
 // retry.Infrastructure unless ctx ended.
 func (s *Store) ClaimLease(ctx context.Context, d *consumer.Delivery, dur time.Duration) (*Lease, error) {
-	if d.EventID == "" || utf8.RuneCountInString(d.EventID) > MaxEventIDLength {
-		return nil, retry.Permanentf("dedup: event ID %q is empty or longer than %d characters", d.EventID, MaxEventIDLength)
+	if d.EventID == "" || utf8.RuneCountInString(d.EventID) > maxEventIDLength {
+		return nil, retry.Permanentf("dedup: event ID %q is empty or longer than %d characters", d.EventID, maxEventIDLength)
 	}
 	scope := s.Scope(d)
 	if utf8.RuneCountInString(scope) > maxGroupLength {

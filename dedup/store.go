@@ -19,8 +19,8 @@ import (
 
 // Column sizes of processed_event; longer values cannot be stored, so the EventID middleware rejects them.
 const (
-	// MaxEventIDLength is the longest event ID the store holds, in characters.
-	MaxEventIDLength = 128
+	// maxEventIDLength is the longest event ID the store holds, in characters.
+	maxEventIDLength = dedupsql.MaxEventIDLength
 	// maxGroupLength is the longest consumer group name the store holds, in characters: RocketMQ's own
 	// limit on group names.
 	maxGroupLength = dedupsql.MaxScopeLength
@@ -181,7 +181,7 @@ func (s *Store) DB() *sqlx.DB { return s.db }
 // consumed_at is the database's UTC clock. It returns ErrDuplicate on MySQL 1062 on the row's primary key:
 // the scope already processed the event (or a transaction holding the key committed while Claim waited).
 // MySQL 1205/1213 from that wait come back wrapped (transient); an empty event ID, or one longer than
-// MaxEventIDLength, is permanent.
+// 128 characters, is permanent.
 func (s *Store) Claim(ctx context.Context, txn *Txn, d *consumer.Delivery) error {
 	if err := s.insertRow(ctx, txn.Tx, d, ResultSuccess, txn.token); err != nil {
 		return err
@@ -216,11 +216,11 @@ func (s *Store) insertRow(ctx context.Context, ex sqlx.ExecerContext, d *consume
 	return nil
 }
 
-// checkKey refuses, as permanent, an empty event ID or one longer than MaxEventIDLength, and a scope
+// checkKey refuses, as permanent, an empty event ID or one longer than maxEventIDLength, and a scope
 // longer than maxGroupLength: the key columns cannot hold them.
 func checkKey(scope, eventID string) error {
-	if eventID == "" || utf8.RuneCountInString(eventID) > MaxEventIDLength {
-		return retry.Permanentf("dedup: event ID %q is empty or longer than %d characters", eventID, MaxEventIDLength)
+	if eventID == "" || utf8.RuneCountInString(eventID) > maxEventIDLength {
+		return retry.Permanentf("dedup: event ID %q is empty or longer than %d characters", eventID, maxEventIDLength)
 	}
 	if utf8.RuneCountInString(scope) > maxGroupLength {
 		return retry.Permanentf("dedup: consumer group %q is longer than %d characters", scope, maxGroupLength)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/retry"
@@ -244,11 +245,11 @@ func (o *Outbox) Wake() {
 }
 
 // EventID returns the event ID of the outgoing row name of the event eventID in scope:
-// "scope/eventID/name" when that fits dedup.MaxEventIDLength and scope has no '/' (then it reads back
-// unambiguously), else "ob-" and 40 hex digits of the SHA-256 of the three parts.
+// "scope/eventID/name" when that fits the 128 characters of processed_event.event_id and scope has no '/'
+// (then it reads back unambiguously), else "ob-" and 40 hex digits of the SHA-256 of the three parts.
 func EventID(scope, eventID, name string) string {
 	id := scope + "/" + eventID + "/" + name
-	if utf8.RuneCountInString(id) <= dedup.MaxEventIDLength && !strings.Contains(scope, "/") {
+	if utf8.RuneCountInString(id) <= dedupsql.MaxEventIDLength && !strings.Contains(scope, "/") {
 		return id
 	}
 	sum := sha256.Sum256([]byte(scope + "\x00" + eventID + "\x00" + name))

@@ -223,7 +223,7 @@ func TestRelay_EffectIgnoringItsContextIsAbandonedAtEffectTimeout(t *testing.T) 
 // Derived event IDs of different (scope, event ID, name) never collide, also when a scope and an event
 // ID contain '/' (dedup.WithScope allows it), and fit the dedup event-ID column.
 func TestEventID_DistinctPartsNeverCollide(t *testing.T) {
-	long := strings.Repeat("x", dedup.MaxEventIDLength)
+	long := strings.Repeat("x", dedupsql.MaxEventIDLength)
 	cases := [][3]string{
 		{"a/b", "c", "n"}, {"a", "b/c", "n"}, {"a", "b", "c"},
 		{"g", "e", "n"}, {"g", "e", "n2"}, {"g2", "e", "n"},
@@ -232,7 +232,7 @@ func TestEventID_DistinctPartsNeverCollide(t *testing.T) {
 	seen := map[string][3]string{}
 	for _, c := range cases {
 		id := EventID(c[0], c[1], c[2])
-		require.LessOrEqual(t, len([]rune(id)), dedup.MaxEventIDLength, "%v", c)
+		require.LessOrEqual(t, len([]rune(id)), dedupsql.MaxEventIDLength, "%v", c)
 		prev, dup := seen[id]
 		require.False(t, dup, "%v and %v both derive %q", prev, c, id)
 		seen[id] = c

@@ -15,6 +15,9 @@ var ErrInvalidIdentifier = errors.New("dedup: not a plain SQL identifier")
 // MaxIdentifierLength is MySQL's limit for table and column names (and named locks).
 const MaxIdentifierLength = 64
 
+// MaxEventIDLength is the longest event ID processed_event.event_id holds, in characters.
+const MaxEventIDLength = 128
+
 // MaxScopeLength is the longest dedup scope (processed_event.consumer_group), in characters.
 const MaxScopeLength = 255
 
