@@ -16,8 +16,8 @@ type txKey struct{}
 // put middleware.Dedup before it in the chain.
 var ErrNoTx = errors.New("dedup: no dedup transaction in context (wire middleware.Dedup before this handler)")
 
-// WithTx returns ctx carrying tx, the transaction that holds the message's dedup row.
-func WithTx(ctx context.Context, tx *sqlx.Tx) context.Context {
+// withTx returns ctx carrying tx, the transaction that holds the message's dedup row (WithTxn).
+func withTx(ctx context.Context, tx *sqlx.Tx) context.Context {
 	return context.WithValue(ctx, txKey{}, tx)
 }
 

@@ -51,7 +51,7 @@ func (r *versionRig) run(t *testing.T, cfg middleware.VersionConfig, d *consumer
 	}
 	mw, err := middleware.Version(nil, cfg)
 	require.NoError(t, err)
-	return mw.Wrap(r.handler)(dedup.WithTx(context.Background(), &sqlx.Tx{}), d)
+	return mw.Wrap(r.handler)(dedup.WithTxn(context.Background(), &dedup.Txn{Tx: &sqlx.Tx{}}), d)
 }
 
 // event is an OrderPaid delivery of aggregate o-1 at version (omitted when ""), on delivery attempt+1 of 17.
@@ -171,7 +171,7 @@ func TestVersion_GapOnTheLastDeliveryFollowsOnGap(t *testing.T) {
 	mw, err := middleware.Version(nil, middleware.VersionConfig{AggregateType: "order", Load: r.load, GapRetries: 10})
 	require.NoError(t, err)
 	h := middleware.Classify().Wrap(mw.Wrap(r.handler)) // by hand: Chain refuses Version without Dedup; the context has the tx
-	o, err := h(dedup.WithTx(context.Background(), &sqlx.Tx{}), last())
+	o, err := h(dedup.WithTxn(context.Background(), &dedup.Txn{Tx: &sqlx.Tx{}}), last())
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
 	assert.Equal(t, consumer.CauseVersionGap, o.Cause, "not exhausted")
