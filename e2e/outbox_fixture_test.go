@@ -17,6 +17,7 @@ import (
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/dedupsql"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -53,7 +54,7 @@ func newFixture(t *testing.T) *fixture {
 	_, err = outbox.Migrate(ctx, db.DB, tables)
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		for _, tb := range append(dedupsql.Names(prefix), prefix+outbox.Table, prefix+outbox.VersionTable) {
+		for _, tb := range append(dedupsql.Names(prefix), prefix+outboxsql.Table, prefix+outboxsql.VersionTable) {
 			_, _ = db.Exec("DROP TABLE IF EXISTS " + tb)
 		}
 	})
@@ -181,6 +182,6 @@ func (ds *downstream) waitApplied(t *testing.T, n int, within time.Duration) []g
 func (f *fixture) count(status string) int {
 	f.t.Helper()
 	var n int
-	require.NoError(f.t, f.db.Get(&n, "SELECT COUNT(*) FROM "+f.tables.Prefix()+outbox.Table+" WHERE status = ?", status))
+	require.NoError(f.t, f.db.Get(&n, "SELECT COUNT(*) FROM "+f.tables.Prefix()+outboxsql.Table+" WHERE status = ?", status))
 	return n
 }

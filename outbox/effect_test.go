@@ -20,6 +20,7 @@ import (
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/outboxadmin"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -49,7 +50,7 @@ func newEffects(t *testing.T, ob func(*dedup.Store) *outbox.Outbox) (*effects, *
 	_, err = outbox.Migrate(ctx, db.DB, tables)
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		for _, tb := range append(dedupsql.Names(prefix), prefix+outbox.Table, prefix+outbox.VersionTable) {
+		for _, tb := range append(dedupsql.Names(prefix), prefix+outboxsql.Table, prefix+outboxsql.VersionTable) {
 			_, _ = db.Exec("DROP TABLE IF EXISTS " + tb)
 		}
 	})
@@ -80,7 +81,7 @@ func (e *effects) deliver(t *testing.T, id, body string) {
 func (e *effects) count(t *testing.T, status string) int {
 	t.Helper()
 	var n int
-	require.NoError(t, e.db.Get(&n, "SELECT COUNT(*) FROM "+e.tables.Prefix()+outbox.Table+" WHERE status = ?", status))
+	require.NoError(t, e.db.Get(&n, "SELECT COUNT(*) FROM "+e.tables.Prefix()+outboxsql.Table+" WHERE status = ?", status))
 	return n
 }
 
@@ -129,12 +130,12 @@ func TestEffect_ReceiverDownIsRetriedWithBackoffAndDeliveredWithOneIdempotencyKe
 	})
 	run(t, ob)
 	e.deliver(t, "order-1-paid", `{"order":1}`)
-	require.Eventually(t, func() bool { return e.count(t, outbox.StatusSent) == 1 }, 20*time.Second, 100*time.Millisecond)
+	require.Eventually(t, func() bool { return e.count(t, outboxsql.StatusSent) == 1 }, 20*time.Second, 100*time.Millisecond)
 
 	calls, at := rcv.snapshot()
 	require.GreaterOrEqual(t, len(calls), 3, "retried while the receiver was down")
 	require.LessOrEqual(t, len(calls), 10, "backoff: 100 ms doubling to 1 s, not a loop")
-	key := outbox.EventID(e.group, "order-1-paid", "notify")
+	key := outboxsql.EventID(e.group, "order-1-paid", "notify")
 	for i, c := range calls {
 		require.Equal(t, key, c.IdempotencyKey, "call %d", i)
 		require.Equal(t, `{"order":1}`, string(c.Payload))
@@ -169,13 +170,13 @@ func TestEffect_ExhaustedIsParkedListedAndRetried(t *testing.T) {
 	run(t, ob)
 	e.deliver(t, "order-1-paid", "order-1-paid:x")
 	e.deliver(t, "order-2-paid", "order-2-paid:y")
-	require.Eventually(t, func() bool { return e.count(t, outbox.StatusParked) == 1 && e.count(t, outbox.StatusSent) == 1 },
+	require.Eventually(t, func() bool { return e.count(t, outboxsql.StatusParked) == 1 && e.count(t, outboxsql.StatusSent) == 1 },
 		20*time.Second, 100*time.Millisecond)
 	require.Eventually(t, func() bool { return testutil.ToFloat64(m.ParkedRows) == 1 }, 5*time.Second, 50*time.Millisecond, "parked-rows gauge")
-	require.Equal(t, 1.0, testutil.ToFloat64(m.Parked.WithLabelValues(outbox.KindEffect)))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.Parked.WithLabelValues(outboxsql.KindEffect)))
 	require.Equal(t, 3.0, testutil.ToFloat64(m.Effects.WithLabelValues("notify", "failed")), "order-1's 3 runs")
 	require.Equal(t, 1.0, testutil.ToFloat64(m.Effects.WithLabelValues("notify", "ok")), "order-2's run")
-	parked, err := outboxadmin.List(context.Background(), e.db, e.tables, outbox.StatusParked, 10)
+	parked, err := outboxadmin.List(context.Background(), e.db, e.tables, outboxsql.StatusParked, 10)
 	require.NoError(t, err)
 	require.Len(t, parked, 1)
 	require.Equal(t, "order-1-paid", parked[0].SourceEventID)
@@ -189,7 +190,7 @@ func TestEffect_ExhaustedIsParkedListedAndRetried(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
 	ob.Wake()
-	require.Eventually(t, func() bool { return e.count(t, outbox.StatusSent) == 2 }, 20*time.Second, 100*time.Millisecond)
+	require.Eventually(t, func() bool { return e.count(t, outboxsql.StatusSent) == 2 }, 20*time.Second, 100*time.Millisecond)
 	mu.Lock()
 	calls, _ := rcv.snapshot()
 	mu.Unlock()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/outboxadmin"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/outbox"
 )
 
@@ -85,7 +86,7 @@ func newOutboxRelayCmd(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "outbox relay: sending %s%s to %v until interrupted\n", t.Prefix(), outbox.Table, g.nameServers)
+				fmt.Fprintf(cmd.OutOrStdout(), "outbox relay: sending %s%s to %v until interrupted\n", t.Prefix(), outboxsql.Table, g.nameServers)
 				return ob.Run(ctx)
 			})
 		},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/outbox"
@@ -78,6 +79,6 @@ func TestACL_OutboxRelaySendsToTheTopicInItsNamespace(t *testing.T) {
 		t.Fatalf("the relayed message did not arrive on %s", w.cluster.Topic(w.topic))
 	}
 	var status string
-	require.NoError(t, db.Get(&status, "SELECT status FROM "+prefix+outbox.Table))
-	assert.Equal(t, outbox.StatusSent, status)
+	require.NoError(t, db.Get(&status, "SELECT status FROM "+prefix+outboxsql.Table))
+	assert.Equal(t, outboxsql.StatusSent, status)
 }

@@ -13,13 +13,13 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/outbox"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 )
 
 // List returns up to limit rows of t's outbox with status ("" for every row not yet sent), oldest first.
 func List(ctx context.Context, db *sqlx.DB, t dedup.Tables, status string, limit int) ([]Row, error) {
 	q := `SELECT id, kind, event_id, source_event_id, name, sharding_key, topic, status, attempts, last_error, created_at
-	 FROM ` + t.Prefix() + outbox.Table + ` WHERE `
+	 FROM ` + t.Prefix() + outboxsql.Table + ` WHERE `
 	args := []any{}
 	if status == "" {
 		q += `status IN ('pending', 'parked')`
@@ -38,7 +38,7 @@ func List(ctx context.Context, db *sqlx.DB, t dedup.Tables, status string, limit
 // Retry makes parked rows of t's outbox pending again, due now, with their attempts reset: the rows of
 // ids, or every parked row when ids is empty. It returns how many rows it changed.
 func Retry(ctx context.Context, db *sqlx.DB, t dedup.Tables, ids ...int64) (int64, error) {
-	q := `UPDATE ` + t.Prefix() + outbox.Table + ` SET status = 'pending', attempts = 0, next_attempt_at = UTC_TIMESTAMP(6)
+	q := `UPDATE ` + t.Prefix() + outboxsql.Table + ` SET status = 'pending', attempts = 0, next_attempt_at = UTC_TIMESTAMP(6)
 	 WHERE status = 'parked'`
 	var args []any
 	if len(ids) > 0 {
@@ -63,7 +63,7 @@ func Purge(ctx context.Context, db *sqlx.DB, t dedup.Tables, olderThan time.Dura
 	if batch <= 0 {
 		batch = 1000
 	}
-	table, older := t.Prefix()+outbox.Table, olderThan.Microseconds()
+	table, older := t.Prefix()+outboxsql.Table, olderThan.Microseconds()
 	var bound int64
 	err := db.GetContext(ctx, &bound, `SELECT id FROM `+table+` FORCE INDEX (idx_outbox_pending)
 	 WHERE status = 'sent' AND sent_at >= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND ORDER BY id LIMIT 1`, older)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/outboxadmin"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/outbox"
 )
@@ -32,11 +33,11 @@ func newTable(t *testing.T) *table {
 	_, err = outbox.Migrate(context.Background(), db.DB, tables)
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		for _, tb := range []string{prefix + outbox.Table, prefix + outbox.VersionTable} {
+		for _, tb := range []string{prefix + outboxsql.Table, prefix + outboxsql.VersionTable} {
 			_, _ = db.Exec("DROP TABLE IF EXISTS " + tb)
 		}
 	})
-	return &table{db: db, tables: tables, t: prefix + outbox.Table}
+	return &table{db: db, tables: tables, t: prefix + outboxsql.Table}
 }
 
 // add inserts a committed pending message row (as Send after COMMIT) and returns its id.
@@ -45,7 +46,7 @@ func (tb *table) add(t *testing.T, name, key string) int64 {
 	res, err := tb.db.Exec(`INSERT INTO `+tb.t+` (kind, event_id, source_event_id, scope, name, sharding_key, topic, tag, msg_keys,
 	   properties, body, status, attempts, next_attempt_at, created_at)
 	 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`,
-		outbox.KindMessage, "scope/ev/"+name, "ev", "scope", name, key, "T", "", "", nil, []byte(name))
+		outboxsql.KindMessage, "scope/ev/"+name, "ev", "scope", name, key, "T", "", "", nil, []byte(name))
 	require.NoError(t, err)
 	id, err := res.LastInsertId()
 	require.NoError(t, err)
@@ -57,8 +58,8 @@ func (tb *table) add(t *testing.T, name, key string) int64 {
 func TestPurge_DeletesSentRowsPastTheWindowUpToTheFirstYoungOne(t *testing.T) {
 	tb := newTable(t)
 	rows := []struct{ status, sentAgo string }{
-		{outbox.StatusSent, "240 HOUR"}, {outbox.StatusSent, "240 HOUR"}, {outbox.StatusPending, ""}, {outbox.StatusParked, ""},
-		{outbox.StatusSent, "1 HOUR"}, {outbox.StatusSent, "240 HOUR"},
+		{outboxsql.StatusSent, "240 HOUR"}, {outboxsql.StatusSent, "240 HOUR"}, {outboxsql.StatusPending, ""}, {outboxsql.StatusParked, ""},
+		{outboxsql.StatusSent, "1 HOUR"}, {outboxsql.StatusSent, "240 HOUR"},
 	}
 	var ids []int64
 	for i, r := range rows {

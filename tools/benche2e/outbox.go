@@ -13,6 +13,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/outbox"
 )
 
@@ -45,7 +46,7 @@ func startRmqguardOutbox(ctx context.Context, env *environment, o options, b bac
 	if err != nil {
 		return nil, err
 	}
-	obTable := prefix + outbox.Table
+	obTable := prefix + outboxsql.Table
 	env.cleanup.prefix(prefix)
 	if _, err := dedup.Migrate(ctx, env.db.DB, dedup.WithTablePrefix(prefix)); err != nil {
 		return nil, err

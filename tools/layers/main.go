@@ -33,7 +33,7 @@ const testCeiling = "topics"
 // internal/collect import consumer, dedup imports collect, middleware imports dedup and metrics, dlq,
 // outbox and topics use consumer, dedup and internal/rmq, and internal/testenv serves the tests of all.
 var layers = [][]string{
-	{"internal/rmq", "internal/scrape", "internal/mysqlerr", "internal/dedupsql"},
+	{"internal/rmq", "internal/scrape", "internal/mysqlerr", "internal/dedupsql", "internal/outboxsql"},
 	{"retry"},
 	{"consumer"},
 	{"metrics", "internal/collect"},
