@@ -190,7 +190,7 @@ func TestF12_StrictVersions_LateOldVersionIsStaleAndRepeatIsDuplicate(t *testing
 	w.seed(t, "order-2", 4)
 	requireF12(t, w, true)
 
-	o := w.send(t, "o2-v9", "order-2", 9, middleware.DefaultGapRetries)
+	o := w.send(t, "o2-v9", "order-2", 9, 3) // the default GapRetries
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind, "a gap that waited its retries")
 	assert.Equal(t, consumer.CauseVersionGap, o.Cause)
 	assert.Equal(t, "", w.status(t, "o2-v9"), "a dead letter leaves no dedup row")

@@ -117,7 +117,7 @@ func TestVersion_GapIsRetriedThenDeadLettered(t *testing.T) {
 		o, err := r.run(t, middleware.VersionConfig{}, event("9", attempt))
 		require.NoError(t, err)
 		assert.Equal(t, consumer.KindRetry, o.Kind, "attempt %d", attempt)
-		assert.Equal(t, middleware.DefaultGapDelayLevel, o.DelayLevel)
+		assert.Equal(t, 2, o.DelayLevel, "the default GapDelayLevel")
 		assert.Contains(t, o.Reason, "version gap: aggregate order o-1: event version 9, stored 6 (versions 7..8 missing)")
 		assert.Zero(t, r.calls)
 	}
