@@ -228,7 +228,7 @@ func (o *Outbox) insert(ctx context.Context, d *consumer.Delivery, r row) (strin
 		}
 		return "", fmt.Errorf("outbox: record %s %q: %w", r.Kind, r.Name, err)
 	}
-	// Without the middleware's Txn (a bare dedup.WithTx) there is no hook: the relay's poll finds the row.
+	// Without the middleware's Txn in ctx (ErrNoTx) there is no hook: the relay's poll finds the row.
 	if err := dedup.AfterCommit(ctx, func(context.Context) { o.wakeRelay() }); err != nil && !errors.Is(err, dedup.ErrNoTx) {
 		return "", fmt.Errorf("outbox: %w", err)
 	}
