@@ -36,7 +36,7 @@ var layers = [][]string{
 	{"internal/rmq", "internal/scrape", "internal/mysqlerr", "internal/dedupsql", "internal/outboxsql"},
 	{"retry"},
 	{"consumer"},
-	{"metrics", "internal/collect"},
+	{"metrics", "internal/collect", "internal/dupcause"},
 	{"dedup"},
 	{"internal/testenv"},
 	{"middleware"},
