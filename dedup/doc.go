@@ -175,6 +175,6 @@
 // WithTablePrefix(p) names the tables p + "processed_event", p + "aggregate_version", p + "event_lease"
 // (lease mode) and p + "rmqguard_dedup_db_version" (the migrations' version table), so that the same event ID
 // is processed once in each schema. The CLI takes it as `rmqguard dedup purge --table-prefix`. The names must
-// not start with a digit (see NewTables). CheckSchema's key check passes a binary type or a _bin collation
+// not start with a digit (see WithTablePrefix). CheckSchema's key check passes a binary type or a _bin collation
 // such as utf8mb4_bin, which migration 00001 uses.
 package dedup

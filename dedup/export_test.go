@@ -27,7 +27,16 @@ func (j *Janitor) LockName() string { return j.lock }
 // Leading reports whether j holds its scope's lock.
 func (j *Janitor) Leading() bool { return j.leading.Load() }
 
+// NewTableNames exposes newTableNames to the tests.
+var NewTableNames = newTableNames
+
 // TableNames exposes t's table names (processed, aggregate, lease, version) to the tests.
-func TableNames(t Tables) []string {
+func TableNames(t tableNames) []string {
 	return []string{t.processed(), t.aggregate(), t.lease(), t.version()}
 }
+
+// StoreTableNames exposes the table names of s to the tests.
+func StoreTableNames(s *Store) []string { return TableNames(s.tables) }
+
+// ZeroTableNames exposes the table names of the zero tableNames to the tests.
+func ZeroTableNames() []string { return TableNames(tableNames{}) }

@@ -76,7 +76,7 @@ type Janitor struct {
 // empty or longer than maxGroupLength, Retention is not positive or (without Force) shorter than
 // BrokerRetention + ReplayWindow (saying the least window), Interval, Pause, BrokerRetention or
 // ReplayWindow is negative, BatchSize is outside 1..10000, or TablePrefix is not a valid prefix
-// (NewTables); also when db is nil.
+// (WithTablePrefix); also when db is nil.
 func NewJanitor(db *sqlx.DB, cfg JanitorConfig) (*Janitor, error) {
 	if db == nil {
 		return nil, errors.New("dedup: NewJanitor: db is nil")
@@ -118,7 +118,7 @@ func (c JanitorConfig) validate() error {
 	case c.BrokerRetention < 0 || c.ReplayWindow < 0:
 		return fmt.Errorf("dedup: janitor: BrokerRetention %s and ReplayWindow %s must not be negative", c.BrokerRetention, c.ReplayWindow)
 	}
-	if _, err := NewTables(c.TablePrefix); err != nil {
+	if _, err := newTableNames(c.TablePrefix); err != nil {
 		return fmt.Errorf("dedup: janitor: TablePrefix: %w", err)
 	}
 	return dedupsql.CheckWindow("Retention", c.Retention, p.BrokerRetention, p.ReplayWindow, c.Force)

@@ -20,7 +20,7 @@ import (
 )
 
 // migrationFiles are the dedup schema's goose SQL migrations as text/template sources: {{.Processed}},
-// {{.Aggregate}} and {{.Lease}} stand for the table names of a Tables (see renderMigrations).
+// {{.Aggregate}} and {{.Lease}} stand for the table names of a tableNames (see renderMigrations).
 //
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
@@ -28,7 +28,7 @@ var migrationFiles embed.FS
 // migrations returns the dedup schema's migrations (goose SQL files) for the default table names, for
 // tools that run migrations themselves; migrationsFor gives them for a prefix.
 func migrations() fs.FS {
-	fsys, err := renderMigrations(Tables{})
+	fsys, err := renderMigrations(tableNames{})
 	if err != nil {
 		panic(err) // the embedded templates are fixed at compile time, and tested
 	}
@@ -38,11 +38,11 @@ func migrations() fs.FS {
 // migrationsFor returns the dedup schema's migrations (goose SQL files) creating and altering the tables
 // of t, for tools that run migrations themselves; record them in t.version(). It returns an error when an
 // embedded template fails to render, which the package's tests rule out.
-func migrationsFor(t Tables) (fs.FS, error) { return renderMigrations(t) }
+func migrationsFor(t tableNames) (fs.FS, error) { return renderMigrations(t) }
 
 // renderMigrations executes each embedded migration template with t's table names, into an in-memory
-// file system. The names are safe to write into SQL text: NewTables admits only letters, digits and '_'.
-func renderMigrations(t Tables) (fs.FS, error) {
+// file system. The names are safe to write into SQL text: newTableNames admits only letters, digits and '_'.
+func renderMigrations(t tableNames) (fs.FS, error) {
 	files, err := fs.Glob(migrationFiles, "migrations/*.sql")
 	if err != nil {
 		return nil, fmt.Errorf("dedup: migrations: %w", err)

@@ -18,7 +18,7 @@ type storeConfig struct {
 	log    *zap.Logger
 	obs    Observer
 	txDSN  string
-	tables Tables
+	tables tableNames
 	// prefixed: WithTablePrefix was given; others: the names of the other options given, in order.
 	prefixed bool
 	others   []string
@@ -37,7 +37,7 @@ func WithTablePrefix(prefix string) Option {
 		if c.prefixed {
 			return fmt.Errorf("dedup: WithTablePrefix: given twice: a store has one set of tables")
 		}
-		t, err := NewTables(prefix)
+		t, err := newTableNames(prefix)
 		if err != nil {
 			return fmt.Errorf("dedup: WithTablePrefix: %w", err)
 		}

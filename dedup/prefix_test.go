@@ -91,7 +91,7 @@ func prefixedChain(t *testing.T, db *sqlx.DB, prefix string, opts ...dedup.Optio
 	store, err := dedup.NewStore(db, append(opts, dedup.WithTablePrefix(prefix))...)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, store.Close()) })
-	assert.Equal(t, prefix+"processed_event", dedup.TableNames(store.Tables())[0])
+	assert.Equal(t, prefix+"processed_event", dedup.StoreTableNames(store)[0])
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
 	version, err := middleware.Version(store, middleware.VersionConfig{AggregateType: "order", Require: true})
@@ -201,7 +201,7 @@ func TestTablePrefix_InvalidPrefixFailsNamingTheOption(t *testing.T) {
 	assert.ErrorContains(t, err, "dedup: WithTablePrefix: given twice")
 	_, err = dedup.Migrate(ctx, raw, dedup.WithTablePrefix("a_"), dedup.WithScope("s"))
 	assert.ErrorContains(t, err, "dedup: Migrate: takes only WithTablePrefix; WithScope configure(s) a Store")
-	_, err = dedup.NewTables(strings.Repeat("a", 39))
+	err = dedupsql.CheckPrefix(strings.Repeat("a", 39))
 	assert.NoError(t, err, "39 characters: the version table has 64")
 }
 
@@ -209,12 +209,11 @@ func TestTablePrefix_InvalidPrefixFailsNamingTheOption(t *testing.T) {
 // the default names in it), and the janitor's lock name (the scope's hash alone); with a prefix the lock
 // differs, so the janitors of two schemas do not exclude each other.
 func TestTablePrefix_DefaultIsUnchanged(t *testing.T) {
-	var zero dedup.Tables
-	def, err := dedup.NewTables("")
+	def, err := dedup.NewTableNames("")
 	require.NoError(t, err)
-	assert.Equal(t, zero, def)
 	assert.Equal(t, []string{"processed_event", "aggregate_version", "event_lease", "rmqguard_dedup_db_version"},
 		dedup.TableNames(def))
+	assert.Equal(t, dedup.TableNames(def), dedup.ZeroTableNames())
 
 	create, err := fs.ReadFile(dedup.Migrations(), "00001_processed_event.sql")
 	require.NoError(t, err)
@@ -223,7 +222,7 @@ func TestTablePrefix_DefaultIsUnchanged(t *testing.T) {
 	agg, err := fs.ReadFile(dedup.Migrations(), "00004_aggregate_version.sql")
 	require.NoError(t, err)
 	assert.Contains(t, string(agg), "CREATE TABLE IF NOT EXISTS aggregate_version (")
-	p, err := dedup.NewTables("p_")
+	p, err := dedup.NewTableNames("p_")
 	require.NoError(t, err)
 	prefixed, err := dedup.MigrationsFor(p)
 	require.NoError(t, err)

@@ -57,7 +57,7 @@ type Store struct {
 	log   *zap.Logger
 	obs   Observer // after-commit hook failures (WithObserver)
 	// tables are the schema's table names (WithTablePrefix); q the statements naming them, built once.
-	tables Tables
+	tables tableNames
 	q      queries
 }
 
@@ -171,8 +171,8 @@ func (s *Store) TxStats() sql.DBStats {
 	return s.db.Stats()
 }
 
-// Tables returns the names of the store's tables (WithTablePrefix; the default names without it).
-func (s *Store) Tables() Tables { return s.tables }
+// TablePrefix returns the prefix of the store's table names (WithTablePrefix; "" for the default names).
+func (s *Store) TablePrefix() string { return s.tables.prefix }
 
 // DB returns the database the store writes to.
 func (s *Store) DB() *sqlx.DB { return s.db }

@@ -7,42 +7,36 @@ import (
 	"github.com/rmqguard/rmqguard/internal/dedupsql"
 )
 
-// Tables names the tables of one dedup schema: Prefix followed by "processed_event", "aggregate_version",
-// "event_lease" (lease mode) and "rmqguard_dedup_db_version" (goose). Several schemas can live in one
-// database side by side, each with its own prefix (two services sharing a database, a blue/green pair),
-// and do not see each other's rows. The zero Tables is the default schema, without a prefix. Build one
-// with NewTables, or give the prefix to WithTablePrefix or JanitorConfig.TablePrefix.
-type Tables struct {
+// tableNames names the tables of one dedup schema: prefix followed by "processed_event",
+// "aggregate_version", "event_lease" (lease mode) and "rmqguard_dedup_db_version" (goose). Several schemas
+// can live in one database side by side, each with its own prefix (WithTablePrefix), and do not see each
+// other's rows. The zero tableNames is the default schema, without a prefix.
+type tableNames struct {
 	prefix string
 }
 
-// NewTables returns the tables of prefix ("" for the default names). The prefix may hold only lowercase
-// ASCII letters, digits and '_' (table names are case-sensitive on some servers), must not start with a
-// digit and may have at most 39 characters. Error: one that quotes the prefix and says why.
-func NewTables(prefix string) (Tables, error) {
+// newTableNames returns the tables of prefix ("" for the default names), or dedupsql.CheckPrefix's error.
+func newTableNames(prefix string) (tableNames, error) {
 	if err := dedupsql.CheckPrefix(prefix); err != nil {
-		return Tables{}, err
+		return tableNames{}, err
 	}
-	return Tables{prefix: prefix}, nil
+	return tableNames{prefix: prefix}, nil
 }
 
-// Prefix returns the prefix of the table names ("" for the default schema).
-func (t Tables) Prefix() string { return t.prefix }
-
 // processed returns the name of the processed-event table: Prefix + "processed_event".
-func (t Tables) processed() string { return t.prefix + dedupsql.ProcessedTable }
+func (t tableNames) processed() string { return t.prefix + dedupsql.ProcessedTable }
 
 // aggregate returns the name of the aggregate-version table: Prefix + "aggregate_version".
-func (t Tables) aggregate() string { return t.prefix + dedupsql.AggregateTable }
+func (t tableNames) aggregate() string { return t.prefix + dedupsql.AggregateTable }
 
 // lease returns the name of the lease table of middleware.Lease: Prefix + "event_lease".
-func (t Tables) lease() string { return t.prefix + dedupsql.LeaseTable }
+func (t tableNames) lease() string { return t.prefix + dedupsql.LeaseTable }
 
 // version returns the name of the goose version table of the dedup migrations: Prefix +
 // "rmqguard_dedup_db_version".
-func (t Tables) version() string { return t.prefix + dedupsql.VersionTable }
+func (t tableNames) version() string { return t.prefix + dedupsql.VersionTable }
 
-// queries are the statements of a Store, built once from its Tables (table names cannot be placeholders).
+// queries are the statements of a Store, built once from its table names (they cannot be placeholders).
 type queries struct {
 	claim, confirm, committed, processed, cause, probe string
 	aggregateRead, aggregateAdvance                    string
@@ -52,8 +46,8 @@ type queries struct {
 	leaseClaim, leaseTake, leaseRead, leaseMine, leaseHold, leaseRelease, leaseExpire string
 }
 
-// newQueries writes t's names into the store's statements; t's names are valid identifiers (NewTables).
-func newQueries(t Tables) queries {
+// newQueries writes t's names into the store's statements; t's names are valid identifiers (newTableNames).
+func newQueries(t tableNames) queries {
 	p, a, l := t.processed(), t.aggregate(), t.lease()
 	return queries{
 		claim: `INSERT INTO ` + p + `
@@ -93,18 +87,18 @@ func newQueries(t Tables) queries {
 // tablesOption reads the prefix a list of options sets, for the functions that take a Store's options but
 // use only WithTablePrefix (Migrate, CheckSchema): any other option is refused, naming caller, since it
 // would be ignored.
-func tablesOption(caller string, opts []Option) (Tables, error) {
+func tablesOption(caller string, opts []Option) (tableNames, error) {
 	var c storeConfig
 	for _, opt := range opts {
 		if opt == nil {
-			return Tables{}, fmt.Errorf("dedup: %s: an option is nil", caller)
+			return tableNames{}, fmt.Errorf("dedup: %s: an option is nil", caller)
 		}
 		if err := opt.apply(&c); err != nil {
-			return Tables{}, fmt.Errorf("dedup: %s: %w", caller, err)
+			return tableNames{}, fmt.Errorf("dedup: %s: %w", caller, err)
 		}
 	}
 	if len(c.others) > 0 {
-		return Tables{}, fmt.Errorf("dedup: %s: takes only WithTablePrefix; %s configure(s) a Store, pass it to NewStore",
+		return tableNames{}, fmt.Errorf("dedup: %s: takes only WithTablePrefix; %s configure(s) a Store, pass it to NewStore",
 			caller, strings.Join(c.others, ", "))
 	}
 	return c.tables, nil
@@ -112,7 +106,7 @@ func tablesOption(caller string, opts []Option) (Tables, error) {
 
 // migrateHint is what follows "run dedup.Migrate" in a fix: nothing for the default tables, else the
 // option that names these.
-func (t Tables) migrateHint() string {
+func (t tableNames) migrateHint() string {
 	if t.prefix == "" {
 		return ""
 	}

@@ -46,7 +46,7 @@ func TestOutboxRelay_BrokerStopped30sRowsWaitUnparkedThenGoOutOnceInKeyOrder(t *
 	require.Equal(t, float64(len(ids)), peak, "pending-rows gauge while the broker is down")
 	require.Equal(t, len(ids), f.count(outboxsql.StatusPending), "every row waits")
 	var attempts int
-	require.NoError(t, f.db.Get(&attempts, "SELECT COALESCE(SUM(attempts), 0) FROM "+f.tables.Prefix()+outboxsql.Table+" WHERE status = 'pending'"))
+	require.NoError(t, f.db.Get(&attempts, "SELECT COALESCE(SUM(attempts), 0) FROM "+f.prefix+outboxsql.Table+" WHERE status = 'pending'"))
 	t.Logf("broker down %s: %d send attempts on %d pending rows", time.Since(stopped).Round(time.Second), attempts, len(ids))
 	require.LessOrEqual(t, attempts, 30, "backoff: 100 ms doubling to 5 s over 30 s, not a loop")
 

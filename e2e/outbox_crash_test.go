@@ -90,13 +90,13 @@ func TestOutboxRelay_KilledWhileHoldingRowsTheNextRelaySendsThemOnce(t *testing.
 	ids := deliverEvents(t, up, f.run, 4, 5)
 
 	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), envRelayChild+"="+f.tables.Prefix(), envRelayNameSrv+"="+blackhole(t))
+	child.Env = append(os.Environ(), envRelayChild+"="+f.prefix, envRelayNameSrv+"="+blackhole(t))
 	child.Stdout, child.Stderr = os.Stderr, os.Stderr
 	require.NoError(t, child.Start())
 	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
 
 	// The child holds the head rows' locks while its send hangs: a SKIP LOCKED read here sees fewer rows.
-	table := f.tables.Prefix() + outboxsql.Table
+	table := f.prefix + outboxsql.Table
 	require.Eventually(t, func() bool {
 		tx, err := f.db.Beginx()
 		require.NoError(t, err)

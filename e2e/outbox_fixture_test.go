@@ -30,7 +30,7 @@ type fixture struct {
 	t      *testing.T
 	ctx    context.Context
 	db     *sqlx.DB
-	tables dedup.Tables
+	prefix string
 	store  *dedup.Store
 	ns     []string
 	topic  string
@@ -47,11 +47,11 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(cancel)
 	run := testenv.Unique("ob")
 	prefix := "ob" + strings.TrimPrefix(run, "ob-") + "_"
-	tables, err := dedup.NewTables(prefix)
+	err := dedupsql.CheckPrefix(prefix)
 	require.NoError(t, err)
 	_, err = dedup.Migrate(ctx, db.DB, dedup.WithTablePrefix(prefix))
 	require.NoError(t, err)
-	_, err = outbox.Migrate(ctx, db.DB, tables)
+	_, err = outbox.Migrate(ctx, db.DB, prefix)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		for _, tb := range append(dedupsql.Names(prefix), prefix+outboxsql.Table, prefix+outboxsql.VersionTable) {
@@ -63,7 +63,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(func() { _ = store.Close() })
 	topic := "RMQGUARD_OB_" + strings.ReplaceAll(run, "-", "_")
 	require.NoError(t, rmq.EnsureTopic(ctx, ns, broker, topic, 4))
-	return &fixture{t: t, ctx: ctx, db: db, tables: tables, store: store, ns: ns, topic: topic, run: run}
+	return &fixture{t: t, ctx: ctx, db: db, prefix: prefix, store: store, ns: ns, topic: topic, run: run}
 }
 
 // outbox returns an Outbox on the fixture's store with cfg (NameServers set unless noBroker).
@@ -182,6 +182,6 @@ func (ds *downstream) waitApplied(t *testing.T, n int, within time.Duration) []g
 func (f *fixture) count(status string) int {
 	f.t.Helper()
 	var n int
-	require.NoError(f.t, f.db.Get(&n, "SELECT COUNT(*) FROM "+f.tables.Prefix()+outboxsql.Table+" WHERE status = ?", status))
+	require.NoError(f.t, f.db.Get(&n, "SELECT COUNT(*) FROM "+f.prefix+outboxsql.Table+" WHERE status = ?", status))
 	return n
 }

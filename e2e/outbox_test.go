@@ -143,7 +143,7 @@ func TestOutboxRelay_TwoRelaysOnOneTableSendEachRowAndDownstreamAppliesItOnce(t 
 	requireOnceInKeyOrder(t, f, ds, ids)
 	require.Eventually(t, func() bool { return f.count(outboxsql.StatusSent) == len(ids) }, 10*time.Second, 100*time.Millisecond)
 	var maxAttempts int
-	require.NoError(t, f.db.Get(&maxAttempts, "SELECT MAX(attempts) FROM "+f.tables.Prefix()+outboxsql.Table))
+	require.NoError(t, f.db.Get(&maxAttempts, "SELECT MAX(attempts) FROM "+f.prefix+outboxsql.Table))
 	require.Equal(t, 1, maxAttempts, "every row sent by one SEND_OK, none twice")
 }
 
@@ -171,8 +171,8 @@ func TestOutboxRelay_BrokerUnreachableRowsWaitWithBackoffThenGoOutInKeyOrder(t *
 	stopDown()
 	require.Equal(t, len(ids), f.count(outboxsql.StatusPending), "every row still pending")
 	var tried, attempts int
-	require.NoError(t, f.db.Get(&tried, "SELECT COUNT(*) FROM "+f.tables.Prefix()+outboxsql.Table+" WHERE attempts > 0"))
-	require.NoError(t, f.db.Get(&attempts, "SELECT COALESCE(SUM(attempts), 0) FROM "+f.tables.Prefix()+outboxsql.Table))
+	require.NoError(t, f.db.Get(&tried, "SELECT COUNT(*) FROM "+f.prefix+outboxsql.Table+" WHERE attempts > 0"))
+	require.NoError(t, f.db.Get(&attempts, "SELECT COALESCE(SUM(attempts), 0) FROM "+f.prefix+outboxsql.Table))
 	t.Logf("broker unreachable for 4 s: %d send attempts on %d rows", attempts, tried)
 	require.Positive(t, attempts, "the relay tried")
 	require.LessOrEqual(t, attempts, 12, "backoff: no hot loop (100 ms doubling to 1 s over 4 s, one row per round)")
@@ -213,7 +213,7 @@ func TestOutboxRelay_RowForAMissingTopicIsParkedOthersGoOnAndRetrySendsItAfterTh
 		require.Contains(t, g.Body, "-kB-", "only key B went out")
 	}
 	require.Eventually(t, func() bool { return f.count(outboxsql.StatusParked) == 1 }, 20*time.Second, 100*time.Millisecond)
-	parked, err := outboxadmin.List(f.ctx, f.db, f.tables, outboxsql.StatusParked, 10)
+	parked, err := outboxadmin.List(f.ctx, f.db, f.prefix, outboxsql.StatusParked, 10)
 	require.NoError(t, err)
 	require.Len(t, parked, 1)
 	require.Equal(t, f.run+"-kA-000", parked[0].SourceEventID)
@@ -221,13 +221,13 @@ func TestOutboxRelay_RowForAMissingTopicIsParkedOthersGoOnAndRetrySendsItAfterTh
 	require.Equal(t, 1, f.count(outboxsql.StatusPending), "kA-001 waits behind the parked row")
 
 	require.NoError(t, irmq.EnsureTopic(f.ctx, f.ns, testenv.Broker(t), missing, 4))
-	n, err := outboxadmin.Retry(f.ctx, f.db, f.tables)
+	n, err := outboxadmin.Retry(f.ctx, f.db, f.prefix)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
 	require.Eventually(t, func() bool { return f.count(outboxsql.StatusSent) == len(ids) }, 60*time.Second, 200*time.Millisecond)
 	ds.waitApplied(t, 4, 30*time.Second) // kA-001, on the fixture's topic, after kA-000 was sent
 	var order []string
-	require.NoError(t, f.db.Select(&order, "SELECT source_event_id FROM "+f.tables.Prefix()+outboxsql.Table+" ORDER BY sent_at, id"))
+	require.NoError(t, f.db.Select(&order, "SELECT source_event_id FROM "+f.prefix+outboxsql.Table+" ORDER BY sent_at, id"))
 	require.Less(t, indexOf(order, f.run+"-kA-000"), indexOf(order, f.run+"-kA-001"), "kA-000 sent before kA-001: %v", order)
 }
 
@@ -285,7 +285,7 @@ func TestOutbox_RelayInTheConsumerProcessSendsSoonAfterTheCommit(t *testing.T) {
 	require.Len(t, applied, len(ids))
 	var lat []float64
 	require.NoError(t, f.db.Select(&lat, "SELECT TIMESTAMPDIFF(MICROSECOND, created_at, sent_at) / 1000 FROM "+
-		f.tables.Prefix()+outboxsql.Table+" WHERE status = 'sent' ORDER BY 1"))
+		f.prefix+outboxsql.Table+" WHERE status = 'sent' ORDER BY 1"))
 	require.Len(t, lat, len(ids))
 	p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
 	t.Logf("insert-to-SEND_OK (ms) over %d rows: p50 %.1f p99 %.1f max %.1f", len(lat), p50, p99, lat[len(lat)-1])

@@ -31,7 +31,7 @@ import (
 // whose callback the test calls; its handler records the effect "notify" for each event.
 type effects struct {
 	db     *sqlx.DB
-	tables dedup.Tables
+	prefix string
 	store  *dedup.Store
 	group  string
 	up     *testenv.Callback
@@ -42,12 +42,12 @@ func newEffects(t *testing.T, ob func(*dedup.Store) *outbox.Outbox) (*effects, *
 	db := testenv.MySQL(t)
 	run := testenv.Unique("fx")
 	prefix := "fx" + strings.TrimPrefix(run, "fx-") + "_"
-	tables, err := dedup.NewTables(prefix)
+	err := dedupsql.CheckPrefix(prefix)
 	require.NoError(t, err)
 	ctx := context.Background()
 	_, err = dedup.Migrate(ctx, db.DB, dedup.WithTablePrefix(prefix))
 	require.NoError(t, err)
-	_, err = outbox.Migrate(ctx, db.DB, tables)
+	_, err = outbox.Migrate(ctx, db.DB, prefix)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		for _, tb := range append(dedupsql.Names(prefix), prefix+outboxsql.Table, prefix+outboxsql.VersionTable) {
@@ -67,7 +67,7 @@ func newEffects(t *testing.T, ob func(*dedup.Store) *outbox.Outbox) (*effects, *
 	chain := testenv.Must(middleware.Chain(h, middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Deadline(0), testenv.Must(middleware.Dedup(store))))
 	group := "fx-" + run
 	up := testenv.NewCallback(t, consumer.Config{Group: group, Subscriptions: []consumer.Subscription{{Topic: "RMQGUARD_FX"}}}, chain)
-	return &effects{db: db, tables: tables, store: store, group: group, up: up}, o
+	return &effects{db: db, prefix: prefix, store: store, group: group, up: up}, o
 }
 
 // deliver delivers event id with body and requires it acknowledged.
@@ -81,7 +81,7 @@ func (e *effects) deliver(t *testing.T, id, body string) {
 func (e *effects) count(t *testing.T, status string) int {
 	t.Helper()
 	var n int
-	require.NoError(t, e.db.Get(&n, "SELECT COUNT(*) FROM "+e.tables.Prefix()+outboxsql.Table+" WHERE status = ?", status))
+	require.NoError(t, e.db.Get(&n, "SELECT COUNT(*) FROM "+e.prefix+outboxsql.Table+" WHERE status = ?", status))
 	return n
 }
 
@@ -176,7 +176,7 @@ func TestEffect_ExhaustedIsParkedListedAndRetried(t *testing.T) {
 	require.Equal(t, 1.0, testutil.ToFloat64(m.Parked.WithLabelValues(outboxsql.KindEffect)))
 	require.Equal(t, 3.0, testutil.ToFloat64(m.Effects.WithLabelValues("notify", "failed")), "order-1's 3 runs")
 	require.Equal(t, 1.0, testutil.ToFloat64(m.Effects.WithLabelValues("notify", "ok")), "order-2's run")
-	parked, err := outboxadmin.List(context.Background(), e.db, e.tables, outboxsql.StatusParked, 10)
+	parked, err := outboxadmin.List(context.Background(), e.db, e.prefix, outboxsql.StatusParked, 10)
 	require.NoError(t, err)
 	require.Len(t, parked, 1)
 	require.Equal(t, "order-1-paid", parked[0].SourceEventID)
@@ -186,7 +186,7 @@ func TestEffect_ExhaustedIsParkedListedAndRetried(t *testing.T) {
 	mu.Lock()
 	healthy["order-1-paid"] = true
 	mu.Unlock()
-	n, err := outboxadmin.Retry(context.Background(), e.db, e.tables, parked[0].ID)
+	n, err := outboxadmin.Retry(context.Background(), e.db, e.prefix, parked[0].ID)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
 	ob.Wake()

@@ -146,7 +146,7 @@ func New(store *dedup.Store, cfg Config) (*Outbox, error) {
 		return nil, err
 	}
 	return &Outbox{cfg: cfg.withDefaults(), store: store, db: store.DB(),
-		q: newQueries(store.Tables().Prefix() + outboxsql.Table), wake: make(chan struct{}, 1),
+		q: newQueries(store.TablePrefix() + outboxsql.Table), wake: make(chan struct{}, 1),
 		inst: "rmqguard-outbox-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)}, nil
 }
 

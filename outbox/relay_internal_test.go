@@ -33,11 +33,11 @@ func newTable(t testing.TB, cfg Config) (*table, *Outbox) {
 	t.Helper()
 	db := testenv.MySQL(t)
 	prefix := "obi" + strings.ReplaceAll(strings.TrimPrefix(testenv.Unique("obi"), "obi-"), "-", "_") + "_"
-	tables, err := dedup.NewTables(prefix)
+	err := dedupsql.CheckPrefix(prefix)
 	require.NoError(t, err)
 	_, err = dedup.Migrate(context.Background(), db.DB, dedup.WithTablePrefix(prefix))
 	require.NoError(t, err)
-	_, err = Migrate(context.Background(), db.DB, tables)
+	_, err = Migrate(context.Background(), db.DB, prefix)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		for _, tb := range append(dedupsql.Names(prefix), prefix+outboxsql.Table, prefix+outboxsql.VersionTable) {

@@ -37,11 +37,11 @@ func TestPaidOrder_LoyaltyAndNotificationOnceThroughTheOutbox(t *testing.T) {
 	require.NoError(t, shop.Migrate(ctx, db.DB))
 	run := testenv.Unique("fu")
 	prefix := "fu" + strings.NewReplacer("-", "", "_", "").Replace(strings.TrimPrefix(run, "fu-")) + "_"
-	tables, err := dedup.NewTables(prefix)
+	err := dedupsql.CheckPrefix(prefix)
 	require.NoError(t, err)
 	_, err = dedup.Migrate(ctx, db.DB, dedup.WithTablePrefix(prefix))
 	require.NoError(t, err)
-	_, err = outbox.Migrate(ctx, db.DB, tables)
+	_, err = outbox.Migrate(ctx, db.DB, prefix)
 	require.NoError(t, err)
 	obTable := prefix + outboxsql.Table
 	t.Cleanup(func() {

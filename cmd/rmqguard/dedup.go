@@ -11,7 +11,6 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/spf13/cobra"
 
-	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/dedupsql"
 )
 
@@ -79,7 +78,7 @@ func (o *purgeOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	case o.cfg.OlderThan == 0:
 		return errors.New("no window: pass --older-than, e.g. 168h")
 	}
-	if _, err := dedup.NewTables(o.cfg.TablePrefix); err != nil {
+	if err := dedupsql.CheckPrefix(o.cfg.TablePrefix); err != nil {
 		return fmt.Errorf("--table-prefix: %w", err)
 	}
 	if err := o.cfg.Validate(); err != nil { // before connecting

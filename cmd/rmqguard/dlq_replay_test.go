@@ -76,7 +76,7 @@ func TestCLI_ReplayChecksThePrefixedDedupTable(t *testing.T) {
 	db := testenv.MySQL(t)
 	dsn := testenv.Env("RMQGUARD_TEST_MYSQL_DSN", testenv.DefaultMySQLDSN)
 	prefix := strings.ReplaceAll(testenv.Unique("cli"), "-", "_") + "_"
-	_, err := dedup.NewTables(prefix)
+	err := dedupsql.CheckPrefix(prefix)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		for _, table := range dedupsql.Names(prefix) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dlq"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 )
 
 // dbFlags are the flags of the dedup database, which holds the replay audit: `dlq replay` records there,
@@ -33,7 +34,7 @@ func (f *dbFlags) validateDB() error {
 	if f.dsn == "" {
 		f.dsn = os.Getenv(envMySQLDSN)
 	}
-	if _, err := dedup.NewTables(f.tablePrefix); err != nil {
+	if err := dedupsql.CheckPrefix(f.tablePrefix); err != nil {
 		return usageError("--table-prefix: %v", err)
 	}
 	return nil

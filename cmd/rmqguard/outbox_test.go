@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/outbox"
@@ -21,9 +21,9 @@ func TestOutboxCLI_ListsParkedRowsRetriesThemAndPurgesOnlySentRows(t *testing.T)
 	db := testenv.MySQL(t)
 	dsn := testenv.MySQLDSN()
 	prefix := "cli" + strings.TrimPrefix(testenv.Unique("x"), "x-") + "_"
-	tables, err := dedup.NewTables(prefix)
+	err := dedupsql.CheckPrefix(prefix)
 	require.NoError(t, err)
-	_, err = outbox.Migrate(context.Background(), db.DB, tables)
+	_, err = outbox.Migrate(context.Background(), db.DB, prefix)
 	require.NoError(t, err)
 	table := prefix + outboxsql.Table
 	t.Cleanup(func() {

@@ -124,11 +124,11 @@ func New(store dedup.TxStore, rdb redis.UniversalClient, cfg Config) (*Layer, er
 
 // keyHead is the start of store's done keys: prefix + "done:", followed by the table prefix of a store on
 // prefixed tables and "@" (a character no table prefix holds), so that such keys never equal the keys of a
-// store on other tables (dedup.Tables).
+// store on other tables (dedup.WithTablePrefix).
 func keyHead(prefix string, store dedup.TxStore) string {
 	head := prefix + "done:"
-	if s, ok := store.(interface{ Tables() dedup.Tables }); ok && s.Tables().Prefix() != "" {
-		head += s.Tables().Prefix() + "@"
+	if s, ok := store.(interface{ TablePrefix() string }); ok && s.TablePrefix() != "" {
+		head += s.TablePrefix() + "@"
 	}
 	return head
 }

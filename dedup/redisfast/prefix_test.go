@@ -24,7 +24,7 @@ func TestTablePrefix_RedisDoneKeysOfTwoSchemasDoNotCollide(t *testing.T) {
 	db := testenv.MySQL(t)
 	rdb := testenv.Redis(t)
 	prefix := strings.ReplaceAll(testenv.Unique("rf"), "-", "_") + "_"
-	_, err := dedup.NewTables(prefix)
+	err := dedupsql.CheckPrefix(prefix)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		for _, table := range dedupsql.Names(prefix) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -33,11 +34,11 @@ func TestACL_OutboxRelaySendsToTheTopicInItsNamespace(t *testing.T) {
 			_, _ = db.Exec("DROP TABLE `" + n + "`")
 		}
 	})
-	tables, err := dedup.NewTables(prefix)
+	err := dedupsql.CheckPrefix(prefix)
 	require.NoError(t, err)
 	_, err = dedup.Migrate(w.ctx, db.DB, dedup.WithTablePrefix(prefix))
 	require.NoError(t, err)
-	_, err = outbox.Migrate(w.ctx, db.DB, tables)
+	_, err = outbox.Migrate(w.ctx, db.DB, prefix)
 	require.NoError(t, err)
 	store, err := dedup.NewStore(db, dedup.WithTablePrefix(prefix))
 	require.NoError(t, err)
