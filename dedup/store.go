@@ -33,16 +33,6 @@ const (
 // dedupKey is the name MySQL and MariaDB give processed_event's primary key (consumer_group, event_id).
 const dedupKey = "PRIMARY"
 
-// result_status values of processed_event.
-const (
-	// ResultSuccess is the result_status of a processed event: its effect committed with the row.
-	ResultSuccess = "SUCCESS"
-	// ResultStale is the result_status of an event decided stale (consumer.KindStale: its aggregate version
-	// is not above the stored one): it wrote nothing, and the row, written after its transaction rolled back
-	// (RecordStale), makes a later delivery of the same event a duplicate instead of a second stale.
-	ResultStale = "STALE"
-)
-
 // ErrDuplicate means the event ID was already processed in the dedup scope: the insert of its
 // processed_event row hit the primary key (MySQL 1062 on the dedup table, told apart from a 1062 on a
 // business table because it comes from the dedup insert itself).
@@ -183,7 +173,7 @@ func (s *Store) DB() *sqlx.DB { return s.db }
 // MySQL 1205/1213 from that wait come back wrapped (transient); an empty event ID, or one longer than
 // 128 characters, is permanent.
 func (s *Store) Claim(ctx context.Context, txn *Txn, d *consumer.Delivery) error {
-	if err := s.insertRow(ctx, txn.Tx, d, ResultSuccess, txn.token); err != nil {
+	if err := s.insertRow(ctx, txn.Tx, d, dedupsql.ResultSuccess, txn.token); err != nil {
 		return err
 	}
 	txn.claims.add(s.Scope(d), d.EventID)

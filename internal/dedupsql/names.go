@@ -33,6 +33,16 @@ const (
 	VersionTable = "rmqguard_dedup_db_version"
 )
 
+// result_status values of processed_event.
+const (
+	// ResultSuccess is the result_status of a processed event: its effect committed with the row.
+	ResultSuccess = "SUCCESS"
+	// ResultStale is the result_status of an event decided stale (consumer.KindStale: its aggregate version
+	// is not above the stored one): it wrote nothing, and the row, written after its transaction rolled back
+	// (dedup.Store.RecordStale), makes a later delivery of the same event a duplicate instead of a second stale.
+	ResultStale = "STALE"
+)
+
 // MaxPrefixLength is the longest table prefix: the longest name it starts, VersionTable (25 characters),
 // must stay within MySQL's 64.
 const MaxPrefixLength = MaxIdentifierLength - len(VersionTable)
