@@ -1,5 +1,11 @@
 package dedup
 
+import (
+	"context"
+
+	"github.com/jmoiron/sqlx"
+)
+
 // DoubtSinceBegin exposes whether txn's tracked connection has a doubt (see trackedConn) to the tests.
 func DoubtSinceBegin(txn *Txn) bool { return txn.doubtSinceBegin() }
 
@@ -26,6 +32,19 @@ func (j *Janitor) LockName() string { return j.lock }
 
 // Leading reports whether j holds its scope's lock.
 func (j *Janitor) Leading() bool { return j.leading.Load() }
+
+// Aggregate exposes aggregateKey to the tests.
+type Aggregate = aggregateKey
+
+// AggregateVersionOf exposes aggregateVersion to the tests.
+func (s *Store) AggregateVersionOf(ctx context.Context, tx *sqlx.Tx, a Aggregate) (int64, error) {
+	return s.aggregateVersion(ctx, tx, a)
+}
+
+// AdvanceAggregateOf exposes advanceAggregate to the tests.
+func (s *Store) AdvanceAggregateOf(ctx context.Context, tx *sqlx.Tx, a Aggregate, from, to int64, eventID string) error {
+	return s.advanceAggregate(ctx, tx, a, from, to, eventID)
+}
 
 // NewTableNames exposes newTableNames to the tests.
 var NewTableNames = newTableNames

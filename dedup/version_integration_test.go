@@ -400,19 +400,19 @@ func TestAggregateVersion_ReadAdvanceAndRecordStale(t *testing.T) {
 		f(tx)
 	}
 	inTx(func(tx *sqlx.Tx) {
-		v, err := w.store.AggregateVersion(ctx, tx, a)
+		v, err := w.store.AggregateVersionOf(ctx, tx, a)
 		require.NoError(t, err)
 		assert.Zero(t, v)
-		require.NoError(t, w.store.AdvanceAggregate(ctx, tx, a, 0, 3, "e-3"))
+		require.NoError(t, w.store.AdvanceAggregateOf(ctx, tx, a, 0, 3, "e-3"))
 	})
 	inTx(func(tx *sqlx.Tx) {
-		v, err := w.store.AggregateVersion(ctx, tx, a)
+		v, err := w.store.AggregateVersionOf(ctx, tx, a)
 		require.NoError(t, err)
 		assert.Equal(t, int64(3), v)
-		err = w.store.AdvanceAggregate(ctx, tx, a, 2, 4, "e-4")
+		err = w.store.AdvanceAggregateOf(ctx, tx, a, 2, 4, "e-4")
 		require.ErrorIs(t, err, dedup.ErrVersionMoved)
 		assert.Equal(t, retry.ClassTransient, retry.Classify(err))
-		assert.Error(t, w.store.AdvanceAggregate(ctx, tx, a, 3, 3, "e-3"), "the version must move up")
+		assert.Error(t, w.store.AdvanceAggregateOf(ctx, tx, a, 3, 3, "e-3"), "the version must move up")
 	})
 	v, by := w.stored(t, "o-1")
 	assert.Equal(t, int64(3), v)
@@ -421,7 +421,7 @@ func TestAggregateVersion_ReadAdvanceAndRecordStale(t *testing.T) {
 	b := dedup.Aggregate{Scope: w.group, Type: "order", ID: w.prefix + "-o-2"}
 	tx, err := w.db.BeginTxx(ctx, nil)
 	require.NoError(t, err)
-	v, err = w.store.AggregateVersion(ctx, tx, b)
+	v, err = w.store.AggregateVersionOf(ctx, tx, b)
 	require.NoError(t, err)
 	assert.Zero(t, v)
 	require.NoError(t, tx.Rollback())
@@ -432,7 +432,7 @@ func TestAggregateVersion_ReadAdvanceAndRecordStale(t *testing.T) {
 	long := a
 	long.ID = strings.Repeat("x", dedup.MaxAggregateIDLength+1)
 	inTx(func(tx *sqlx.Tx) {
-		_, err := w.store.AggregateVersion(ctx, tx, long)
+		_, err := w.store.AggregateVersionOf(ctx, tx, long)
 		assert.True(t, retry.Classify(err) == retry.ClassPermanent, "%v", err)
 	})
 
