@@ -38,11 +38,11 @@ type JanitorConfig struct {
 	// Retention is the dedup window (`rmqguard dedup purge --older-than`). Required; at least BrokerRetention +
 	// ReplayWindow unless Force.
 	Retention time.Duration
-	// Interval is the time between two purges; default defaultJanitorInterval.
+	// Interval is the time between two purges; default 10 minutes.
 	Interval time.Duration
 	// BatchSize is the number of rows per batch; default 1000, at most 10000.
 	BatchSize int
-	// Pause is the wait between batches; default defaultJanitorPause.
+	// Pause is the wait between batches; default 50 ms.
 	Pause time.Duration
 	// BrokerRetention (default 72h: fileReservedTime), ReplayWindow (default 72h: how long dead letters
 	// may be replayed) and Force (allows a shorter Retention) bound the dedup window.
