@@ -9,6 +9,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/retry"
 )
@@ -37,7 +38,8 @@ func (r ActionResult) String() string {
 }
 
 // ActionTable names a table of business actions keyed by an action ID (inventory_change.change_id,
-// account_transaction.transaction_id). Every name must pass ValidIdentifier.
+// account_transaction.transaction_id). Every name must be a plain SQL identifier: 1..64 ASCII
+// letters, digits and '_', not starting with a digit.
 type ActionTable struct {
 	// Table is the table's name. Required.
 	Table string
@@ -57,8 +59,7 @@ type Actions struct {
 }
 
 // NewActions applies the default of t (KeyName "PRIMARY"), validates it and returns its recorder. An
-// invalid name returns an error naming the field, e.g. "dedup: action table: KeyColumn: …", wrapping
-// ErrInvalidIdentifier.
+// invalid name returns an error naming the field, e.g. "dedup: action table: KeyColumn: …".
 func NewActions(t ActionTable) (*Actions, error) {
 	if t.KeyName == "" {
 		t.KeyName = "PRIMARY"
@@ -66,7 +67,7 @@ func NewActions(t ActionTable) (*Actions, error) {
 	for _, f := range []struct{ field, name string }{
 		{"Table", t.Table}, {"KeyColumn", t.KeyColumn}, {"KeyName", t.KeyName},
 	} {
-		if err := ValidIdentifier(f.name); err != nil {
+		if err := dedupsql.ValidIdentifier(f.name); err != nil {
 			return nil, fmt.Errorf("dedup: action table: %s: %w", f.field, err)
 		}
 	}
@@ -106,7 +107,7 @@ func (a *Actions) check(id string, columns map[string]any) error {
 		return fmt.Errorf("columns: %q is named twice (column names are case-insensitive)", col)
 	}
 	for col := range columns {
-		if err := ValidIdentifier(col); err != nil {
+		if err := dedupsql.ValidIdentifier(col); err != nil {
 			return fmt.Errorf("columns: %w", err)
 		}
 		if strings.EqualFold(col, a.t.KeyColumn) {

@@ -18,7 +18,7 @@ type txnKey struct{}
 // WithTxn returns ctx carrying txn: its Tx for TxFromContext and its after-commit hooks for AfterCommit.
 // middleware.Dedup calls it for the rest of the chain.
 func WithTxn(ctx context.Context, txn *Txn) context.Context {
-	return context.WithValue(WithTx(ctx, txn.Tx), txnKey{}, txn)
+	return context.WithValue(withTx(ctx, txn.Tx), txnKey{}, txn)
 }
 
 // AfterCommit registers fn (a func(context.Context) or func(context.Context) error) to run at most once,

@@ -10,14 +10,15 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
 // maxAggregateTypeLength is the size of aggregate_version.aggregate_type, in characters.
 const maxAggregateTypeLength = 64
 
-// Aggregate names one aggregate whose version is kept in the aggregate_version table (migration 00004).
-type Aggregate struct {
+// aggregateKey names one aggregate whose version is kept in the aggregate_version table (migration 00004).
+type aggregateKey struct {
 	// Scope is the dedup scope the version belongs to (Store.Scope of the delivery): two scopes keep
 	// separate versions of one aggregate, as they keep separate processed_event rows.
 	Scope string
@@ -33,7 +34,7 @@ type Aggregate struct {
 var errVersionMoved = retry.Transient(errors.New("dedup: the aggregate's stored version moved under the transaction"))
 
 // check rejects a key the aggregate_version columns cannot hold, as permanent.
-func (a Aggregate) check() error {
+func (a aggregateKey) check() error {
 	switch {
 	case a.ID == "" || utf8.RuneCountInString(a.ID) > maxAggregateIDLength:
 		return retry.Permanentf("dedup: aggregate ID %q is empty or longer than %d characters", a.ID, maxAggregateIDLength)
@@ -46,13 +47,24 @@ func (a Aggregate) check() error {
 }
 
 // String renders the aggregate as "type id" for errors and reasons.
-func (a Aggregate) String() string { return a.Type + " " + a.ID }
+func (a aggregateKey) String() string { return a.Type + " " + a.ID }
 
-// AggregateVersion reads a's stored version in tx and locks a's row until tx ends, so that events of one
-// aggregate handled at once are serialised; 0 when the aggregate has no version yet. It is one statement,
-// which inserts a placeholder row at version 0 for a new aggregate (the package doc, "Versions"). Errors:
-// a permanent error for a key the table cannot hold; the statement's error, wrapped.
-func (s *Store) AggregateVersion(ctx context.Context, tx *sqlx.Tx, a Aggregate) (int64, error) {
+// aggregateOf is the key of d's aggregate of type aggregateType: d's scope (Scope) and d.AggregateID.
+func (s *Store) aggregateOf(d *consumer.Delivery, aggregateType string) aggregateKey {
+	return aggregateKey{Scope: s.Scope(d), Type: aggregateType, ID: d.AggregateID}
+}
+
+// AggregateVersion reads the stored version of d's aggregate of type aggregateType (in d's scope, with ID
+// d.AggregateID) in tx and locks its row until tx ends, so that events of one aggregate are serialised; 0
+// when it has no version yet. It is one statement, which inserts a placeholder row at version 0 for a new
+// aggregate (the package doc, "Versions"). Errors: a permanent error for a key the table cannot hold; the
+// statement's error, wrapped.
+func (s *Store) AggregateVersion(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery, aggregateType string) (int64, error) {
+	return s.aggregateVersion(ctx, tx, s.aggregateOf(d, aggregateType))
+}
+
+// aggregateVersion is AggregateVersion of the aggregate a.
+func (s *Store) aggregateVersion(ctx context.Context, tx *sqlx.Tx, a aggregateKey) (int64, error) {
 	if err := a.check(); err != nil {
 		return 0, err
 	}
@@ -67,13 +79,17 @@ func (s *Store) AggregateVersion(ctx context.Context, tx *sqlx.Tx, a Aggregate) 
 	return v, nil
 }
 
-// AdvanceAggregate moves a's stored version from `from`, the version AggregateVersion read (and locked) in
-// the same tx, to `to` (above from), recording eventID as the event that set it and the database's UTC clock
-// as updated_at: one conditional UPDATE … WHERE version = from, which must change exactly one row. It returns
-// an error wrapping errVersionMoved (transient) when it changes none (the row is not at from: not read in
-// tx), an error for to ≤ from, a permanent error for a key the table cannot hold, and the statement's
-// error, wrapped.
-func (s *Store) AdvanceAggregate(ctx context.Context, tx *sqlx.Tx, a Aggregate, from, to int64, eventID string) error {
+// AdvanceAggregate moves the stored version of d's aggregate (as AggregateVersion names it) from `from`, read
+// and locked by AggregateVersion in the same tx, to `to` (above from), recording d.EventID and the database's
+// UTC clock: one UPDATE … WHERE version = from, which must change one row. Errors: a transient one when it
+// changes none (the row is not at from: not read in tx); to ≤ from; a permanent error for a key the table
+// cannot hold; the statement's error, wrapped.
+func (s *Store) AdvanceAggregate(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery, aggregateType string, from, to int64) error {
+	return s.advanceAggregate(ctx, tx, s.aggregateOf(d, aggregateType), from, to, d.EventID)
+}
+
+// advanceAggregate is AdvanceAggregate of the aggregate a, recording eventID.
+func (s *Store) advanceAggregate(ctx context.Context, tx *sqlx.Tx, a aggregateKey, from, to int64, eventID string) error {
 	if to <= from {
 		return fmt.Errorf("dedup: advance %s from version %d to %d: the new version must be higher", a, from, to)
 	}
@@ -104,7 +120,7 @@ var aggregateColumns = []string{"consumer_group", "aggregate_type", "aggregate_i
 // is given a loader. It returns an error wrapping ErrSchema naming what is missing and the fix (run
 // Migrate), or the information_schema query's error, wrapped.
 func (s *Store) CheckAggregateSchema(ctx context.Context) error {
-	table := s.tables.Aggregate()
+	table := s.tables.aggregate()
 	var cols []string
 	err := s.db.SelectContext(ctx, &cols, `SELECT LOWER(COLUMN_NAME) FROM information_schema.COLUMNS
 		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`, table)

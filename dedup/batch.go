@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 )
 
 // Column sizes of processed_event's topic and msg_id, which ClaimBatch checks (Claim leaves it to the
@@ -46,7 +47,7 @@ func (s *Store) ClaimBatch(ctx context.Context, txn *Txn, ds []*consumer.Deliver
 		first[k] = i
 		q.WriteString(s.q.claimBatchRow)
 		args = append(args, scope, d.EventID, cut(d.EventType, maxEventTypeLength), cut(d.AggregateID, maxAggregateIDLength),
-			d.Topic, d.Msg.MsgId, ResultSuccess, txn.token)
+			d.Topic, d.Msg.MsgId, dedupsql.ResultSuccess, txn.token)
 	}
 	res, err := txn.Tx.ExecContext(ctx, q.String(), args...)
 	if err != nil {
@@ -116,7 +117,7 @@ func checkBatchRow(scope string, d *consumer.Delivery) error {
 	for _, c := range []struct {
 		name, v string
 		max     int
-	}{{"event ID", d.EventID, MaxEventIDLength}, {"scope", scope, maxGroupLength}, {"topic", d.Topic, maxTopicLength}, {"message ID", d.Msg.MsgId, maxMsgIDLength}} {
+	}{{"event ID", d.EventID, maxEventIDLength}, {"scope", scope, maxGroupLength}, {"topic", d.Topic, maxTopicLength}, {"message ID", d.Msg.MsgId, maxMsgIDLength}} {
 		if !utf8.ValidString(c.v) || utf8.RuneCountInString(c.v) > c.max {
 			return fmt.Errorf("%s %q is not valid UTF-8 or longer than %d characters", c.name, c.v, c.max)
 		}
@@ -130,12 +131,12 @@ func checkBatchRow(scope string, d *consumer.Delivery) error {
 func (t *Txn) Attribute(d *consumer.Delivery) { t.hooks.claimed(d.Group, d.EventID) }
 
 // RecordStaleIn records d's event as stale inside txn, a batch's shared transaction: its processed_event
-// row with result_status ResultStale and txn's claim token, committed with the batch. Call it after rolling
+// row with result_status "STALE" and txn's claim token, committed with the batch. Call it after rolling
 // txn back to the member's savepoint (Txn.RollbackTo), so that nothing its handler wrote survives. It
 // returns an error wrapping ErrDuplicate when the scope already has the row (the member is then a
 // duplicate), or the insert's error, wrapped; an empty or too long event ID is permanent, as in Claim.
 func (s *Store) RecordStaleIn(ctx context.Context, txn *Txn, d *consumer.Delivery) error {
-	if err := s.insertRow(ctx, txn.Tx, d, ResultStale, txn.token); err != nil {
+	if err := s.insertRow(ctx, txn.Tx, d, dedupsql.ResultStale, txn.token); err != nil {
 		return fmt.Errorf("dedup: record stale in the batch: %w", err)
 	}
 	txn.claims.add(s.Scope(d), d.EventID)

@@ -141,7 +141,7 @@ func TestBatch_F41_UnreadableCausesAreUnknown(t *testing.T) {
 }
 
 // F41: Store.DuplicateCauses reads the rows of several duplicates in one query, outside any transaction:
-// each cause as CauseOf gives it from the stored message ID, "" for an event without a row; nothing for none.
+// each cause as DuplicateCause gives it from the stored message ID, "" for an event without a row; nothing for none.
 func TestStore_F41_DuplicateCausesOfSeveralInOneRead(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()

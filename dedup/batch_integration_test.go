@@ -19,6 +19,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -239,8 +240,8 @@ func TestBatch_StaleMemberRecordedInsideTheBatch(t *testing.T) {
 	}))
 	msgs := f.batchMsgs(t, e1, e2)
 	assert.Equal(t, rmq.ConsumeSuccess, cb.Deliver(t, false, msgs...))
-	assert.Equal(t, dedup.ResultSuccess, f.status(t, e1))
-	assert.Equal(t, dedup.ResultStale, f.status(t, e2))
+	assert.Equal(t, dedupsql.ResultSuccess, f.status(t, e1))
+	assert.Equal(t, dedupsql.ResultStale, f.status(t, e2))
 	assert.Equal(t, 0, f.ledger.Count(t, e2+"-written"), "the stale member's writes were rolled back")
 	assert.Equal(t, consumer.KindStale, cb.Decisions(msgs[1].MsgId)[0].Outcome.Kind)
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/internal/letter"
+	"github.com/rmqguard/rmqguard/internal/dupcause"
 )
 
 // DuplicateCause tells why d, whose Claim returned ErrDuplicate, came again: consumer.CauseRedelivery,
@@ -25,14 +25,14 @@ func (s *Store) DuplicateCause(ctx context.Context, txn *Txn, d *consumer.Delive
 	if err != nil {
 		return "", fmt.Errorf("dedup: duplicate cause scope %s event %s: %w", scope, d.EventID, err)
 	}
-	return CauseOf(msgID, d), nil
+	return dupcause.Of(msgID, d), nil
 }
 
 // DuplicateCauses is DuplicateCause for several duplicates together, a batch's: one SELECT of their rows on
-// the store's pool, outside any transaction. Call it once the batch's transaction has ended, so that it
-// reads every committed row (a row that a concurrent transaction committed after the batch's first read
-// would be hidden from a read inside the batch's transaction). causes[i] is ds[i]'s cause (see CauseOf), ""
-// when its row is not there (purged since, or a row of the batch's own that rolled back). An empty ds costs
+// the store's pool, outside any transaction. Call it once the batch's transaction has ended, so that it reads
+// every committed row (a row that a concurrent transaction committed after the batch's first read would be
+// hidden from a read inside the batch's transaction). causes[i] is ds[i]'s cause (as DuplicateCause gives it),
+// "" when its row is not there (purged since, or a row of the batch's own that rolled back). An empty ds costs
 // nothing. It returns the query's error, wrapped.
 func (s *Store) DuplicateCauses(ctx context.Context, ds []*consumer.Delivery) ([]consumer.Cause, error) {
 	causes := make([]consumer.Cause, len(ds))
@@ -64,23 +64,8 @@ func (s *Store) DuplicateCauses(ctx context.Context, ds []*consumer.Delivery) ([
 	}
 	for i, d := range ds {
 		if msgID, ok := stored[[2]string{s.Scope(d), d.EventID}]; ok {
-			causes[i] = CauseOf(msgID, d)
+			causes[i] = dupcause.Of(msgID, d)
 		}
 	}
 	return causes, nil
-}
-
-// CauseOf is the cause of duplicate d whose event was processed from the message storedMsgID (the
-// processed_event row's msg_id, or what a fast path kept of it): consumer.CauseRedelivery when it is d's
-// message ID, consumer.CauseReplay when d carries replay provenance, consumer.CauseResend otherwise (see
-// Store.DuplicateCause).
-func CauseOf(storedMsgID string, d *consumer.Delivery) consumer.Cause {
-	switch {
-	case storedMsgID == d.Msg.MsgId:
-		return consumer.CauseRedelivery
-	case d.Msg.GetProperty(letter.PropReplayID) != "":
-		return consumer.CauseReplay
-	default:
-		return consumer.CauseResend
-	}
 }

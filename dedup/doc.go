@@ -1,13 +1,13 @@
 // Package dedup keeps the idempotency record of consumed events: one processed_event row per dedup
 // scope (by default the consumer group) and business event ID, inserted in the same local transaction as
 // the handler's business writes. The database's unique key, not an assumption that retries never overlap,
-// settles concurrent deliveries. Rows older than the dedup window are removed by Purge or a Janitor. The
+// settles concurrent deliveries. Rows older than the dedup window are removed by a Janitor or `rmqguard dedup purge`. The
 // tables can carry a prefix (WithTablePrefix), so that several dedup schemas share a database.
 //
 // # Claims
 //
 // A claim's consumed_at is the database's clock in UTC (UTC_TIMESTAMP(6)), never the consumer host's, so
-// that the retention window of Purge is measured on one clock whatever the session time zone. A claim
+// that the retention window of a purge is measured on one clock whatever the session time zone. A claim
 // that waits on the lock of a transaction holding the same key gets the 1062 when that one commits.
 //
 // # The transaction
@@ -163,7 +163,7 @@
 //
 // # Purging
 //
-// Purge reads each batch's primary keys with a plain (non-locking) SELECT on the (consumer_group,
+// A purge (a Janitor's, or `rmqguard dedup purge`) reads each batch's primary keys with a plain (non-locking) SELECT on the (consumer_group,
 // consumed_at) index, then deletes those keys, repeating the consumed_at condition, in a READ COMMITTED
 // transaction of its own (record locks on those rows only, no gap locks), so claims running meanwhile do not
 // wait on it beyond one batch, and a row claimed again since is kept. The lease rows it deletes afterwards
@@ -175,6 +175,6 @@
 // WithTablePrefix(p) names the tables p + "processed_event", p + "aggregate_version", p + "event_lease"
 // (lease mode) and p + "rmqguard_dedup_db_version" (the migrations' version table), so that the same event ID
 // is processed once in each schema. The CLI takes it as `rmqguard dedup purge --table-prefix`. The names must
-// not start with a digit (see NewTables). CheckSchema's key check passes a binary type or a _bin collation
+// not start with a digit (see WithTablePrefix). CheckSchema's key check passes a binary type or a _bin collation
 // such as utf8mb4_bin, which migration 00001 uses.
 package dedup

@@ -1,5 +1,11 @@
 package dedup
 
+import (
+	"context"
+
+	"github.com/jmoiron/sqlx"
+)
+
 // DoubtSinceBegin exposes whether txn's tracked connection has a doubt (see trackedConn) to the tests.
 func DoubtSinceBegin(txn *Txn) bool { return txn.doubtSinceBegin() }
 
@@ -26,3 +32,30 @@ func (j *Janitor) LockName() string { return j.lock }
 
 // Leading reports whether j holds its scope's lock.
 func (j *Janitor) Leading() bool { return j.leading.Load() }
+
+// Aggregate exposes aggregateKey to the tests.
+type Aggregate = aggregateKey
+
+// AggregateVersionOf exposes aggregateVersion to the tests.
+func (s *Store) AggregateVersionOf(ctx context.Context, tx *sqlx.Tx, a Aggregate) (int64, error) {
+	return s.aggregateVersion(ctx, tx, a)
+}
+
+// AdvanceAggregateOf exposes advanceAggregate to the tests.
+func (s *Store) AdvanceAggregateOf(ctx context.Context, tx *sqlx.Tx, a Aggregate, from, to int64, eventID string) error {
+	return s.advanceAggregate(ctx, tx, a, from, to, eventID)
+}
+
+// NewTableNames exposes newTableNames to the tests.
+var NewTableNames = newTableNames
+
+// TableNames exposes t's table names (processed, aggregate, lease, version) to the tests.
+func TableNames(t tableNames) []string {
+	return []string{t.processed(), t.aggregate(), t.lease(), t.version()}
+}
+
+// StoreTableNames exposes the table names of s to the tests.
+func StoreTableNames(s *Store) []string { return TableNames(s.tables) }
+
+// ZeroTableNames exposes the table names of the zero tableNames to the tests.
+func ZeroTableNames() []string { return TableNames(tableNames{}) }

@@ -2,8 +2,6 @@ package dedup_test
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,20 +9,6 @@ import (
 
 	"github.com/rmqguard/rmqguard/dedup"
 )
-
-func TestValidIdentifier(t *testing.T) {
-	for _, ok := range []string{"orders", "order_no", "_x", "T1", strings.Repeat("a", 64)} {
-		if err := dedup.ValidIdentifier(ok); err != nil {
-			t.Errorf("ValidIdentifier(%q) = %v, want nil", ok, err)
-		}
-	}
-	for _, bad := range []string{"", "1orders", "orders;drop", "order-no", "`orders`", "ordérs", "a b", strings.Repeat("a", 65)} {
-		err := dedup.ValidIdentifier(bad)
-		if !errors.Is(err, dedup.ErrInvalidIdentifier) {
-			t.Errorf("ValidIdentifier(%q) = %v, want ErrInvalidIdentifier", bad, err)
-		}
-	}
-}
 
 // Table and column names that are SQL reserved words (order, key, desc, select) work in transitions and
 // action records: the helpers quote every identifier. On a database of the test's own, so that a table

@@ -14,6 +14,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"go.uber.org/zap"
+
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 )
 
 // Defaults of JanitorConfig.
@@ -33,20 +35,21 @@ type JanitorConfig struct {
 	// Scope is the dedup scope whose old rows the janitor purges (a consumer group, or WithScope's name).
 	// Required.
 	Scope string
-	// Retention is the dedup window (PurgeConfig.OlderThan). Required; at least BrokerRetention +
+	// Retention is the dedup window (`rmqguard dedup purge --older-than`). Required; at least BrokerRetention +
 	// ReplayWindow unless Force.
 	Retention time.Duration
-	// Interval is the time between two purges; default defaultJanitorInterval.
+	// Interval is the time between two purges; default 10 minutes.
 	Interval time.Duration
-	// BatchSize is the number of rows per batch; default DefaultPurgeBatch, at most MaxPurgeBatch.
+	// BatchSize is the number of rows per batch; default 1000, at most 10000.
 	BatchSize int
-	// Pause is the wait between batches; default defaultJanitorPause.
+	// Pause is the wait between batches; default 50 ms.
 	Pause time.Duration
-	// BrokerRetention, ReplayWindow and Force are as in PurgeConfig.
+	// BrokerRetention (default 72h: fileReservedTime), ReplayWindow (default 72h: how long dead letters
+	// may be replayed) and Force (allows a shorter Retention) bound the dedup window.
 	BrokerRetention time.Duration
 	ReplayWindow    time.Duration
 	Force           bool
-	// TablePrefix is the prefix of the dedup tables (WithTablePrefix), as in PurgeConfig; default "".
+	// TablePrefix is the prefix of the dedup tables (WithTablePrefix); default "".
 	TablePrefix string
 	// Logger receives leadership changes (info), purges that deleted rows (info) and errors (warn);
 	// default zap.NewNop.
@@ -71,9 +74,9 @@ type Janitor struct {
 
 // NewJanitor returns a janitor of cfg.Scope on db. It returns an error naming the field when cfg.Scope is
 // empty or longer than maxGroupLength, Retention is not positive or (without Force) shorter than
-// BrokerRetention + ReplayWindow (wrapping ErrWindowTooShort), Interval, Pause, BrokerRetention or
-// ReplayWindow is negative, BatchSize is outside 1..MaxPurgeBatch, or TablePrefix is not a valid prefix
-// (NewTables; wrapping ErrInvalidIdentifier); also when db is nil.
+// BrokerRetention + ReplayWindow (saying the least window), Interval, Pause, BrokerRetention or
+// ReplayWindow is negative, BatchSize is outside 1..10000, or TablePrefix is not a valid prefix
+// (WithTablePrefix); also when db is nil.
 func NewJanitor(db *sqlx.DB, cfg JanitorConfig) (*Janitor, error) {
 	if db == nil {
 		return nil, errors.New("dedup: NewJanitor: db is nil")
@@ -100,7 +103,7 @@ func NewJanitor(db *sqlx.DB, cfg JanitorConfig) (*Janitor, error) {
 }
 
 func (c JanitorConfig) validate() error {
-	p := c.purgeConfig().withDefaults()
+	p := c.purgeConfig().WithDefaults()
 	switch {
 	case c.Scope == "" || utf8.RuneCountInString(c.Scope) > maxGroupLength:
 		return fmt.Errorf("dedup: janitor: Scope %q must be 1 to %d characters", c.Scope, maxGroupLength)
@@ -108,21 +111,21 @@ func (c JanitorConfig) validate() error {
 		return fmt.Errorf("dedup: janitor: Retention %s must be positive (the dedup window)", c.Retention)
 	case c.Interval < 0:
 		return fmt.Errorf("dedup: janitor: Interval %s must not be negative", c.Interval)
-	case p.BatchSize < 1 || p.BatchSize > MaxPurgeBatch:
-		return fmt.Errorf("dedup: janitor: BatchSize %d must be 1 to %d (short transactions)", c.BatchSize, MaxPurgeBatch)
+	case p.BatchSize < 1 || p.BatchSize > dedupsql.MaxBatch:
+		return fmt.Errorf("dedup: janitor: BatchSize %d must be 1 to %d (short transactions)", c.BatchSize, dedupsql.MaxBatch)
 	case c.Pause < 0:
 		return fmt.Errorf("dedup: janitor: Pause %s must not be negative", c.Pause)
 	case c.BrokerRetention < 0 || c.ReplayWindow < 0:
 		return fmt.Errorf("dedup: janitor: BrokerRetention %s and ReplayWindow %s must not be negative", c.BrokerRetention, c.ReplayWindow)
 	}
-	if _, err := NewTables(c.TablePrefix); err != nil {
+	if _, err := newTableNames(c.TablePrefix); err != nil {
 		return fmt.Errorf("dedup: janitor: TablePrefix: %w", err)
 	}
-	return checkWindow("Retention", c.Retention, p.BrokerRetention, p.ReplayWindow, c.Force)
+	return dedupsql.CheckWindow("Retention", c.Retention, p.BrokerRetention, p.ReplayWindow, c.Force)
 }
 
-func (c JanitorConfig) purgeConfig() PurgeConfig {
-	return PurgeConfig{Scope: c.Scope, OlderThan: c.Retention, BatchSize: c.BatchSize, Pause: c.Pause,
+func (c JanitorConfig) purgeConfig() dedupsql.Config {
+	return dedupsql.Config{Scope: c.Scope, OlderThan: c.Retention, BatchSize: c.BatchSize, Pause: c.Pause,
 		Force: c.Force, BrokerRetention: c.BrokerRetention, ReplayWindow: c.ReplayWindow, TablePrefix: c.TablePrefix}
 }
 
@@ -141,7 +144,7 @@ func (j *Janitor) Run(ctx context.Context) error {
 				conn = nil
 			}
 		}
-		if err := sleep(ctx, j.cfg.Interval); err != nil {
+		if err := dedupsql.Sleep(ctx, j.cfg.Interval); err != nil {
 			return nil
 		}
 	}
@@ -190,7 +193,7 @@ func (j *Janitor) purgeOnce(ctx context.Context, conn *sql.Conn) {
 	if err := check(ctx); err != nil {
 		return
 	}
-	res, err := purge(ctx, j.db, j.cfg.purgeConfig(), check)
+	res, err := dedupsql.Purge(ctx, j.db, j.cfg.purgeConfig(), check)
 	switch {
 	case err != nil && !errors.Is(err, errLostLeadership) && ctx.Err() == nil:
 		j.cfg.Logger.Warn("dedup janitor: purge failed", zap.String("scope", j.cfg.Scope), zap.Int64("rows", res.Rows), zap.Error(err))

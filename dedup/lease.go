@@ -9,8 +9,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/retry"
@@ -45,8 +43,8 @@ type Lease struct {
 // missing lease table, ErrSchema (wrapped) marked infrastructure; the store's own failures,
 // retry.Infrastructure unless ctx ended.
 func (s *Store) ClaimLease(ctx context.Context, d *consumer.Delivery, dur time.Duration) (*Lease, error) {
-	if d.EventID == "" || utf8.RuneCountInString(d.EventID) > MaxEventIDLength {
-		return nil, retry.Permanentf("dedup: event ID %q is empty or longer than %d characters", d.EventID, MaxEventIDLength)
+	if d.EventID == "" || utf8.RuneCountInString(d.EventID) > maxEventIDLength {
+		return nil, retry.Permanentf("dedup: event ID %q is empty or longer than %d characters", d.EventID, maxEventIDLength)
 	}
 	scope := s.Scope(d)
 	if utf8.RuneCountInString(scope) > maxGroupLength {
@@ -66,7 +64,7 @@ func (s *Store) ClaimLease(ctx context.Context, d *consumer.Delivery, dur time.D
 		if err == nil || l.mine(ctx, err) {
 			return l, nil
 		}
-		if missingTable(err) {
+		if mysqlerr.MissingTable(err) {
 			return nil, retry.Infrastructure(fmt.Errorf("%w: the lease table %s is missing; fix: run dedup.Migrate%s (%w)",
 				ErrSchema, s.tables.lease(), s.tables.migrateHint(), err))
 		}
@@ -108,15 +106,6 @@ func (l *Lease) mine(ctx context.Context, err error) bool {
 	defer cancel()
 	var n int
 	return l.s.db.GetContext(ctx, &n, l.s.q.leaseMine, l.scope, l.eventID, l.token) == nil && n == 1
-}
-
-// erNoSuchTable is MySQL's ER_NO_SUCH_TABLE.
-const erNoSuchTable = 1146
-
-// missingTable reports whether err is MySQL 1146: a table the statement names does not exist.
-func missingTable(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && me.Number == erNoSuchTable
 }
 
 // execOwn runs one statement in a short transaction of its own on db and returns the rows it affected

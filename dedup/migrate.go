@@ -15,10 +15,12 @@ import (
 	"time"
 
 	"github.com/pressly/goose/v3"
+
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 )
 
 // migrationFiles are the dedup schema's goose SQL migrations as text/template sources: {{.Processed}},
-// {{.Aggregate}} and {{.Lease}} stand for the table names of a Tables (see renderMigrations).
+// {{.Aggregate}} and {{.Lease}} stand for the table names of a tableNames (see renderMigrations).
 //
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
@@ -26,7 +28,7 @@ var migrationFiles embed.FS
 // migrations returns the dedup schema's migrations (goose SQL files) for the default table names, for
 // tools that run migrations themselves; migrationsFor gives them for a prefix.
 func migrations() fs.FS {
-	fsys, err := renderMigrations(Tables{})
+	fsys, err := renderMigrations(tableNames{})
 	if err != nil {
 		panic(err) // the embedded templates are fixed at compile time, and tested
 	}
@@ -34,18 +36,18 @@ func migrations() fs.FS {
 }
 
 // migrationsFor returns the dedup schema's migrations (goose SQL files) creating and altering the tables
-// of t, for tools that run migrations themselves; record them in t.Version(). It returns an error when an
+// of t, for tools that run migrations themselves; record them in t.version(). It returns an error when an
 // embedded template fails to render, which the package's tests rule out.
-func migrationsFor(t Tables) (fs.FS, error) { return renderMigrations(t) }
+func migrationsFor(t tableNames) (fs.FS, error) { return renderMigrations(t) }
 
 // renderMigrations executes each embedded migration template with t's table names, into an in-memory
-// file system. The names are safe to write into SQL text: NewTables admits only letters, digits and '_'.
-func renderMigrations(t Tables) (fs.FS, error) {
+// file system. The names are safe to write into SQL text: newTableNames admits only letters, digits and '_'.
+func renderMigrations(t tableNames) (fs.FS, error) {
 	files, err := fs.Glob(migrationFiles, "migrations/*.sql")
 	if err != nil {
 		return nil, fmt.Errorf("dedup: migrations: %w", err)
 	}
-	names := struct{ Processed, Aggregate, Lease string }{t.Processed(), t.Aggregate(), t.lease()}
+	names := struct{ Processed, Aggregate, Lease string }{t.processed(), t.aggregate(), t.lease()}
 	out := make(fstest.MapFS, len(files))
 	for _, f := range files {
 		tmpl, err := template.ParseFS(migrationFiles, f)
@@ -75,7 +77,7 @@ func Migrate(ctx context.Context, db *sql.DB, opts ...Option) ([]string, error) 
 	if err != nil {
 		return nil, err
 	}
-	return RunMigrations(ctx, db, fsys, t.Version())
+	return RunMigrations(ctx, db, fsys, t.version())
 }
 
 // RunMigrations applies the goose SQL migrations in fsys to db, recording them in versionTable, while
@@ -104,7 +106,7 @@ func RunMigrations(ctx context.Context, db *sql.DB, fsys fs.FS, versionTable str
 // that exceeds MySQL's 64 characters for lock names, "rmqguard:" and 32 hex digits of its SHA-256.
 func migrationLockName(versionTable string) string {
 	name := "rmqguard:" + versionTable
-	if len(name) <= maxIdentifierLength {
+	if len(name) <= dedupsql.MaxIdentifierLength {
 		return name
 	}
 	sum := sha256.Sum256([]byte(versionTable))

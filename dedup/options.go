@@ -18,7 +18,7 @@ type storeConfig struct {
 	log    *zap.Logger
 	obs    Observer
 	txDSN  string
-	tables Tables
+	tables tableNames
 	// prefixed: WithTablePrefix was given; others: the names of the other options given, in order.
 	prefixed bool
 	others   []string
@@ -29,7 +29,7 @@ func (opt Option) apply(c *storeConfig) error { return opt(c) }
 
 // WithTablePrefix prefixes the dedup schema's table names, the migrations' version table included, so that
 // several dedup schemas share one database (the package doc, "Table names"). Default: no prefix. Give the
-// same prefix to Migrate, NewStore, PurgeConfig and JanitorConfig. A prefix of other than lowercase ASCII
+// same prefix to Migrate, NewStore, JanitorConfig and `rmqguard dedup purge`. A prefix of other than lowercase ASCII
 // letters, digits and '_', longer than 39 characters or starting with a digit, or the option given twice,
 // fails NewStore and Migrate with an error naming WithTablePrefix.
 func WithTablePrefix(prefix string) Option {
@@ -37,7 +37,7 @@ func WithTablePrefix(prefix string) Option {
 		if c.prefixed {
 			return fmt.Errorf("dedup: WithTablePrefix: given twice: a store has one set of tables")
 		}
-		t, err := NewTables(prefix)
+		t, err := newTableNames(prefix)
 		if err != nil {
 			return fmt.Errorf("dedup: WithTablePrefix: %w", err)
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 )
@@ -90,7 +91,7 @@ func prefixedChain(t *testing.T, db *sqlx.DB, prefix string, opts ...dedup.Optio
 	store, err := dedup.NewStore(db, append(opts, dedup.WithTablePrefix(prefix))...)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, store.Close()) })
-	assert.Equal(t, prefix+"processed_event", store.Tables().Processed())
+	assert.Equal(t, prefix+"processed_event", dedup.StoreTableNames(store)[0])
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
 	version, err := middleware.Version(store, middleware.VersionConfig{AggregateType: "order", Require: true})
@@ -147,7 +148,7 @@ func TestTablePrefix_TwoStoresInOneDatabaseAreIndependent(t *testing.T) {
 	require.NoError(t, err)
 	_, err = db.Exec(`UPDATE svc_b_processed_event SET consumed_at = consumed_at - INTERVAL 200 HOUR`)
 	require.NoError(t, err)
-	res, err := dedup.Purge(ctx, db, dedup.PurgeConfig{Scope: group, OlderThan: 168 * time.Hour, TablePrefix: "svc_a_"})
+	res, err := dedupsql.Purge(ctx, db, dedupsql.Config{Scope: group, OlderThan: 168 * time.Hour, TablePrefix: "svc_a_"}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), res.Rows)
 	gone, err := storeA.Processed(ctx, group, ev)
@@ -176,23 +177,23 @@ func TestTablePrefix_InvalidPrefixFailsNamingTheOption(t *testing.T) {
 		"a_very_long_prefix_that_is_too_long_for_": "at most 39",
 	} {
 		_, err := dedup.NewStore(db, dedup.WithTablePrefix(prefix))
-		require.ErrorIs(t, err, dedup.ErrInvalidIdentifier, prefix)
+		require.ErrorIs(t, err, dedupsql.ErrInvalidIdentifier, prefix)
 		assert.Contains(t, err.Error(), "dedup: WithTablePrefix: ", prefix)
 		assert.Contains(t, err.Error(), why, prefix)
 
 		_, err = dedup.Migrate(ctx, raw, dedup.WithTablePrefix(prefix))
-		require.ErrorIs(t, err, dedup.ErrInvalidIdentifier, prefix)
+		require.ErrorIs(t, err, dedupsql.ErrInvalidIdentifier, prefix)
 		assert.Contains(t, err.Error(), "dedup: Migrate: dedup: WithTablePrefix: ", prefix)
 
 		err = dedup.CheckSchema(ctx, db, dedup.WithTablePrefix(prefix))
-		require.ErrorIs(t, err, dedup.ErrInvalidIdentifier, prefix)
+		require.ErrorIs(t, err, dedupsql.ErrInvalidIdentifier, prefix)
 
-		err = dedup.PurgeConfig{Scope: "s", OlderThan: 200 * time.Hour, TablePrefix: prefix}.Validate()
-		require.ErrorIs(t, err, dedup.ErrInvalidIdentifier, prefix)
+		err = dedupsql.Config{Scope: "s", OlderThan: 200 * time.Hour, TablePrefix: prefix}.Validate()
+		require.ErrorIs(t, err, dedupsql.ErrInvalidIdentifier, prefix)
 		assert.Contains(t, err.Error(), "dedup: purge: TablePrefix: ", prefix)
 
 		_, err = dedup.NewJanitor(db, dedup.JanitorConfig{Scope: "s", Retention: 200 * time.Hour, TablePrefix: prefix})
-		require.ErrorIs(t, err, dedup.ErrInvalidIdentifier, prefix)
+		require.ErrorIs(t, err, dedupsql.ErrInvalidIdentifier, prefix)
 		assert.Contains(t, err.Error(), "dedup: janitor: TablePrefix: ", prefix)
 	}
 
@@ -200,7 +201,7 @@ func TestTablePrefix_InvalidPrefixFailsNamingTheOption(t *testing.T) {
 	assert.ErrorContains(t, err, "dedup: WithTablePrefix: given twice")
 	_, err = dedup.Migrate(ctx, raw, dedup.WithTablePrefix("a_"), dedup.WithScope("s"))
 	assert.ErrorContains(t, err, "dedup: Migrate: takes only WithTablePrefix; WithScope configure(s) a Store")
-	_, err = dedup.NewTables(strings.Repeat("a", 39))
+	err = dedupsql.CheckPrefix(strings.Repeat("a", 39))
 	assert.NoError(t, err, "39 characters: the version table has 64")
 }
 
@@ -208,13 +209,11 @@ func TestTablePrefix_InvalidPrefixFailsNamingTheOption(t *testing.T) {
 // the default names in it), and the janitor's lock name (the scope's hash alone); with a prefix the lock
 // differs, so the janitors of two schemas do not exclude each other.
 func TestTablePrefix_DefaultIsUnchanged(t *testing.T) {
-	var zero dedup.Tables
-	def, err := dedup.NewTables("")
+	def, err := dedup.NewTableNames("")
 	require.NoError(t, err)
-	assert.Equal(t, zero, def)
-	assert.Equal(t, "processed_event", def.Processed())
-	assert.Equal(t, "aggregate_version", def.Aggregate())
-	assert.Equal(t, "rmqguard_dedup_db_version", def.Version())
+	assert.Equal(t, []string{"processed_event", "aggregate_version", "event_lease", "rmqguard_dedup_db_version"},
+		dedup.TableNames(def))
+	assert.Equal(t, dedup.TableNames(def), dedup.ZeroTableNames())
 
 	create, err := fs.ReadFile(dedup.Migrations(), "00001_processed_event.sql")
 	require.NoError(t, err)
@@ -223,7 +222,7 @@ func TestTablePrefix_DefaultIsUnchanged(t *testing.T) {
 	agg, err := fs.ReadFile(dedup.Migrations(), "00004_aggregate_version.sql")
 	require.NoError(t, err)
 	assert.Contains(t, string(agg), "CREATE TABLE IF NOT EXISTS aggregate_version (")
-	p, err := dedup.NewTables("p_")
+	p, err := dedup.NewTableNames("p_")
 	require.NoError(t, err)
 	prefixed, err := dedup.MigrationsFor(p)
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -48,18 +49,18 @@ func TestPurge_LeaseRowsThatEndedBeforeTheWindowArePurged(t *testing.T) {
 	insertLease(t, db, "event_lease", scope, "recent", -1)
 	insertLease(t, db, "event_lease", scope, "live", 1)
 	insertLease(t, db, "event_lease", other, "dead-1", -200)
-	cfg := dedup.PurgeConfig{Scope: scope, OlderThan: 144 * time.Hour, BatchSize: 2}
+	cfg := dedupsql.Config{Scope: scope, OlderThan: 144 * time.Hour, BatchSize: 2}
 
 	dry := cfg
 	dry.DryRun = true
-	res, err := dedup.Purge(context.Background(), db, dry)
+	res, err := dedupsql.Purge(context.Background(), db, dry, nil)
 	require.NoError(t, err)
 	assert.EqualValues(t, 10, res.Rows)
 	assert.EqualValues(t, 3, res.Leases)
 	assert.Equal(t, 5+2, res.Batches, "10 rows and 3 leases by 2")
 	assert.Len(t, leaseIDs(t, db, "event_lease", scope), 5, "a dry run deletes nothing")
 
-	res, err = dedup.Purge(context.Background(), db, cfg)
+	res, err = dedupsql.Purge(context.Background(), db, cfg, nil)
 	require.NoError(t, err)
 	assert.EqualValues(t, 10, res.Rows)
 	assert.EqualValues(t, 3, res.Leases)
@@ -72,7 +73,7 @@ func TestPurge_LeaseRowsThatEndedBeforeTheWindowArePurged(t *testing.T) {
 	require.NoError(t, err)
 	_, err = pre.Exec(`DROP TABLE pay_event_lease`)
 	require.NoError(t, err)
-	res, err = dedup.Purge(context.Background(), pre, dedup.PurgeConfig{Scope: scope, OlderThan: 144 * time.Hour, TablePrefix: "pay_"})
+	res, err = dedupsql.Purge(context.Background(), pre, dedupsql.Config{Scope: scope, OlderThan: 144 * time.Hour, TablePrefix: "pay_"}, nil)
 	require.NoError(t, err, "a schema before the lease table")
 	assert.Zero(t, res.Leases)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
@@ -60,19 +61,19 @@ func TestF22_PurgeWindowShorterThanRetentionPlusReplayIsRefusedUnlessForced(t *t
 	t.Cleanup(func() { deleteScope(db, scope) })
 	insertOld(t, db, scope, scope, 10, 30)
 
-	_, err := dedup.Purge(context.Background(), db, dedup.PurgeConfig{Scope: scope, OlderThan: 24 * time.Hour})
-	require.ErrorIs(t, err, dedup.ErrWindowTooShort)
+	_, err := dedupsql.Purge(context.Background(), db, dedupsql.Config{Scope: scope, OlderThan: 24 * time.Hour}, nil)
+	require.ErrorIs(t, err, dedupsql.ErrWindowTooShort)
 	assert.Contains(t, err.Error(), "broker retention 72h0m0s + replay window 72h0m0s = 144h0m0s")
 	assert.Contains(t, err.Error(), "apply a second time")
 	assert.Equal(t, 10, scopeRows(t, db, scope), "nothing deleted")
 
-	_, err = dedup.Purge(context.Background(), db, dedup.PurgeConfig{Scope: scope, OlderThan: 24 * time.Hour,
-		BrokerRetention: 12 * time.Hour, ReplayWindow: 6 * time.Hour})
+	_, err = dedupsql.Purge(context.Background(), db, dedupsql.Config{Scope: scope, OlderThan: 24 * time.Hour,
+		BrokerRetention: 12 * time.Hour, ReplayWindow: 6 * time.Hour}, nil)
 	require.NoError(t, err, "24h covers a broker keeping messages 12h and a 6h replay window")
 	assert.Zero(t, scopeRows(t, db, scope))
 
 	insertOld(t, db, scope, scope, 10, 30)
-	res, err := dedup.Purge(context.Background(), db, dedup.PurgeConfig{Scope: scope, OlderThan: 24 * time.Hour, Force: true})
+	res, err := dedupsql.Purge(context.Background(), db, dedupsql.Config{Scope: scope, OlderThan: 24 * time.Hour, Force: true}, nil)
 	require.NoError(t, err)
 	assert.EqualValues(t, 10, res.Rows)
 	assert.Zero(t, scopeRows(t, db, scope))
@@ -80,11 +81,11 @@ func TestF22_PurgeWindowShorterThanRetentionPlusReplayIsRefusedUnlessForced(t *t
 
 func TestF22_InvalidPurgeAndJanitorConfigNamesTheField(t *testing.T) {
 	db := businessDB(t)
-	ok := dedup.PurgeConfig{Scope: "s", OlderThan: 200 * time.Hour}
-	for field, cfg := range map[string]dedup.PurgeConfig{
+	ok := dedupsql.Config{Scope: "s", OlderThan: 200 * time.Hour}
+	for field, cfg := range map[string]dedupsql.Config{
 		"Scope":     {OlderThan: 200 * time.Hour},
 		"OlderThan": {Scope: "s"},
-		"BatchSize": {Scope: "s", OlderThan: 200 * time.Hour, BatchSize: dedup.MaxPurgeBatch + 1},
+		"BatchSize": {Scope: "s", OlderThan: 200 * time.Hour, BatchSize: dedupsql.MaxBatch + 1},
 		"Pause":     {Scope: "s", OlderThan: 200 * time.Hour, Pause: -time.Second},
 	} {
 		err := cfg.Validate()
@@ -108,7 +109,7 @@ func TestF22_InvalidPurgeAndJanitorConfigNamesTheField(t *testing.T) {
 		assert.Contains(t, err.Error(), field)
 	}
 	_, err = dedup.NewJanitor(db, dedup.JanitorConfig{Scope: "s", Retention: 100 * time.Hour})
-	assert.ErrorIs(t, err, dedup.ErrWindowTooShort)
+	assert.ErrorIs(t, err, dedupsql.ErrWindowTooShort)
 }
 
 // F22: only the old rows of the purged scope go, in batches of at most BatchSize; recent rows and other
@@ -120,16 +121,16 @@ func TestF22_PurgeDeletesOnlyOldRowsOfItsScopeInBoundedBatches(t *testing.T) {
 	insertOld(t, db, scope, scope+"-old", 25, 200)
 	insertOld(t, db, scope, scope+"-new", 10, 100) // younger than the 168 h window
 	insertOld(t, db, other, other+"-old", 10, 200)
-	cfg := dedup.PurgeConfig{Scope: scope, OlderThan: 168 * time.Hour, BatchSize: 7, DryRun: true}
+	cfg := dedupsql.Config{Scope: scope, OlderThan: 168 * time.Hour, BatchSize: 7, DryRun: true}
 
-	res, err := dedup.Purge(context.Background(), db, cfg)
+	res, err := dedupsql.Purge(context.Background(), db, cfg, nil)
 	require.NoError(t, err)
 	assert.EqualValues(t, 25, res.Rows, "dry run: rows that would be deleted")
 	assert.Equal(t, 4, res.Batches)
 	assert.Equal(t, 35, scopeRows(t, db, scope), "a dry run deletes nothing")
 
 	cfg.DryRun = false
-	res, err = dedup.Purge(context.Background(), db, cfg)
+	res, err = dedupsql.Purge(context.Background(), db, cfg, nil)
 	require.NoError(t, err)
 	assert.EqualValues(t, 25, res.Rows)
 	assert.Equal(t, 4, res.Batches, "25 rows in batches of at most 7")
@@ -140,7 +141,7 @@ func TestF22_PurgeDeletesOnlyOldRowsOfItsScopeInBoundedBatches(t *testing.T) {
 	assert.Equal(t, 10, scopeRows(t, db, scope), "the recent rows stay")
 	assert.Equal(t, 10, scopeRows(t, db, other), "another scope's old rows stay")
 
-	res, err = dedup.Purge(context.Background(), db, cfg)
+	res, err = dedupsql.Purge(context.Background(), db, cfg, nil)
 	require.NoError(t, err)
 	assert.Zero(t, res.Rows)
 	assert.Zero(t, res.Batches)
@@ -271,7 +272,7 @@ func TestF22_PurgeWhileEightGoroutinesClaimSeesNo1205Or1213(t *testing.T) {
 		})
 	}
 	time.Sleep(200 * time.Millisecond) // claims at full rate before the purge starts
-	res, err := dedup.Purge(context.Background(), f.db, dedup.PurgeConfig{Scope: f.group, OlderThan: 168 * time.Hour})
+	res, err := dedupsql.Purge(context.Background(), f.db, dedupsql.Config{Scope: f.group, OlderThan: 168 * time.Hour}, nil)
 	stop()
 	wg.Wait()
 

@@ -51,8 +51,8 @@ func CheckSchema(ctx context.Context, db *sqlx.DB, opts ...Option) error {
 }
 
 // checkSchema is CheckSchema on the processed-event table of t.
-func checkSchema(ctx context.Context, db *sqlx.DB, t Tables) error {
-	table := t.Processed()
+func checkSchema(ctx context.Context, db *sqlx.DB, t tableNames) error {
+	table := t.processed()
 	where := "" // the default table is named by ErrSchema's text already
 	if t.prefix != "" {
 		where = table + ": "

@@ -9,12 +9,13 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
 // RecordStale records that d's event was decided stale: d's processed_event row with result_status
-// ResultStale, in a short transaction of its own; call it after the event's transaction rolled back (the
+// "STALE", in a short transaction of its own; call it after the event's transaction rolled back (the
 // package doc, "Stale events"). Errors: one wrapping ErrDuplicate when the scope already has the row; the
 // store's own failures, marked retry.Infrastructure unless ctx ended; the insert's other errors, wrapped;
 // an empty or too long event ID, permanent, as for Claim.
@@ -53,7 +54,7 @@ func (s *Store) recordStale(ctx context.Context, conn *sqlx.Conn, d *consumer.De
 	if err != nil {
 		return err
 	}
-	if err := s.insertRow(ctx, tx, d, ResultStale, ""); err != nil {
+	if err := s.insertRow(ctx, tx, d, dedupsql.ResultStale, ""); err != nil {
 		_ = tx.Rollback()
 		return err
 	}

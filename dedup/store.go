@@ -12,17 +12,18 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
 // Column sizes of processed_event; longer values cannot be stored, so the EventID middleware rejects them.
 const (
-	// MaxEventIDLength is the longest event ID the store holds, in characters.
-	MaxEventIDLength = 128
+	// maxEventIDLength is the longest event ID the store holds, in characters.
+	maxEventIDLength = dedupsql.MaxEventIDLength
 	// maxGroupLength is the longest consumer group name the store holds, in characters: RocketMQ's own
 	// limit on group names.
-	maxGroupLength = 255
+	maxGroupLength = dedupsql.MaxScopeLength
 	// maxEventTypeLength is the size of the event_type column; longer types are stored cut to it.
 	maxEventTypeLength = 64
 	// maxAggregateIDLength is the size of the aggregate_id column; longer IDs are stored cut to it.
@@ -31,16 +32,6 @@ const (
 
 // dedupKey is the name MySQL and MariaDB give processed_event's primary key (consumer_group, event_id).
 const dedupKey = "PRIMARY"
-
-// result_status values of processed_event.
-const (
-	// ResultSuccess is the result_status of a processed event: its effect committed with the row.
-	ResultSuccess = "SUCCESS"
-	// ResultStale is the result_status of an event decided stale (consumer.KindStale: its aggregate version
-	// is not above the stored one): it wrote nothing, and the row, written after its transaction rolled back
-	// (RecordStale), makes a later delivery of the same event a duplicate instead of a second stale.
-	ResultStale = "STALE"
-)
 
 // ErrDuplicate means the event ID was already processed in the dedup scope: the insert of its
 // processed_event row hit the primary key (MySQL 1062 on the dedup table, told apart from a 1062 on a
@@ -56,7 +47,7 @@ type Store struct {
 	log   *zap.Logger
 	obs   Observer // after-commit hook failures (WithObserver)
 	// tables are the schema's table names (WithTablePrefix); q the statements naming them, built once.
-	tables Tables
+	tables tableNames
 	q      queries
 }
 
@@ -170,8 +161,8 @@ func (s *Store) TxStats() sql.DBStats {
 	return s.db.Stats()
 }
 
-// Tables returns the names of the store's tables (WithTablePrefix; the default names without it).
-func (s *Store) Tables() Tables { return s.tables }
+// TablePrefix returns the prefix of the store's table names (WithTablePrefix; "" for the default names).
+func (s *Store) TablePrefix() string { return s.tables.prefix }
 
 // DB returns the database the store writes to.
 func (s *Store) DB() *sqlx.DB { return s.db }
@@ -180,9 +171,9 @@ func (s *Store) DB() *sqlx.DB { return s.db }
 // consumed_at is the database's UTC clock. It returns ErrDuplicate on MySQL 1062 on the row's primary key:
 // the scope already processed the event (or a transaction holding the key committed while Claim waited).
 // MySQL 1205/1213 from that wait come back wrapped (transient); an empty event ID, or one longer than
-// MaxEventIDLength, is permanent.
+// 128 characters, is permanent.
 func (s *Store) Claim(ctx context.Context, txn *Txn, d *consumer.Delivery) error {
-	if err := s.insertRow(ctx, txn.Tx, d, ResultSuccess, txn.token); err != nil {
+	if err := s.insertRow(ctx, txn.Tx, d, dedupsql.ResultSuccess, txn.token); err != nil {
 		return err
 	}
 	txn.claims.add(s.Scope(d), d.EventID)
@@ -205,7 +196,7 @@ func (s *Store) insertRow(ctx context.Context, ex sqlx.ExecerContext, d *consume
 		// another key means the table is not the schema this store expects.
 		if key != dedupKey && key != "" {
 			return fmt.Errorf("dedup: claim scope %s event %s: duplicate on unexpected key %q of %s: %w",
-				scope, d.EventID, key, s.tables.Processed(), err)
+				scope, d.EventID, key, s.tables.processed(), err)
 		}
 		return fmt.Errorf("%w: scope %s event %s", ErrDuplicate, scope, d.EventID)
 	}
@@ -215,11 +206,11 @@ func (s *Store) insertRow(ctx context.Context, ex sqlx.ExecerContext, d *consume
 	return nil
 }
 
-// checkKey refuses, as permanent, an empty event ID or one longer than MaxEventIDLength, and a scope
+// checkKey refuses, as permanent, an empty event ID or one longer than maxEventIDLength, and a scope
 // longer than maxGroupLength: the key columns cannot hold them.
 func checkKey(scope, eventID string) error {
-	if eventID == "" || utf8.RuneCountInString(eventID) > MaxEventIDLength {
-		return retry.Permanentf("dedup: event ID %q is empty or longer than %d characters", eventID, MaxEventIDLength)
+	if eventID == "" || utf8.RuneCountInString(eventID) > maxEventIDLength {
+		return retry.Permanentf("dedup: event ID %q is empty or longer than %d characters", eventID, maxEventIDLength)
 	}
 	if utf8.RuneCountInString(scope) > maxGroupLength {
 		return retry.Permanentf("dedup: consumer group %q is longer than %d characters", scope, maxGroupLength)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -35,7 +36,7 @@ func claimOnce(t *testing.T, f *fixture, group, eventID string) error {
 // any SQL runs.
 func TestClaim_F11_LengthLimitsAreInclusive(t *testing.T) {
 	f := newFixture(t)
-	longest := f.prefix + "-" + strings.Repeat("é", dedup.MaxEventIDLength-len(f.prefix)-1)
+	longest := f.prefix + "-" + strings.Repeat("é", dedupsql.MaxEventIDLength-len(f.prefix)-1)
 	require.NoError(t, claimOnce(t, f, f.group, longest), "an event ID of exactly MaxEventIDLength characters")
 	ok, err := f.store.Processed(context.Background(), f.group, longest)
 	require.NoError(t, err)

@@ -3,75 +3,40 @@ package dedup
 import (
 	"fmt"
 	"strings"
+
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 )
 
-// Default names of the dedup schema's tables (no prefix).
-const (
-	// ProcessedTable is the default name of the table holding one row per processed event.
-	ProcessedTable = "processed_event"
-	// aggregateTable is the default name of the table holding each aggregate's stored version.
-	aggregateTable = "aggregate_version"
-	// versionTable is the default name of the table in which goose records the dedup schema's applied
-	// migrations.
-	versionTable = "rmqguard_dedup_db_version"
-)
-
-// maxPrefixLength is the longest table prefix: the longest name it starts, versionTable (25 characters),
-// must stay within MySQL's 64.
-const maxPrefixLength = maxIdentifierLength - len(versionTable)
-
-// Tables names the tables of one dedup schema: Prefix followed by ProcessedTable, aggregateTable,
-// "event_lease" (lease mode) and versionTable. Several schemas can live in one database side by side, each with its own prefix (two
-// services sharing a database, a blue/green pair), and do not see each other's rows. The zero Tables is
-// the default schema, without a prefix. Build one with NewTables, or give the prefix to WithTablePrefix,
-// PurgeConfig.TablePrefix or JanitorConfig.TablePrefix.
-type Tables struct {
+// tableNames names the tables of one dedup schema: prefix followed by "processed_event",
+// "aggregate_version", "event_lease" (lease mode) and "rmqguard_dedup_db_version" (goose). Several schemas
+// can live in one database side by side, each with its own prefix (WithTablePrefix), and do not see each
+// other's rows. The zero tableNames is the default schema, without a prefix.
+type tableNames struct {
 	prefix string
 }
 
-// NewTables returns the tables of prefix ("" for the default names). The prefix may hold only lowercase
-// ASCII letters, digits and '_' (a table name is case-sensitive on some servers and folded to lower case on
-// others, lower_case_table_names, so an upper-case prefix could name two tables or one), and every table
-// name it makes must pass ValidIdentifier: it must not start with a digit and may have at most 39
-// characters (64 minus the 25 of versionTable). It returns an error wrapping ErrInvalidIdentifier that
-// quotes the prefix and says why.
-func NewTables(prefix string) (Tables, error) {
-	if len(prefix) > maxPrefixLength {
-		return Tables{}, fmt.Errorf("%w: table prefix %q has %d characters, at most %d (%s%s must fit MySQL's %d)",
-			ErrInvalidIdentifier, prefix, len(prefix), maxPrefixLength, prefix, versionTable, maxIdentifierLength)
+// newTableNames returns the tables of prefix ("" for the default names), or dedupsql.CheckPrefix's error.
+func newTableNames(prefix string) (tableNames, error) {
+	if err := dedupsql.CheckPrefix(prefix); err != nil {
+		return tableNames{}, err
 	}
-	for _, r := range prefix {
-		if !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
-			return Tables{}, fmt.Errorf("%w: table prefix %q may hold only lowercase ASCII letters, digits and '_' "+
-				"(table names are case-sensitive on some servers and not on others)", ErrInvalidIdentifier, prefix)
-		}
-	}
-	t := Tables{prefix: prefix}
-	for _, name := range []string{t.Processed(), t.Aggregate(), t.Version()} {
-		if err := ValidIdentifier(name); err != nil {
-			return Tables{}, fmt.Errorf("table prefix %q: table name: %w", prefix, err)
-		}
-	}
-	return t, nil
+	return tableNames{prefix: prefix}, nil
 }
 
-// Prefix returns the prefix of the table names ("" for the default schema).
-func (t Tables) Prefix() string { return t.prefix }
+// processed returns the name of the processed-event table: Prefix + "processed_event".
+func (t tableNames) processed() string { return t.prefix + dedupsql.ProcessedTable }
 
-// Processed returns the name of the processed-event table: Prefix + ProcessedTable.
-func (t Tables) Processed() string { return t.prefix + ProcessedTable }
+// aggregate returns the name of the aggregate-version table: Prefix + "aggregate_version".
+func (t tableNames) aggregate() string { return t.prefix + dedupsql.AggregateTable }
 
-// Aggregate returns the name of the aggregate-version table: Prefix + aggregateTable.
-func (t Tables) Aggregate() string { return t.prefix + aggregateTable }
+// lease returns the name of the lease table of middleware.Lease: Prefix + "event_lease".
+func (t tableNames) lease() string { return t.prefix + dedupsql.LeaseTable }
 
-// lease returns the name of the lease table of middleware.Lease: Prefix + "event_lease" (shorter than
-// versionTable, so every valid prefix makes a valid name).
-func (t Tables) lease() string { return t.prefix + "event_lease" }
+// version returns the name of the goose version table of the dedup migrations: Prefix +
+// "rmqguard_dedup_db_version".
+func (t tableNames) version() string { return t.prefix + dedupsql.VersionTable }
 
-// Version returns the name of the goose version table of the dedup migrations: Prefix + versionTable.
-func (t Tables) Version() string { return t.prefix + versionTable }
-
-// queries are the statements of a Store, built once from its Tables (table names cannot be placeholders).
+// queries are the statements of a Store, built once from its table names (they cannot be placeholders).
 type queries struct {
 	claim, confirm, committed, processed, cause, probe string
 	aggregateRead, aggregateAdvance                    string
@@ -81,9 +46,9 @@ type queries struct {
 	leaseClaim, leaseTake, leaseRead, leaseMine, leaseHold, leaseRelease, leaseExpire string
 }
 
-// newQueries writes t's names into the store's statements; t's names are valid identifiers (NewTables).
-func newQueries(t Tables) queries {
-	p, a, l := t.Processed(), t.Aggregate(), t.lease()
+// newQueries writes t's names into the store's statements; t's names are valid identifiers (newTableNames).
+func newQueries(t tableNames) queries {
+	p, a, l := t.processed(), t.aggregate(), t.lease()
 	return queries{
 		claim: `INSERT INTO ` + p + `
 		   (consumer_group, event_id, event_type, aggregate_id, topic, msg_id, consumed_at, result_status, claim_token)
@@ -122,18 +87,18 @@ func newQueries(t Tables) queries {
 // tablesOption reads the prefix a list of options sets, for the functions that take a Store's options but
 // use only WithTablePrefix (Migrate, CheckSchema): any other option is refused, naming caller, since it
 // would be ignored.
-func tablesOption(caller string, opts []Option) (Tables, error) {
+func tablesOption(caller string, opts []Option) (tableNames, error) {
 	var c storeConfig
 	for _, opt := range opts {
 		if opt == nil {
-			return Tables{}, fmt.Errorf("dedup: %s: an option is nil", caller)
+			return tableNames{}, fmt.Errorf("dedup: %s: an option is nil", caller)
 		}
 		if err := opt.apply(&c); err != nil {
-			return Tables{}, fmt.Errorf("dedup: %s: %w", caller, err)
+			return tableNames{}, fmt.Errorf("dedup: %s: %w", caller, err)
 		}
 	}
 	if len(c.others) > 0 {
-		return Tables{}, fmt.Errorf("dedup: %s: takes only WithTablePrefix; %s configure(s) a Store, pass it to NewStore",
+		return tableNames{}, fmt.Errorf("dedup: %s: takes only WithTablePrefix; %s configure(s) a Store, pass it to NewStore",
 			caller, strings.Join(c.others, ", "))
 	}
 	return c.tables, nil
@@ -141,7 +106,7 @@ func tablesOption(caller string, opts []Option) (Tables, error) {
 
 // migrateHint is what follows "run dedup.Migrate" in a fix: nothing for the default tables, else the
 // option that names these.
-func (t Tables) migrateHint() string {
+func (t tableNames) migrateHint() string {
 	if t.prefix == "" {
 		return ""
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -51,8 +52,8 @@ func (r TransitionResult) String() string {
 }
 
 // StateTable names a table whose rows carry a status and a version column: an aggregate with a state
-// machine (an order: WAIT_PAY → PAID). Every name must pass ValidIdentifier; the three columns must be
-// distinct. KeyColumn must be unique in the table (its primary key or a unique key).
+// machine (an order: WAIT_PAY → PAID). Every name must be a plain SQL identifier (as in ActionTable); the
+// three columns must be distinct. KeyColumn must be unique in the table (its primary key or a unique key).
 type StateTable struct {
 	// Table is the table's name, e.g. "orders". Required.
 	Table string
@@ -75,7 +76,7 @@ type Transition struct {
 	// Version is the event's version: the row must be at Version-1 and is set to Version (Delivery.Version
 	// when middleware.Version runs). At least 1.
 	Version int64
-	// Set holds further columns to set in the same UPDATE (e.g. "paid_at"); names must pass ValidIdentifier
+	// Set holds further columns to set in the same UPDATE (e.g. "paid_at"); names must be plain SQL identifiers
 	// and must not be the key, status or version column.
 	Set map[string]any
 }
@@ -93,7 +94,7 @@ type States struct {
 
 // NewStates applies the defaults of t (StatusColumn "status", VersionColumn "version"), validates it and
 // returns its transition runner. An invalid name returns an error naming the field, e.g.
-// "dedup: state table: KeyColumn: …", wrapping ErrInvalidIdentifier; so do two fields naming one column.
+// "dedup: state table: KeyColumn: …", and so do two fields naming one column.
 func NewStates(t StateTable) (*States, error) {
 	if t.StatusColumn == "" {
 		t.StatusColumn = "status"
@@ -118,18 +119,18 @@ func (t StateTable) validate() error {
 	for _, f := range []struct{ field, name string }{
 		{"Table", t.Table}, {"KeyColumn", t.KeyColumn}, {"StatusColumn", t.StatusColumn}, {"VersionColumn", t.VersionColumn},
 	} {
-		if err := ValidIdentifier(f.name); err != nil {
+		if err := dedupsql.ValidIdentifier(f.name); err != nil {
 			return fmt.Errorf("dedup: state table: %s: %w", f.field, err)
 		}
 	}
 	// MySQL column names are case-insensitive: "Status" and "status" are one column.
 	switch {
 	case strings.EqualFold(t.StatusColumn, t.KeyColumn):
-		return fmt.Errorf("dedup: state table: StatusColumn: %w: %q is also the KeyColumn", ErrInvalidIdentifier, t.StatusColumn)
+		return fmt.Errorf("dedup: state table: StatusColumn: %w: %q is also the KeyColumn", dedupsql.ErrInvalidIdentifier, t.StatusColumn)
 	case strings.EqualFold(t.VersionColumn, t.KeyColumn):
-		return fmt.Errorf("dedup: state table: VersionColumn: %w: %q is also the KeyColumn", ErrInvalidIdentifier, t.VersionColumn)
+		return fmt.Errorf("dedup: state table: VersionColumn: %w: %q is also the KeyColumn", dedupsql.ErrInvalidIdentifier, t.VersionColumn)
 	case strings.EqualFold(t.VersionColumn, t.StatusColumn):
-		return fmt.Errorf("dedup: state table: VersionColumn: %w: %q is also the StatusColumn", ErrInvalidIdentifier, t.VersionColumn)
+		return fmt.Errorf("dedup: state table: VersionColumn: %w: %q is also the StatusColumn", dedupsql.ErrInvalidIdentifier, t.VersionColumn)
 	}
 	return nil
 }
@@ -182,7 +183,7 @@ func (s *States) check(tr Transition) error {
 		return fmt.Errorf("Set: %q is named twice (column names are case-insensitive)", col)
 	}
 	for col := range tr.Set {
-		if err := ValidIdentifier(col); err != nil {
+		if err := dedupsql.ValidIdentifier(col); err != nil {
 			return fmt.Errorf("Set: %w", err)
 		}
 		for _, reserved := range []string{s.t.KeyColumn, s.t.StatusColumn, s.t.VersionColumn} {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -23,7 +24,7 @@ func TestStates_NewStatesNamesTheBadField(t *testing.T) {
 			st := good
 			mutate(&st)
 			_, err := dedup.NewStates(st)
-			require.ErrorIs(t, err, dedup.ErrInvalidIdentifier)
+			require.ErrorIs(t, err, dedupsql.ErrInvalidIdentifier)
 			assert.Contains(t, err.Error(), "state table: "+field+": ")
 		})
 	}
@@ -36,7 +37,7 @@ func TestStates_NewStatesRefusesOneColumnForTwoRoles(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := dedup.NewStates(st)
-			require.ErrorIs(t, err, dedup.ErrInvalidIdentifier)
+			require.ErrorIs(t, err, dedupsql.ErrInvalidIdentifier)
 			assert.Contains(t, err.Error(), "state table: "+name+": ")
 		})
 	}
@@ -101,7 +102,7 @@ func TestActions_NewActionsNamesTheBadField(t *testing.T) {
 	} {
 		t.Run(field, func(t *testing.T) {
 			_, err := dedup.NewActions(at)
-			require.ErrorIs(t, err, dedup.ErrInvalidIdentifier)
+			require.ErrorIs(t, err, dedupsql.ErrInvalidIdentifier)
 			assert.Contains(t, err.Error(), "action table: "+field+": ")
 		})
 	}

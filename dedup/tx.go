@@ -16,8 +16,8 @@ type txKey struct{}
 // put middleware.Dedup before it in the chain.
 var ErrNoTx = errors.New("dedup: no dedup transaction in context (wire middleware.Dedup before this handler)")
 
-// WithTx returns ctx carrying tx, the transaction that holds the message's dedup row.
-func WithTx(ctx context.Context, tx *sqlx.Tx) context.Context {
+// withTx returns ctx carrying tx, the transaction that holds the message's dedup row (WithTxn).
+func withTx(ctx context.Context, tx *sqlx.Tx) context.Context {
 	return context.WithValue(ctx, txKey{}, tx)
 }
 
@@ -31,7 +31,7 @@ func TxFromContext(ctx context.Context) (*sqlx.Tx, bool) {
 // TxHandler is a business handler that writes through the dedup transaction. Return consumer.Processed()
 // to commit; consumer.Stale(…) when the event is older than the state it would change (e.g. a
 // TransitionStale): the transaction rolls back, so nothing the handler wrote is kept, the event is recorded
-// as stale (result_status ResultStale, see Store.RecordStale: a later delivery is a duplicate) and the
+// as stale (result_status "STALE", see Store.RecordStale: a later delivery is a duplicate) and the
 // message is acknowledged; or an error to roll back and retry (classified by the retry package).
 type TxHandler func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error)
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -145,8 +146,8 @@ func TestVersion_OldVersionArrivingLateIsStaleAndRecorded(t *testing.T) {
 	assert.Equal(t, int64(3), v, "the state keeps the newer version")
 	assert.Equal(t, w.prefix+"-paid-3", by)
 	assert.Equal(t, 0, w.applied(t, "late-2"), "the late event writes nothing")
-	assert.Equal(t, dedup.ResultStale, w.status(t, "late-2"))
-	assert.Equal(t, dedup.ResultSuccess, w.status(t, "paid-3"))
+	assert.Equal(t, dedupsql.ResultStale, w.status(t, "late-2"))
+	assert.Equal(t, dedupsql.ResultSuccess, w.status(t, "paid-3"))
 	assert.Equal(t, 1.0, w.staleTotal(), "rmqguard_stale_total")
 
 	again := w.send(t, "late-2", "o-1", 2, 0)
@@ -170,7 +171,7 @@ func TestVersion_HandlerStaleRollsBackItsWritesAndIsRecorded(t *testing.T) {
 	want.Committed = true // its STALE row committed (F39: no deadline overrules it)
 	assert.Equal(t, want, o)
 	assert.Equal(t, 0, w.applied(t, "e-1"), "the handler's write before its stale decision is rolled back")
-	assert.Equal(t, dedup.ResultStale, w.status(t, "e-1"))
+	assert.Equal(t, dedupsql.ResultStale, w.status(t, "e-1"))
 	assert.Equal(t, consumer.KindDuplicate, w.send(t, "e-1", "o-1", 4, 0).Kind)
 }
 
@@ -190,7 +191,7 @@ func TestF12_StrictVersions_LateOldVersionIsStaleAndRepeatIsDuplicate(t *testing
 	w.seed(t, "order-2", 4)
 	requireF12(t, w, true)
 
-	o := w.send(t, "o2-v9", "order-2", 9, middleware.DefaultGapRetries)
+	o := w.send(t, "o2-v9", "order-2", 9, 3) // the default GapRetries
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind, "a gap that waited its retries")
 	assert.Equal(t, consumer.CauseVersionGap, o.Cause)
 	assert.Equal(t, "", w.status(t, "o2-v9"), "a dead letter leaves no dedup row")
@@ -211,7 +212,7 @@ func requireF12(t *testing.T, w *versionWorld, dense bool) {
 	assert.Equal(t, w.prefix+"-o1-v7", by)
 	assert.Equal(t, 1, w.applied(t, "o1-v7"))
 	assert.Equal(t, 0, w.applied(t, "o1-v5"))
-	assert.Equal(t, dedup.ResultStale, w.status(t, "o1-v5"))
+	assert.Equal(t, dedupsql.ResultStale, w.status(t, "o1-v5"))
 	assert.Equal(t, 1.0, w.staleTotal())
 
 	versions := []int64{5, 7}
@@ -284,7 +285,7 @@ func TestF12_LoadFromTheAggregatesOwnVersionColumn(t *testing.T) {
 	v, status := row("order-1")
 	assert.Equal(t, int64(7), v)
 	assert.Equal(t, "V7", status)
-	assert.Equal(t, dedup.ResultStale, w.status(t, "o1-v5"))
+	assert.Equal(t, dedupsql.ResultStale, w.status(t, "o1-v5"))
 	for _, version := range []int64{5, 6, 7} {
 		assert.Equal(t, consumer.KindProcessed, w.send(t, "o2-v"+strconv.FormatInt(version, 10), "order-2", version, 0).Kind)
 	}
@@ -399,19 +400,19 @@ func TestAggregateVersion_ReadAdvanceAndRecordStale(t *testing.T) {
 		f(tx)
 	}
 	inTx(func(tx *sqlx.Tx) {
-		v, err := w.store.AggregateVersion(ctx, tx, a)
+		v, err := w.store.AggregateVersionOf(ctx, tx, a)
 		require.NoError(t, err)
 		assert.Zero(t, v)
-		require.NoError(t, w.store.AdvanceAggregate(ctx, tx, a, 0, 3, "e-3"))
+		require.NoError(t, w.store.AdvanceAggregateOf(ctx, tx, a, 0, 3, "e-3"))
 	})
 	inTx(func(tx *sqlx.Tx) {
-		v, err := w.store.AggregateVersion(ctx, tx, a)
+		v, err := w.store.AggregateVersionOf(ctx, tx, a)
 		require.NoError(t, err)
 		assert.Equal(t, int64(3), v)
-		err = w.store.AdvanceAggregate(ctx, tx, a, 2, 4, "e-4")
+		err = w.store.AdvanceAggregateOf(ctx, tx, a, 2, 4, "e-4")
 		require.ErrorIs(t, err, dedup.ErrVersionMoved)
 		assert.Equal(t, retry.ClassTransient, retry.Classify(err))
-		assert.Error(t, w.store.AdvanceAggregate(ctx, tx, a, 3, 3, "e-3"), "the version must move up")
+		assert.Error(t, w.store.AdvanceAggregateOf(ctx, tx, a, 3, 3, "e-3"), "the version must move up")
 	})
 	v, by := w.stored(t, "o-1")
 	assert.Equal(t, int64(3), v)
@@ -420,7 +421,7 @@ func TestAggregateVersion_ReadAdvanceAndRecordStale(t *testing.T) {
 	b := dedup.Aggregate{Scope: w.group, Type: "order", ID: w.prefix + "-o-2"}
 	tx, err := w.db.BeginTxx(ctx, nil)
 	require.NoError(t, err)
-	v, err = w.store.AggregateVersion(ctx, tx, b)
+	v, err = w.store.AggregateVersionOf(ctx, tx, b)
 	require.NoError(t, err)
 	assert.Zero(t, v)
 	require.NoError(t, tx.Rollback())
@@ -431,7 +432,7 @@ func TestAggregateVersion_ReadAdvanceAndRecordStale(t *testing.T) {
 	long := a
 	long.ID = strings.Repeat("x", dedup.MaxAggregateIDLength+1)
 	inTx(func(tx *sqlx.Tx) {
-		_, err := w.store.AggregateVersion(ctx, tx, long)
+		_, err := w.store.AggregateVersionOf(ctx, tx, long)
 		assert.True(t, retry.Classify(err) == retry.ClassPermanent, "%v", err)
 	})
 
@@ -439,7 +440,7 @@ func TestAggregateVersion_ReadAdvanceAndRecordStale(t *testing.T) {
 	d.EventID = w.prefix + "-stale-1"
 	require.NoError(t, w.store.RecordStale(ctx, d))
 	require.ErrorIs(t, w.store.RecordStale(ctx, d), dedup.ErrDuplicate, "a second record (a concurrent delivery) finds the first")
-	assert.Equal(t, dedup.ResultStale, w.status(t, "stale-1"))
+	assert.Equal(t, dedupsql.ResultStale, w.status(t, "stale-1"))
 }
 
 // Without a loader, Version refuses a database without aggregate_version at construction (not on every
@@ -499,7 +500,7 @@ func TestVersion_FailureToRecordStaleIsRetried(t *testing.T) {
 	o, err = w.h(context.Background(), consumer.NewDelivery(w.group, msg))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindStale, o.Kind)
-	assert.Equal(t, dedup.ResultStale, w.status(t, "late"))
+	assert.Equal(t, dedupsql.ResultStale, w.status(t, "late"))
 }
 
 // F12 (table mode): a handler that finds its event's effect already there (a compensation job applied the
@@ -516,7 +517,7 @@ func TestF12_HandlersOwnDuplicateMovesTheStoredVersion(t *testing.T) {
 			return consumer.Processed(), w.ledger.Append(ctx, tx, d.EventID)
 		})
 	assert.Equal(t, consumer.KindDuplicate, w.send(t, "e-1", "o-1", 1, 0).Kind)
-	assert.Equal(t, dedup.ResultSuccess, w.status(t, "e-1"), "the handler's duplicate commits the dedup row")
+	assert.Equal(t, dedupsql.ResultSuccess, w.status(t, "e-1"), "the handler's duplicate commits the dedup row")
 	v, by := w.stored(t, "o-1")
 	assert.Equal(t, int64(1), v, "the event took effect: the aggregate is at its version")
 	assert.Equal(t, w.prefix+"-e-1", by)
@@ -567,7 +568,7 @@ func TestVersion_ConcurrentDeliveriesOfOneStaleEventCountOneStale(t *testing.T) 
 		}
 	}
 	assert.Equal(t, 1.0, w.staleTotal(), "one event, one stale")
-	assert.Equal(t, dedup.ResultStale, w.status(t, "late-5"))
+	assert.Equal(t, dedupsql.ResultStale, w.status(t, "late-5"))
 }
 
 // F15 with Version (table mode): MySQL rolls the transaction back underneath the handler (a deadlock;

@@ -26,6 +26,7 @@ import (
 	"github.com/rmqguard/rmqguard/dlq"
 	"github.com/rmqguard/rmqguard/examples/shop"
 	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/internal/letter"
 	"github.com/rmqguard/rmqguard/internal/rmq"
@@ -103,7 +104,7 @@ func TestE2E_S1_F4_F11_500EventsWithDuplicatesAndPoison(t *testing.T) {
 	longID := primitive.NewMessage(topic, []byte(`{}`))
 	longID.WithTag(shop.EventOrderCreated)
 	longID.WithProperty("CASE", "long-id")
-	longID.WithProperty("EVENT_ID", strings.Repeat("x", dedup.MaxEventIDLength+1))
+	longID.WithProperty("EVENT_ID", strings.Repeat("x", dedupsql.MaxEventIDLength+1))
 	w.send(append(plan.Messages, noID, longID)...)
 
 	prefix := run + "-o"

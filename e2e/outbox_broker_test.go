@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
@@ -39,19 +40,19 @@ func TestOutboxRelay_BrokerStopped30sRowsWaitUnparkedThenGoOutOnceInKeyOrder(t *
 	var peak float64
 	for time.Since(stopped) < 30*time.Second {
 		peak = max(peak, testutil.ToFloat64(m.Pending))
-		require.Zero(t, f.count(outbox.StatusParked), "a row parked while the broker is down")
+		require.Zero(t, f.count(outboxsql.StatusParked), "a row parked while the broker is down")
 		time.Sleep(500 * time.Millisecond)
 	}
 	require.Equal(t, float64(len(ids)), peak, "pending-rows gauge while the broker is down")
-	require.Equal(t, len(ids), f.count(outbox.StatusPending), "every row waits")
+	require.Equal(t, len(ids), f.count(outboxsql.StatusPending), "every row waits")
 	var attempts int
-	require.NoError(t, f.db.Get(&attempts, "SELECT COALESCE(SUM(attempts), 0) FROM "+f.tables.Prefix()+outbox.Table+" WHERE status = 'pending'"))
+	require.NoError(t, f.db.Get(&attempts, "SELECT COALESCE(SUM(attempts), 0) FROM "+f.prefix+outboxsql.Table+" WHERE status = 'pending'"))
 	t.Logf("broker down %s: %d send attempts on %d pending rows", time.Since(stopped).Round(time.Second), attempts, len(ids))
 	require.LessOrEqual(t, attempts, 30, "backoff: 100 ms doubling to 5 s over 30 s, not a loop")
 
 	stack.StartBroker(t)
 	requireOnceInKeyOrder(t, f, ds, append(warm, ids...))
-	require.Eventually(t, func() bool { return f.count(outbox.StatusSent) == len(warm)+len(ids) }, 30*time.Second, 200*time.Millisecond)
-	require.Zero(t, f.count(outbox.StatusParked))
+	require.Eventually(t, func() bool { return f.count(outboxsql.StatusSent) == len(warm)+len(ids) }, 30*time.Second, 200*time.Millisecond)
+	require.Zero(t, f.count(outboxsql.StatusParked))
 	require.Eventually(t, func() bool { return testutil.ToFloat64(m.Pending) == 0 }, 10*time.Second, 100*time.Millisecond, "the gauge falls")
 }

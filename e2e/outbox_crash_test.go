@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/outbox"
 )
@@ -89,13 +90,13 @@ func TestOutboxRelay_KilledWhileHoldingRowsTheNextRelaySendsThemOnce(t *testing.
 	ids := deliverEvents(t, up, f.run, 4, 5)
 
 	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), envRelayChild+"="+f.tables.Prefix(), envRelayNameSrv+"="+blackhole(t))
+	child.Env = append(os.Environ(), envRelayChild+"="+f.prefix, envRelayNameSrv+"="+blackhole(t))
 	child.Stdout, child.Stderr = os.Stderr, os.Stderr
 	require.NoError(t, child.Start())
 	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
 
 	// The child holds the head rows' locks while its send hangs: a SKIP LOCKED read here sees fewer rows.
-	table := f.tables.Prefix() + outbox.Table
+	table := f.prefix + outboxsql.Table
 	require.Eventually(t, func() bool {
 		tx, err := f.db.Beginx()
 		require.NoError(t, err)
@@ -106,7 +107,7 @@ func TestOutboxRelay_KilledWhileHoldingRowsTheNextRelaySendsThemOnce(t *testing.
 	}, 30*time.Second, 20*time.Millisecond, "the child relay never claimed a row")
 	require.NoError(t, child.Process.Signal(syscall.SIGKILL))
 	_ = child.Wait()
-	require.Equal(t, len(ids), f.count(outbox.StatusPending), "nothing was sent or lost by the killed relay")
+	require.Equal(t, len(ids), f.count(outboxsql.StatusPending), "nothing was sent or lost by the killed relay")
 
 	ds := f.downstream()
 	f.relay(f.outbox(outbox.Config{}))

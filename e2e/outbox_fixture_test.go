@@ -16,6 +16,8 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -28,7 +30,7 @@ type fixture struct {
 	t      *testing.T
 	ctx    context.Context
 	db     *sqlx.DB
-	tables dedup.Tables
+	prefix string
 	store  *dedup.Store
 	ns     []string
 	topic  string
@@ -45,14 +47,14 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(cancel)
 	run := testenv.Unique("ob")
 	prefix := "ob" + strings.TrimPrefix(run, "ob-") + "_"
-	tables, err := dedup.NewTables(prefix)
+	err := dedupsql.CheckPrefix(prefix)
 	require.NoError(t, err)
 	_, err = dedup.Migrate(ctx, db.DB, dedup.WithTablePrefix(prefix))
 	require.NoError(t, err)
-	_, err = outbox.Migrate(ctx, db.DB, tables)
+	_, err = outbox.Migrate(ctx, db.DB, prefix)
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		for _, tb := range []string{tables.Processed(), tables.Aggregate(), tables.Version(), prefix + outbox.Table, prefix + outbox.VersionTable} {
+		for _, tb := range append(dedupsql.Names(prefix), prefix+outboxsql.Table, prefix+outboxsql.VersionTable) {
 			_, _ = db.Exec("DROP TABLE IF EXISTS " + tb)
 		}
 	})
@@ -61,7 +63,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(func() { _ = store.Close() })
 	topic := "RMQGUARD_OB_" + strings.ReplaceAll(run, "-", "_")
 	require.NoError(t, rmq.EnsureTopic(ctx, ns, broker, topic, 4))
-	return &fixture{t: t, ctx: ctx, db: db, tables: tables, store: store, ns: ns, topic: topic, run: run}
+	return &fixture{t: t, ctx: ctx, db: db, prefix: prefix, store: store, ns: ns, topic: topic, run: run}
 }
 
 // outbox returns an Outbox on the fixture's store with cfg (NameServers set unless noBroker).
@@ -180,6 +182,6 @@ func (ds *downstream) waitApplied(t *testing.T, n int, within time.Duration) []g
 func (f *fixture) count(status string) int {
 	f.t.Helper()
 	var n int
-	require.NoError(f.t, f.db.Get(&n, "SELECT COUNT(*) FROM "+f.tables.Prefix()+outbox.Table+" WHERE status = ?", status))
+	require.NoError(f.t, f.db.Get(&n, "SELECT COUNT(*) FROM "+f.prefix+outboxsql.Table+" WHERE status = ?", status))
 	return n
 }

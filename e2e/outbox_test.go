@@ -20,6 +20,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/outboxadmin"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
@@ -68,7 +69,7 @@ func requireOnceInKeyOrder(t *testing.T, f *fixture, ds *downstream, ids []strin
 	applied := ds.waitApplied(t, len(ids), 90*time.Second)
 	scope := "up-" + f.run
 	for _, id := range ids {
-		require.Equal(t, 1, ds.ledger.Count(t, outbox.EventID(scope, id, "credited")), "downstream applies of %s", id)
+		require.Equal(t, 1, ds.ledger.Count(t, outboxsql.EventID(scope, id, "credited")), "downstream applies of %s", id)
 	}
 	last := map[string]string{}
 	for _, g := range applied {
@@ -99,15 +100,15 @@ func TestOutbox_RolledBackWithItsTransactionIsNeverSentAndTheRetrySendsOnce(t *t
 	res := up.Deliver(t, false, upMsg(id, 0))
 	require.Equal(t, rmq.ConsumeRetryLater, res, "%+v", up.Decisions(id+"-msg"))
 	time.Sleep(time.Second) // the relay polls every 200 ms: time enough to send a row if one were there
-	require.Zero(t, f.count(outbox.StatusPending)+f.count(outbox.StatusSent)+f.count(outbox.StatusParked), "rows after the rollback")
+	require.Zero(t, f.count(outboxsql.StatusPending)+f.count(outboxsql.StatusSent)+f.count(outboxsql.StatusParked), "rows after the rollback")
 
 	require.Equal(t, rmq.ConsumeSuccess, up.Deliver(t, false, upMsg(id, 1)))
 	require.Equal(t, rmq.ConsumeSuccess, up.Deliver(t, false, upMsg(id, 2)), "a later duplicate is acknowledged")
 	applied := ds.waitApplied(t, 1, 60*time.Second)
-	want := outbox.EventID("up-"+f.run, id, "credited")
+	want := outboxsql.EventID("up-"+f.run, id, "credited")
 	require.Equal(t, want, applied[0].EventID, "the message carries the derived event ID")
 	time.Sleep(2 * time.Second)
-	require.Equal(t, 1, f.count(outbox.StatusSent))
+	require.Equal(t, 1, f.count(outboxsql.StatusSent))
 	require.Equal(t, 1, ds.ledger.Count(t, want))
 	require.Len(t, ds.snapshot(), 1, "applied downstream")
 }
@@ -121,12 +122,12 @@ func TestOutboxRelay_RowsCommittedBeforeACrashAreSentByTheNextRelay(t *testing.T
 	crashed := f.outbox(outbox.Config{}) // its Run never starts: the process died after COMMIT
 	up := f.upstream(sendEach(crashed, f.topic, keyOfEvent))
 	ids := deliverEvents(t, up, f.run, 3, 5)
-	require.Equal(t, len(ids), f.count(outbox.StatusPending))
+	require.Equal(t, len(ids), f.count(outboxsql.StatusPending))
 
 	ds := f.downstream()
 	f.relay(f.outbox(outbox.Config{})) // the restarted process
 	requireOnceInKeyOrder(t, f, ds, ids)
-	require.Eventually(t, func() bool { return f.count(outbox.StatusSent) == len(ids) }, 10*time.Second, 100*time.Millisecond)
+	require.Eventually(t, func() bool { return f.count(outboxsql.StatusSent) == len(ids) }, 10*time.Second, 100*time.Millisecond)
 }
 
 // F32: two relays (two Outboxes, each with its own producer, as in two processes) on one table: every
@@ -140,9 +141,9 @@ func TestOutboxRelay_TwoRelaysOnOneTableSendEachRowAndDownstreamAppliesItOnce(t 
 	f.relay(f.outbox(outbox.Config{}))
 	f.relay(f.outbox(outbox.Config{}))
 	requireOnceInKeyOrder(t, f, ds, ids)
-	require.Eventually(t, func() bool { return f.count(outbox.StatusSent) == len(ids) }, 10*time.Second, 100*time.Millisecond)
+	require.Eventually(t, func() bool { return f.count(outboxsql.StatusSent) == len(ids) }, 10*time.Second, 100*time.Millisecond)
 	var maxAttempts int
-	require.NoError(t, f.db.Get(&maxAttempts, "SELECT MAX(attempts) FROM "+f.tables.Prefix()+outbox.Table))
+	require.NoError(t, f.db.Get(&maxAttempts, "SELECT MAX(attempts) FROM "+f.prefix+outboxsql.Table))
 	require.Equal(t, 1, maxAttempts, "every row sent by one SEND_OK, none twice")
 }
 
@@ -168,10 +169,10 @@ func TestOutboxRelay_BrokerUnreachableRowsWaitWithBackoffThenGoOutInKeyOrder(t *
 	require.Greater(t, testutil.ToFloat64(m.OldestAge), 1.0, "oldest pending age grows")
 	require.Zero(t, testutil.ToFloat64(m.Sent.WithLabelValues(f.topic)))
 	stopDown()
-	require.Equal(t, len(ids), f.count(outbox.StatusPending), "every row still pending")
+	require.Equal(t, len(ids), f.count(outboxsql.StatusPending), "every row still pending")
 	var tried, attempts int
-	require.NoError(t, f.db.Get(&tried, "SELECT COUNT(*) FROM "+f.tables.Prefix()+outbox.Table+" WHERE attempts > 0"))
-	require.NoError(t, f.db.Get(&attempts, "SELECT COALESCE(SUM(attempts), 0) FROM "+f.tables.Prefix()+outbox.Table))
+	require.NoError(t, f.db.Get(&tried, "SELECT COUNT(*) FROM "+f.prefix+outboxsql.Table+" WHERE attempts > 0"))
+	require.NoError(t, f.db.Get(&attempts, "SELECT COALESCE(SUM(attempts), 0) FROM "+f.prefix+outboxsql.Table))
 	t.Logf("broker unreachable for 4 s: %d send attempts on %d rows", attempts, tried)
 	require.Positive(t, attempts, "the relay tried")
 	require.LessOrEqual(t, attempts, 12, "backoff: no hot loop (100 ms doubling to 1 s over 4 s, one row per round)")
@@ -211,22 +212,22 @@ func TestOutboxRelay_RowForAMissingTopicIsParkedOthersGoOnAndRetrySendsItAfterTh
 	for _, g := range ds.snapshot() {
 		require.Contains(t, g.Body, "-kB-", "only key B went out")
 	}
-	require.Eventually(t, func() bool { return f.count(outbox.StatusParked) == 1 }, 20*time.Second, 100*time.Millisecond)
-	parked, err := outboxadmin.List(f.ctx, f.db, f.tables, outbox.StatusParked, 10)
+	require.Eventually(t, func() bool { return f.count(outboxsql.StatusParked) == 1 }, 20*time.Second, 100*time.Millisecond)
+	parked, err := outboxadmin.List(f.ctx, f.db, f.prefix, outboxsql.StatusParked, 10)
 	require.NoError(t, err)
 	require.Len(t, parked, 1)
 	require.Equal(t, f.run+"-kA-000", parked[0].SourceEventID)
 	require.Contains(t, parked[0].LastError, missing, "the reason names the topic")
-	require.Equal(t, 1, f.count(outbox.StatusPending), "kA-001 waits behind the parked row")
+	require.Equal(t, 1, f.count(outboxsql.StatusPending), "kA-001 waits behind the parked row")
 
 	require.NoError(t, irmq.EnsureTopic(f.ctx, f.ns, testenv.Broker(t), missing, 4))
-	n, err := outboxadmin.Retry(f.ctx, f.db, f.tables)
+	n, err := outboxadmin.Retry(f.ctx, f.db, f.prefix)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
-	require.Eventually(t, func() bool { return f.count(outbox.StatusSent) == len(ids) }, 60*time.Second, 200*time.Millisecond)
+	require.Eventually(t, func() bool { return f.count(outboxsql.StatusSent) == len(ids) }, 60*time.Second, 200*time.Millisecond)
 	ds.waitApplied(t, 4, 30*time.Second) // kA-001, on the fixture's topic, after kA-000 was sent
 	var order []string
-	require.NoError(t, f.db.Select(&order, "SELECT source_event_id FROM "+f.tables.Prefix()+outbox.Table+" ORDER BY sent_at, id"))
+	require.NoError(t, f.db.Select(&order, "SELECT source_event_id FROM "+f.prefix+outboxsql.Table+" ORDER BY sent_at, id"))
 	require.Less(t, indexOf(order, f.run+"-kA-000"), indexOf(order, f.run+"-kA-001"), "kA-000 sent before kA-001: %v", order)
 }
 
@@ -279,12 +280,12 @@ func TestOutbox_RelayInTheConsumerProcessSendsSoonAfterTheCommit(t *testing.T) {
 	applied := ds.waitApplied(t, len(ids), 90*time.Second)
 	scope := group
 	for _, id := range ids {
-		require.Equal(t, 1, ds.ledger.Count(t, outbox.EventID(scope, id, "credited")), id)
+		require.Equal(t, 1, ds.ledger.Count(t, outboxsql.EventID(scope, id, "credited")), id)
 	}
 	require.Len(t, applied, len(ids))
 	var lat []float64
 	require.NoError(t, f.db.Select(&lat, "SELECT TIMESTAMPDIFF(MICROSECOND, created_at, sent_at) / 1000 FROM "+
-		f.tables.Prefix()+outbox.Table+" WHERE status = 'sent' ORDER BY 1"))
+		f.prefix+outboxsql.Table+" WHERE status = 'sent' ORDER BY 1"))
 	require.Len(t, lat, len(ids))
 	p50, p99 := lat[len(lat)/2], lat[len(lat)*99/100]
 	t.Logf("insert-to-SEND_OK (ms) over %d rows: p50 %.1f p99 %.1f max %.1f", len(lat), p50, p99, lat[len(lat)-1])

@@ -18,6 +18,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -78,7 +79,7 @@ func TestE2E_F12_S7_AggregateVersionsThroughTheBroker(t *testing.T) {
 	var status string
 	require.NoError(t, db.Get(&status, `SELECT result_status FROM processed_event WHERE consumer_group = ? AND event_id = ?`,
 		w.group, w.run+"-o1-v5"))
-	assert.Equal(t, dedup.ResultStale, status)
+	assert.Equal(t, dedupsql.ResultStale, status)
 	assert.Equal(t, 0, ledger.Count(t, w.run+"-o1-v5"), "the stale event wrote nothing")
 
 	sendAndWait("o2-v5", "order-2", 5, "processed")

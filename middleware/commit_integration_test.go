@@ -16,6 +16,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 )
@@ -387,7 +388,7 @@ func TestDeadlineAndTimeout_StaleDecisionRecordedAfterTheDeadlineIsAcknowledgedO
 			want consumer.Kind
 			rows []string
 		}{
-			{"COMMIT", consumer.KindStale, []string{dedup.ResultStale}},
+			{"COMMIT", consumer.KindStale, []string{dedupsql.ResultStale}},
 			{"INSERT", consumer.KindDeadLetter, nil}, // a timeout on the last delivery: retries exhausted
 		} {
 			t.Run(mw.name+" "+tc.late, func(t *testing.T) {

@@ -163,7 +163,7 @@
 // consumer.Duplicate, its own finding that the effect exists) without error; otherwise it rolls back,
 // releasing the key. A consumer.Stale outcome without error (from Version, or the handler's own finding)
 // rolls the transaction back too — the event writes nothing, even what the handler wrote before deciding —
-// and then records the decision: a processed_event row with result_status dedup.ResultStale in a transaction
+// and then records the decision: a processed_event row with result_status "STALE" in a transaction
 // of its own (dedup.Store.RecordStale), so that a later delivery of the event is a duplicate, not a second
 // stale; if that insert fails, the error is returned (a retry, or Unavailable through Classify when the store
 // failed: dedup.Store.RecordStale marks that). The processed path costs no extra

@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -126,7 +126,7 @@ type EventIDConfig struct {
 	// Default: FromProperty("AGGREGATE_ID").
 	AggregateExtractors []Extractor
 	// MaxLength is the longest accepted event ID in characters. Default and upper bound:
-	// dedup.MaxEventIDLength (what the processed_event column holds).
+	// 128 (what the processed_event column holds).
 	MaxLength int
 	// FallbackToMsgID uses the RocketMQ message ID when no extractor finds an ID. Off by default: a message
 	// ID names one physical message, and a business re-send gets a new one (the idempotency key must be
@@ -149,10 +149,10 @@ func EventID(cfg EventIDConfig) (Middleware, error) {
 		cfg.AggregateExtractors = []Extractor{FromProperty("AGGREGATE_ID")}
 	}
 	if cfg.MaxLength == 0 {
-		cfg.MaxLength = dedup.MaxEventIDLength
+		cfg.MaxLength = dedupsql.MaxEventIDLength
 	}
-	if cfg.MaxLength < 1 || cfg.MaxLength > dedup.MaxEventIDLength {
-		return Middleware{}, fmt.Errorf("event ID config: MaxLength: %d is outside 1..%d (the processed_event column)", cfg.MaxLength, dedup.MaxEventIDLength)
+	if cfg.MaxLength < 1 || cfg.MaxLength > dedupsql.MaxEventIDLength {
+		return Middleware{}, fmt.Errorf("event ID config: MaxLength: %d is outside 1..%d (the processed_event column)", cfg.MaxLength, dedupsql.MaxEventIDLength)
 	}
 	for _, list := range [][]Extractor{cfg.Extractors, cfg.TypeExtractors, cfg.AggregateExtractors} {
 		for i, x := range list {

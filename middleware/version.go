@@ -77,7 +77,7 @@ func (v *versionCheck) handle(ctx context.Context, d *consumer.Delivery, next co
 	if err != nil || (o.Kind != consumer.KindProcessed && o.Kind != consumer.KindDuplicate) || v.cfg.Load != nil {
 		return o, err // only an outcome Dedup commits moves the version
 	}
-	if err := v.store.AdvanceAggregate(ctx, tx, v.aggregate(d), stored, version, d.EventID); err != nil {
+	if err := v.store.AdvanceAggregate(ctx, tx, d, v.cfg.AggregateType, stored, version); err != nil {
 		return consumer.Outcome{}, err
 	}
 	return o, nil
@@ -114,12 +114,7 @@ func (v *versionCheck) stored(ctx context.Context, d *consumer.Delivery) (int64,
 	if v.cfg.Load != nil {
 		return v.cfg.Load(ctx, tx, d.AggregateID)
 	}
-	return v.store.AggregateVersion(ctx, tx, v.aggregate(d))
-}
-
-// aggregate is d's key in the aggregate_version table.
-func (v *versionCheck) aggregate(d *consumer.Delivery) dedup.Aggregate {
-	return dedup.Aggregate{Scope: v.store.Scope(d), Type: v.cfg.AggregateType, ID: d.AggregateID}
+	return v.store.AggregateVersion(ctx, tx, d, v.cfg.AggregateType)
 }
 
 // waitForGap reports whether a gap on d is retried: GapRetries deliveries are not used up, and d is not the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 )
 
 // GapPolicy says what Version does with an event whose version skips ahead of the stored one once it has
@@ -30,10 +31,10 @@ const NoGapRetries = -1
 
 // Defaults of VersionConfig.
 const (
-	// DefaultGapRetries is how many deliveries a gap waits by default.
-	DefaultGapRetries = 3
-	// DefaultGapDelayLevel is the broker delay level of a gap's retry by default (5 s on a default broker).
-	DefaultGapDelayLevel = 2
+	// defaultGapRetries is how many deliveries a gap waits by default.
+	defaultGapRetries = 3
+	// defaultGapDelayLevel is the broker delay level of a gap's retry by default (5 s on a default broker).
+	defaultGapDelayLevel = 2
 )
 
 // VersionLoader reads an aggregate's current version inside the dedup transaction, for aggregates that keep
@@ -67,11 +68,11 @@ type VersionConfig struct {
 	Require bool
 	// GapRetries is how many deliveries an event with a gap (version > stored + 1) is retried for, waiting
 	// for the missing events: deliveries with Attempt < GapRetries are retried, so OnGap applies on
-	// delivery GapRetries + 1. 0 means DefaultGapRetries (3); NoGapRetries (-1) applies OnGap at once.
+	// delivery GapRetries + 1. 0 means 3; NoGapRetries (-1) applies OnGap at once.
 	// OnGap also applies on the group's last delivery (Delivery.LastAttempt), whatever GapRetries says:
 	// a retry there would end in the DLQ as "retries exhausted", not as the policy says.
 	GapRetries int
-	// GapDelayLevel is the broker delay level (1..18) of a gap's retry. 0 means DefaultGapDelayLevel (2).
+	// GapDelayLevel is the broker delay level (1..18) of a gap's retry. 0 means 2.
 	// Orderly consumption has no delay levels: there a gap's retry suspends the queue for
 	// consumer.Config.SuspendTime.
 	GapDelayLevel int
@@ -83,20 +84,20 @@ type VersionConfig struct {
 
 // validate checks cfg and fills its defaults; errors name the field and why.
 func (cfg *VersionConfig) validate(store *dedup.Store) error {
-	if err := dedup.ValidIdentifier(cfg.AggregateType); err != nil {
+	if err := dedupsql.ValidIdentifier(cfg.AggregateType); err != nil {
 		return fmt.Errorf("version config: AggregateType: %w", err)
 	}
 	if cfg.Load == nil && store == nil {
 		return errors.New("version config: store is nil: it keeps the aggregate_version table unless Load is set")
 	}
 	if cfg.GapRetries == 0 {
-		cfg.GapRetries = DefaultGapRetries
+		cfg.GapRetries = defaultGapRetries
 	}
 	if cfg.GapRetries < NoGapRetries {
-		return fmt.Errorf("version config: GapRetries: %d is below NoGapRetries (-1); 0 means the default %d", cfg.GapRetries, DefaultGapRetries)
+		return fmt.Errorf("version config: GapRetries: %d is below NoGapRetries (-1); 0 means the default %d", cfg.GapRetries, defaultGapRetries)
 	}
 	if cfg.GapDelayLevel == 0 {
-		cfg.GapDelayLevel = DefaultGapDelayLevel
+		cfg.GapDelayLevel = defaultGapDelayLevel
 	}
 	if cfg.GapDelayLevel < 1 || cfg.GapDelayLevel > 18 {
 		return fmt.Errorf("version config: GapDelayLevel: %d is outside the broker's delay levels 1..18", cfg.GapDelayLevel)

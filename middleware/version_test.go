@@ -51,7 +51,7 @@ func (r *versionRig) run(t *testing.T, cfg middleware.VersionConfig, d *consumer
 	}
 	mw, err := middleware.Version(nil, cfg)
 	require.NoError(t, err)
-	return mw.Wrap(r.handler)(dedup.WithTx(context.Background(), &sqlx.Tx{}), d)
+	return mw.Wrap(r.handler)(dedup.WithTxn(context.Background(), &dedup.Txn{Tx: &sqlx.Tx{}}), d)
 }
 
 // event is an OrderPaid delivery of aggregate o-1 at version (omitted when ""), on delivery attempt+1 of 17.
@@ -117,7 +117,7 @@ func TestVersion_GapIsRetriedThenDeadLettered(t *testing.T) {
 		o, err := r.run(t, middleware.VersionConfig{}, event("9", attempt))
 		require.NoError(t, err)
 		assert.Equal(t, consumer.KindRetry, o.Kind, "attempt %d", attempt)
-		assert.Equal(t, middleware.DefaultGapDelayLevel, o.DelayLevel)
+		assert.Equal(t, 2, o.DelayLevel, "the default GapDelayLevel")
 		assert.Contains(t, o.Reason, "version gap: aggregate order o-1: event version 9, stored 6 (versions 7..8 missing)")
 		assert.Zero(t, r.calls)
 	}
@@ -171,7 +171,7 @@ func TestVersion_GapOnTheLastDeliveryFollowsOnGap(t *testing.T) {
 	mw, err := middleware.Version(nil, middleware.VersionConfig{AggregateType: "order", Load: r.load, GapRetries: 10})
 	require.NoError(t, err)
 	h := middleware.Classify().Wrap(mw.Wrap(r.handler)) // by hand: Chain refuses Version without Dedup; the context has the tx
-	o, err := h(dedup.WithTx(context.Background(), &sqlx.Tx{}), last())
+	o, err := h(dedup.WithTxn(context.Background(), &dedup.Txn{Tx: &sqlx.Tx{}}), last())
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
 	assert.Equal(t, consumer.CauseVersionGap, o.Cause, "not exhausted")

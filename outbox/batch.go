@@ -9,6 +9,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
@@ -146,7 +147,7 @@ func plan(ctx context.Context, rt router, rows []row) []unit {
 	batches := map[*primitive.MessageQueue]*open{}
 	routeOf := map[string][]*primitive.MessageQueue{}
 	for i, r := range rows {
-		if r.Kind != KindMessage || rt == nil {
+		if r.Kind != outboxsql.KindMessage || rt == nil {
 			units = append(units, unit{rows: []int{i}})
 			continue
 		}

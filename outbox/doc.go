@@ -11,7 +11,8 @@
 //
 //   - A row exists exactly when the business writes do: it is inserted through the dedup transaction
 //     (dedup.TxFromContext), so a rollback takes it away and nothing is ever sent for it (F29).
-//   - Each row has a stable event ID, EventID(scope, incoming event ID, name): the same on every retry
+//   - Each row has a stable event ID, "scope/incoming event ID/name" (or "ob-" and 40 hex digits of their
+//     SHA-256 when that is longer than 128 characters or scope holds a '/'): the same on every retry
 //     of the incoming event, so a name is used once per event (twice is a permanent error). A message
 //     carries it as its EVENT_ID property and first key, so a downstream rmqguard consumer applies it once;
 //     an effect gets it as Effect.IdempotencyKey.

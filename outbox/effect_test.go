@@ -18,7 +18,9 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/outboxadmin"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -29,7 +31,7 @@ import (
 // whose callback the test calls; its handler records the effect "notify" for each event.
 type effects struct {
 	db     *sqlx.DB
-	tables dedup.Tables
+	prefix string
 	store  *dedup.Store
 	group  string
 	up     *testenv.Callback
@@ -40,15 +42,15 @@ func newEffects(t *testing.T, ob func(*dedup.Store) *outbox.Outbox) (*effects, *
 	db := testenv.MySQL(t)
 	run := testenv.Unique("fx")
 	prefix := "fx" + strings.TrimPrefix(run, "fx-") + "_"
-	tables, err := dedup.NewTables(prefix)
+	err := dedupsql.CheckPrefix(prefix)
 	require.NoError(t, err)
 	ctx := context.Background()
 	_, err = dedup.Migrate(ctx, db.DB, dedup.WithTablePrefix(prefix))
 	require.NoError(t, err)
-	_, err = outbox.Migrate(ctx, db.DB, tables)
+	_, err = outbox.Migrate(ctx, db.DB, prefix)
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		for _, tb := range []string{tables.Processed(), tables.Aggregate(), tables.Version(), prefix + outbox.Table, prefix + outbox.VersionTable} {
+		for _, tb := range append(dedupsql.Names(prefix), prefix+outboxsql.Table, prefix+outboxsql.VersionTable) {
 			_, _ = db.Exec("DROP TABLE IF EXISTS " + tb)
 		}
 	})
@@ -65,7 +67,7 @@ func newEffects(t *testing.T, ob func(*dedup.Store) *outbox.Outbox) (*effects, *
 	chain := testenv.Must(middleware.Chain(h, middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Deadline(0), testenv.Must(middleware.Dedup(store))))
 	group := "fx-" + run
 	up := testenv.NewCallback(t, consumer.Config{Group: group, Subscriptions: []consumer.Subscription{{Topic: "RMQGUARD_FX"}}}, chain)
-	return &effects{db: db, tables: tables, store: store, group: group, up: up}, o
+	return &effects{db: db, prefix: prefix, store: store, group: group, up: up}, o
 }
 
 // deliver delivers event id with body and requires it acknowledged.
@@ -79,7 +81,7 @@ func (e *effects) deliver(t *testing.T, id, body string) {
 func (e *effects) count(t *testing.T, status string) int {
 	t.Helper()
 	var n int
-	require.NoError(t, e.db.Get(&n, "SELECT COUNT(*) FROM "+e.tables.Prefix()+outbox.Table+" WHERE status = ?", status))
+	require.NoError(t, e.db.Get(&n, "SELECT COUNT(*) FROM "+e.prefix+outboxsql.Table+" WHERE status = ?", status))
 	return n
 }
 
@@ -128,12 +130,12 @@ func TestEffect_ReceiverDownIsRetriedWithBackoffAndDeliveredWithOneIdempotencyKe
 	})
 	run(t, ob)
 	e.deliver(t, "order-1-paid", `{"order":1}`)
-	require.Eventually(t, func() bool { return e.count(t, outbox.StatusSent) == 1 }, 20*time.Second, 100*time.Millisecond)
+	require.Eventually(t, func() bool { return e.count(t, outboxsql.StatusSent) == 1 }, 20*time.Second, 100*time.Millisecond)
 
 	calls, at := rcv.snapshot()
 	require.GreaterOrEqual(t, len(calls), 3, "retried while the receiver was down")
 	require.LessOrEqual(t, len(calls), 10, "backoff: 100 ms doubling to 1 s, not a loop")
-	key := outbox.EventID(e.group, "order-1-paid", "notify")
+	key := outboxsql.EventID(e.group, "order-1-paid", "notify")
 	for i, c := range calls {
 		require.Equal(t, key, c.IdempotencyKey, "call %d", i)
 		require.Equal(t, `{"order":1}`, string(c.Payload))
@@ -168,13 +170,13 @@ func TestEffect_ExhaustedIsParkedListedAndRetried(t *testing.T) {
 	run(t, ob)
 	e.deliver(t, "order-1-paid", "order-1-paid:x")
 	e.deliver(t, "order-2-paid", "order-2-paid:y")
-	require.Eventually(t, func() bool { return e.count(t, outbox.StatusParked) == 1 && e.count(t, outbox.StatusSent) == 1 },
+	require.Eventually(t, func() bool { return e.count(t, outboxsql.StatusParked) == 1 && e.count(t, outboxsql.StatusSent) == 1 },
 		20*time.Second, 100*time.Millisecond)
 	require.Eventually(t, func() bool { return testutil.ToFloat64(m.ParkedRows) == 1 }, 5*time.Second, 50*time.Millisecond, "parked-rows gauge")
-	require.Equal(t, 1.0, testutil.ToFloat64(m.Parked.WithLabelValues(outbox.KindEffect)))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.Parked.WithLabelValues(outboxsql.KindEffect)))
 	require.Equal(t, 3.0, testutil.ToFloat64(m.Effects.WithLabelValues("notify", "failed")), "order-1's 3 runs")
 	require.Equal(t, 1.0, testutil.ToFloat64(m.Effects.WithLabelValues("notify", "ok")), "order-2's run")
-	parked, err := outboxadmin.List(context.Background(), e.db, e.tables, outbox.StatusParked, 10)
+	parked, err := outboxadmin.List(context.Background(), e.db, e.prefix, outboxsql.StatusParked, 10)
 	require.NoError(t, err)
 	require.Len(t, parked, 1)
 	require.Equal(t, "order-1-paid", parked[0].SourceEventID)
@@ -184,11 +186,11 @@ func TestEffect_ExhaustedIsParkedListedAndRetried(t *testing.T) {
 	mu.Lock()
 	healthy["order-1-paid"] = true
 	mu.Unlock()
-	n, err := outboxadmin.Retry(context.Background(), e.db, e.tables, parked[0].ID)
+	n, err := outboxadmin.Retry(context.Background(), e.db, e.prefix, parked[0].ID)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
 	ob.Wake()
-	require.Eventually(t, func() bool { return e.count(t, outbox.StatusSent) == 2 }, 20*time.Second, 100*time.Millisecond)
+	require.Eventually(t, func() bool { return e.count(t, outboxsql.StatusSent) == 2 }, 20*time.Second, 100*time.Millisecond)
 	mu.Lock()
 	calls, _ := rcv.snapshot()
 	mu.Unlock()

@@ -12,27 +12,26 @@ import (
 	"text/template"
 
 	"github.com/rmqguard/rmqguard/dedup"
-)
-
-// Table and VersionTable are the default names of the outbox table and of the table recording its
-// migrations; a dedup table prefix goes before both.
-const (
-	Table        = "rmqguard_outbox"
-	VersionTable = "rmqguard_outbox_version"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 )
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// Migrate creates or updates the outbox table of t's prefix (the dedup Store's Tables) in db, recording
-// the migrations in prefix + VersionTable; safe from several processes at once (dedup.RunMigrations). It
-// returns the migrations it applied, or the migration's error, wrapped.
-func Migrate(ctx context.Context, db *sql.DB, t dedup.Tables) ([]string, error) {
+// Migrate creates or updates the outbox table prefix + "rmqguard_outbox" (prefix: the dedup Store's
+// TablePrefix) in db, recording the migrations in prefix + "rmqguard_outbox_version"; safe from several
+// processes at once (dedup.RunMigrations). It returns the migrations it applied. Errors: a prefix that
+// dedup.WithTablePrefix would refuse; the migration's error, wrapped.
+func Migrate(ctx context.Context, db *sql.DB, prefix string) ([]string, error) {
+	if err := dedupsql.CheckPrefix(prefix); err != nil {
+		return nil, fmt.Errorf("outbox: table prefix: %w", err)
+	}
 	files, err := fs.Glob(migrationFiles, "migrations/*.sql")
 	if err != nil {
 		return nil, fmt.Errorf("outbox: migrations: %w", err)
 	}
-	names := struct{ Outbox string }{t.Prefix() + Table}
+	names := struct{ Outbox string }{prefix + outboxsql.Table}
 	out := make(fstest.MapFS, len(files))
 	for _, f := range files {
 		tmpl, err := template.ParseFS(migrationFiles, f)
@@ -45,7 +44,7 @@ func Migrate(ctx context.Context, db *sql.DB, t dedup.Tables) ([]string, error) 
 		}
 		out[path.Base(f)] = &fstest.MapFile{Data: b.Bytes(), Mode: 0o444}
 	}
-	applied, err := dedup.RunMigrations(ctx, db, out, t.Prefix()+VersionTable)
+	applied, err := dedup.RunMigrations(ctx, db, out, prefix+outboxsql.VersionTable)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: %w", err)
 	}

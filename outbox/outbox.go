@@ -21,6 +21,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/mysqlerr"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/retry"
 )
@@ -130,7 +131,7 @@ type Outbox struct {
 	db    *sqlx.DB
 	q     queries
 	wake  chan struct{}
-	// wakes counts the Wake calls (one per commit with rows): how busy the relay's producers are.
+	// wakes counts the wakeRelay calls (one per commit with rows): how busy the relay's producers are.
 	wakes atomic.Int64
 	inst  string
 }
@@ -145,7 +146,7 @@ func New(store *dedup.Store, cfg Config) (*Outbox, error) {
 		return nil, err
 	}
 	return &Outbox{cfg: cfg.withDefaults(), store: store, db: store.DB(),
-		q: newQueries(store.Tables().Prefix() + Table), wake: make(chan struct{}, 1),
+		q: newQueries(store.TablePrefix() + outboxsql.Table), wake: make(chan struct{}, 1),
 		inst: "rmqguard-outbox-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)}, nil
 }
 
@@ -186,14 +187,14 @@ func (o *Outbox) Send(ctx context.Context, d *consumer.Delivery, m Message) (str
 	if key == "" && len(m.Keys) > 0 {
 		key = m.Keys[0]
 	}
-	return o.insert(ctx, d, row{Kind: KindMessage, Name: m.Name, ShardingKey: key, Topic: m.Topic, Tag: m.Tag,
+	return o.insert(ctx, d, row{Kind: outboxsql.KindMessage, Name: m.Name, ShardingKey: key, Topic: m.Topic, Tag: m.Tag,
 		Keys: strings.Join(m.Keys, " "), Properties: sql.NullString{String: props, Valid: props != ""}, Body: m.Body})
 }
 
 // Do records the effect name with payload in the dedup transaction of ctx, for d; after the commit a
 // relay with name in Config.Effects runs it until it succeeds or is parked. Returns and errors as Send.
 func (o *Outbox) Do(ctx context.Context, d *consumer.Delivery, name string, payload []byte) (string, error) {
-	return o.insert(ctx, d, row{Kind: KindEffect, Name: name, Body: payload})
+	return o.insert(ctx, d, row{Kind: outboxsql.KindEffect, Name: name, Body: payload})
 }
 
 func (o *Outbox) insert(ctx context.Context, d *consumer.Delivery, r row) (string, error) {
@@ -208,7 +209,7 @@ func (o *Outbox) insert(ctx context.Context, d *consumer.Delivery, r row) (strin
 		return "", dedup.ErrNoTx
 	}
 	scope := o.store.Scope(d)
-	r.EventID = EventID(scope, d.EventID, r.Name)
+	r.EventID = outboxsql.EventID(scope, d.EventID, r.Name)
 	switch {
 	case r.ShardingKey == "":
 		r.ShardingKey = r.EventID
@@ -227,32 +228,20 @@ func (o *Outbox) insert(ctx context.Context, d *consumer.Delivery, r row) (strin
 		}
 		return "", fmt.Errorf("outbox: record %s %q: %w", r.Kind, r.Name, err)
 	}
-	// Without the middleware's Txn (a bare dedup.WithTx) there is no hook: the relay's poll finds the row.
-	if err := dedup.AfterCommit(ctx, func(context.Context) { o.Wake() }); err != nil && !errors.Is(err, dedup.ErrNoTx) {
+	// Without the middleware's Txn in ctx (ErrNoTx) there is no hook: the relay's poll finds the row.
+	if err := dedup.AfterCommit(ctx, func(context.Context) { o.wakeRelay() }); err != nil && !errors.Is(err, dedup.ErrNoTx) {
 		return "", fmt.Errorf("outbox: %w", err)
 	}
 	return r.EventID, nil
 }
 
-// Wake makes Run look for due rows now (it does not block).
-func (o *Outbox) Wake() {
+// wakeRelay makes Run look for due rows now (it does not block).
+func (o *Outbox) wakeRelay() {
 	o.wakes.Add(1)
 	select {
 	case o.wake <- struct{}{}:
 	default:
 	}
-}
-
-// EventID returns the event ID of the outgoing row name of the event eventID in scope:
-// "scope/eventID/name" when that fits dedup.MaxEventIDLength and scope has no '/' (then it reads back
-// unambiguously), else "ob-" and 40 hex digits of the SHA-256 of the three parts.
-func EventID(scope, eventID, name string) string {
-	id := scope + "/" + eventID + "/" + name
-	if utf8.RuneCountInString(id) <= dedup.MaxEventIDLength && !strings.Contains(scope, "/") {
-		return id
-	}
-	sum := sha256.Sum256([]byte(scope + "\x00" + eventID + "\x00" + name))
-	return "ob-" + hex.EncodeToString(sum[:20])
 }
 
 func checkName(name string) error {

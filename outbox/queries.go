@@ -6,19 +6,6 @@ import (
 	"strings"
 )
 
-// Row kinds.
-const (
-	KindMessage = "message"
-	KindEffect  = "effect"
-)
-
-// Row statuses.
-const (
-	StatusPending = "pending"
-	StatusSent    = "sent"
-	StatusParked  = "parked"
-)
-
 // row is one outbox row as the relay reads it.
 type row struct {
 	ID          int64          `db:"id"`

@@ -17,6 +17,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"go.uber.org/zap"
 
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
@@ -47,8 +48,8 @@ type sender interface {
 }
 
 // Run relays committed rows until ctx ends: messages (when Config.NameServers are given) with SendSync,
-// marked sent on SEND_OK, and the effects of Config.Effects. It wakes on Wake (every Send and Do after
-// its commit) and every PollInterval. It returns nil when ctx ends, or the error of starting the producer.
+// marked sent on SEND_OK, and the effects of Config.Effects. It wakes when a Send or Do commits, and
+// every PollInterval. It returns nil when ctx ends, or the error of starting the producer.
 // Several Runs, in one process or many, may share a table (see doc.go).
 func (o *Outbox) Run(ctx context.Context) error {
 	if len(o.cfg.NameServers) > 0 {
@@ -218,7 +219,7 @@ func (o *Outbox) relayRound(ctx context.Context, s sender, rt router, claim func
 				zap.String("event_id", r.EventID), zap.Error(res.err))
 			done++
 		default:
-			failed = failed || r.Kind == KindMessage
+			failed = failed || r.Kind == outboxsql.KindMessage
 			wait := o.rowBackoff(r.Attempts + 1)
 			if *retryIn == 0 || wait < *retryIn {
 				*retryIn = wait
@@ -249,7 +250,7 @@ func (o *Outbox) observe(r row, res result) {
 	if o.cfg.Observer == nil {
 		return
 	}
-	if r.Kind == KindEffect {
+	if r.Kind == outboxsql.KindEffect {
 		o.cfg.Observer.EffectRan(r.Name, res.err == nil)
 	} else {
 		o.cfg.Observer.MessageSent(r.Topic, res.err == nil)
@@ -338,7 +339,7 @@ func (o *Outbox) attemptAll(ctx context.Context, s sender, rt router, rows []row
 			probed := false
 			for _, u := range units {
 				sem <- struct{}{}
-				message := rows[u.rows[0]].Kind == KindMessage
+				message := rows[u.rows[0]].Kind == outboxsql.KindMessage
 				// The round's first message unit goes alone: when the broker is down, one send fails per round.
 				var probe chan struct{}
 				if message && !probed {
@@ -431,7 +432,7 @@ type result struct {
 
 // attempt sends message r (to queue q when not nil) or runs effect r once.
 func (o *Outbox) attempt(ctx context.Context, s sender, r row, q *primitive.MessageQueue) result {
-	if r.Kind == KindEffect {
+	if r.Kind == outboxsql.KindEffect {
 		fn := o.cfg.Effects[r.Name]
 		ectx, cancel := context.WithTimeout(ctx, o.cfg.EffectTimeout)
 		defer cancel()

@@ -39,7 +39,7 @@ func BenchmarkRelay_PendingRowsOfDistinctKeys(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- o.run(ctx, s, fixedRoute(4)) }()
-	o.Wake()
+	o.wakeRelay()
 	for {
 		var pending int
 		require.NoError(b, tb.db.Get(&pending, "SELECT COUNT(*) FROM "+tb.t+" WHERE status = 'pending'"))

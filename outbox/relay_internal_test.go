@@ -17,6 +17,8 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
@@ -31,14 +33,14 @@ func newTable(t testing.TB, cfg Config) (*table, *Outbox) {
 	t.Helper()
 	db := testenv.MySQL(t)
 	prefix := "obi" + strings.ReplaceAll(strings.TrimPrefix(testenv.Unique("obi"), "obi-"), "-", "_") + "_"
-	tables, err := dedup.NewTables(prefix)
+	err := dedupsql.CheckPrefix(prefix)
 	require.NoError(t, err)
 	_, err = dedup.Migrate(context.Background(), db.DB, dedup.WithTablePrefix(prefix))
 	require.NoError(t, err)
-	_, err = Migrate(context.Background(), db.DB, tables)
+	_, err = Migrate(context.Background(), db.DB, prefix)
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		for _, tb := range []string{tables.Processed(), tables.Aggregate(), tables.Version(), prefix + Table, prefix + VersionTable} {
+		for _, tb := range append(dedupsql.Names(prefix), prefix+outboxsql.Table, prefix+outboxsql.VersionTable) {
 			_, _ = db.Exec("DROP TABLE IF EXISTS " + tb)
 		}
 	})
@@ -47,7 +49,7 @@ func newTable(t testing.TB, cfg Config) (*table, *Outbox) {
 	t.Cleanup(func() { _ = store.Close() })
 	o, err := New(store, cfg)
 	require.NoError(t, err)
-	return &table{db: db, t: prefix + Table}, o
+	return &table{db: db, t: prefix + outboxsql.Table}, o
 }
 
 // add inserts a committed pending row (as Send or Do after COMMIT) and returns its id.
@@ -140,7 +142,7 @@ func TestRelay_StoppedMidRoundRecordsTheRowsAlreadySent(t *testing.T) {
 	keys := []string{"a", "b", "c", "d"}
 	var ids []int64
 	for _, k := range keys {
-		ids = append(ids, tb.add(t, o, KindMessage, "m-"+k, k))
+		ids = append(ids, tb.add(t, o, outboxsql.KindMessage, "m-"+k, k))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &fakeSender{next: func(n int, _ []*primitive.Message) error {
@@ -157,19 +159,19 @@ func TestRelay_StoppedMidRoundRecordsTheRowsAlreadySent(t *testing.T) {
 	require.GreaterOrEqual(t, len(seen), 3, "the stop came with the third send")
 	answer := map[string]string{} // body → the status its answer must leave
 	for i, body := range seen {
-		answer[body] = StatusSent
+		answer[body] = outboxsql.StatusSent
 		if i == 2 {
-			answer[body] = StatusPending // the send the stop cut
+			answer[body] = outboxsql.StatusPending // the send the stop cut
 		}
 	}
 	for i, k := range keys {
 		want, ok := answer["m-"+k]
 		if !ok {
-			want = StatusPending // never sent: the stop came first
+			want = outboxsql.StatusPending // never sent: the stop came first
 		}
 		st, attempts := tb.status(t, ids[i])
 		require.Equal(t, want, st, "row %s (sender saw %v)", k, seen)
-		if st == StatusPending {
+		if st == outboxsql.StatusPending {
 			require.Zero(t, attempts, "row %s: a send cut by the stop spends no attempt", k)
 		}
 	}
@@ -191,15 +193,15 @@ func TestRelay_FailingEffectDoesNotDelayMessages(t *testing.T) {
 			}
 			return errors.New("receiver down")
 		}}})
-	tb.add(t, o, KindEffect, "notify", "fx")
+	tb.add(t, o, outboxsql.KindEffect, "notify", "fx")
 	s := &fakeSender{}
 	runRelay(t, o, s)
-	o.Wake()
+	o.wakeRelay()
 	runs.Wait() // 5 failed runs: the effect's wait is now 1.6 s, then 3 s
-	id := tb.add(t, o, KindMessage, "m", "k")
+	id := tb.add(t, o, outboxsql.KindMessage, "m", "k")
 	start := time.Now()
-	o.Wake()
-	require.Eventually(t, func() bool { st, _ := tb.status(t, id); return st == StatusSent }, 5*time.Second, 20*time.Millisecond)
+	o.wakeRelay()
+	require.Eventually(t, func() bool { st, _ := tb.status(t, id); return st == outboxsql.StatusSent }, 5*time.Second, 20*time.Millisecond)
 	require.Less(t, time.Since(start), time.Second, "the message waited for the effect's back-off")
 }
 
@@ -210,19 +212,19 @@ func TestRelay_EffectIgnoringItsContextIsAbandonedAtEffectTimeout(t *testing.T) 
 	t.Cleanup(func() { close(release) })
 	tb, o := newTable(t, Config{PollInterval: 100 * time.Millisecond, EffectTimeout: 300 * time.Millisecond,
 		Effects: map[string]EffectFunc{"hang": func(context.Context, Effect) error { <-release; return nil }}})
-	fx := tb.add(t, o, KindEffect, "hang", "fx")
-	msg := tb.add(t, o, KindMessage, "m", "k")
+	fx := tb.add(t, o, outboxsql.KindEffect, "hang", "fx")
+	msg := tb.add(t, o, outboxsql.KindMessage, "m", "k")
 	stop := runRelay(t, o, &fakeSender{})
-	require.Eventually(t, func() bool { st, _ := tb.status(t, msg); return st == StatusSent }, 3*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { st, _ := tb.status(t, msg); return st == outboxsql.StatusSent }, 3*time.Second, 20*time.Millisecond,
 		"a message behind a hanging effect")
-	require.Eventually(t, func() bool { st, n := tb.status(t, fx); return st == StatusPending && n >= 1 }, 3*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { st, n := tb.status(t, fx); return st == outboxsql.StatusPending && n >= 1 }, 3*time.Second, 20*time.Millisecond)
 	require.Less(t, stop(), 2*time.Second, "Run returns while the effect still hangs")
 }
 
 // Derived event IDs of different (scope, event ID, name) never collide, also when a scope and an event
 // ID contain '/' (dedup.WithScope allows it), and fit the dedup event-ID column.
 func TestEventID_DistinctPartsNeverCollide(t *testing.T) {
-	long := strings.Repeat("x", dedup.MaxEventIDLength)
+	long := strings.Repeat("x", dedupsql.MaxEventIDLength)
 	cases := [][3]string{
 		{"a/b", "c", "n"}, {"a", "b/c", "n"}, {"a", "b", "c"},
 		{"g", "e", "n"}, {"g", "e", "n2"}, {"g2", "e", "n"},
@@ -230,14 +232,14 @@ func TestEventID_DistinctPartsNeverCollide(t *testing.T) {
 	}
 	seen := map[string][3]string{}
 	for _, c := range cases {
-		id := EventID(c[0], c[1], c[2])
-		require.LessOrEqual(t, len([]rune(id)), dedup.MaxEventIDLength, "%v", c)
+		id := outboxsql.EventID(c[0], c[1], c[2])
+		require.LessOrEqual(t, len([]rune(id)), dedupsql.MaxEventIDLength, "%v", c)
 		prev, dup := seen[id]
 		require.False(t, dup, "%v and %v both derive %q", prev, c, id)
 		seen[id] = c
-		require.Equal(t, id, EventID(c[0], c[1], c[2]), "stable")
+		require.Equal(t, id, outboxsql.EventID(c[0], c[1], c[2]), "stable")
 	}
-	require.Equal(t, "g/e/n", EventID("g", "e", "n"), "readable when short and the scope has no '/'")
+	require.Equal(t, "g/e/n", outboxsql.EventID("g", "e", "n"), "readable when short and the scope has no '/'")
 }
 
 // A sharding key longer than the column keeps its meaning: the rows of one long key share a key (one
@@ -250,7 +252,7 @@ func TestSend_LongShardingKeyStillOrdersItsRows(t *testing.T) {
 		tx, err := tb.db.Beginx()
 		require.NoError(t, err)
 		d := &consumer.Delivery{EventID: "ev-" + strconv.Itoa(i), Group: "g"}
-		_, err = o.Send(dedup.WithTx(context.Background(), tx), d, Message{Name: "m", Topic: "T", ShardingKey: k})
+		_, err = o.Send(dedup.WithTxn(context.Background(), &dedup.Txn{Tx: tx}), d, Message{Name: "m", Topic: "T", ShardingKey: k})
 		require.NoError(t, err)
 		require.NoError(t, tx.Commit())
 		var got string
@@ -312,15 +314,15 @@ func TestRelay_BatchesARoundsMessagesOneSendPerQueue(t *testing.T) {
 	const rows = 40
 	var ids []int64
 	for i := range rows {
-		ids = append(ids, tb.add(t, o, KindMessage, "m-"+strconv.Itoa(i), "key-"+strconv.Itoa(i)))
+		ids = append(ids, tb.add(t, o, outboxsql.KindMessage, "m-"+strconv.Itoa(i), "key-"+strconv.Itoa(i)))
 	}
 	s := &fakeSender{}
 	runRelayWith(t, o, s, fixedRoute(4))
-	o.Wake()
-	require.Eventually(t, func() bool { st, _ := tb.status(t, ids[rows-1]); return st == StatusSent }, 5*time.Second, 10*time.Millisecond)
+	o.wakeRelay()
+	require.Eventually(t, func() bool { st, _ := tb.status(t, ids[rows-1]); return st == outboxsql.StatusSent }, 5*time.Second, 10*time.Millisecond)
 	for _, id := range ids {
 		st, attempts := tb.status(t, id)
-		require.Equal(t, StatusSent, st, "row %d", id)
+		require.Equal(t, outboxsql.StatusSent, st, "row %d", id)
 		require.Equal(t, 1, attempts, "row %d", id)
 	}
 	s.mu.Lock()
@@ -349,10 +351,10 @@ func TestRelay_RefusedBatchParksOnlyTheRowAtFault(t *testing.T) {
 	tb, o := newTable(t, Config{PollInterval: time.Hour})
 	var ids []int64
 	for i := range 12 {
-		ids = append(ids, tb.add(t, o, KindMessage, "m-"+strconv.Itoa(i), "key-"+strconv.Itoa(i)))
+		ids = append(ids, tb.add(t, o, outboxsql.KindMessage, "m-"+strconv.Itoa(i), "key-"+strconv.Itoa(i)))
 	}
 	bad := ids[5]
-	huge := tb.add(t, o, KindMessage, "huge", "key-huge")
+	huge := tb.add(t, o, outboxsql.KindMessage, "huge", "key-huge")
 	_, err := tb.db.Exec("UPDATE "+tb.t+" SET body = ? WHERE id = ?", make([]byte, maxMessageSize+1), huge)
 	require.NoError(t, err)
 	refusal := primitive.MQBrokerErr{ResponseCode: codeMessageIllegal, ErrorMessage: "the message is illegal"}
@@ -365,17 +367,17 @@ func TestRelay_RefusedBatchParksOnlyTheRowAtFault(t *testing.T) {
 		return nil
 	}}
 	runRelayWith(t, o, s, fixedRoute(2))
-	o.Wake()
-	require.Eventually(t, func() bool { st, _ := tb.status(t, ids[len(ids)-1]); return st == StatusSent }, 5*time.Second, 10*time.Millisecond)
-	require.Eventually(t, func() bool { st, _ := tb.status(t, huge); return st == StatusParked }, 5*time.Second, 10*time.Millisecond)
+	o.wakeRelay()
+	require.Eventually(t, func() bool { st, _ := tb.status(t, ids[len(ids)-1]); return st == outboxsql.StatusSent }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { st, _ := tb.status(t, huge); return st == outboxsql.StatusParked }, 5*time.Second, 10*time.Millisecond)
 	for _, id := range ids {
 		st, attempts := tb.status(t, id)
 		if id == bad {
-			require.Equal(t, StatusParked, st)
+			require.Equal(t, outboxsql.StatusParked, st)
 			require.Equal(t, 1, attempts)
 			continue
 		}
-		require.Equal(t, StatusSent, st, "row %d", id)
+		require.Equal(t, outboxsql.StatusSent, st, "row %d", id)
 		require.Equal(t, 1, attempts, "row %d: sent once", id)
 	}
 	var reasons []string
@@ -399,7 +401,7 @@ func TestRelay_EachKeysRowsGoOutInIdOrderToOneQueueAcrossBatches(t *testing.T) {
 	var want []int64
 	for seq := range perKey {
 		for k := range keys {
-			want = append(want, tb.add(t, o, KindMessage, fmt.Sprintf("k%d-%03d", k, seq), "key-"+strconv.Itoa(k)))
+			want = append(want, tb.add(t, o, outboxsql.KindMessage, fmt.Sprintf("k%d-%03d", k, seq), "key-"+strconv.Itoa(k)))
 		}
 	}
 	s := &fakeSender{}
@@ -407,8 +409,8 @@ func TestRelay_EachKeysRowsGoOutInIdOrderToOneQueueAcrossBatches(t *testing.T) {
 	require.NoError(t, err)
 	runRelayWith(t, o, s, fixedRoute(4))
 	runRelayWith(t, other, s, fixedRoute(4))
-	o.Wake()
-	other.Wake()
+	o.wakeRelay()
+	other.wakeRelay()
 	require.Eventually(t, func() bool {
 		var pending int
 		require.NoError(t, tb.db.Get(&pending, "SELECT COUNT(*) FROM "+tb.t+" WHERE status <> 'sent'"))

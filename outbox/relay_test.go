@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/outbox"
 )
 
@@ -41,7 +42,7 @@ func TestRelay_HeadsOfDistinctKeysRunConcurrentlyEachOnceWithTheirOwnSentAt(t *t
 		e.deliver(t, fmt.Sprintf("order-%d-paid", i), "{}")
 	}
 	run(t, ob)
-	require.Eventually(t, func() bool { return e.count(t, outbox.StatusSent) == events }, 20*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return e.count(t, outboxsql.StatusSent) == events }, 20*time.Second, 50*time.Millisecond)
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -54,7 +55,7 @@ func TestRelay_HeadsOfDistinctKeysRunConcurrentlyEachOnceWithTheirOwnSentAt(t *t
 	// sent_at - created_at: at least the effect's own run, and well below a serial round of 40 (6 s).
 	var spans []int64
 	require.NoError(t, e.db.Select(&spans, "SELECT TIMESTAMPDIFF(MICROSECOND, created_at, sent_at) FROM "+
-		e.tables.Prefix()+outbox.Table+" ORDER BY id"))
+		e.prefix+outboxsql.Table+" ORDER BY id"))
 	require.Len(t, spans, events)
 	for i, us := range spans {
 		require.GreaterOrEqual(t, time.Duration(us)*time.Microsecond, busy, "row %d", i)
@@ -63,6 +64,6 @@ func TestRelay_HeadsOfDistinctKeysRunConcurrentlyEachOnceWithTheirOwnSentAt(t *t
 	// the waves; a sent_at taken at the end of the round would be the same for all.
 	var spread int64
 	require.NoError(t, e.db.Get(&spread, "SELECT TIMESTAMPDIFF(MICROSECOND, MIN(sent_at), MAX(sent_at)) FROM "+
-		e.tables.Prefix()+outbox.Table))
+		e.prefix+outboxsql.Table))
 	require.GreaterOrEqual(t, time.Duration(spread)*time.Microsecond, busy, "each row's sent_at is its own end")
 }

@@ -8,13 +8,13 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/rmqguard/rmqguard/examples/shop"
-	"github.com/rmqguard/rmqguard/outbox"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 )
 
 // followUps is what the demo found of the paid orders' follow-ups (followups.go): the run's outbox rows,
 // the loyalty group's credits and what the notification receiver got.
 type followUps struct {
-	// rows counts the run's outbox rows of each kind (outbox.KindMessage, outbox.KindEffect) per status.
+	// rows counts the run's outbox rows of each kind (outboxsql.KindMessage, outboxsql.KindEffect) per status.
 	rows map[string]map[string]int
 	// notifyKeys are the idempotency keys of the run's notification rows.
 	notifyKeys []string
@@ -26,14 +26,14 @@ type followUps struct {
 
 // observeFollowUps reads the follow-ups of the run whose event IDs start with prefix, recorded by group.
 func observeFollowUps(ctx context.Context, db *sqlx.DB, group, prefix, notifyAddr string) (followUps, error) {
-	f := followUps{rows: map[string]map[string]int{outbox.KindMessage: {}, outbox.KindEffect: {}}}
+	f := followUps{rows: map[string]map[string]int{outboxsql.KindMessage: {}, outboxsql.KindEffect: {}}}
 	like := shop.PrefixPattern(prefix)
 	var rows []struct {
 		Kind   string `db:"kind"`
 		Status string `db:"status"`
 		N      int    `db:"n"`
 	}
-	if err := db.SelectContext(ctx, &rows, `SELECT kind, status, COUNT(*) AS n FROM `+outbox.Table+`
+	if err := db.SelectContext(ctx, &rows, `SELECT kind, status, COUNT(*) AS n FROM `+outboxsql.Table+`
 		WHERE scope = ? AND source_event_id LIKE ? GROUP BY kind, status`, group, like); err != nil {
 		return f, fmt.Errorf("outbox rows of the run: %w", err)
 	}
@@ -43,9 +43,9 @@ func observeFollowUps(ctx context.Context, db *sqlx.DB, group, prefix, notifyAdd
 		}
 		f.rows[r.Kind][r.Status] = r.N
 	}
-	if err := db.SelectContext(ctx, &f.notifyKeys, `SELECT event_id FROM `+outbox.Table+`
+	if err := db.SelectContext(ctx, &f.notifyKeys, `SELECT event_id FROM `+outboxsql.Table+`
 		WHERE scope = ? AND source_event_id LIKE ? AND kind = ? AND name = ? ORDER BY id`,
-		group, like, outbox.KindEffect, effectNotify); err != nil {
+		group, like, outboxsql.KindEffect, effectNotify); err != nil {
 		return f, fmt.Errorf("notification rows of the run: %w", err)
 	}
 	var err error
@@ -91,7 +91,7 @@ func (f followUps) notifications() (received, calls int, missing, notOnce []stri
 func (r *demoRun) followUpsComplete(f followUps) bool {
 	paid := r.plan.Events[shop.EventOrderPaid]
 	received, _, _, _ := f.notifications()
-	return f.rows[outbox.KindMessage][outbox.StatusSent] >= paid && f.rows[outbox.KindEffect][outbox.StatusSent] >= paid &&
+	return f.rows[outboxsql.KindMessage][outboxsql.StatusSent] >= paid && f.rows[outboxsql.KindEffect][outboxsql.StatusSent] >= paid &&
 		f.loyalty.Credits >= paid && received >= paid
 }
 
@@ -102,14 +102,14 @@ func (r *demoRun) followUpsComplete(f followUps) bool {
 func (r *demoRun) followUpProblems(f followUps) []string {
 	var p []string
 	paid := r.plan.Events[shop.EventOrderPaid]
-	for _, k := range []struct{ kind, what string }{{outbox.KindMessage, shop.EventLoyaltyPointsCredited}, {outbox.KindEffect, "notification"}} {
+	for _, k := range []struct{ kind, what string }{{outboxsql.KindMessage, shop.EventLoyaltyPointsCredited}, {outboxsql.KindEffect, "notification"}} {
 		rows := f.rows[k.kind]
 		if n := f.total(k.kind); n != paid {
 			p = append(p, fmt.Sprintf("outbox: %d %s rows for %d OrderPaid", n, k.what, paid))
 		}
-		if n := f.total(k.kind) - rows[outbox.StatusSent]; n > 0 {
+		if n := f.total(k.kind) - rows[outboxsql.StatusSent]; n > 0 {
 			p = append(p, fmt.Sprintf("outbox: %d %s rows not sent (%d pending, %d parked)",
-				n, k.what, rows[outbox.StatusPending], rows[outbox.StatusParked]))
+				n, k.what, rows[outboxsql.StatusPending], rows[outboxsql.StatusParked]))
 		}
 	}
 	if f.loyalty.Credits != paid {
@@ -136,11 +136,11 @@ func (r *demoRun) followUpProblems(f followUps) []string {
 // followUpLines are the verdict's lines on the follow-ups: the outbox, the loyalty group, the receiver.
 func (r *demoRun) followUpLines(f followUps) []string {
 	received, calls, _, notOnce := f.notifications()
-	msg, eff := f.rows[outbox.KindMessage], f.rows[outbox.KindEffect]
+	msg, eff := f.rows[outboxsql.KindMessage], f.rows[outboxsql.KindEffect]
 	return []string{
 		fmt.Sprintf("outbox: %d of %d LoyaltyPointsCredited messages and %d of %d notification effects sent, %d pending, %d parked",
-			msg[outbox.StatusSent], f.total(outbox.KindMessage), eff[outbox.StatusSent], f.total(outbox.KindEffect),
-			msg[outbox.StatusPending]+eff[outbox.StatusPending], msg[outbox.StatusParked]+eff[outbox.StatusParked]),
+			msg[outboxsql.StatusSent], f.total(outboxsql.KindMessage), eff[outboxsql.StatusSent], f.total(outboxsql.KindEffect),
+			msg[outboxsql.StatusPending]+eff[outboxsql.StatusPending], msg[outboxsql.StatusParked]+eff[outboxsql.StatusParked]),
 		fmt.Sprintf("loyalty (group %s): %d credits for %d OrderPaid, %d accounts with points (%d planned)",
 			r.s.loyaltyGroup(), f.loyalty.Credits, r.plan.Events[shop.EventOrderPaid], len(f.loyalty.Points), len(r.plan.Points)),
 		fmt.Sprintf("notifications: %d of %d idempotency keys received (%d calls), %d applied other than once",

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/examples/shop"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/outbox"
 )
 
@@ -22,7 +23,7 @@ func correctFollowUps(plan shop.DomainPlan) followUps {
 	paid := plan.Events[shop.EventOrderPaid]
 	f := followUps{
 		rows: map[string]map[string]int{
-			outbox.KindMessage: {outbox.StatusSent: paid}, outbox.KindEffect: {outbox.StatusSent: paid}},
+			outboxsql.KindMessage: {outboxsql.StatusSent: paid}, outboxsql.KindEffect: {outboxsql.StatusSent: paid}},
 		loyalty:  shop.LoyaltyEffects{Credits: paid, Points: maps.Clone(plan.Points)},
 		received: receiverCounts{Calls: map[string]int{}, Applied: map[string]int{}},
 	}
@@ -46,7 +47,7 @@ func TestDemoFollowUps_CorrectRunWithARepeatedNotificationPasses(t *testing.T) {
 
 func TestDemoFollowUps_UnsentOutboxRowFailsTheVerdict(t *testing.T) {
 	r, d, comp := verifyWorld(t)
-	d.followUps.rows[outbox.KindMessage] = map[string]int{outbox.StatusSent: 4, outbox.StatusParked: 1}
+	d.followUps.rows[outboxsql.KindMessage] = map[string]int{outboxsql.StatusSent: 4, outboxsql.StatusParked: 1}
 
 	assert.Contains(t, r.problems(d, comp), "outbox: 1 LoyaltyPointsCredited rows not sent (0 pending, 1 parked)")
 	assert.False(t, r.complete(d, comp), "the demo waits for it")
@@ -54,7 +55,7 @@ func TestDemoFollowUps_UnsentOutboxRowFailsTheVerdict(t *testing.T) {
 
 func TestDemoFollowUps_MissingOutboxRowFailsTheVerdict(t *testing.T) {
 	r, d, comp := verifyWorld(t)
-	d.followUps.rows[outbox.KindEffect] = map[string]int{outbox.StatusSent: 4}
+	d.followUps.rows[outboxsql.KindEffect] = map[string]int{outboxsql.StatusSent: 4}
 
 	assert.Contains(t, r.problems(d, comp), "outbox: 4 notification rows for 5 OrderPaid")
 }

@@ -11,8 +11,8 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 
-	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/examples/shop"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/internal/letter"
 	"github.com/rmqguard/rmqguard/internal/scrape"
@@ -39,7 +39,7 @@ func (r *demoRun) complete(d drained, comp compensation) bool {
 	}
 	success, stale := r.decisionsExpected(comp)
 	return r.followUpsComplete(d.followUps) && d.counts.duplicates >= float64(r.plan.Duplicates) && d.counts.stale >= float64(r.staleExpected(comp)) &&
-		d.decisions[dedup.ResultSuccess] >= success && d.decisions[dedup.ResultStale] >= stale
+		d.decisions[dedupsql.ResultSuccess] >= success && d.decisions[dedupsql.ResultStale] >= stale
 }
 
 // decisionsExpected is how many processed_event rows of this run a correct consumer leaves: SUCCESS for
@@ -140,9 +140,9 @@ func (r *demoRun) problems(d drained, comp compensation) []string {
 		p = append(p, fmt.Sprintf("stale counted %.0f < %d (%d late OrderPaid, %d OrderCancelled after the job cancelled first)",
 			d.counts.stale, want, r.plan.Late, comp.cancelled))
 	}
-	if success, stale := r.decisionsExpected(comp); d.decisions[dedup.ResultSuccess] != success || d.decisions[dedup.ResultStale] != stale {
+	if success, stale := r.decisionsExpected(comp); d.decisions[dedupsql.ResultSuccess] != success || d.decisions[dedupsql.ResultStale] != stale {
 		p = append(p, fmt.Sprintf("processed_event rows of this run: %d SUCCESS and %d STALE, want %d and %d",
-			d.decisions[dedup.ResultSuccess], d.decisions[dedup.ResultStale], success, stale))
+			d.decisions[dedupsql.ResultSuccess], d.decisions[dedupsql.ResultStale], success, stale))
 	}
 	if len(d.letters) != 1 || d.letters[0].GetProperty(shop.PropEventID) != r.plan.PoisonEventID {
 		ids := make([]string, 0, len(d.letters))

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/examples/shop"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 )
 
 // verifyWorld is a small demo plan and the drained state a correct consumer leaves for it.
@@ -27,8 +27,8 @@ func verifyWorld(t *testing.T) (*demoRun, drained, compensation) {
 		effects: shop.DomainEffects{Orders: 10, ByStatus: map[string]int{shop.StatusPaid: 5, shop.StatusCancelled: 5},
 			Reservations: 10, Releases: 5, Payments: 5, OnHand: plan.OnHand, Balances: plan.Balances},
 		counts: counts{duplicates: float64(plan.Duplicates), stale: float64(plan.Late + comp.cancelled)},
-		decisions: map[string]int{dedup.ResultSuccess: plan.TotalEvents() - comp.cancelled,
-			dedup.ResultStale: plan.Late + comp.cancelled},
+		decisions: map[string]int{dedupsql.ResultSuccess: plan.TotalEvents() - comp.cancelled,
+			dedupsql.ResultStale: plan.Late + comp.cancelled},
 		letters:   []*primitive.MessageExt{poison},
 		followUps: correctFollowUps(plan),
 	}
@@ -80,8 +80,8 @@ func TestDemoProblems_EachKindOfDifference(t *testing.T) {
 func TestDemoProblems_DoubleCancellationHiddenByOtherRunsCounters(t *testing.T) {
 	r, d, comp := verifyWorld(t)
 	d.counts.stale += 100 // other runs
-	d.decisions[dedup.ResultSuccess]++
-	d.decisions[dedup.ResultStale]--
+	d.decisions[dedupsql.ResultSuccess]++
+	d.decisions[dedupsql.ResultStale]--
 
 	assert.Contains(t, r.problems(d, comp), "processed_event rows of this run: 23 SUCCESS and 4 STALE, want 22 and 5")
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/rmqguard/rmqguard/outbox"
 )
 
-// Names of a paid order's outbox rows: they make the rows' event IDs (outbox.EventID), so they never change.
+// Names of a paid order's outbox rows: the outbox derives the rows' event IDs from them, so they never change.
 const (
 	// outboxLoyalty is the LoyaltyPointsCredited message.
 	outboxLoyalty = "loyalty"

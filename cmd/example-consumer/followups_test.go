@@ -20,6 +20,8 @@ import (
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/examples/shop"
 	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/outbox"
@@ -35,15 +37,15 @@ func TestPaidOrder_LoyaltyAndNotificationOnceThroughTheOutbox(t *testing.T) {
 	require.NoError(t, shop.Migrate(ctx, db.DB))
 	run := testenv.Unique("fu")
 	prefix := "fu" + strings.NewReplacer("-", "", "_", "").Replace(strings.TrimPrefix(run, "fu-")) + "_"
-	tables, err := dedup.NewTables(prefix)
+	err := dedupsql.CheckPrefix(prefix)
 	require.NoError(t, err)
 	_, err = dedup.Migrate(ctx, db.DB, dedup.WithTablePrefix(prefix))
 	require.NoError(t, err)
-	_, err = outbox.Migrate(ctx, db.DB, tables)
+	_, err = outbox.Migrate(ctx, db.DB, prefix)
 	require.NoError(t, err)
-	obTable := prefix + outbox.Table
+	obTable := prefix + outboxsql.Table
 	t.Cleanup(func() {
-		for _, tb := range []string{tables.Processed(), tables.Aggregate(), tables.Version(), obTable, prefix + outbox.VersionTable} {
+		for _, tb := range append(dedupsql.Names(prefix), obTable, prefix+outboxsql.VersionTable) {
 			_, _ = db.Exec("DROP TABLE IF EXISTS " + tb)
 		}
 	})
@@ -102,10 +104,10 @@ func TestPaidOrder_LoyaltyAndNotificationOnceThroughTheOutbox(t *testing.T) {
 	require.NoError(t, db.Select(&rows, `SELECT kind, event_id, topic, tag, properties, body FROM `+obTable+` ORDER BY kind`))
 	require.Len(t, rows, 2, "one message and one effect for the paid order, none for the late OrderPaid")
 	eff, msg := rows[0], rows[1]
-	require.Equal(t, outbox.KindEffect, eff.Kind)
-	require.Equal(t, outbox.KindMessage, msg.Kind)
-	assert.Equal(t, outbox.EventID(group, no+"-paid", effectNotify), eff.EventID)
-	assert.Equal(t, outbox.EventID(group, no+"-paid", outboxLoyalty), msg.EventID)
+	require.Equal(t, outboxsql.KindEffect, eff.Kind)
+	require.Equal(t, outboxsql.KindMessage, msg.Kind)
+	assert.Equal(t, outboxsql.EventID(group, no+"-paid", effectNotify), eff.EventID)
+	assert.Equal(t, outboxsql.EventID(group, no+"-paid", outboxLoyalty), msg.EventID)
 	assert.Equal(t, "LOYALTY_TEST", msg.Topic)
 	assert.Equal(t, shop.EventLoyaltyPointsCredited, msg.Tag)
 
@@ -115,7 +117,7 @@ func TestPaidOrder_LoyaltyAndNotificationOnceThroughTheOutbox(t *testing.T) {
 	go func() { defer close(done); _ = ob.Run(rctx) }()
 	require.Eventually(t, func() bool {
 		var st string
-		return db.Get(&st, `SELECT status FROM `+obTable+` WHERE kind = ?`, outbox.KindEffect) == nil && st == outbox.StatusSent
+		return db.Get(&st, `SELECT status FROM `+obTable+` WHERE kind = ?`, outboxsql.KindEffect) == nil && st == outboxsql.StatusSent
 	}, 10*time.Second, 50*time.Millisecond)
 	stop()
 	<-done

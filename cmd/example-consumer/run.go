@@ -201,7 +201,7 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	// A paid order's follow-ups (a LoyaltyPointsCredited message, a notification) are outbox rows written in
 	// its transaction; the relay (in the consumer, WithBackground) sends and runs them after the commit
 	// (followups.go).
-	if _, err := outbox.Migrate(ctx, db.DB, store.Tables()); err != nil {
+	if _, err := outbox.Migrate(ctx, db.DB, store.TablePrefix()); err != nil {
 		return err
 	}
 	stopJanitor, err := startJanitor(ctx, db, s.group, o.dedupRetention, log)

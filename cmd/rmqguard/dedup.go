@@ -11,7 +11,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/spf13/cobra"
 
-	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 )
 
 // envMySQLDSN provides the default of --mysql-dsn.
@@ -29,7 +29,7 @@ func newDedupCmd(g *globalOptions) *cobra.Command {
 // purgeOptions are the flags of `rmqguard dedup purge`.
 type purgeOptions struct {
 	dsn string
-	cfg dedup.PurgeConfig
+	cfg dedupsql.Config
 }
 
 func newDedupPurgeCmd(g *globalOptions) *cobra.Command {
@@ -56,12 +56,12 @@ func newDedupPurgeCmd(g *globalOptions) *cobra.Command {
 	f.StringVar(&o.dsn, "mysql-dsn", "", "MySQL DSN of the dedup database (default $"+envMySQLDSN+")")
 	f.StringVar(&o.cfg.Scope, "group", "", "dedup scope: the consumer group, or its dedup.WithScope name (required)")
 	f.DurationVar(&o.cfg.OlderThan, "older-than", 0, "dedup window: delete rows consumed longer ago than this, e.g. 168h (required)")
-	f.IntVar(&o.cfg.BatchSize, "batch", dedup.DefaultPurgeBatch, fmt.Sprintf("rows per batch (1 to %d)", dedup.MaxPurgeBatch))
+	f.IntVar(&o.cfg.BatchSize, "batch", dedupsql.DefaultBatch, fmt.Sprintf("rows per batch (1 to %d)", dedupsql.MaxBatch))
 	f.DurationVar(&o.cfg.Pause, "pause", 25*time.Millisecond, "wait between batches; the default keeps the claims of running consumers within about 2x their latency (make bench-purge), 0 purges fastest")
 	f.BoolVar(&o.cfg.DryRun, "dry-run", false, "count the rows that would be deleted, delete nothing")
 	f.BoolVar(&o.cfg.Force, "force", false, "allow a window shorter than --broker-retention + --replay-window")
-	f.DurationVar(&o.cfg.BrokerRetention, "broker-retention", dedup.DefaultBrokerRetention, "the broker's message retention (fileReservedTime)")
-	f.DurationVar(&o.cfg.ReplayWindow, "replay-window", dedup.DefaultReplayWindow, "how long dead letters may be replayed")
+	f.DurationVar(&o.cfg.BrokerRetention, "broker-retention", dedupsql.DefaultBrokerRetention, "the broker's message retention (fileReservedTime)")
+	f.DurationVar(&o.cfg.ReplayWindow, "replay-window", dedupsql.DefaultReplayWindow, "how long dead letters may be replayed")
 	f.StringVar(&o.cfg.TablePrefix, "table-prefix", "", "prefix of the dedup tables, as given to dedup.WithTablePrefix (default none: processed_event)")
 	return cmd
 }
@@ -78,7 +78,7 @@ func (o *purgeOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	case o.cfg.OlderThan == 0:
 		return errors.New("no window: pass --older-than, e.g. 168h")
 	}
-	if _, err := dedup.NewTables(o.cfg.TablePrefix); err != nil {
+	if err := dedupsql.CheckPrefix(o.cfg.TablePrefix); err != nil {
 		return fmt.Errorf("--table-prefix: %w", err)
 	}
 	if err := o.cfg.Validate(); err != nil { // before connecting
@@ -89,7 +89,7 @@ func (o *purgeOptions) run(ctx context.Context, cmd *cobra.Command) error {
 		return fmt.Errorf("open database: %w", err)
 	}
 	defer func() { _ = db.Close() }()
-	res, err := dedup.Purge(ctx, db, o.cfg)
+	res, err := dedupsql.Purge(ctx, db, o.cfg, nil)
 	out := cmd.OutOrStdout()
 	verb := "deleted"
 	if o.cfg.DryRun {
@@ -97,7 +97,7 @@ func (o *purgeOptions) run(ctx context.Context, cmd *cobra.Command) error {
 	}
 	head := "dedup purge"
 	if o.cfg.TablePrefix != "" {
-		head += " table=" + o.cfg.TablePrefix + dedup.ProcessedTable
+		head += " table=" + o.cfg.TablePrefix + dedupsql.ProcessedTable
 	}
 	fmt.Fprintf(out, "%s group=%s: %s %d rows in %d batches of at most %d (consumed_at < %s UTC) in %s, %.0f rows/s\n",
 		head, o.cfg.Scope, verb, res.Rows, res.Batches, o.cfg.BatchSize, res.Cutoff, res.Elapsed.Round(time.Millisecond), res.RowsPerSecond())

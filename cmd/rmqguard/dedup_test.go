@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -33,7 +34,7 @@ func TestF22_CLI_DedupPurge(t *testing.T) {
 	}
 
 	_, err = run("--older-than", "100h")
-	require.ErrorIs(t, err, dedup.ErrWindowTooShort)
+	require.ErrorIs(t, err, dedupsql.ErrWindowTooShort)
 	out, err := run("--older-than", "203h", "--batch", "2", "--dry-run")
 	require.NoError(t, err)
 	assert.Contains(t, out, fmt.Sprintf("dedup purge group=%s: would delete 3 rows in 2 batches of at most 2", group))
@@ -52,10 +53,10 @@ func TestCLI_DedupPurgeWithTablePrefixPurgesThePrefixedTable(t *testing.T) {
 	db := testenv.MySQL(t)
 	dsn := testenv.Env("RMQGUARD_TEST_MYSQL_DSN", testenv.DefaultMySQLDSN)
 	prefix := strings.ReplaceAll(testenv.Unique("cli"), "-", "_") + "_"
-	tables, err := dedup.NewTables(prefix)
+	err := dedupsql.CheckPrefix(prefix)
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		for _, table := range []string{tables.Processed(), tables.Aggregate(), tables.Version()} {
+		for _, table := range dedupsql.Names(prefix) {
 			_, _ = db.Exec(`DROP TABLE IF EXISTS ` + table) // this test's own tables
 		}
 	})
@@ -63,7 +64,7 @@ func TestCLI_DedupPurgeWithTablePrefixPurgesThePrefixedTable(t *testing.T) {
 	require.NoError(t, err)
 	group := testenv.Unique("cli-purge-prefix")
 	t.Cleanup(func() { _, _ = db.Exec(`DELETE FROM processed_event WHERE consumer_group = ?`, group) })
-	for _, table := range []string{tables.Processed(), "processed_event"} {
+	for _, table := range []string{prefix + dedupsql.ProcessedTable, "processed_event"} {
 		_, err = db.Exec(`INSERT INTO `+table+` (consumer_group, event_id, topic, msg_id, consumed_at, result_status)
 			SELECT ?, CONCAT('e-', seq), 'T', 'm', UTC_TIMESTAMP(6) - INTERVAL (200 + seq) HOUR, 'SUCCESS' FROM seq_1_to_3`, group)
 		require.NoError(t, err)
@@ -78,13 +79,13 @@ func TestCLI_DedupPurgeWithTablePrefixPurgesThePrefixedTable(t *testing.T) {
 	}
 
 	_, err = run("--table-prefix", "Bad-")
-	require.ErrorIs(t, err, dedup.ErrInvalidIdentifier)
+	require.ErrorIs(t, err, dedupsql.ErrInvalidIdentifier)
 	assert.Contains(t, err.Error(), "--table-prefix: ")
 	out, err := run("--table-prefix", prefix)
 	require.NoError(t, err)
 	assert.Contains(t, out, fmt.Sprintf("dedup purge table=%sprocessed_event group=%s: deleted 3 rows", prefix, group))
 	var left, other int
-	require.NoError(t, db.Get(&left, `SELECT COUNT(*) FROM `+tables.Processed()+` WHERE consumer_group = ?`, group))
+	require.NoError(t, db.Get(&left, `SELECT COUNT(*) FROM `+prefix+dedupsql.ProcessedTable+` WHERE consumer_group = ?`, group))
 	require.NoError(t, db.Get(&other, `SELECT COUNT(*) FROM processed_event WHERE consumer_group = ?`, group))
 	assert.Equal(t, 0, left)
 	assert.Equal(t, 3, other, "processed_event is another schema's table")

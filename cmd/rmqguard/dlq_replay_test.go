@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -75,16 +76,16 @@ func TestCLI_ReplayChecksThePrefixedDedupTable(t *testing.T) {
 	db := testenv.MySQL(t)
 	dsn := testenv.Env("RMQGUARD_TEST_MYSQL_DSN", testenv.DefaultMySQLDSN)
 	prefix := strings.ReplaceAll(testenv.Unique("cli"), "-", "_") + "_"
-	tables, err := dedup.NewTables(prefix)
+	err := dedupsql.CheckPrefix(prefix)
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		for _, table := range []string{tables.Processed(), tables.Aggregate(), tables.Version()} {
+		for _, table := range dedupsql.Names(prefix) {
 			_, _ = db.Exec(`DROP TABLE IF EXISTS ` + table) // this test's own tables
 		}
 	})
 	_, err = dedup.Migrate(t.Context(), db.DB, dedup.WithTablePrefix(prefix))
 	require.NoError(t, err)
-	_, err = db.Exec(`INSERT INTO `+tables.Processed()+` (consumer_group, event_id, topic, msg_id, consumed_at, result_status)
+	_, err = db.Exec(`INSERT INTO `+prefix+dedupsql.ProcessedTable+` (consumer_group, event_id, topic, msg_id, consumed_at, result_status)
 		VALUES (?, 'e-1', 'ORDER', 'm', UTC_TIMESTAMP(6), 'SUCCESS')`, w.group)
 	require.NoError(t, err)
 

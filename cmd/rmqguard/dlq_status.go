@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
 )
 
@@ -33,7 +34,7 @@ func (f *dbFlags) validateDB() error {
 	if f.dsn == "" {
 		f.dsn = os.Getenv(envMySQLDSN)
 	}
-	if _, err := dedup.NewTables(f.tablePrefix); err != nil {
+	if err := dedupsql.CheckPrefix(f.tablePrefix); err != nil {
 		return usageError("--table-prefix: %v", err)
 	}
 	return nil

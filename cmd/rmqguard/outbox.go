@@ -14,7 +14,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/outboxadmin"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/outbox"
 )
 
@@ -28,35 +30,34 @@ func (o *outboxFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.prefix, "table-prefix", "", "prefix of the dedup tables, as given to dedup.WithTablePrefix")
 }
 
-// open opens the database and returns it with the tables of --table-prefix.
-func (o *outboxFlags) open() (*sqlx.DB, dedup.Tables, error) {
+// open opens the database and returns it with --table-prefix, checked.
+func (o *outboxFlags) open() (*sqlx.DB, string, error) {
 	if o.dsn == "" {
 		o.dsn = os.Getenv(envMySQLDSN)
 	}
 	if o.dsn == "" {
-		return nil, dedup.Tables{}, errors.New("no database: pass --mysql-dsn or set " + envMySQLDSN)
+		return nil, "", errors.New("no database: pass --mysql-dsn or set " + envMySQLDSN)
 	}
-	t, err := dedup.NewTables(o.prefix)
-	if err != nil {
-		return nil, t, fmt.Errorf("--table-prefix: %w", err)
+	if err := dedupsql.CheckPrefix(o.prefix); err != nil {
+		return nil, "", fmt.Errorf("--table-prefix: %w", err)
 	}
 	db, err := sqlx.Open("mysql", o.dsn)
 	if err != nil {
-		return nil, t, fmt.Errorf("open database: %w", err)
+		return nil, "", fmt.Errorf("open database: %w", err)
 	}
-	return db, t, nil
+	return db, o.prefix, nil
 }
 
-// with runs fn with the command's context and the database and tables of the flags, closing the database after.
-func (o *outboxFlags) with(cmd *cobra.Command, g *globalOptions, fn func(context.Context, *sqlx.DB, dedup.Tables) error) error {
+// with runs fn with the command's context and the database and table prefix of the flags, closing the database after.
+func (o *outboxFlags) with(cmd *cobra.Command, g *globalOptions, fn func(context.Context, *sqlx.DB, string) error) error {
 	ctx, cancel := commandContext(cmd, g)
 	defer cancel()
-	db, t, err := o.open()
+	db, prefix, err := o.open()
 	if err != nil {
 		return err
 	}
 	defer func() { _ = db.Close() }()
-	return fn(ctx, db, t)
+	return fn(ctx, db, prefix)
 }
 
 func newOutboxCmd(g *globalOptions) *cobra.Command {
@@ -75,8 +76,8 @@ func newOutboxRelayCmd(g *globalOptions) *cobra.Command {
 			if len(g.nameServers) == 0 {
 				return errors.New("no name server: pass --namesrv")
 			}
-			return o.with(cmd, g, func(ctx context.Context, db *sqlx.DB, t dedup.Tables) error {
-				store, err := dedup.NewStore(db, dedup.WithTablePrefix(t.Prefix()))
+			return o.with(cmd, g, func(ctx context.Context, db *sqlx.DB, prefix string) error {
+				store, err := dedup.NewStore(db, dedup.WithTablePrefix(prefix))
 				if err != nil {
 					return err
 				}
@@ -85,7 +86,7 @@ func newOutboxRelayCmd(g *globalOptions) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "outbox relay: sending %s%s to %v until interrupted\n", t.Prefix(), outbox.Table, g.nameServers)
+				fmt.Fprintf(cmd.OutOrStdout(), "outbox relay: sending %s%s to %v until interrupted\n", prefix, outboxsql.Table, g.nameServers)
 				return ob.Run(ctx)
 			})
 		},
@@ -103,8 +104,8 @@ func newOutboxListCmd(g *globalOptions) *cobra.Command {
 		Short: "List outbox rows not yet sent (pending and parked), oldest first, with their last error",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return o.with(cmd, g, func(ctx context.Context, db *sqlx.DB, t dedup.Tables) error {
-				rows, err := outboxadmin.List(ctx, db, t, status, limit)
+			return o.with(cmd, g, func(ctx context.Context, db *sqlx.DB, prefix string) error {
+				rows, err := outboxadmin.List(ctx, db, prefix, status, limit)
 				if err != nil {
 					return err
 				}
@@ -142,8 +143,8 @@ func newOutboxRetryCmd(g *globalOptions) *cobra.Command {
 				}
 				ids = append(ids, id)
 			}
-			return o.with(cmd, g, func(ctx context.Context, db *sqlx.DB, t dedup.Tables) error {
-				n, err := outboxadmin.Retry(ctx, db, t, ids...)
+			return o.with(cmd, g, func(ctx context.Context, db *sqlx.DB, prefix string) error {
+				n, err := outboxadmin.Retry(ctx, db, prefix, ids...)
 				if err != nil {
 					return err
 				}
@@ -169,8 +170,8 @@ func newOutboxPurgeCmd(g *globalOptions) *cobra.Command {
 			if older <= 0 {
 				return errors.New("no window: pass --older-than, e.g. 168h")
 			}
-			return o.with(cmd, g, func(ctx context.Context, db *sqlx.DB, t dedup.Tables) error {
-				n, err := outboxadmin.Purge(ctx, db, t, older, batch)
+			return o.with(cmd, g, func(ctx context.Context, db *sqlx.DB, prefix string) error {
+				n, err := outboxadmin.Purge(ctx, db, prefix, older, batch)
 				fmt.Fprintf(cmd.OutOrStdout(), "outbox purge: deleted %d sent rows older than %s\n", n, older)
 				return err
 			})

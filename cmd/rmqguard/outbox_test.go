@@ -9,7 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/outbox"
 )
@@ -20,14 +21,14 @@ func TestOutboxCLI_ListsParkedRowsRetriesThemAndPurgesOnlySentRows(t *testing.T)
 	db := testenv.MySQL(t)
 	dsn := testenv.MySQLDSN()
 	prefix := "cli" + strings.TrimPrefix(testenv.Unique("x"), "x-") + "_"
-	tables, err := dedup.NewTables(prefix)
+	err := dedupsql.CheckPrefix(prefix)
 	require.NoError(t, err)
-	_, err = outbox.Migrate(context.Background(), db.DB, tables)
+	_, err = outbox.Migrate(context.Background(), db.DB, prefix)
 	require.NoError(t, err)
-	table := prefix + outbox.Table
+	table := prefix + outboxsql.Table
 	t.Cleanup(func() {
 		_, _ = db.Exec("DROP TABLE IF EXISTS " + table)
-		_, _ = db.Exec("DROP TABLE IF EXISTS " + prefix + outbox.VersionTable)
+		_, _ = db.Exec("DROP TABLE IF EXISTS " + prefix + outboxsql.VersionTable)
 	})
 	insert := `INSERT INTO ` + table + ` (kind, event_id, source_event_id, scope, name, sharding_key, topic, body, status,
 		attempts, next_attempt_at, last_error, created_at, sent_at)
@@ -55,7 +56,7 @@ func TestOutboxCLI_ListsParkedRowsRetriesThemAndPurgesOnlySentRows(t *testing.T)
 	require.Contains(t, run("outbox", "retry", "--all-parked"), "1 parked rows pending again")
 	var status string
 	require.NoError(t, db.Get(&status, "SELECT status FROM "+table+" WHERE id = ?", parkedID))
-	require.Equal(t, outbox.StatusPending, status)
+	require.Equal(t, outboxsql.StatusPending, status)
 
 	require.Contains(t, run("outbox", "purge", "--older-than", "24h"), "deleted 1 sent rows")
 	var left int

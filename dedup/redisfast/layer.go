@@ -14,6 +14,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dupcause"
 )
 
 // Reasons a Layer falls through to the database (or fails to write a key), given to Observer.RedisFallback.
@@ -123,11 +124,11 @@ func New(store dedup.TxStore, rdb redis.UniversalClient, cfg Config) (*Layer, er
 
 // keyHead is the start of store's done keys: prefix + "done:", followed by the table prefix of a store on
 // prefixed tables and "@" (a character no table prefix holds), so that such keys never equal the keys of a
-// store on other tables (dedup.Tables).
+// store on other tables (dedup.WithTablePrefix).
 func keyHead(prefix string, store dedup.TxStore) string {
 	head := prefix + "done:"
-	if s, ok := store.(interface{ Tables() dedup.Tables }); ok && s.Tables().Prefix() != "" {
-		head += s.Tables().Prefix() + "@"
+	if s, ok := store.(interface{ TablePrefix() string }); ok && s.TablePrefix() != "" {
+		head += s.TablePrefix() + "@"
 	}
 	return head
 }
@@ -159,8 +160,8 @@ func (l *Layer) Key(d *consumer.Delivery) string {
 }
 
 // Done looks d's "done" key up (one GET, bounded by Config.Timeout). A key means the event's row committed:
-// it returns the duplicate's cause from the message ID the key holds (dedup.CauseOf), or "" when the key
-// holds none (written for a duplicate whose original message is unknown). A missing key, an error or a
+// it returns the duplicate's cause from the message ID the key holds (as dedup.Store.DuplicateCause does),
+// or "" when the key holds none (written for a duplicate whose original message is unknown). A missing key, an error or a
 // timeout is counted and returns false: the database decides; an error or a timeout also starts the
 // cool-down (Config.Cooldown), during which Done asks nothing and returns false (reasonSkipped).
 func (l *Layer) Done(ctx context.Context, d *consumer.Delivery) (consumer.Cause, bool) {
@@ -181,7 +182,7 @@ func (l *Layer) Done(ctx context.Context, d *consumer.Delivery) (consumer.Cause,
 	if msgID == "" {
 		return "", true
 	}
-	return dedup.CauseOf(msgID, d), true
+	return dupcause.Of(msgID, d), true
 }
 
 // lookupReason names why a GET did not answer.

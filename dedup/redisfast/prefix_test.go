@@ -13,6 +13,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dedup/redisfast"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -23,10 +24,10 @@ func TestTablePrefix_RedisDoneKeysOfTwoSchemasDoNotCollide(t *testing.T) {
 	db := testenv.MySQL(t)
 	rdb := testenv.Redis(t)
 	prefix := strings.ReplaceAll(testenv.Unique("rf"), "-", "_") + "_"
-	tables, err := dedup.NewTables(prefix)
+	err := dedupsql.CheckPrefix(prefix)
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		for _, table := range []string{tables.Processed(), tables.Aggregate(), tables.Version()} {
+		for _, table := range dedupsql.Names(prefix) {
 			_, _ = db.Exec(`DROP TABLE IF EXISTS ` + table) // this test's own tables
 		}
 	})

@@ -13,6 +13,8 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -33,11 +35,11 @@ func TestACL_OutboxRelaySendsToTheTopicInItsNamespace(t *testing.T) {
 			_, _ = db.Exec("DROP TABLE `" + n + "`")
 		}
 	})
-	tables, err := dedup.NewTables(prefix)
+	err := dedupsql.CheckPrefix(prefix)
 	require.NoError(t, err)
 	_, err = dedup.Migrate(w.ctx, db.DB, dedup.WithTablePrefix(prefix))
 	require.NoError(t, err)
-	_, err = outbox.Migrate(w.ctx, db.DB, tables)
+	_, err = outbox.Migrate(w.ctx, db.DB, prefix)
 	require.NoError(t, err)
 	store, err := dedup.NewStore(db, dedup.WithTablePrefix(prefix))
 	require.NoError(t, err)
@@ -79,6 +81,6 @@ func TestACL_OutboxRelaySendsToTheTopicInItsNamespace(t *testing.T) {
 		t.Fatalf("the relayed message did not arrive on %s", rmq.InNamespace(w.cluster.Namespace, w.topic))
 	}
 	var status string
-	require.NoError(t, db.Get(&status, "SELECT status FROM "+prefix+outbox.Table))
-	assert.Equal(t, outbox.StatusSent, status)
+	require.NoError(t, db.Get(&status, "SELECT status FROM "+prefix+outboxsql.Table))
+	assert.Equal(t, outboxsql.StatusSent, status)
 }

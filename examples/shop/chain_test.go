@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/examples/shop"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 )
 
 // S7 on the example domain, through the example's chain (Dedup, then Version on orders.version): a late
@@ -31,7 +31,7 @@ func TestShop_LateOrderPaidIsStaleAndRecorded(t *testing.T) {
 	var result string
 	require.NoError(t, w.db.Get(&result, `SELECT result_status FROM processed_event WHERE consumer_group = ? AND event_id = ?`,
 		w.group, w.name("paid-late")))
-	assert.NotEqual(t, dedup.ResultSuccess, result, "recorded as stale, not as a success")
+	assert.NotEqual(t, dedupsql.ResultSuccess, result, "recorded as stale, not as a success")
 }
 
 // Reordering: an OrderPaid that overtakes its OrderCreated is a version gap, retried (nothing written, no

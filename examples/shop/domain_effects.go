@@ -80,7 +80,7 @@ func amounts(ctx context.Context, db *sqlx.DB, into map[string]int64, query stri
 }
 
 // RunDecisions counts group's processed_event rows of the events whose ID starts with prefix, per
-// result_status (dedup.ResultSuccess, dedup.ResultStale): one row per decided event, whatever the
+// result_status ("SUCCESS", "STALE"): one row per decided event, whatever the
 // counters of the consumer saw from other runs. Errors name the failed query.
 func RunDecisions(ctx context.Context, db *sqlx.DB, group, prefix string) (map[string]int, error) {
 	var rows []struct {

@@ -5,9 +5,11 @@ import (
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
-
-	"github.com/rmqguard/rmqguard/dedup"
 )
+
+// resultSuccess is the result_status of a processed_event row whose event's effect committed (the dedup
+// schema; a stale event's row holds "STALE").
+const resultSuccess = "SUCCESS"
 
 // Each check below runs one query for the rows that do not reconcile and turns each into a Difference.
 
@@ -206,7 +208,7 @@ func dedupRows(ctx context.Context, db *sqlx.DB, group, like string) ([]Differen
 		        AND NOT EXISTS (SELECT 1 FROM account_transaction_event l JOIN account_transaction t ON t.transaction_id = l.transaction_id
 		                        WHERE l.event_id = p.event_id)))
 		ORDER BY p.event_id`,
-		group, like, dedup.ResultSuccess, EventOrderCreated, EventOrderPaid, StatusPaid, EventOrderCancelled, StatusCancelled,
+		group, like, resultSuccess, EventOrderCreated, EventOrderPaid, StatusPaid, EventOrderCancelled, StatusCancelled,
 		EventPaymentCaptured)
 	if err != nil {
 		return nil, fmt.Errorf("dedup rows of group %s: %w", group, err)

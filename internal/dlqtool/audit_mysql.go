@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
-	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 )
 
 // AuditTable is the replay audit table (created by dlq.Migrate).
@@ -162,10 +162,10 @@ func (a *mysqlAudit) Finish(ctx context.Context, rec AuditRecord) error {
 	return nil
 }
 
-// mysqlProcessed is the ProcessedChecker on the dedup package's dedup.ProcessedTable.
+// mysqlProcessed is the ProcessedChecker on the dedup schema's processed_event table.
 type mysqlProcessed struct{ db *sqlx.DB }
 
-// NewMySQLProcessed returns the checker on db, which holds dedup.ProcessedTable. Error: db is nil.
+// NewMySQLProcessed returns the checker on db, which holds the dedup schema's processed_event table. Error: db is nil.
 func NewMySQLProcessed(db *sqlx.DB) (ProcessedChecker, error) {
 	if db == nil {
 		return nil, errors.New("dlq: NewMySQLProcessed: db is nil")
@@ -177,7 +177,7 @@ func NewMySQLProcessed(db *sqlx.DB) (ProcessedChecker, error) {
 // handler's effects, so a row is a processed event).
 func (p *mysqlProcessed) Processed(ctx context.Context, scope, eventID string) (bool, error) {
 	var n int
-	if err := p.db.GetContext(ctx, &n, `SELECT COUNT(*) FROM `+dedup.ProcessedTable+` WHERE consumer_group = ? AND event_id = ?`, scope, eventID); err != nil {
+	if err := p.db.GetContext(ctx, &n, `SELECT COUNT(*) FROM `+dedupsql.ProcessedTable+` WHERE consumer_group = ? AND event_id = ?`, scope, eventID); err != nil {
 		return false, fmt.Errorf("dlq: processed check %s/%s: %w", scope, eventID, err)
 	}
 	return n > 0, nil
@@ -188,7 +188,7 @@ func (p *mysqlProcessed) Processed(ctx context.Context, scope, eventID string) (
 func (p *mysqlProcessed) processedMany(ctx context.Context, scope string, eventIDs []string) (map[string]bool, error) {
 	out := make(map[string]bool, len(eventIDs))
 	err := inChunks(eventIDs, func(chunk []string) error {
-		q, args, err := sqlx.In(`SELECT event_id FROM `+dedup.ProcessedTable+` WHERE consumer_group = ? AND event_id IN (?)`, scope, chunk)
+		q, args, err := sqlx.In(`SELECT event_id FROM `+dedupsql.ProcessedTable+` WHERE consumer_group = ? AND event_id IN (?)`, scope, chunk)
 		if err != nil {
 			return err
 		}

@@ -34,6 +34,13 @@ func keyName(msg string) string {
 	return k[strings.LastIndexByte(k, '.')+1:] // no dot: LastIndexByte is -1, k is kept whole
 }
 
+// MissingTable reports whether err is (or wraps) MySQL error 1146: a table the statement names does not
+// exist.
+func MissingTable(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == ErNoSuchTable
+}
+
 // ReadOnly reports whether err is (or wraps) a MySQL error saying the server refuses writes because it is
 // read-only: 1290 (read_only, MariaDB and MySQL), 1836 (MySQL super_read_only / read-only mode) or 1792
 // (a write in a read-only transaction). A connection that saw one is still talking to a former primary
@@ -54,6 +61,8 @@ func ReadOnly(err error) bool {
 const (
 	// ErDupEntry is ER_DUP_ENTRY: "Duplicate entry … for key …".
 	ErDupEntry uint16 = 1062
+	// ErNoSuchTable is ER_NO_SUCH_TABLE.
+	ErNoSuchTable uint16 = 1146
 	// ErLockWaitTimeout is ER_LOCK_WAIT_TIMEOUT.
 	ErLockWaitTimeout uint16 = 1205
 	// ErLockDeadlock is ER_LOCK_DEADLOCK.

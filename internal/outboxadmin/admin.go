@@ -1,5 +1,6 @@
 // Package outboxadmin lists, retries and purges the rows of an outbox table: what `rmqguard outbox` does
-// for an operator. The relay itself (package outbox) never needs it.
+// for an operator. The relay itself (package outbox) never needs it. Each function takes the dedup table
+// prefix of the outbox, already checked (dedupsql.CheckPrefix).
 package outboxadmin
 
 import (
@@ -12,14 +13,14 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/rmqguard/rmqguard/dedup"
-	"github.com/rmqguard/rmqguard/outbox"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 )
 
-// List returns up to limit rows of t's outbox with status ("" for every row not yet sent), oldest first.
-func List(ctx context.Context, db *sqlx.DB, t dedup.Tables, status string, limit int) ([]Row, error) {
+// List returns up to limit rows of the outbox of prefix with status ("" for every row not yet sent), oldest
+// first.
+func List(ctx context.Context, db *sqlx.DB, prefix string, status string, limit int) ([]Row, error) {
 	q := `SELECT id, kind, event_id, source_event_id, name, sharding_key, topic, status, attempts, last_error, created_at
-	 FROM ` + t.Prefix() + outbox.Table + ` WHERE `
+	 FROM ` + prefix + outboxsql.Table + ` WHERE `
 	args := []any{}
 	if status == "" {
 		q += `status IN ('pending', 'parked')`
@@ -35,10 +36,10 @@ func List(ctx context.Context, db *sqlx.DB, t dedup.Tables, status string, limit
 	return rows, nil
 }
 
-// Retry makes parked rows of t's outbox pending again, due now, with their attempts reset: the rows of
-// ids, or every parked row when ids is empty. It returns how many rows it changed.
-func Retry(ctx context.Context, db *sqlx.DB, t dedup.Tables, ids ...int64) (int64, error) {
-	q := `UPDATE ` + t.Prefix() + outbox.Table + ` SET status = 'pending', attempts = 0, next_attempt_at = UTC_TIMESTAMP(6)
+// Retry makes parked rows of the outbox of prefix pending again, due now, with their attempts reset: the rows
+// of ids, or every parked row when ids is empty. It returns how many rows it changed.
+func Retry(ctx context.Context, db *sqlx.DB, prefix string, ids ...int64) (int64, error) {
+	q := `UPDATE ` + prefix + outboxsql.Table + ` SET status = 'pending', attempts = 0, next_attempt_at = UTC_TIMESTAMP(6)
 	 WHERE status = 'parked'`
 	var args []any
 	if len(ids) > 0 {
@@ -54,16 +55,16 @@ func Retry(ctx context.Context, db *sqlx.DB, t dedup.Tables, ids ...int64) (int6
 	return res.RowsAffected()
 }
 
-// Purge deletes the rows of t's outbox sent more than olderThan ago (database clock), in batches of
-// batch rows (default 1000), and returns how many it deleted; a pending or parked row is never deleted.
-// It deletes in id order up to the first sent row still inside the window (rows are sent about in id
-// order; a row retried long after it was parked holds the purge of the rows after it until it ages
-// too), so that each statement reads what it deletes, not every sent row.
-func Purge(ctx context.Context, db *sqlx.DB, t dedup.Tables, olderThan time.Duration, batch int) (int64, error) {
+// Purge deletes the rows of the outbox of prefix sent more than olderThan ago (database clock), in batches of
+// batch rows (default 1000), and returns how many it deleted; a pending or parked row is never deleted. It
+// deletes in id order up to the first sent row still inside the window (rows are sent about in id order; a row
+// retried long after it was parked holds the purge of the rows after it until it ages too), so that each
+// statement reads what it deletes, not every sent row.
+func Purge(ctx context.Context, db *sqlx.DB, prefix string, olderThan time.Duration, batch int) (int64, error) {
 	if batch <= 0 {
 		batch = 1000
 	}
-	table, older := t.Prefix()+outbox.Table, olderThan.Microseconds()
+	table, older := prefix+outboxsql.Table, olderThan.Microseconds()
 	var bound int64
 	err := db.GetContext(ctx, &bound, `SELECT id FROM `+table+` FORCE INDEX (idx_outbox_pending)
 	 WHERE status = 'sent' AND sent_at >= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND ORDER BY id LIMIT 1`, older)

@@ -10,8 +10,9 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/outboxadmin"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/outbox"
 )
@@ -19,7 +20,7 @@ import (
 // table is an outbox table of its own, on a prefix of its own, in the shared database.
 type table struct {
 	db     *sqlx.DB
-	tables dedup.Tables
+	prefix string
 	t      string
 }
 
@@ -27,16 +28,16 @@ func newTable(t *testing.T) *table {
 	t.Helper()
 	db := testenv.MySQL(t)
 	prefix := "oba" + strings.ReplaceAll(strings.TrimPrefix(testenv.Unique("oba"), "oba-"), "-", "_") + "_"
-	tables, err := dedup.NewTables(prefix)
+	err := dedupsql.CheckPrefix(prefix)
 	require.NoError(t, err)
-	_, err = outbox.Migrate(context.Background(), db.DB, tables)
+	_, err = outbox.Migrate(context.Background(), db.DB, prefix)
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		for _, tb := range []string{prefix + outbox.Table, prefix + outbox.VersionTable} {
+		for _, tb := range []string{prefix + outboxsql.Table, prefix + outboxsql.VersionTable} {
 			_, _ = db.Exec("DROP TABLE IF EXISTS " + tb)
 		}
 	})
-	return &table{db: db, tables: tables, t: prefix + outbox.Table}
+	return &table{db: db, prefix: prefix, t: prefix + outboxsql.Table}
 }
 
 // add inserts a committed pending message row (as Send after COMMIT) and returns its id.
@@ -45,7 +46,7 @@ func (tb *table) add(t *testing.T, name, key string) int64 {
 	res, err := tb.db.Exec(`INSERT INTO `+tb.t+` (kind, event_id, source_event_id, scope, name, sharding_key, topic, tag, msg_keys,
 	   properties, body, status, attempts, next_attempt_at, created_at)
 	 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`,
-		outbox.KindMessage, "scope/ev/"+name, "ev", "scope", name, key, "T", "", "", nil, []byte(name))
+		outboxsql.KindMessage, "scope/ev/"+name, "ev", "scope", name, key, "T", "", "", nil, []byte(name))
 	require.NoError(t, err)
 	id, err := res.LastInsertId()
 	require.NoError(t, err)
@@ -57,8 +58,8 @@ func (tb *table) add(t *testing.T, name, key string) int64 {
 func TestPurge_DeletesSentRowsPastTheWindowUpToTheFirstYoungOne(t *testing.T) {
 	tb := newTable(t)
 	rows := []struct{ status, sentAgo string }{
-		{outbox.StatusSent, "240 HOUR"}, {outbox.StatusSent, "240 HOUR"}, {outbox.StatusPending, ""}, {outbox.StatusParked, ""},
-		{outbox.StatusSent, "1 HOUR"}, {outbox.StatusSent, "240 HOUR"},
+		{outboxsql.StatusSent, "240 HOUR"}, {outboxsql.StatusSent, "240 HOUR"}, {outboxsql.StatusPending, ""}, {outboxsql.StatusParked, ""},
+		{outboxsql.StatusSent, "1 HOUR"}, {outboxsql.StatusSent, "240 HOUR"},
 	}
 	var ids []int64
 	for i, r := range rows {
@@ -72,13 +73,13 @@ func TestPurge_DeletesSentRowsPastTheWindowUpToTheFirstYoungOne(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
-	n, err := outboxadmin.Purge(context.Background(), tb.db, tb.tables, 24*time.Hour, 1)
+	n, err := outboxadmin.Purge(context.Background(), tb.db, tb.prefix, 24*time.Hour, 1)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, n)
 	var left []int64
 	require.NoError(t, tb.db.Select(&left, "SELECT id FROM "+tb.t+" ORDER BY id"))
 	require.Equal(t, ids[2:], left, "the two old sent rows before the young one are deleted; the one after it waits for it")
-	n, err = outboxadmin.Purge(context.Background(), tb.db, tb.tables, 30*time.Minute, 1000)
+	n, err = outboxadmin.Purge(context.Background(), tb.db, tb.prefix, 30*time.Minute, 1000)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, n, "with a shorter window the young row and the one after it go too")
 }

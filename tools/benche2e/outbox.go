@@ -13,6 +13,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/outbox"
 )
 
@@ -41,16 +42,12 @@ func startRmqguardOutbox(ctx context.Context, env *environment, o options, b bac
 		return nil, err
 	}
 	prefix := outboxPrefix(env.run, group)
-	tables, err := dedup.NewTables(prefix)
-	if err != nil {
-		return nil, err
-	}
-	obTable := prefix + outbox.Table
+	obTable := prefix + outboxsql.Table
 	env.cleanup.prefix(prefix)
 	if _, err := dedup.Migrate(ctx, env.db.DB, dedup.WithTablePrefix(prefix)); err != nil {
 		return nil, err
 	}
-	if _, err := outbox.Migrate(ctx, env.db.DB, tables); err != nil {
+	if _, err := outbox.Migrate(ctx, env.db.DB, prefix); err != nil {
 		return nil, err
 	}
 	tr.settle = func(ctx context.Context, stall time.Duration) (time.Time, latencies, error) {
@@ -86,7 +83,7 @@ func startRmqguardOutbox(ctx context.Context, env *environment, o options, b bac
 }
 
 // outboxPrefix is the table prefix of the outbox variant's group in run: the run's table name, "_ob" and a
-// hash of the group (the group itself is too long for dedup.NewTables).
+// hash of the group (the group itself is too long for a table prefix).
 func outboxPrefix(run, group string) string {
 	sum := sha256.Sum256([]byte(group))
 	return tableName(run) + "_ob" + hex.EncodeToString(sum[:3]) + "_"

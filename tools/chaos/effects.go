@@ -15,7 +15,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/rmqguard/rmqguard/examples/shop"
-	"github.com/rmqguard/rmqguard/outbox"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 )
 
 // The effects scenarios send the demo's domain workload (shop.DomainWorkload) with every order paid, so
@@ -113,7 +113,7 @@ func (r *receiverProc) counts(ctx context.Context) (receiverCounts, error) {
 
 // FollowUps is what an effects scenario's paid orders caused outside the shop's tables.
 type FollowUps struct {
-	// Rows counts the run's outbox rows per kind (outbox.KindMessage, KindEffect) and status.
+	// Rows counts the run's outbox rows per kind (outboxsql.KindMessage, KindEffect) and status.
 	Rows map[string]map[string]int
 	// Credits is the loyalty group's credits of the run; PointsWrong the accounts whose points differ
 	// from the plan (a credit applied twice or missing).
@@ -138,15 +138,15 @@ func pendingRows(ctx context.Context, db *sqlx.DB, group string) (messages, effe
 		Kind string `db:"kind"`
 		N    int    `db:"n"`
 	}
-	if err := db.SelectContext(ctx, &rows, `SELECT kind, COUNT(*) AS n FROM `+outbox.Table+`
-		WHERE scope = ? AND status = ? GROUP BY kind`, group, outbox.StatusPending); err != nil {
+	if err := db.SelectContext(ctx, &rows, `SELECT kind, COUNT(*) AS n FROM `+outboxsql.Table+`
+		WHERE scope = ? AND status = ? GROUP BY kind`, group, outboxsql.StatusPending); err != nil {
 		return 0, 0, fmt.Errorf("pending outbox rows: %w", err)
 	}
 	for _, r := range rows {
 		switch r.Kind {
-		case outbox.KindMessage:
+		case outboxsql.KindMessage:
 			messages = r.N
-		case outbox.KindEffect:
+		case outboxsql.KindEffect:
 			effects = r.N
 		}
 	}
@@ -155,14 +155,14 @@ func pendingRows(ctx context.Context, db *sqlx.DB, group string) (messages, effe
 
 // followUps reads the run's outbox rows, loyalty credits and the receiver's counts of its notification keys.
 func (c *Checker) followUps(ctx context.Context) (FollowUps, error) {
-	f := FollowUps{Rows: map[string]map[string]int{outbox.KindMessage: {}, outbox.KindEffect: {}}}
+	f := FollowUps{Rows: map[string]map[string]int{outboxsql.KindMessage: {}, outboxsql.KindEffect: {}}}
 	prefix := c.Want.RunID + "-"
 	var rows []struct {
 		Kind   string `db:"kind"`
 		Status string `db:"status"`
 		N      int    `db:"n"`
 	}
-	if err := c.DB.SelectContext(ctx, &rows, `SELECT kind, status, COUNT(*) AS n FROM `+outbox.Table+`
+	if err := c.DB.SelectContext(ctx, &rows, `SELECT kind, status, COUNT(*) AS n FROM `+outboxsql.Table+`
 		WHERE scope = ? AND source_event_id LIKE ? GROUP BY kind, status`, c.Want.Group, shop.PrefixPattern(prefix)); err != nil {
 		return f, fmt.Errorf("outbox rows of the run: %w", err)
 	}
@@ -174,8 +174,8 @@ func (c *Checker) followUps(ctx context.Context) (FollowUps, error) {
 	}
 	// The example's one effect is the notification: every effect row of the run is one idempotency key.
 	var keys []string
-	if err := c.DB.SelectContext(ctx, &keys, `SELECT event_id FROM `+outbox.Table+`
-		WHERE scope = ? AND source_event_id LIKE ? AND kind = ?`, c.Want.Group, shop.PrefixPattern(prefix), outbox.KindEffect); err != nil {
+	if err := c.DB.SelectContext(ctx, &keys, `SELECT event_id FROM `+outboxsql.Table+`
+		WHERE scope = ? AND source_event_id LIKE ? AND kind = ?`, c.Want.Group, shop.PrefixPattern(prefix), outboxsql.KindEffect); err != nil {
 		return f, fmt.Errorf("notification rows of the run: %w", err)
 	}
 	loyalty, err := shop.RunLoyalty(ctx, c.DB, prefix)
@@ -205,7 +205,7 @@ func (c *Checker) followUps(ctx context.Context) (FollowUps, error) {
 // followUpsComplete reports whether every paid order's follow-ups arrived.
 func (c *Checker) followUpsComplete(f FollowUps) bool {
 	paid := len(c.Want.Domain.Paid)
-	return f.Rows[outbox.KindMessage][outbox.StatusSent] >= paid && f.Rows[outbox.KindEffect][outbox.StatusSent] >= paid &&
+	return f.Rows[outboxsql.KindMessage][outboxsql.StatusSent] >= paid && f.Rows[outboxsql.KindEffect][outboxsql.StatusSent] >= paid &&
 		f.Credits >= paid && f.Received >= paid
 }
 
@@ -215,14 +215,14 @@ func (c *Checker) followUpsComplete(f FollowUps) bool {
 func (c *Checker) followUpProblems(f FollowUps) []string {
 	var p []string
 	paid := len(c.Want.Domain.Paid)
-	for _, k := range []struct{ kind, what string }{{outbox.KindMessage, shop.EventLoyaltyPointsCredited}, {outbox.KindEffect, "notification"}} {
+	for _, k := range []struct{ kind, what string }{{outboxsql.KindMessage, shop.EventLoyaltyPointsCredited}, {outboxsql.KindEffect, "notification"}} {
 		rows := f.Rows[k.kind]
 		if n := f.total(k.kind); n != paid {
 			p = append(p, fmt.Sprintf("outbox: %d %s rows for %d OrderPaid", n, k.what, paid))
 		}
-		if n := f.total(k.kind) - rows[outbox.StatusSent]; n > 0 {
+		if n := f.total(k.kind) - rows[outboxsql.StatusSent]; n > 0 {
 			p = append(p, fmt.Sprintf("outbox: %d %s rows not sent (%d pending, %d parked)", n, k.what,
-				rows[outbox.StatusPending], rows[outbox.StatusParked]))
+				rows[outboxsql.StatusPending], rows[outboxsql.StatusParked]))
 		}
 	}
 	if f.Credits != paid || f.PointsWrong > 0 {

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/examples/shop"
-	"github.com/rmqguard/rmqguard/outbox"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/tools/chaos"
 )
 
@@ -112,15 +112,15 @@ func TestProblems_EffectsScenarioNamesLostRowsCreditsAndNotificationsNotOnce(t *
 	dom := shop.DomainEffects{Orders: 4, ByStatus: map[string]int{shop.StatusPaid: 4}, Reservations: 4, Payments: 4,
 		OnHand: plan.OnHand, Balances: plan.Balances}
 	good := chaos.Counts{Rows: plan.TotalEvents(), Letters: []chaos.Letter{{EventID: plan.PoisonEventID}}, Domain: dom,
-		FollowUps: chaos.FollowUps{Rows: map[string]map[string]int{outbox.KindMessage: {outbox.StatusSent: 4}, outbox.KindEffect: {outbox.StatusSent: 4}},
+		FollowUps: chaos.FollowUps{Rows: map[string]map[string]int{outboxsql.KindMessage: {outboxsql.StatusSent: 4}, outboxsql.KindEffect: {outboxsql.StatusSent: 4}},
 			Credits: 4, Keys: 4, Received: 4, Calls: 5}}
 	require.Empty(t, c.Problems(good))
 	res := chaos.Result{Scenario: "effects-receiver-down", Events: plan.TotalEvents(), Counts: good, Elapsed: time.Second}
 	assert.Contains(t, res.Line(), " outbox=8/8 loyalty=4 notified=4/4 calls=5 elapsed=1.0s")
 
 	bad := good
-	bad.FollowUps.Rows = map[string]map[string]int{outbox.KindMessage: {outbox.StatusSent: 2, outbox.StatusPending: 1, outbox.StatusParked: 1},
-		outbox.KindEffect: {outbox.StatusSent: 4}}
+	bad.FollowUps.Rows = map[string]map[string]int{outboxsql.KindMessage: {outboxsql.StatusSent: 2, outboxsql.StatusPending: 1, outboxsql.StatusParked: 1},
+		outboxsql.KindEffect: {outboxsql.StatusSent: 4}}
 	bad.FollowUps.Credits, bad.FollowUps.NotOnce = 2, 1
 	assert.Equal(t, []string{
 		"outbox: 2 LoyaltyPointsCredited rows not sent (1 pending, 1 parked)",

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rmqguard/rmqguard/outbox"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 )
 
 // Result is the outcome of one scenario.
@@ -46,9 +46,9 @@ func (r Result) Line() string {
 	fields := fmt.Sprintf("scenario=%s events=%d effects=%d dlq=%d paused=%s duplicates=%.0f elapsed=%.1fs",
 		r.Scenario, r.Events, r.Counts.Orders, len(r.Counts.Letters), paused, r.Figures.Duplicates, r.Elapsed.Seconds())
 	if f := r.Counts.FollowUps; f.Rows != nil {
-		sent := f.Rows[outbox.KindMessage][outbox.StatusSent] + f.Rows[outbox.KindEffect][outbox.StatusSent]
+		sent := f.Rows[outboxsql.KindMessage][outboxsql.StatusSent] + f.Rows[outboxsql.KindEffect][outboxsql.StatusSent]
 		fields = strings.Replace(fields, " elapsed=", fmt.Sprintf(" outbox=%d/%d loyalty=%d notified=%d/%d calls=%d elapsed=",
-			sent, f.total(outbox.KindMessage)+f.total(outbox.KindEffect), f.Credits, f.Received, f.Keys, f.Calls), 1)
+			sent, f.total(outboxsql.KindMessage)+f.total(outboxsql.KindEffect), f.Credits, f.Received, f.Keys, f.Calls), 1)
 	}
 	if r.OK() {
 		return "chaos: ok " + fields

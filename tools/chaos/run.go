@@ -17,8 +17,8 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/rmqguard/rmqguard/examples/shop"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/internal/rmq"
-	"github.com/rmqguard/rmqguard/outbox"
 )
 
 // Env is what the scenarios run against.
@@ -256,8 +256,8 @@ func (r *runner) drainAndVerify(ctx context.Context) {
 	how := check.Drain(ctx, r.sampler, r.sc.Quiet, r.sc.Drain, func(n Counts) {
 		r.say("draining: effects %d/%d, dedup rows %d, paused now %v", n.Orders, r.want.Events, n.Rows, r.sampler.Figures().PausedNow)
 		if f := n.FollowUps; r.sc.Effects {
-			r.say("draining: outbox sent %d+%d of %d paid, loyalty %d, notified %d (%d calls)", f.Rows[outbox.KindMessage][outbox.StatusSent],
-				f.Rows[outbox.KindEffect][outbox.StatusSent], len(r.want.Domain.Paid), f.Credits, f.Received, f.Calls)
+			r.say("draining: outbox sent %d+%d of %d paid, loyalty %d, notified %d (%d calls)", f.Rows[outboxsql.KindMessage][outboxsql.StatusSent],
+				f.Rows[outboxsql.KindEffect][outboxsql.StatusSent], len(r.want.Domain.Paid), f.Credits, f.Received, f.Calls)
 		}
 	})
 	r.say("drain ended: %s", how)

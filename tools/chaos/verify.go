@@ -10,7 +10,7 @@ import (
 	"github.com/rmqguard/rmqguard/examples/shop"
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/internal/letter"
-	"github.com/rmqguard/rmqguard/outbox"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/topics"
 )
 
@@ -156,7 +156,7 @@ func (c *Checker) Drain(ctx context.Context, s *Sampler, quiet, timeout time.Dur
 // notifications received.
 func (n Counts) progress() int {
 	f := n.FollowUps
-	return n.Orders + n.Rows + f.Rows[outbox.KindMessage][outbox.StatusSent] + f.Rows[outbox.KindEffect][outbox.StatusSent] +
+	return n.Orders + n.Rows + f.Rows[outboxsql.KindMessage][outboxsql.StatusSent] + f.Rows[outboxsql.KindEffect][outboxsql.StatusSent] +
 		f.Credits + f.Received
 }
 

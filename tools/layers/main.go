@@ -34,10 +34,10 @@ const testCeiling = "topics"
 // imports dedup and metrics, dlq, outbox and topics use consumer, dedup and internal/rmq (dlq also
 // internal/dlqtool, the operator's DLQ tooling, which uses topics), and internal/testenv serves the tests of all.
 var layers = [][]string{
-	{"internal/rmq", "internal/body", "internal/letter", "internal/batch", "internal/scrape", "internal/mysqlerr"},
+	{"internal/rmq", "internal/body", "internal/letter", "internal/batch", "internal/scrape", "internal/mysqlerr", "internal/dedupsql", "internal/outboxsql"},
 	{"retry"},
 	{"consumer"},
-	{"metrics", "internal/collect"},
+	{"metrics", "internal/collect", "internal/dupcause"},
 	{"dedup"},
 	{"internal/testenv"},
 	{"middleware"},

@@ -1,7 +1,7 @@
-// Command purgebench measures dedup.Purge against consumers (F22): it inserts -rows old processed_event rows
+// Command purgebench measures dedupsql.Purge against consumers (F22): it inserts -rows old processed_event rows
 // for a scope of its own, measures the latency of the real claim path (Begin, Claim, the business insert
 // of the example domain, Confirm, Commit, through middleware.Dedup) with -workers goroutines without a
-// purge, then again while dedup.Purge deletes the old rows, and prints the purge's rows/s, the latency
+// purge, then again while dedupsql.Purge deletes the old rows, and prints the purge's rows/s, the latency
 // percentiles with and without, their ratios, and how many claims failed with 1205 or 1213. It cleans up
 // its rows afterwards. Run by `make bench-purge` on the test database (RMQGUARD_TEST_MYSQL_DSN).
 package main
@@ -16,8 +16,8 @@ import (
 	_ "github.com/go-sql-driver/mysql" // the MySQL driver for sqlx
 	"github.com/jmoiron/sqlx"
 
-	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/examples/shop"
+	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -37,7 +37,7 @@ func main() {
 	flag.IntVar(&o.rows, "rows", 1_000_000, "old processed_event rows to insert and purge (a multiple of 100000, or below it)")
 	flag.IntVar(&o.workers, "workers", 8, "goroutines claiming new events")
 	flag.DurationVar(&o.baseline, "baseline", 20*time.Second, "how long to measure claims without a purge")
-	flag.IntVar(&o.batch, "batch", dedup.DefaultPurgeBatch, "purge batch size")
+	flag.IntVar(&o.batch, "batch", dedupsql.DefaultBatch, "purge batch size")
 	flag.DurationVar(&o.pause, "pause", 0, "purge pause between batches")
 	flag.Parse()
 	if err := run(context.Background(), o); err != nil {
@@ -69,11 +69,11 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	without := l.measure(ctx, func(ctx context.Context) error { return sleepCtx(ctx, o.baseline) })
-	var res dedup.PurgeResult
+	var res dedupsql.Result
 	with := l.measure(ctx, func(ctx context.Context) error {
 		var err error
-		res, err = dedup.Purge(ctx, db, dedup.PurgeConfig{Scope: scope, OlderThan: 168 * time.Hour,
-			BatchSize: o.batch, Pause: o.pause})
+		res, err = dedupsql.Purge(ctx, db, dedupsql.Config{Scope: scope, OlderThan: 168 * time.Hour,
+			BatchSize: o.batch, Pause: o.pause}, nil)
 		return err
 	})
 	if with.err != nil {
@@ -84,7 +84,7 @@ func run(ctx context.Context, o options) error {
 }
 
 // report prints the figures.
-func report(o options, res dedup.PurgeResult, without, with stats) {
+func report(o options, res dedupsql.Result, without, with stats) {
 	fmt.Printf("purge: %d rows in %d batches of %d in %s: %.0f rows/s\n",
 		res.Rows, res.Batches, o.batch, res.Elapsed.Round(time.Millisecond), res.RowsPerSecond())
 	for _, s := range []struct {

@@ -1,4 +1,4 @@
-package dedup
+package dedupsql
 
 import (
 	"context"
@@ -10,9 +10,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 )
 
-// Defaults and limits of PurgeConfig.
+// Defaults and limits of Config.
 const (
 	// DefaultBrokerRetention is how long the broker keeps messages, and so can redeliver them or have them
 	// re-read: RocketMQ's fileReservedTime, 72 hours by default.
@@ -21,29 +23,29 @@ const (
 	// replayed (an operator fixing the cause, then replaying %DLQ%<group>): 72 hours, as long as the broker
 	// keeps the letter itself by default.
 	DefaultReplayWindow = 72 * time.Hour
-	// DefaultPurgeBatch is the number of rows a purge batch deletes.
-	DefaultPurgeBatch = 1000
-	// MaxPurgeBatch bounds a batch, so that one DELETE holds its row locks only briefly.
-	MaxPurgeBatch = 10000
+	// DefaultBatch is the number of rows a purge batch deletes.
+	DefaultBatch = 1000
+	// MaxBatch bounds a batch, so that one DELETE holds its row locks only briefly.
+	MaxBatch = 10000
 )
 
-// ErrWindowTooShort means a purge window (PurgeConfig.OlderThan, JanitorConfig.Retention) is shorter than
+// ErrWindowTooShort means a purge window (Config.OlderThan, dedup.JanitorConfig.Retention) is shorter than
 // BrokerRetention + ReplayWindow and Force is not set. The dedup window must cover every way an event can
 // come back: a processed_event row removed while the broker still holds the message (a redelivery, a group
 // reset to an old offset) or while its dead letter can be replayed lets that message apply twice.
 var ErrWindowTooShort = errors.New("dedup: purge window shorter than broker retention + DLQ replay window")
 
-// PurgeConfig says which processed_event rows Purge removes: those of Scope consumed more than OlderThan
+// Config says which processed_event rows Purge removes: those of Scope consumed more than OlderThan
 // ago by the database's UTC clock (consumed_at < UTC_TIMESTAMP(6) − OlderThan when the purge starts); and
 // which lease rows: those of Scope whose lease ended before the same cutoff.
-type PurgeConfig struct {
-	// Scope is the dedup scope (a consumer group, or the name given to WithScope). Required.
+type Config struct {
+	// Scope is the dedup scope (a consumer group, or the name given to dedup.WithScope). Required.
 	Scope string
 	// OlderThan is the dedup window: rows younger than it stay. Required; at least BrokerRetention +
 	// ReplayWindow unless Force.
 	OlderThan time.Duration
 	// BatchSize is the number of rows one batch deletes, each batch in its own short transaction; default
-	// DefaultPurgeBatch, at most MaxPurgeBatch.
+	// DefaultBatch, at most MaxBatch.
 	BatchSize int
 	// Pause is the wait between batches, to leave the server to the consumers; default 0.
 	Pause time.Duration
@@ -55,15 +57,15 @@ type PurgeConfig struct {
 	BrokerRetention time.Duration
 	// ReplayWindow is how long dead letters may be replayed; default DefaultReplayWindow.
 	ReplayWindow time.Duration
-	// TablePrefix is the prefix of the dedup tables (WithTablePrefix): Purge deletes from
-	// TablePrefix + "processed_event". Default "" (processed_event); see NewTables for what it may hold.
+	// TablePrefix is the prefix of the dedup tables (dedup.WithTablePrefix): Purge deletes from
+	// TablePrefix + "processed_event". Default "" (processed_event); see CheckPrefix for what it may hold.
 	TablePrefix string
 }
 
-// withDefaults returns c with its zero fields set to their defaults.
-func (c PurgeConfig) withDefaults() PurgeConfig {
+// WithDefaults returns c with its zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
 	if c.BatchSize == 0 {
-		c.BatchSize = DefaultPurgeBatch
+		c.BatchSize = DefaultBatch
 	}
 	if c.BrokerRetention == 0 {
 		c.BrokerRetention = DefaultBrokerRetention
@@ -77,28 +79,28 @@ func (c PurgeConfig) withDefaults() PurgeConfig {
 // Validate reports the first invalid field of c (after defaults), naming it (an invalid TablePrefix wraps
 // ErrInvalidIdentifier); an OlderThan below
 // BrokerRetention + ReplayWindow without Force is an error wrapping ErrWindowTooShort.
-func (c PurgeConfig) Validate() error {
-	c = c.withDefaults()
+func (c Config) Validate() error {
+	c = c.WithDefaults()
 	switch {
-	case c.Scope == "" || utf8.RuneCountInString(c.Scope) > maxGroupLength:
-		return fmt.Errorf("dedup: purge: Scope %q must be 1 to %d characters", c.Scope, maxGroupLength)
+	case c.Scope == "" || utf8.RuneCountInString(c.Scope) > MaxScopeLength:
+		return fmt.Errorf("dedup: purge: Scope %q must be 1 to %d characters", c.Scope, MaxScopeLength)
 	case c.OlderThan <= 0:
 		return fmt.Errorf("dedup: purge: OlderThan %s must be positive (the dedup window)", c.OlderThan)
-	case c.BatchSize < 1 || c.BatchSize > MaxPurgeBatch:
-		return fmt.Errorf("dedup: purge: BatchSize %d must be 1 to %d (short transactions)", c.BatchSize, MaxPurgeBatch)
+	case c.BatchSize < 1 || c.BatchSize > MaxBatch:
+		return fmt.Errorf("dedup: purge: BatchSize %d must be 1 to %d (short transactions)", c.BatchSize, MaxBatch)
 	case c.Pause < 0:
 		return fmt.Errorf("dedup: purge: Pause %s must not be negative", c.Pause)
 	case c.BrokerRetention < 0 || c.ReplayWindow < 0:
 		return fmt.Errorf("dedup: purge: BrokerRetention %s and ReplayWindow %s must not be negative", c.BrokerRetention, c.ReplayWindow)
 	}
-	if _, err := NewTables(c.TablePrefix); err != nil {
+	if err := CheckPrefix(c.TablePrefix); err != nil {
 		return fmt.Errorf("dedup: purge: TablePrefix: %w", err)
 	}
-	return checkWindow("OlderThan", c.OlderThan, c.BrokerRetention, c.ReplayWindow, c.Force)
+	return CheckWindow("OlderThan", c.OlderThan, c.BrokerRetention, c.ReplayWindow, c.Force)
 }
 
-// checkWindow refuses a window below retention + replay unless forced.
-func checkWindow(field string, window, retention, replay time.Duration, force bool) error {
+// CheckWindow refuses a window below retention + replay unless forced.
+func CheckWindow(field string, window, retention, replay time.Duration, force bool) error {
 	if min := retention + replay; window < min && !force {
 		return fmt.Errorf("%w: %s %s < broker retention %s + replay window %s = %s: a message the broker still holds "+
 			"(redelivered, or re-read from an old offset) or a dead letter replayed within its window would find no "+
@@ -108,8 +110,8 @@ func checkWindow(field string, window, retention, replay time.Duration, force bo
 	return nil
 }
 
-// PurgeResult is what a purge did.
-type PurgeResult struct {
+// Result is what a purge did.
+type Result struct {
 	// Rows is the number of processed_event rows deleted, or with DryRun the number that would be deleted.
 	Rows int64
 	// Leases is the number of lease rows (lease mode's event_lease) whose lease ended before Cutoff,
@@ -124,7 +126,7 @@ type PurgeResult struct {
 }
 
 // RowsPerSecond is Rows divided by Elapsed; 0 when nothing was timed.
-func (r PurgeResult) RowsPerSecond() float64 {
+func (r Result) RowsPerSecond() float64 {
 	if r.Elapsed <= 0 {
 		return 0
 	}
@@ -132,20 +134,15 @@ func (r PurgeResult) RowsPerSecond() float64 {
 }
 
 // Purge deletes cfg.Scope's processed_event rows older than cfg.OlderThan, cfg.BatchSize at a time, then
-// the scope's lease rows whose lease ended before the same cutoff (none before migration 00005). See the
-// package doc, "Purging", for why claims do not wait on it. It stops when a batch finds nothing, or when ctx
-// ends (returning what it did so far and ctx's error). Errors: an invalid cfg before anything is read (see
-// PurgeConfig.Validate, ErrWindowTooShort); query errors, wrapped with their batch.
-func Purge(ctx context.Context, db *sqlx.DB, cfg PurgeConfig) (PurgeResult, error) {
-	return purge(ctx, db, cfg, nil)
-}
-
-// purge is Purge with a check run before each batch (the janitor's leadership); nil checks nothing.
-func purge(ctx context.Context, db *sqlx.DB, cfg PurgeConfig, beforeBatch func(context.Context) error) (PurgeResult, error) {
+// the scope's lease rows whose lease ended before the same cutoff (none before migration 00005); see the
+// dedup package doc, "Purging". beforeBatch (nil: none) runs before each batch and its error ends the purge.
+// It stops when a batch finds nothing or ctx ends (returning what it did so far and ctx's error). Errors:
+// an invalid cfg before anything is read (Config.Validate); query errors, wrapped with their batch.
+func Purge(ctx context.Context, db *sqlx.DB, cfg Config, beforeBatch func(context.Context) error) (Result, error) {
 	if err := cfg.Validate(); err != nil {
-		return PurgeResult{}, err
+		return Result{}, err
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	start := time.Now()
 	res, err := purgeRows(ctx, db, cfg, beforeBatch)
 	res.Elapsed = time.Since(start)
@@ -157,7 +154,7 @@ type purgeQueries struct {
 	count, oldest, deleteHead string
 }
 
-// newPurgeQueries writes table, a valid identifier (NewTables), and its time column (processed_event's
+// newPurgeQueries writes table, a valid identifier (CheckPrefix), and its time column (processed_event's
 // consumed_at, event_lease's lease_until) into the purge's statements.
 func newPurgeQueries(table, at string) purgeQueries {
 	return purgeQueries{
@@ -170,37 +167,34 @@ func newPurgeQueries(table, at string) purgeQueries {
 
 // purgeRows fixes the cutoff on the database's clock, then counts (DryRun) or deletes batch by batch the
 // processed_event rows, then the lease rows (lease mode; none when the schema predates its table).
-func purgeRows(ctx context.Context, db *sqlx.DB, cfg PurgeConfig, beforeBatch func(context.Context) error) (PurgeResult, error) {
-	var res PurgeResult
-	t, err := NewTables(cfg.TablePrefix) // validated already
-	if err != nil {
-		return res, fmt.Errorf("dedup: purge: TablePrefix: %w", err)
-	}
+func purgeRows(ctx context.Context, db *sqlx.DB, cfg Config, beforeBatch func(context.Context) error) (Result, error) {
+	var res Result
+	processed, lease := cfg.TablePrefix+ProcessedTable, cfg.TablePrefix+LeaseTable // validated already
 	cutoff, err := purgeCutoff(ctx, db, cfg.OlderThan)
 	if err != nil {
 		return res, err
 	}
 	res.Cutoff = cutoff
 	var batches int
-	res.Rows, batches, err = purgeTable(ctx, db, newPurgeQueries(t.Processed(), "consumed_at"), cfg, cutoff, beforeBatch)
+	res.Rows, batches, err = purgeTable(ctx, db, newPurgeQueries(processed, "consumed_at"), cfg, cutoff, beforeBatch)
 	res.Batches += batches
 	if err != nil {
 		return res, err
 	}
-	res.Leases, batches, err = purgeTable(ctx, db, newPurgeQueries(t.lease(), "lease_until"), cfg, cutoff, beforeBatch)
+	res.Leases, batches, err = purgeTable(ctx, db, newPurgeQueries(lease, "lease_until"), cfg, cutoff, beforeBatch)
 	res.Batches += batches
-	if missingTable(err) {
+	if mysqlerr.MissingTable(err) {
 		return res, nil // no lease mode in this schema (before migration 00005)
 	}
 	if err != nil {
-		return res, fmt.Errorf("%w (table %s)", err, t.lease())
+		return res, fmt.Errorf("%w (table %s)", err, lease)
 	}
 	return res, nil
 }
 
 // purgeTable counts (DryRun) or deletes, batch by batch, the rows q selects for cfg.Scope before cutoff,
 // and returns how many and in how many batches.
-func purgeTable(ctx context.Context, db *sqlx.DB, q purgeQueries, cfg PurgeConfig, cutoff string,
+func purgeTable(ctx context.Context, db *sqlx.DB, q purgeQueries, cfg Config, cutoff string,
 	beforeBatch func(context.Context) error) (rows int64, batches int, err error) {
 	if cfg.DryRun {
 		if err := db.GetContext(ctx, &rows, q.count, cfg.Scope, cutoff); err != nil {
@@ -223,7 +217,7 @@ func purgeTable(ctx context.Context, db *sqlx.DB, q purgeQueries, cfg PurgeConfi
 		}
 		rows += deleted
 		batches++
-		if err := sleep(ctx, cfg.Pause); err != nil {
+		if err := Sleep(ctx, cfg.Pause); err != nil {
 			return rows, batches, err
 		}
 	}
@@ -271,8 +265,8 @@ func purgeBatch(ctx context.Context, db *sqlx.DB, q purgeQueries, scope, cutoff 
 	return len(ids), deleted, err
 }
 
-// sleep waits d, or until ctx ends (returning its error).
-func sleep(ctx context.Context, d time.Duration) error {
+// Sleep waits d, or until ctx ends (returning its error).
+func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
