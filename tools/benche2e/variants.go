@@ -37,7 +37,10 @@ const (
 	// variantHotrowBatchHandler drains the hot-row backlog with BatchSize batchSize through a batch handler
 	// (dedup.HandleBatchJSON): one multi-row ledger INSERT and one balance upsert per batch, in account order.
 	variantHotrowBatchHandler = "hotrow-batch-handler"
-	variantDuplicates         = "duplicates"
+	// variantHotrowHandwrittenBatch drains the hot-row backlog with a hand-written batch consumer sending
+	// hotrow-batch's statements (hotrow_handwritten.go): the reference of the per-member hot-row target.
+	variantHotrowHandwrittenBatch = "hotrow-handwritten-batch"
+	variantDuplicates             = "duplicates"
 	// variantDuplicatesRedis drains the duplicates backlog with the dedup store wrapped in the Redis fast
 	// path (dedup/redisfast), every event's done key written beforehand: each message is answered by Redis.
 	variantDuplicatesRedis = "duplicates-redis"
@@ -69,23 +72,24 @@ func variants() map[string]drainFunc {
 		variantBatch: func(ctx context.Context, env *environment, o options, b backlog, group string, tr *tracker) (func(), error) {
 			return startRmqguard(ctx, env, o, b, group, tr, batchSize, nil)
 		},
-		variantHandwrittenBatch:      startHandwrittenBatch,
-		variantBatchCeiling:          startBatchCeiling,
-		variantHandwrittenMultirow:   startHandwrittenMultirow,
-		variantHandwrittenClaimBatch: startHandwrittenClaimBatch,
-		variantBatchHandler:          startBatchHandler,
-		variantHotrow:                startHotrow(1),
-		variantHotrowBatch:           startHotrow(batchSize),
-		variantHotrowBatchHandler:    startHotrowBatchHandler(),
-		variantDuplicates:            startDuplicates,
-		variantDuplicatesRedis:       startDuplicatesRedis,
+		variantHandwrittenBatch:       startHandwrittenBatch,
+		variantBatchCeiling:           startBatchCeiling,
+		variantHandwrittenMultirow:    startHandwrittenMultirow,
+		variantHandwrittenClaimBatch:  startHandwrittenClaimBatch,
+		variantBatchHandler:           startBatchHandler,
+		variantHotrow:                 startHotrow(1),
+		variantHotrowBatch:            startHotrow(batchSize),
+		variantHotrowBatchHandler:     startHotrowBatchHandler(),
+		variantHotrowHandwrittenBatch: startHotrowHandwrittenBatch,
+		variantDuplicates:             startDuplicates,
+		variantDuplicatesRedis:        startDuplicatesRedis,
 	}
 }
 
 // defaultVariants is the -variants default: all of them, in drain order.
 var defaultVariants = strings.Join([]string{variantRaw, variantBaseline, variantRmqguard, variantOutbox, variantBatch,
 	variantHandwrittenBatch, variantBatchCeiling, variantHandwrittenClaimBatch, variantHandwrittenMultirow, variantBatchHandler, variantHotrow, variantHotrowBatch,
-	variantHotrowBatchHandler, variantDuplicates, variantDuplicatesRedis}, ",")
+	variantHotrowHandwrittenBatch, variantHotrowBatchHandler, variantDuplicates, variantDuplicatesRedis}, ",")
 
 // parseVariants splits a comma list of variant names, rejecting unknown and repeated names.
 func parseVariants(list string) ([]string, error) {
