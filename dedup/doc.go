@@ -45,6 +45,11 @@
 // off: a query holding several statements could end the transaction while looking like plain DML, so on this
 // pool it fails (MySQL 1064). On that pool a successful rollback to a savepoint is not a doubt unless there
 // was one before it, so a batch with a failing member still commits without a SELECT.
+// The pool dials its connections itself (a network the driver has a dial registered for keeps it): a
+// statement whose context can end is handed to the driver without the context's cancellation, and the
+// connection interrupts it when the context ends, with the driver's effect (the statement fails with the
+// context's error, the connection is discarded, MySQL rolls the transaction back) but without the driver's
+// two goroutine hand-offs per statement that watching a context costs.
 //
 // # Pools
 //

@@ -59,3 +59,20 @@ func StoreTableNames(s *Store) []string { return TableNames(s.tables) }
 
 // ZeroTableNames exposes the table names of the zero tableNames to the tests.
 func ZeroTableNames() []string { return TableNames(tableNames{}) }
+
+// TxConnInterruptible reports whether a connection of s's own transaction pool (WithTxDSN) was dialled by the
+// pool, so that its statements are interrupted by the connection rather than watched by the driver.
+func TxConnInterruptible(ctx context.Context, s *Store) (bool, error) {
+	conn, err := s.txdb.Conn(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close()
+	var ok bool
+	err = conn.Raw(func(dc any) error {
+		tc, _ := dc.(*trackedConn)
+		ok = tc != nil && tc.net != nil
+		return nil
+	})
+	return ok, err
+}

@@ -142,6 +142,9 @@ func TestOwnPool_HandlerBlockedInAStatementWithoutItsContextGivesItsConnectionBa
 	require.NoError(t, err)
 	cfg.Params = map[string]string{"innodb_lock_wait_timeout": "20"}
 	oneConnStore(t, f, cfg.FormatDSN())
+	interruptible, err := dedup.TxConnInterruptible(context.Background(), f.store)
+	require.NoError(t, err)
+	require.True(t, interruptible, "the pool's connection is interrupted at the deadline by the pool, not watched by the driver")
 	locked := f.prefix + "-locked"
 	_, err = f.db.Exec(`INSERT INTO dedup_test_order (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at)
 		VALUES (?, 'sku', 1, 1, 'CREATED', 1, NOW(6), NOW(6))`, locked)

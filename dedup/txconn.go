@@ -52,6 +52,9 @@ func newTxConnector(dsn string) (*txConnector, error) {
 	// Arguments interpolated by the driver: one round trip per statement instead of a prepare, an execute
 	// and a close; the driver escapes them itself and falls back to a prepared statement when it cannot.
 	cfg.InterpolateParams = true
+	if cfg.DialFunc == nil && standardNet(cfg.Net) { // a network registered with the driver keeps its dial
+		cfg.DialFunc = dialInterruptible
+	}
 	base, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("dedup: WithTxDSN: connector: %w", err)
@@ -61,7 +64,8 @@ func newTxConnector(dsn string) (*txConnector, error) {
 
 // Connect opens a connection; it fails when the driver's connection lacks an interface trackedConn forwards.
 func (c *txConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := c.base.Connect(ctx)
+	var nc *interruptibleConn
+	conn, err := c.base.Connect(context.WithValue(ctx, dialSlot{}, &nc))
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +74,16 @@ func (c *txConnector) Connect(ctx context.Context) (driver.Conn, error) {
 		_ = conn.Close()
 		return nil, fmt.Errorf("dedup: driver connection %T lacks an interface the transaction pool needs", conn)
 	}
-	return &trackedConn{base: b}, nil
+	return &trackedConn{base: b, net: nc}, nil
+}
+
+// standardNet reports whether network is one the driver dials itself (tcp, tcp4, tcp6, unix).
+func standardNet(network string) bool {
+	switch network {
+	case "tcp", "tcp4", "tcp6", "unix":
+		return true
+	}
+	return false
 }
 
 // Driver returns the underlying driver.
@@ -94,6 +107,8 @@ type trackedConn struct {
 	// txCtx is the context given to BeginTx until that transaction's Commit or Rollback (database/sql
 	// serialises the calls on a connection); see stmtContext.
 	txCtx context.Context
+	// net is the connection's network connection when the pool dialled it (txinterrupt.go); nil otherwise.
+	net *interruptibleConn
 }
 
 // stmtContext is the context a statement runs under: ctx, or, when ctx can never end (a handler's tx.Exec
@@ -213,7 +228,11 @@ func (c *trackedConn) PrepareContext(ctx context.Context, query string) (driver.
 
 func (c *trackedConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	c.statement(query)
-	r, err := c.base.ExecContext(c.stmtContext(ctx), query, args)
+	run, finish := c.uncancelled(c.stmtContext(ctx))
+	r, err := c.base.ExecContext(run, query, args)
+	if ierr := finish(); ierr != nil {
+		return nil, c.note(ierr)
+	}
 	return r, c.note(err)
 }
 
@@ -227,9 +246,18 @@ func (c *trackedConn) QueryContext(ctx context.Context, query string, args []dri
 }
 
 func (c *trackedConn) Ping(ctx context.Context) error              { return c.base.Ping(ctx) }
-func (c *trackedConn) ResetSession(ctx context.Context) error      { return c.base.ResetSession(ctx) }
-func (c *trackedConn) IsValid() bool                               { return c.base.IsValid() }
 func (c *trackedConn) CheckNamedValue(nv *driver.NamedValue) error { return c.base.CheckNamedValue(nv) }
+
+// ResetSession refuses an interrupted connection (driver.ErrBadConn: the pool discards it).
+func (c *trackedConn) ResetSession(ctx context.Context) error {
+	if c.net.broken() {
+		return driver.ErrBadConn
+	}
+	return c.base.ResetSession(ctx)
+}
+
+// IsValid is false for an interrupted connection, even when its statement had ended before the interruption.
+func (c *trackedConn) IsValid() bool { return !c.net.broken() && c.base.IsValid() }
 
 // trackedStmt is a prepared statement of a trackedConn; its runs and failures count as the connection's.
 type trackedStmt struct {
