@@ -210,7 +210,14 @@ func (c *trackedConn) Begin() (driver.Tx, error) {
 func (c *trackedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	c.doubt.Store(false)
 	c.session.Store(false)
-	tx, err := c.base.BeginTx(ctx, opts)
+	run, finish := c.uncancelled(ctx)
+	tx, err := c.base.BeginTx(run, opts)
+	if ierr := finish(); ierr != nil {
+		if err == nil {
+			_ = tx.Rollback() // fails on the interrupted connection, which the pool discards
+		}
+		return nil, c.note(ierr)
+	}
 	if err != nil {
 		return nil, c.note(err)
 	}
