@@ -2,8 +2,10 @@ package dedup
 
 import (
 	"context"
+	"errors"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -68,6 +70,19 @@ func (c *interruptibleConn) SetWriteDeadline(t time.Time) error {
 	defer c.mu.Unlock()
 	return c.Conn.SetWriteDeadline(c.deadline(t))
 }
+
+// SyscallConn gives the driver the socket of a TCP or Unix connection, with which it checks, before reusing an
+// idle connection, that the server has not closed it (go-sql-driver's checkConnLiveness).
+func (c *interruptibleConn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return nil, errNoSyscallConn
+	}
+	return sc.SyscallConn()
+}
+
+// errNoSyscallConn is SyscallConn's error for a connection without a socket of its own.
+var errNoSyscallConn = errors.New("dedup: transaction pool connection has no socket")
 
 // dialSlot is the context key under which txConnector.Connect receives the connection its dial opened.
 type dialSlot struct{}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -72,4 +73,19 @@ func TestTxPool_UncancellableOrEndedContextGoesToTheDriverAsIs(t *testing.T) {
 	run, _ = undialled.uncancelled(live)
 	require.Equal(t, live, run)
 	require.False(t, c.net.broken())
+}
+
+// The driver's check that the server has not closed an idle connection reaches the socket through the
+// wrapper (go-sql-driver's connCheck asks for syscall.Conn).
+func TestTxPool_DialledConnectionKeepsItsSocketForTheLivenessCheck(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	nc, err := dialInterruptible(context.Background(), "tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer nc.Close()
+	sc, ok := nc.(syscall.Conn)
+	require.True(t, ok)
+	_, err = sc.SyscallConn()
+	require.NoError(t, err)
 }
