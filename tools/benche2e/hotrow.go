@@ -57,7 +57,7 @@ func hotBalances(n int) map[string]int64 {
 
 // produceHot produces the hot backlog (env.hot) of n messages when a hot-row variant is among variants.
 func produceHot(ctx context.Context, env *environment, variants []string, n int) error {
-	if !slices.ContainsFunc(variants, func(v string) bool { return strings.HasPrefix(v, variantHotrow) }) {
+	if !slices.ContainsFunc(variants, func(v string) bool { return strings.Contains(v, variantHotrow) }) {
 		return nil
 	}
 	hot := backlog{topic: "BENCHE2E_HOT_" + strings.ReplaceAll(env.run, "-", "_"), prefix: env.run + "-h-", n: n, message: hotMessage}
@@ -142,15 +142,21 @@ func startHot(batch int, mk func(ledger, balance string) consumer.Handler) drain
 		if err != nil {
 			return nil, err
 		}
-		return func() {
-			stop()
-			if tr.result() != b.n {
-				return // an unfinished drain: its error says so
-			}
-			if err := checkHot(ctx, env.db, ledger, balance, b.n); err != nil {
-				fmt.Fprintf(env.log, "  %s: %v\n", group, err)
-			}
-		}, nil
+		return stopThenCheckHot(ctx, env, stop, tr, b.n, group, ledger, balance), nil
+	}
+}
+
+// stopThenCheckHot returns the stop function of a hot-row drain of n messages: stop, then, when the drain
+// finished, checkHot on the group's ledger and balance, reported on env.log when they do not add up.
+func stopThenCheckHot(ctx context.Context, env *environment, stop func(), tr *tracker, n int, group, ledger, balance string) func() {
+	return func() {
+		stop()
+		if tr.result() != n {
+			return // an unfinished drain: its error says so
+		}
+		if err := checkHot(ctx, env.db, ledger, balance, n); err != nil {
+			fmt.Fprintf(env.log, "  %s: %v\n", group, err)
+		}
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-// startHotrowHandwrittenBatch is hotrow-handwritten-batch: the hot-row backlog drained by a hand-written batch
+// startHotrowHandwrittenBatch is handwritten-hotrow-batch: the hot-row backlog drained by a hand-written batch
 // consumer, batchSize messages per callback, each callback one transaction on the application's pool with
 // handwritten-multirow's claim (one multi-row INSERT IGNORE, the duplicates read back) and then, per new
 // message in account order, the same ledger INSERT and balance upsert as hotrow's handler: what rmqguard's
@@ -43,15 +43,7 @@ func startHotrowHandwrittenBatch(ctx context.Context, env *environment, o option
 	if err != nil {
 		return nil, err
 	}
-	return func() {
-		stop()
-		if tr.result() != b.n {
-			return // an unfinished drain: its error says so
-		}
-		if err := checkHot(ctx, env.db, ledger, balance, b.n); err != nil {
-			fmt.Fprintf(env.log, "  %s: %v\n", group, err)
-		}
-	}, nil
+	return stopThenCheckHot(ctx, env, stop, tr, b.n, group, ledger, balance), nil
 }
 
 // hotWriter returns the businessWriter of a hot-row callback of msgs: for each new event, in account order

@@ -161,7 +161,7 @@ func TestBenchE2E_ParseVariants(t *testing.T) {
 	vs, err = parseVariants(defaultVariants)
 	require.NoError(t, err)
 	require.Equal(t, []string{"raw", "baseline", "rmqguard", "rmqguard-outbox", "rmqguard-batch", "handwritten-batch", "batch-ceiling",
-		"handwritten-claim-batch", "handwritten-multirow", "rmqguard-batch-handler", "hotrow", "hotrow-batch", "hotrow-handwritten-batch", "hotrow-batch-handler", "duplicates", "duplicates-redis"}, vs,
+		"handwritten-claim-batch", "handwritten-multirow", "rmqguard-batch-handler", "hotrow", "hotrow-batch", "handwritten-hotrow-batch", "hotrow-batch-handler", "duplicates", "duplicates-redis"}, vs,
 		"the hand-written batch references right after rmqguard-batch, the multi-row one before the batch handler")
 	_, err = parseVariants("baseline,nope")
 	require.ErrorContains(t, err, `unknown variant "nope"`)

@@ -39,7 +39,7 @@ const (
 	variantHotrowBatchHandler = "hotrow-batch-handler"
 	// variantHotrowHandwrittenBatch drains the hot-row backlog with a hand-written batch consumer sending
 	// hotrow-batch's statements (hotrow_handwritten.go): the reference of the per-member hot-row target.
-	variantHotrowHandwrittenBatch = "hotrow-handwritten-batch"
+	variantHotrowHandwrittenBatch = "handwritten-hotrow-batch"
 	variantDuplicates             = "duplicates"
 	// variantDuplicatesRedis drains the duplicates backlog with the dedup store wrapped in the Redis fast
 	// path (dedup/redisfast), every event's done key written beforehand: each message is answered by Redis.
