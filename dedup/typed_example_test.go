@@ -69,16 +69,42 @@ func Example_routedHandler() {
 	_ = routedHandler
 }
 
-// The "Typed handlers" and "Several event types" code blocks of docs/wiring-and-handlers.md are typedHandler's
-// returned expression and routedHandler's body, line for line (leading blanks aside), so the code users copy
-// is the code that compiles.
+// batchHandler is the "Batch consumption" example of docs/batch-and-orderly.md; Example_batchHandler keeps it
+// compiling.
+func batchHandler() consumer.Handler {
+	return dedup.HandleBatchJSON(func(ctx context.Context, tx *sqlx.Tx, ds []*consumer.Delivery, msgs []OrderCreated) ([]consumer.Outcome, error) {
+		// ds: the batch's new members (its duplicates are left out); msgs[i] is ds[i]'s body, decoded
+		query, args := "INSERT INTO orders (order_no, quantity) VALUES ", make([]any, 0, 2*len(msgs))
+		outs := make([]consumer.Outcome, len(ds))
+		for i, e := range msgs {
+			if i > 0 {
+				query += ", "
+			}
+			query, args = query+"(?, ?)", append(args, e.OrderNo, e.Quantity)
+			outs[i] = consumer.Processed()
+		}
+		_, err := tx.ExecContext(ctx, query, args...) // one statement for the batch; an error retries every member
+		return outs, err
+	})
+}
+
+// Example_batchHandler shows a batch handler that writes all new members of a batch in one statement, in the
+// batch's one transaction. It is compiled, not run: it needs a database.
+func Example_batchHandler() {
+	_ = batchHandler
+}
+
+// The "Typed handlers" and "Several event types" code blocks of docs/wiring-and-handlers.md and the "Batch
+// consumption" one of docs/batch-and-orderly.md are typedHandler's and batchHandler's returned expressions and
+// routedHandler's body, line for line (leading blanks aside), so the code users copy is the code that compiles.
 func TestREADMETypedHandlersAreTheCompiledExamples(t *testing.T) {
-	for heading, start := range map[string]string{
-		"## Typed handlers":      "func typedHandler() consumer.Handler {\n\treturn ",
-		"## Several event types": "func routedHandler() consumer.Handler {\n",
+	for _, c := range []struct{ doc, heading, start string }{
+		{"docs/wiring-and-handlers.md", "## Typed handlers", "func typedHandler() consumer.Handler {\n\treturn "},
+		{"docs/wiring-and-handlers.md", "## Several event types", "func routedHandler() consumer.Handler {\n"},
+		{"docs/batch-and-orderly.md", "## Batch consumption", "func batchHandler() consumer.Handler {\n\treturn "},
 	} {
-		block := testenv.DocBlock(t, "docs/wiring-and-handlers.md", heading)
-		body := testenv.Between(t, "typed_example_test.go", start, "\n}\n")
-		require.Equal(t, testenv.Lines(block), testenv.Lines(body), heading)
+		block := testenv.DocBlock(t, c.doc, c.heading)
+		body := testenv.Between(t, "typed_example_test.go", c.start, "\n}\n")
+		require.Equal(t, testenv.Lines(block), testenv.Lines(body), c.heading)
 	}
 }
