@@ -33,7 +33,7 @@ type EffectFunc func(ctx context.Context, e Effect) error
 type Effect struct {
 	// Name is the effect's name (the key of Config.Effects).
 	Name string
-	// IdempotencyKey is stable across attempts and relays: the derived event ID (see doc.go).
+	// IdempotencyKey is stable across attempts and relays: the derived event ID (see the package doc).
 	IdempotencyKey string
 	// Payload is what the handler gave Do.
 	Payload []byte

@@ -50,7 +50,7 @@ type sender interface {
 // Run relays committed rows until ctx ends: messages (when Config.NameServers are given) with SendSync,
 // marked sent on SEND_OK, and the effects of Config.Effects. It wakes when a Send or Do commits, and
 // every PollInterval. It returns nil when ctx ends, or the error of starting the producer.
-// Several Runs, in one process or many, may share a table (see doc.go).
+// Several Runs, in one process or many, may share a table (see the package doc).
 func (o *Outbox) Run(ctx context.Context) error {
 	if len(o.cfg.NameServers) > 0 {
 		opts := []producer.Option{
