@@ -1,6 +1,6 @@
 // Package consumer wraps the push consumer of rocketmq-client-go/v2: New builds a Consumer from a Config
 // and a Handler, Run (or Start and Shutdown) drives it, and every message's Outcome becomes the client's
-// answer in one place, Resolve. Each message's final decision is reported once, to the Observer and in one
+// answer in one place (see "Answer"). Each message's final decision is reported once, to the Observer and in one
 // log line. The sections below hold the rules the exported names' short comments refer to.
 //
 // # New
@@ -45,13 +45,15 @@
 // cancelled. The consumer's ZSTD decoder is freed once the client is down. Calling it twice is safe. A
 // client that Start never started (no Start, or one that failed before the client) is not shut down.
 //
-// # Resolve
+// # Answer
 //
-// Resolve is the one place an Outcome becomes a client result. err is the chain's error, if any.
+// A message's answer to the broker is made in one place, from its Outcome and the chain's error, if any.
+// The DLQ delay level is -1: a DelayLevelWhenNextConsume that makes the broker move the message straight
+// to %DLQ%<group>.
 //
 // Concurrent: processed, duplicate, stale, dead-lettered and unsubscribed → ConsumeSuccess; retry and
 // unset → ConsumeRetryLater with the outcome's delay level; dead letter → ConsumeRetryLater with
-// DelayLevelDLQ; unavailable → ConsumeRetryLater with level 0 (the consumer resolves it only when its
+// the DLQ delay level; unavailable → ConsumeRetryLater with level 0 (the consumer resolves it only when its
 // wait for the store passed Config.OutageWait: then the broker counts an attempt, and dead-letters the
 // message if that was its last delivery). An error with a
 // success kind is treated as a retry: an error never acknowledges.
@@ -59,7 +61,7 @@
 // Orderly: successes (dead-lettered included) → ConsumeSuccess; anything else, a dead letter not yet
 // published too, → SuspendCurrentQueueAMoment: the client's orderly path does not handle
 // ConsumeRetryLater (it takes the next messages and later commits past the failed one: a loss) and has
-// no DelayLevelDLQ, so the consumer publishes every orderly dead letter itself before acknowledging it
+// no DLQ delay level, so the consumer publishes every orderly dead letter itself before acknowledging it
 // (Config.Orderly); its callback sets the suspension (Config.SuspendTime) on the orderly context.
 //
 // # Decision
@@ -74,7 +76,7 @@
 //     dead_lettered: published to %DLQ%<group> with its reason and accepted, unsubscribed), even when
 //     its batch was retried (BatchRetried: it comes back, as a duplicate);
 //   - dead_letter when the broker moves the message to %DLQ%<group> itself: a single dead letter answered
-//     with DelayLevelDLQ (no DeadLetterSink, or its publish failed), or a message not acknowledged on its
+//     with the DLQ delay level (no DeadLetterSink, or its publish failed), or a message not acknowledged on its
 //     last delivery (Attempt == MaxAttempts: the broker dead-letters a retry then); never in orderly
 //     mode, where the consumer publishes every letter itself (dead_lettered) and a message not
 //     acknowledged is suspended and handled again (retry, unavailable or unset);
@@ -178,8 +180,8 @@
 //
 // DeadLetterSink publishes a message to %DLQ%<group> with the reason attached. DeadLetter returns nil
 // only when the broker accepted the copy; then the original is acknowledged. On error, a single message
-// falls back to the broker's own dead-lettering (ConsumeRetryLater with DelayLevelDLQ); in a batch the
-// publish is retried with backoff within OutageWait, then the whole batch is retried (DelayLevelDLQ would
+// falls back to the broker's own dead-lettering (ConsumeRetryLater with the DLQ delay level); in a batch the
+// publish is retried with backoff within OutageWait, then the whole batch is retried (the DLQ delay level would
 // take the processed neighbours along); in orderly mode a single message's queue is suspended for
 // SuspendTime and the message handled again, without spending an attempt. Either way the message is
 // never acknowledged without a DLQ entry.

@@ -15,7 +15,7 @@ import "fmt"
 //     the loop takes the next messages and the failed one's offset is committed later, so it is lost;
 //   - after a suspension the client sleeps the callback context's SuspendCurrentQueueTimeMillis, which is
 //     -1 unless the callback sets it: no pause at all, the failing message would run in a hot loop;
-//   - there is no DelayLevelDLQ and no %RETRY%<group>: on a suspension the client raises each message's
+//   - there is no DLQ delay level and no %RETRY%<group>: on a suspension the client raises each message's
 //     ReconsumeTimes by one in memory, on the very *MessageExt it handed to the callback, and once a
 //     message's ReconsumeTimes exceeds MaxReconsumeTimes it sends it to the broker's DLQ without a reason,
 //     one delivery later than the concurrent path.

@@ -148,7 +148,7 @@ func TestStore_F41_DuplicateCausesOfSeveralInOneRead(t *testing.T) {
 	h := f.chain(t, f.ledger.Handler(handleOrderCreated))
 	ev := f.prefix + "-e"
 	first := f.orderMsg(t, ev, ev)
-	o, _, err := f.handle(h, first)
+	o, err := f.handle(h, first)
 	require.NoError(t, err)
 	require.Equal(t, consumer.KindProcessed, o.Kind)
 

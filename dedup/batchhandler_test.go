@@ -221,7 +221,7 @@ func TestHandleBatch_AloneIsCalledWithOneDelivery(t *testing.T) {
 	h := &batchCalls{}
 	bh := dedup.HandleBatch(h.handle)
 	assert.True(t, dedup.IsTxHandler(bh))
-	o, _, err := f.handle(f.chainOf(t, bh), f.orderMsg(t, f.prefix+"-1", f.prefix+"-1"))
+	o, err := f.handle(f.chainOf(t, bh), f.orderMsg(t, f.prefix+"-1", f.prefix+"-1"))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
 	assert.Equal(t, []int{1}, h.sizes())

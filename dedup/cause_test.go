@@ -21,7 +21,7 @@ func TestDuplicateCause_S1_S3_S5_RedeliveryResendReplay(t *testing.T) {
 	ev, order := f.prefix+"-e", f.prefix+"-1"
 
 	first := f.orderMsg(t, ev, order)
-	o, _, err := f.handle(h, first)
+	o, err := f.handle(h, first)
 	require.NoError(t, err)
 	require.Equal(t, consumer.KindProcessed, o.Kind)
 
@@ -35,7 +35,7 @@ func TestDuplicateCause_S1_S3_S5_RedeliveryResendReplay(t *testing.T) {
 		consumer.CauseResend:     resent,
 		consumer.CauseReplay:     replayed,
 	} {
-		o, _, err := f.handle(h, msg)
+		o, err := f.handle(h, msg)
 		require.NoError(t, err)
 		assert.Equal(t, consumer.KindDuplicate, o.Kind, "%s", want)
 		assert.Equal(t, want, o.Cause)
@@ -45,10 +45,10 @@ func TestDuplicateCause_S1_S3_S5_RedeliveryResendReplay(t *testing.T) {
 	ev2 := f.prefix + "-e2"
 	replay2 := f.orderMsg(t, ev2, f.prefix+"-2")
 	replay2.WithProperty(letter.PropReplayID, "replay-2")
-	o, _, err = f.handle(h, replay2)
+	o, err = f.handle(h, replay2)
 	require.NoError(t, err)
 	require.Equal(t, consumer.KindProcessed, o.Kind)
-	o, _, err = f.handle(h, replay2)
+	o, err = f.handle(h, replay2)
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindDuplicate, o.Kind)
 	assert.Equal(t, consumer.CauseRedelivery, o.Cause, "the row holds this replay's MsgId")

@@ -109,7 +109,7 @@ func TestDeadlineAndTimeout_CommitAnsweredAfterTheDeadlineIsProcessedOnEveryDeli
 				require.NoError(t, err, "attempt %d", attempt)
 				assert.Equal(t, consumer.KindProcessed, o.Kind, "attempt %d: %s", attempt, o)
 				assert.True(t, o.Committed, "attempt %d", attempt)
-				assert.Equal(t, consumer.Resolution{Result: rmq.ConsumeSuccess}, consumer.Resolve(o, err, consumer.Concurrent))
+				assert.Equal(t, testenv.Answer{Result: rmq.ConsumeSuccess}, testenv.AnswerTo(t, o, err))
 				assert.GreaterOrEqual(t, elapsed, time.Second, "attempt %d: the answer came after the deadline", attempt)
 				assert.Equal(t, 1, f.rows(t, id))
 				assert.Equal(t, 1, f.ledger.Count(t, id), "applied once")

@@ -49,7 +49,7 @@ func requireTimedOut(t *testing.T, o consumer.Outcome, err error) string {
 	assert.Equal(t, consumer.CauseTimeout, o.Cause)
 	assert.Equal(t, "handler timeout", o.Reason)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Equal(t, rmq.ConsumeRetryLater, consumer.Resolve(o, err, consumer.Concurrent).Result)
+	assert.Equal(t, rmq.ConsumeRetryLater, testenv.AnswerTo(t, o, err).Result)
 	return err.Error()
 }
 
