@@ -6,6 +6,8 @@ package consumer
 import (
 	"time"
 
+	"github.com/rmqguard/rmqguard/internal/causelabel"
+
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 )
 
@@ -41,7 +43,7 @@ func decideFinal(d *Delivery, chain, o Outcome, err error, res resolution, order
 	case !orderly && (res.DelayLevel == delayLevelDLQ || d.LastAttempt()):
 		dec.Outcome = Outcome{Kind: KindDeadLetter, Reason: o.Reason, Cause: o.Cause}
 		if dec.Outcome.Cause == "" && o.Kind != KindDeadLetter {
-			dec.Outcome.Cause = CauseExhausted
+			dec.Outcome.Cause = causelabel.Exhausted
 		}
 	case o.Kind == KindUnavailable || (o.Kind == KindUnset && err == nil):
 		dec.Outcome = o
@@ -51,11 +53,11 @@ func decideFinal(d *Delivery, chain, o Outcome, err error, res resolution, order
 	switch dec.Outcome.Kind {
 	case KindDuplicate:
 		if !knownDuplicateCause(dec.Outcome.Cause) {
-			dec.Outcome.Cause = CauseUnknown
+			dec.Outcome.Cause = causelabel.Unknown
 		}
 	case KindDeadLetter, KindDeadLettered:
 		if dec.Outcome.Cause == "" {
-			dec.Outcome.Cause = CausePermanent
+			dec.Outcome.Cause = causelabel.Permanent
 		}
 		dec.Outcome.Cause = letterClass(dec.Outcome.Cause)
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqguard/rmqguard/internal/causelabel"
+
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -31,7 +33,7 @@ func TestDecision_F21_MetricsCountTheFinalDecisionOnce(t *testing.T) {
 		}
 		if dedupSeen[d.Msg.MsgId] {
 			o := consumer.Duplicate()
-			o.Cause = consumer.CauseRedelivery
+			o.Cause = causelabel.Redelivery
 			return o, nil
 		}
 		dedupSeen[d.Msg.MsgId] = true

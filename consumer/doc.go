@@ -89,24 +89,29 @@
 //     acknowledged (Chain is then that retry too: the chain did not run).
 //
 // Outcome.Cause is always set for duplicates (redelivery, resend, replay: the chain's, read from the dedup
-// row; else CauseUnknown, never a guess) and dead letters (a reason class; the chain's, else CausePermanent
-// for a dead letter the chain decided and CauseExhausted for one the broker makes on the last delivery).
+// row; else "unknown", never a guess) and dead letters (a reason class; the chain's, else "permanent"
+// for a dead letter the chain decided and "exhausted" for one the broker makes on the last delivery).
 //
 // # Cause
 //
-// Cause refines an Outcome with why it happened, from a small fixed set, so that it can label metrics
-// (rmqguard_duplicates_total{cause}, rmqguard_dead_letters_total{reason}) without unbounded label values.
-// Its meaning depends on the Kind:
+// Outcome.Cause refines an Outcome with why it happened, from a small fixed set of strings, so that it can
+// label metrics (rmqguard_duplicates_total{cause}, rmqguard_dead_letters_total{reason}) without unbounded
+// label values. Its meaning depends on the Kind:
 //
-//   - KindDuplicate: why the event came again: CauseRedelivery, CauseResend or CauseReplay, as read from
-//     the dedup row; CauseUnknown when it could not be read;
-//   - KindDeadLetter and KindDeadLettered: the dead letter's reason class: CausePermanent,
-//     CauseUnidentifiable, CauseVersionGap, CauseExhausted, CausePanic, CauseTimeout, CauseLeaseHeld or
-//     CauseOther;
-//   - KindRetry: what the retry is for, when known (CausePanic, CauseTimeout, CauseLeaseHeld); if the retry
+//   - KindDuplicate: why the event came again, as read from the dedup row: "redelivery" (the same
+//     message ID: a lost offset commit, a consume-timeout resend, a rebalance, a retried batch), "resend"
+//     (another message ID: the producer sent the event again) or "replay" (the message carries the
+//     RMQGUARD_REPLAY_ID property); "unknown" when it could not be read (or a fast path kept no message
+//     ID): the message alone cannot tell them apart;
+//   - KindDeadLetter and KindDeadLettered: the dead letter's reason class: "permanent" (a
+//     retry.Permanent error, a MySQL data error, a handler's own DeadLetter), "unidentifiable" (no event
+//     ID), "version_gap" (middleware.Version's gap policy), "exhausted" (still failing on the last
+//     delivery), "panic", "timeout", "lease_held" (another delivery held a live middleware.Lease), or
+//     "other" (any other reason, and any Cause outside this set);
+//   - KindRetry: what the retry is for, when known ("panic", "timeout", "lease_held"); if the retry
 //     happens on the message's last delivery the broker dead-letters it, and this becomes the letter's
 //     reason class;
-//   - KindProcessed: CauseTakeover when the delivery took over the expired lease of one that never
+//   - KindProcessed: "takeover" when the delivery took over the expired lease of one that never
 //     finished (middleware.Lease); empty otherwise.
 //
 // The empty Cause means "not known"; the consumer fills it in its final decision (see Decision).
@@ -217,7 +222,7 @@
 //
 // T is the message's value type, e.g. a struct: the codec decodes into a *T, and fn gets the T. A body the
 // codec cannot decode (for JSON also an empty body and null) never reaches fn: the handler returns a dead letter
-// (KindDeadLetter, CausePermanent, reason "undecodable body: …") and a permanent error wrapping
+// (KindDeadLetter, "permanent", reason "undecodable body: …") and a permanent error wrapping
 // ErrUndecodableBody, so the message goes to %DLQ%<group> at once instead of being retried, on every
 // delivery.
 //
@@ -229,7 +234,7 @@
 // the T, the zero Outcome and nil. When T is a pointer type, a body the codec decodes to a nil T (JSON
 // "null") counts as undecodable ("the body decodes to a nil *Order"): the handler would dereference it.
 // When the codec fails it returns the zero T, the outcome to return —
-// DeadLetter("undecodable body: <the codec's error>") with Cause CausePermanent — and that error, marked
+// DeadLetter("undecodable body: <the codec's error>") with Cause "permanent" — and that error, marked
 // retry.Permanent and wrapping ErrUndecodableBody and the codec's error (errors.Is/As reach both). codec
 // must not be nil.
 //

@@ -5,7 +5,11 @@ package consumer
 // (holdsBack in pass.go, publishOrderly in publish.go, keepAttempts and suspendFor in callback.go).
 // Next: publish.go.
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/rmqguard/rmqguard/internal/causelabel"
+)
 
 // Orderly consumption (Config.Orderly) differs from concurrent consumption in what the client can be
 // told (the places named above act on it). Client facts (rocketmq-client-go/v2 consumeMessageOrderly
@@ -38,7 +42,7 @@ func ownFailure(o Outcome, err error) bool {
 // exhaust turns, in orderly mode, the own failure of a message on its last delivery (Attempt ==
 // MaxAttempts) into a dead letter with the reason "retries exhausted after N deliveries: …", as
 // middleware.Classify does in a chain that has it: the client would only send it to its DLQ one delivery
-// later, without a reason. The letter's Cause is the retry's (panic, timeout), else CauseExhausted.
+// later, without a reason. The letter's Cause is the retry's (panic, timeout), else "exhausted".
 func exhaust(d *Delivery, o Outcome, err error) Outcome {
 	if !d.LastAttempt() || !ownFailure(o, err) {
 		return o
@@ -46,7 +50,7 @@ func exhaust(d *Delivery, o Outcome, err error) Outcome {
 	letter := DeadLetter(fmt.Sprintf("retries exhausted after %d deliveries: %s", d.Attempt+1, failureReason(o, err)))
 	letter.Cause = o.Cause
 	if letter.Cause == "" {
-		letter.Cause = CauseExhausted
+		letter.Cause = causelabel.Exhausted
 	}
 	return letter
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rmqguard/rmqguard/internal/causelabel"
+
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -84,7 +86,7 @@ func TestHandleJSON_UndecodableBodyIsDeadLetteredAtOnce(t *testing.T) {
 				o, err := h(context.Background(), d)
 				require.Error(t, err)
 				assert.Equal(t, consumer.KindDeadLetter, o.Kind, "%s", o)
-				assert.Equal(t, consumer.CausePermanent, o.Cause)
+				assert.Equal(t, causelabel.Permanent, o.Cause)
 				assert.True(t, strings.HasPrefix(o.Reason, "undecodable body: "), "%q", o.Reason)
 				assert.NotContains(t, o.Reason, "retries exhausted", "dead-lettered for the body, not for its attempts")
 				assert.ErrorIs(t, err, consumer.ErrUndecodableBody)

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/rmqguard/rmqguard/internal/causelabel"
+
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/stretchr/testify/assert"
@@ -29,14 +31,14 @@ type causeCountingStore struct {
 	fail    bool
 }
 
-func (s *causeCountingStore) DuplicateCause(ctx context.Context, txn *dedup.Txn, d *consumer.Delivery) (consumer.Cause, error) {
+func (s *causeCountingStore) DuplicateCause(ctx context.Context, txn *dedup.Txn, d *consumer.Delivery) (string, error) {
 	s.mu.Lock()
 	s.single++
 	s.mu.Unlock()
 	return s.Store.DuplicateCause(ctx, txn, d)
 }
 
-func (s *causeCountingStore) DuplicateCauses(ctx context.Context, ds []*consumer.Delivery) ([]consumer.Cause, error) {
+func (s *causeCountingStore) DuplicateCauses(ctx context.Context, ds []*consumer.Delivery) ([]string, error) {
 	s.mu.Lock()
 	s.batches = append(s.batches, len(ds))
 	fail := s.fail
@@ -93,8 +95,8 @@ func TestBatch_F41_DuplicateCausesReadTogetherInOneQuery(t *testing.T) {
 		f.orderMsg(t, d, d), // d again in the same batch, another message: re-send
 		copyOf(dFirst),      // d's first message again in the same batch: redelivery
 	}
-	want := []consumer.Cause{consumer.CauseRedelivery, consumer.CauseResend, consumer.CauseReplay, consumer.CauseRedelivery,
-		"", consumer.CauseResend, consumer.CauseRedelivery}
+	want := []string{causelabel.Redelivery, causelabel.Resend, causelabel.Replay, causelabel.Redelivery,
+		"", causelabel.Resend, causelabel.Redelivery}
 	next := map[string]int{} // a message ID's next decision: after those of the first batch
 	for _, m := range second {
 		next[m.MsgId] = len(cb.Decisions(m.MsgId))
@@ -135,7 +137,7 @@ func TestBatch_F41_UnreadableCausesAreUnknown(t *testing.T) {
 	for _, m := range resent {
 		dec := cb.Decisions(m.MsgId)[0]
 		assert.Equal(t, consumer.KindDuplicate, dec.Outcome.Kind)
-		assert.Equal(t, consumer.CauseUnknown, dec.Outcome.Cause)
+		assert.Equal(t, causelabel.Unknown, dec.Outcome.Cause)
 	}
 	assert.Equal(t, []int{2}, store.batches)
 }
@@ -165,7 +167,7 @@ func TestStore_F41_DuplicateCausesOfSeveralInOneRead(t *testing.T) {
 		delivery(again, ev), delivery(f.orderMsg(t, ev, ev), ev), delivery(replayed, ev),
 		delivery(f.orderMsg(t, f.prefix+"-none", "x"), f.prefix+"-none")})
 	require.NoError(t, err)
-	assert.Equal(t, []consumer.Cause{consumer.CauseRedelivery, consumer.CauseResend, consumer.CauseReplay, ""}, causes)
+	assert.Equal(t, []string{causelabel.Redelivery, causelabel.Resend, causelabel.Replay, ""}, causes)
 
 	causes, err = f.store.DuplicateCauses(ctx, nil)
 	require.NoError(t, err)

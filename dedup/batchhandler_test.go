@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqguard/rmqguard/internal/causelabel"
+
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/assert"
@@ -208,7 +210,7 @@ func TestHandleBatchJSON_UndecodableMemberIsDeadLetteredAlone(t *testing.T) {
 	assert.Equal(t, []string{e1, e3, e1, e3}, got, "the batch's call, then the careful pass's, without the undecodable body")
 	dec := cb.Decisions(msgs[1].MsgId)
 	require.Len(t, dec, 1)
-	assert.Equal(t, consumer.CausePermanent, dec[0].Outcome.Cause)
+	assert.Equal(t, causelabel.Permanent, dec[0].Outcome.Cause)
 	for _, id := range []string{e1, e3} {
 		assert.Equal(t, 1, f.orderRows(t, id))
 	}

@@ -3,6 +3,8 @@ package dedup_test
 import (
 	"testing"
 
+	"github.com/rmqguard/rmqguard/internal/causelabel"
+
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -30,10 +32,10 @@ func TestDuplicateCause_S1_S3_S5_RedeliveryResendReplay(t *testing.T) {
 	resent := f.orderMsg(t, ev, order)
 	replayed := f.orderMsg(t, ev, order)
 	replayed.WithProperty(letter.PropReplayID, "replay-1")
-	for want, msg := range map[consumer.Cause]*primitive.MessageExt{
-		consumer.CauseRedelivery: again,
-		consumer.CauseResend:     resent,
-		consumer.CauseReplay:     replayed,
+	for want, msg := range map[string]*primitive.MessageExt{
+		causelabel.Redelivery: again,
+		causelabel.Resend:     resent,
+		causelabel.Replay:     replayed,
 	} {
 		o, err := f.handle(h, msg)
 		require.NoError(t, err)
@@ -51,7 +53,7 @@ func TestDuplicateCause_S1_S3_S5_RedeliveryResendReplay(t *testing.T) {
 	o, err = f.handle(h, replay2)
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindDuplicate, o.Kind)
-	assert.Equal(t, consumer.CauseRedelivery, o.Cause, "the row holds this replay's MsgId")
+	assert.Equal(t, causelabel.Redelivery, o.Cause, "the row holds this replay's MsgId")
 	assert.Equal(t, 1, f.ledger.Count(t, ev), "one effect per event")
 	assert.Equal(t, 1, f.ledger.Count(t, ev2))
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqguard/rmqguard/internal/causelabel"
+
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/go-sql-driver/mysql"
@@ -143,7 +145,7 @@ func TestDedup_SameEventTwiceInARowAppliesOnce(t *testing.T) {
 	assert.Equal(t, 1, orders)
 	assert.Equal(t, 1, reservations)
 	assert.Equal(t, 1, f.ledger.Count(t, ev), "applied once")
-	assert.Equal(t, consumer.CauseResend, o2.Cause, "a new message (its own MsgId) with the same event ID")
+	assert.Equal(t, causelabel.Resend, o2.Cause, "a new message (its own MsgId) with the same event ID")
 }
 
 // S2: 16 copies of one event handled at once give one effect and one dedup row; the others are

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/rmqguard/rmqguard/internal/causelabel"
+
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/assert"
@@ -88,7 +90,7 @@ func TestHandleJSON_UndecodableBodyIsDeadLetteredOnEveryDeliveryWithoutARow(t *t
 				res := testenv.AnswerTo(t, o, err)
 				require.Error(t, err)
 				assert.Equal(t, consumer.KindDeadLetter, o.Kind, "delivery %d: %s", redeliveries, o)
-				assert.Equal(t, consumer.CausePermanent, o.Cause)
+				assert.Equal(t, causelabel.Permanent, o.Cause)
 				assert.True(t, strings.HasPrefix(o.Reason, "undecodable body: "), "reason %q", o.Reason)
 				assert.Greater(t, len(o.Reason), len("undecodable body: "), "the reason carries the codec's error")
 				assert.Equal(t, testenv.DelayLevelDLQ, res.DelayLevel, "to the DLQ at once")

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqguard/rmqguard/internal/causelabel"
+
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/jmoiron/sqlx"
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,7 +40,7 @@ func (o *leaseObserver) Decided(d *consumer.Delivery, dec consumer.Decision) {
 	o.mu.Lock()
 	o.decisions[d.Msg.MsgId] = append(o.decisions[d.Msg.MsgId], dec.Outcome)
 	o.mu.Unlock()
-	if dec.Outcome.Cause == consumer.CauseLeaseHeld {
+	if dec.Outcome.Cause == causelabel.LeaseHeld {
 		o.once.Do(func() { close(o.held) })
 	}
 }
@@ -108,7 +110,7 @@ func TestE2E_F35_LeaseModeRetriesASecondCopyWhileTheFirstHoldsTheLease(t *testin
 		}
 	}
 	require.Len(t, retried, 1, "one copy was retried: %v", obs.decisions)
-	assert.Equal(t, consumer.CauseLeaseHeld, retried[0].Cause)
+	assert.Equal(t, causelabel.LeaseHeld, retried[0].Cause)
 	assert.Contains(t, retried[0].Reason, "lease held")
 	assert.EqualValues(t, 1, calls.Load(), "the handler ran once")
 	assert.EqualValues(t, 1, maxInFlight.Load(), "never two copies at once")

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/rmqguard/rmqguard/internal/causelabel"
+
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/assert"
@@ -45,7 +47,7 @@ func TestDedup_DeadLetterFromAClassifyInsideIsRolledBackOnMariaDB(t *testing.T) 
 
 	require.ErrorIs(t, err, errBad)
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
-	assert.Equal(t, consumer.CausePermanent, o.Cause)
+	assert.Equal(t, causelabel.Permanent, o.Cause)
 	var rows int
 	require.NoError(t, db.Get(&rows, `SELECT COUNT(*) FROM processed_event WHERE consumer_group = ? AND event_id = ?`, group, run+"-e1"))
 	assert.Zero(t, rows, "the claim was rolled back with the dead letter")

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqguard/rmqguard/internal/causelabel"
+
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/assert"
@@ -223,7 +225,7 @@ func TestClassify_KeepsAnInnerDeadLetter(t *testing.T) {
 
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
 	assert.Equal(t, in.Reason, o.Reason)
-	assert.Equal(t, consumer.CausePermanent, o.Cause, "a dead letter decided inside is permanent; its class is filled in")
+	assert.Equal(t, causelabel.Permanent, o.Cause, "a dead letter decided inside is permanent; its class is filled in")
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 }
 
@@ -236,7 +238,7 @@ func TestClassify_InnerDeadLetterOfAnUnidentifiableMessageIsClassedSo(t *testing
 
 	require.ErrorIs(t, err, middleware.ErrUnidentifiable)
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
-	assert.Equal(t, consumer.CauseUnidentifiable, o.Cause)
+	assert.Equal(t, causelabel.Unidentifiable, o.Cause)
 }
 
 func TestClassify_NilErrorLeavesOutcomeUntouched(t *testing.T) {

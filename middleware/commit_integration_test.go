@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqguard/rmqguard/internal/causelabel"
+
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/go-sql-driver/mysql"
@@ -139,7 +141,7 @@ func TestTimeout_HandlerReturningAfterTheDeadlineWithoutACommitIsATimeoutAndComm
 	o, err := h(context.Background(), f.delivery(id, 0))
 	assert.Less(t, time.Since(start), 600*time.Millisecond, "Timeout answered at its deadline")
 	assert.Equal(t, consumer.KindRetry, o.Kind)
-	assert.Equal(t, consumer.CauseTimeout, o.Cause)
+	assert.Equal(t, causelabel.Timeout, o.Cause)
 	assert.False(t, o.Committed)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	<-returned

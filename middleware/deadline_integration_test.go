@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqguard/rmqguard/internal/causelabel"
+
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/assert"
@@ -58,7 +60,7 @@ func TestDeadline_F7_SlowTransactionIsRolledBackAtTheDeadlineAndAppliedOnceOnRed
 
 	assert.Less(t, time.Since(start), 10*time.Second, "the handler was ended at the deadline, not after its 30 s")
 	assert.Equal(t, consumer.KindRetry, o.Kind)
-	assert.Equal(t, consumer.CauseTimeout, o.Cause)
+	assert.Equal(t, causelabel.Timeout, o.Cause)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Contains(t, err.Error(), "middleware.Deadline(200ms)")
 	assert.Zero(t, dedupRows(), "the claim was rolled back")

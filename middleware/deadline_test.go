@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqguard/rmqguard/internal/causelabel"
+
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -46,7 +48,7 @@ func slowHandler(t *testing.T, middlewareName string) consumer.Handler {
 func requireTimedOut(t *testing.T, o consumer.Outcome, err error) string {
 	t.Helper()
 	assert.Equal(t, consumer.KindRetry, o.Kind)
-	assert.Equal(t, consumer.CauseTimeout, o.Cause)
+	assert.Equal(t, causelabel.Timeout, o.Cause)
 	assert.Equal(t, "handler timeout", o.Reason)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Equal(t, rmq.ConsumeRetryLater, testenv.AnswerTo(t, o, err).Result)
@@ -183,7 +185,7 @@ func TestDeadline_LateErrorIsKeptAsTextAndDoesNotClassify(t *testing.T) {
 	o, err := h(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.KindRetry, o.Kind, "not dead-lettered as permanent")
-	assert.Equal(t, consumer.CauseTimeout, o.Cause)
+	assert.Equal(t, causelabel.Timeout, o.Cause)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Equal(t, retry.ClassTransient, retry.Classify(err))
 	assert.Contains(t, err.Error(), "(the handler returned: invalid payload)")
@@ -198,7 +200,7 @@ func TestRecover_F28_PanicUnderDeadlineKeepsTheHandlersStackInTheLog(t *testing.
 	o, err := h(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.KindRetry, o.Kind)
-	assert.Equal(t, consumer.CausePanic, o.Cause)
+	assert.Equal(t, causelabel.Panic, o.Cause)
 	require.ErrorIs(t, err, middleware.ErrPanic)
 	require.Equal(t, 1, logs.Len(), "one log line per panic")
 	stack, _ := logs.All()[0].ContextMap()["stack"].(string)
@@ -229,7 +231,7 @@ func TestDeadline_LateOutcomeThatDoesNotAcknowledgeIsATimeoutEvenIfMarkedCommitt
 			o, err := h(context.Background(), delivery("ORDER", "", nil))
 
 			assert.Equal(t, consumer.KindRetry, o.Kind, "%s", o)
-			assert.Equal(t, consumer.CauseTimeout, o.Cause)
+			assert.Equal(t, causelabel.Timeout, o.Cause)
 			require.ErrorIs(t, err, context.DeadlineExceeded)
 		})
 	}

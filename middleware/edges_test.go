@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqguard/rmqguard/internal/causelabel"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
@@ -32,7 +34,7 @@ func TestClassify_F5_ExhaustedReasonNamesTheLastFailure(t *testing.T) {
 
 			require.NoError(t, err)
 			letter := consumer.DeadLetter(want)
-			letter.Cause = consumer.CauseExhausted
+			letter.Cause = causelabel.Exhausted
 			assert.Equal(t, letter, o)
 		})
 	}

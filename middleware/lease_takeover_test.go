@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqguard/rmqguard/internal/causelabel"
+
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
@@ -50,7 +52,7 @@ func TestLease_TakeoverThatFailsKeepsTheTakeoverForTheNextDelivery(t *testing.T)
 	o, err = chain(context.Background(), w.delivery(ev, ev+"-m1", 2))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind, "the retry runs at once: %s", o)
-	assert.Equal(t, consumer.CauseTakeover, o.Cause, "counted once, on the processed delivery")
+	assert.Equal(t, causelabel.Takeover, o.Cause, "counted once, on the processed delivery")
 	assert.Equal(t, []bool{true, true}, tookOver, "both runs after the dead holder are told it may have called")
 	assert.Equal(t, 1, w.ledger.Count(t, ev))
 	assert.Equal(t, 1, w.rows(t, "processed_event", ev))
@@ -118,13 +120,13 @@ func TestLease_RunEndedByAnInnerDeadlineIsATakeoverNotANewClaim(t *testing.T) {
 	o, err := chain(context.Background(), w.delivery(ev, ev+"-m1", 0))
 	require.Error(t, err)
 	assert.Equal(t, consumer.KindRetry, o.Kind, "%s", o)
-	assert.Equal(t, consumer.CauseTimeout, o.Cause)
+	assert.Equal(t, causelabel.Timeout, o.Cause)
 	assert.Equal(t, 1, w.rows(t, "event_lease", ev), "the lease stays, expired")
 
 	o, err = chain(context.Background(), w.delivery(ev, ev+"-m1", 1))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind, "the retry runs at once: %s", o)
-	assert.Equal(t, consumer.CauseTakeover, o.Cause)
+	assert.Equal(t, causelabel.Takeover, o.Cause)
 	assert.Equal(t, []bool{false, true}, tookOver, "the run after the deadline is told it took over")
 	assert.Equal(t, 1, w.ledger.Count(t, ev))
 }
@@ -170,7 +172,7 @@ func TestLease_HandlerFailingOnAnOutageAfterItsCallIsATakeover(t *testing.T) {
 
 	o, err = chain(context.Background(), w.delivery(ev, ev+"-m1", 0))
 	require.NoError(t, err)
-	assert.Equal(t, consumer.CauseTakeover, o.Cause, "%s", o)
+	assert.Equal(t, causelabel.Takeover, o.Cause, "%s", o)
 	assert.Equal(t, []bool{false, true}, tookOver)
 }
 
@@ -198,7 +200,7 @@ func TestLease_TransactionRolledBackUnderTheHandlerKeepsTheLease(t *testing.T) {
 
 	o, err = chain(context.Background(), w.delivery(ev, ev+"-m1", 1))
 	require.NoError(t, err)
-	assert.Equal(t, consumer.CauseTakeover, o.Cause, "%s", o)
+	assert.Equal(t, causelabel.Takeover, o.Cause, "%s", o)
 	assert.Equal(t, []bool{false, true}, tookOver)
 }
 

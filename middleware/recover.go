@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"runtime/debug"
 
+	"github.com/rmqguard/rmqguard/internal/causelabel"
+
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -41,15 +43,15 @@ func (e *PanicError) Unwrap() []error {
 	return []error{ErrPanic}
 }
 
-// panicRetry is the outcome of a recovered panic: a retry whose Cause, consumer.CausePanic, becomes the
+// panicRetry is the outcome of a recovered panic: a retry whose Cause, "panic", becomes the
 // dead letter's reason class if the broker dead-letters it on its last delivery.
 func panicRetry() consumer.Outcome {
 	o := consumer.Retry(0, "panic")
-	o.Cause = consumer.CausePanic
+	o.Cause = causelabel.Panic
 	return o
 }
 
-// Recover turns a panic inside the chain into a retry (Cause consumer.CausePanic) whose error is a
+// Recover turns a panic inside the chain into a retry (Cause "panic") whose error is a
 // *PanicError wrapping ErrPanic, and logs one error line per panic with the handler's stack. A nil log
 // recovers without logging. See the package doc, "Recover".
 func Recover(log *zap.Logger) Middleware {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rmqguard/rmqguard/internal/causelabel"
+
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -55,7 +57,7 @@ func TestRedisFast_StaleEventGetsADoneKey(t *testing.T) {
 	o, err = f.handle(h, f.msg(ev))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindDuplicate, o.Kind)
-	assert.Equal(t, consumer.CauseResend, o.Cause)
+	assert.Equal(t, causelabel.Resend, o.Cause)
 	assert.Equal(t, misses, f.obs.get("miss"), "answered by the done key")
 	assert.Equal(t, 0, f.ledger.Count(t, ev), "a stale event writes nothing")
 }
