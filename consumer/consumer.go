@@ -195,9 +195,9 @@ func newClientPushConsumer(opts []rmq.Option) (irmq.PushConsumer, error) {
 
 // Start starts consuming, and with WithObserver the lag poller (every Config.LagInterval). Unless
 // Config.SkipTopicEnsure it first creates the group's missing %RETRY% and %DLQ% topics, and fails with
-// that error (wrapped with the group; an *ACLError when a broker refuses the keys). The client's
+// that error (wrapped with the group; matching ErrACL when a broker refuses the keys). The client's
 // Start fails when a subscribed topic has no route on the name server (create topics first). With
-// Credentials, a broker that refuses them fails Start with an *ACLError (wrapped). It returns ErrStopped
+// Credentials, a broker that refuses them fails Start with an error matching ErrACL. It returns ErrStopped
 // after Shutdown. It repeats New's concurrency checks first (a pool's limit may have changed since).
 func (c *Consumer) Start() error {
 	c.mu.Lock()
