@@ -6,9 +6,8 @@ package consumer
 import (
 	"fmt"
 
-	"github.com/rmqguard/rmqguard/internal/causelabel"
-
 	"github.com/rmqguard/rmqguard/internal/batch"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 )
 
 // finishBatch finishes every resource attached to b once (batch.Batch.Finish), and turns each member of

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqguard/rmqguard/internal/causelabel"
-
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/stretchr/testify/assert"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	ibatch "github.com/rmqguard/rmqguard/internal/batch"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 )
 
 // sharedResource is a BatchResource that records its Finish calls and returns err.

@@ -6,9 +6,9 @@ package consumer
 import (
 	"time"
 
-	"github.com/rmqguard/rmqguard/internal/causelabel"
-
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
+
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 )
 
 // Decision is the consumer's final word on one message, reported once through Observer.Decided: what the

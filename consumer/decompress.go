@@ -3,9 +3,8 @@ package consumer
 import (
 	"context"
 
-	"github.com/rmqguard/rmqguard/internal/causelabel"
-
 	"github.com/rmqguard/rmqguard/internal/body"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 )
 
 // decompressing wraps h so that the chain sees every body decompressed: a body still compressed

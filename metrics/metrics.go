@@ -4,11 +4,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rmqguard/rmqguard/internal/causelabel"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 )
 
 // Label names used by every rmqguard series.

@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/rmqguard/rmqguard/internal/causelabel"
-
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/retry"
 )
 

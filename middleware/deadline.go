@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rmqguard/rmqguard/internal/causelabel"
-
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 )
 
 // Deadline gives the rest of the chain a context deadline d (or the consumer's HandlerTimeout when earlier;

@@ -5,12 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rmqguard/rmqguard/internal/causelabel"
-
 	"github.com/stretchr/testify/assert"
 	"go.uber.org/zap"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/middleware"
 )
 

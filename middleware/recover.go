@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"runtime/debug"
 
-	"github.com/rmqguard/rmqguard/internal/causelabel"
-
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 )
 
 // ErrPanic marks the error of a recovered handler panic; test it with errors.Is.

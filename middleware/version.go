@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/rmqguard/rmqguard/internal/causelabel"
-
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 )
 
 // Version checks each event's aggregate version against the stored one inside the dedup transaction, so

@@ -5,14 +5,13 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/rmqguard/rmqguard/internal/causelabel"
-
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/middleware"
 )
 
