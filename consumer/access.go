@@ -11,11 +11,11 @@ import (
 	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
-// ACLError is a broker's refusal of the consumer's credentials (response code NO_PERMISSION: unknown
-// access key, signature mismatch, none given, or a missing permission). Start returns it, wrapped, when a
-// broker refuses Config.Credentials; match it with errors.As. Its Error reads
-// "ACL: access denied / signature mismatch for access key <key> on broker <addr> (code 16: <remark>)".
-type ACLError = rmq.ACLError
+// ErrACL marks a broker's refusal of Config.Credentials (response code NO_PERMISSION: unknown access
+// key, signature mismatch, none given, or a missing permission): Start's error matches it with errors.Is
+// when a broker refuses the keys, and reads "… ACL: access denied / signature mismatch for access key
+// <key> on broker <addr> (code 16: <remark>)".
+var ErrACL = errors.New("ACL: access refused")
 
 // accessCheckTimeout bounds Start's access check.
 const accessCheckTimeout = 5 * time.Second
@@ -33,9 +33,8 @@ func (c *Consumer) checkAccess() error {
 	ctx, cancel := context.WithTimeout(c.runCtx, accessCheckTimeout)
 	defer cancel()
 	err := rmq.CheckClusterAccess(ctx, c.cfg.NameServers, rmq.Credentials(c.cfg.Credentials))
-	var acl *ACLError
-	if errors.As(err, &acl) {
-		return fmt.Errorf("rmqguard consumer %s: start: %w", c.cfg.Group, err)
+	if rmq.IsACL(err) {
+		return rmq.MarkACL(fmt.Errorf("rmqguard consumer %s: start: %w", c.cfg.Group, err), ErrACL)
 	}
 	if err != nil {
 		c.log.Warn("ACL access check could not run; starting anyway", zap.String("group", c.cfg.Group), zap.Error(err))

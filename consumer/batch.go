@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/rmqguard/rmqguard/internal/batch"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 )
 
 // finishBatch finishes every resource attached to b once (batch.Batch.Finish), and turns each member of
@@ -15,7 +16,7 @@ import (
 // (SetOutcome), then the duplicates the causes resources set (SetDuplicateCause). An outcome a resource
 // set is the chain's too: the member's handler ran in Finish. It returns the first failure (lost) and
 // the first failure that wraps batch.ErrStoreUnavailable (outage); both nil when every resource finished.
-func finishBatch(b *batch.Batch[Outcome, Cause], ms []message) (lost, outage error) {
+func finishBatch(b *batch.Batch[Outcome, string], ms []message) (lost, outage error) {
 	failed := map[int]bool{}
 	lost, outage = b.Finish(func(i int, err error) {
 		failed[i] = true
@@ -41,11 +42,11 @@ func finishBatch(b *batch.Batch[Outcome, Cause], ms []message) (lost, outage err
 	return lost, outage
 }
 
-// panicked returns the first member whose outcome a resource of b set with Cause CausePanic (SetOutcome).
-func panicked(b *batch.Batch[Outcome, Cause]) (member int, ok bool) {
+// panicked returns the first member whose outcome a resource of b set with Cause "panic" (SetOutcome).
+func panicked(b *batch.Batch[Outcome, string]) (member int, ok bool) {
 	member = -1
 	for i, o := range b.Outcomes() {
-		if o.Cause == CausePanic && (member < 0 || i < member) {
+		if o.Cause == causelabel.Panic && (member < 0 || i < member) {
 			member = i
 		}
 	}

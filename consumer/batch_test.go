@@ -13,6 +13,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	ibatch "github.com/rmqguard/rmqguard/internal/batch"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 )
 
 // sharedResource is a BatchResource that records its Finish calls and returns err.
@@ -36,10 +37,10 @@ func TestBatch_ResourceFinishedOnceAfterTheLastMemberALostBatchHandledAgainThenA
 	for _, fails := range []int{0, 1, 2} {
 		t.Run(fmt.Sprintf("finish fails in %d passes", fails), func(t *testing.T) {
 			var resources []*sharedResource
-			var seen []*ibatch.Batch[consumer.Outcome, consumer.Cause]
+			var seen []*ibatch.Batch[consumer.Outcome, string]
 			runs, alone := map[string]int{}, map[string]int{}
 			h := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-				b := ibatch.FromContext[consumer.Outcome, consumer.Cause](ctx)
+				b := ibatch.FromContext[consumer.Outcome, string](ctx)
 				if b == nil {
 					alone[d.Msg.GetKeys()]++
 					return consumer.Processed(), nil
@@ -95,10 +96,10 @@ func TestBatch_ResourceFinishedOnceAfterTheLastMemberALostBatchHandledAgainThenA
 		})
 	}
 	t.Run("BatchSize 1", func(t *testing.T) {
-		var b *ibatch.Batch[consumer.Outcome, consumer.Cause]
+		var b *ibatch.Batch[consumer.Outcome, string]
 		ran := false
 		_, fp := newConsumer(t, validConfig(), func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-			b, ran = ibatch.FromContext[consumer.Outcome, consumer.Cause](ctx), true
+			b, ran = ibatch.FromContext[consumer.Outcome, string](ctx), true
 			return consumer.Processed(), nil
 		})
 		fp.deliver(t, "ORDER", orderMsg("a"))
@@ -112,10 +113,10 @@ func TestBatch_ResourceFinishedOnceAfterTheLastMemberALostBatchHandledAgainThenA
 func TestBatch_SingleMessageCallbackHasNoBatch(t *testing.T) {
 	cfg := validConfig()
 	cfg.BatchSize = 32
-	var b *ibatch.Batch[consumer.Outcome, consumer.Cause]
+	var b *ibatch.Batch[consumer.Outcome, string]
 	ran := false
 	_, fp := newConsumer(t, cfg, func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-		b, ran = ibatch.FromContext[consumer.Outcome, consumer.Cause](ctx), true
+		b, ran = ibatch.FromContext[consumer.Outcome, string](ctx), true
 		return consumer.Processed(), nil
 	})
 	fp.deliver(t, "ORDER", orderMsg("a"))
@@ -131,7 +132,7 @@ func TestBatch_ResourceLostToTheStoreHandlesTheCallbackAgain(t *testing.T) {
 		t.Run(map[bool]string{true: "lost once", false: "lost past OutageWait"}[lost == 1], func(t *testing.T) {
 			passes := 0
 			h := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-				b := ibatch.FromContext[consumer.Outcome, consumer.Cause](ctx)
+				b := ibatch.FromContext[consumer.Outcome, string](ctx)
 				if b.Resource("tx") == nil {
 					passes++
 					r := &sharedResource{}
@@ -162,8 +163,8 @@ func TestBatch_ResourceLostToTheStoreHandlesTheCallbackAgain(t *testing.T) {
 // causeResource is a BatchResource that, when it finishes, sets the causes of the batch's duplicates
 // together (as middleware.Dedup does with one read for the batch).
 type causeResource struct {
-	b      *ibatch.Batch[consumer.Outcome, consumer.Cause]
-	causes map[int]consumer.Cause
+	b      *ibatch.Batch[consumer.Outcome, string]
+	causes map[int]string
 }
 
 func (r *causeResource) Finish(context.Context) error {
@@ -178,15 +179,15 @@ func (r *causeResource) Finish(context.Context) error {
 // a duplicate's keep what they had (a duplicate without a known cause is unknown).
 func TestBatch_F41_DuplicateCausesSetAtFinishReachTheDecisions(t *testing.T) {
 	own := consumer.Duplicate()
-	own.Cause = consumer.CauseResend
+	own.Cause = causelabel.Resend
 	outcomes := map[string]consumer.Outcome{"a": consumer.Duplicate(), "b": own, "c": consumer.Processed(),
 		"d": consumer.Duplicate(), "e": consumer.Duplicate()}
 	h := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-		b := ibatch.FromContext[consumer.Outcome, consumer.Cause](ctx)
+		b := ibatch.FromContext[consumer.Outcome, string](ctx)
 		require.NotNil(t, b)
 		if b.Resource("causes") == nil {
-			require.NoError(t, b.Attach("causes", &causeResource{b: b, causes: map[int]consumer.Cause{
-				0: consumer.CauseReplay, 1: consumer.CauseRedelivery, 2: consumer.CauseRedelivery, 3: consumer.CausePermanent}}))
+			require.NoError(t, b.Attach("causes", &causeResource{b: b, causes: map[int]string{
+				0: causelabel.Replay, 1: causelabel.Redelivery, 2: causelabel.Redelivery, 3: causelabel.Permanent}}))
 		}
 		return outcomes[d.Msg.GetKeys()], nil
 	}
@@ -207,13 +208,13 @@ func TestBatch_F41_DuplicateCausesSetAtFinishReachTheDecisions(t *testing.T) {
 
 	want := []struct {
 		kind  consumer.Kind
-		cause consumer.Cause
+		cause string
 	}{
-		{consumer.KindDuplicate, consumer.CauseReplay},  // set by the resource
-		{consumer.KindDuplicate, consumer.CauseResend},  // the chain's own
-		{consumer.KindProcessed, ""},                    // not a duplicate
-		{consumer.KindDuplicate, consumer.CauseUnknown}, // not a duplicate's cause
-		{consumer.KindDuplicate, consumer.CauseUnknown}, // none set
+		{consumer.KindDuplicate, causelabel.Replay},  // set by the resource
+		{consumer.KindDuplicate, causelabel.Resend},  // the chain's own
+		{consumer.KindProcessed, ""},                 // not a duplicate
+		{consumer.KindDuplicate, causelabel.Unknown}, // not a duplicate's cause
+		{consumer.KindDuplicate, causelabel.Unknown}, // none set
 	}
 	for i, w := range want {
 		dec := onlyDecision(t, obs, ids[i])
@@ -230,7 +231,7 @@ func TestBatch_F41_DuplicateCausesSetAtFinishReachTheDecisions(t *testing.T) {
 func TestBatch_F19_FirstPassLostToTheStoreBacksOffAsAMessageAlone(t *testing.T) {
 	passes := 0
 	h := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-		b := ibatch.FromContext[consumer.Outcome, consumer.Cause](ctx)
+		b := ibatch.FromContext[consumer.Outcome, string](ctx)
 		if b.Resource("tx") == nil {
 			passes++
 			r := &sharedResource{}

@@ -12,10 +12,10 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 )
 
-// answer is what the client is told about a callback: the Resolution, and for each message whether its own
+// answer is what the client is told about a callback: the resolution, and for each message whether its own
 // failure spent an attempt (read on SuspendCurrentQueueAMoment only: keepAttempts).
 type answer struct {
-	res   Resolution
+	res   resolution
 	spent []bool
 }
 

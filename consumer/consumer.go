@@ -52,7 +52,7 @@ func WithLogger(l *zap.Logger) Option { return func(o *options) { o.logger = wit
 // group "<group>-rmqguard-dlq", started on the first letter, shut down by Shutdown), which by default
 // publishes each with its reason to %DLQ%<group>. A sink that implements io.Closer is closed by Shutdown
 // after the client. WithDeadLetterSink(nil) leaves a letter delivered alone to the broker's DLQ
-// (DelayLevelDLQ, no reason); batches and orderly mode still publish. New fails on a nil pointer in s.
+// (delay level -1, no reason); batches and orderly mode still publish. New fails on a nil pointer in s.
 func WithDeadLetterSink(s DeadLetterSink) Option {
 	return func(o *options) { o.sink, o.sinkGiven = s, true }
 }
@@ -73,7 +73,7 @@ const deadLetterSendTimeout = 30 * time.Second
 var ErrStopped = errors.New("rmqguard consumer: stopped")
 
 // Consumer wraps the client's push consumer: every message runs through the Handler (usually a
-// middleware chain), and its Outcome becomes the client's result in Resolve.
+// middleware chain), and its Outcome becomes the client's result in one place (resolve.go).
 type Consumer struct {
 	cfg     Config
 	handler Handler
@@ -193,19 +193,11 @@ func newClientPushConsumer(opts []rmq.Option) (irmq.PushConsumer, error) {
 	return rocketmq.NewPushConsumer(opts...)
 }
 
-// mode returns the consumption mode Config.Orderly selects.
-func (c *Consumer) mode() Mode {
-	if c.cfg.Orderly {
-		return Orderly
-	}
-	return Concurrent
-}
-
 // Start starts consuming, and with WithObserver the lag poller (every Config.LagInterval). Unless
 // Config.SkipTopicEnsure it first creates the group's missing %RETRY% and %DLQ% topics, and fails with
-// that error (wrapped with the group; an *ACLError when a broker refuses the keys). The client's
+// that error (wrapped with the group; matching ErrACL when a broker refuses the keys). The client's
 // Start fails when a subscribed topic has no route on the name server (create topics first). With
-// Credentials, a broker that refuses them fails Start with an *ACLError (wrapped). It returns ErrStopped
+// Credentials, a broker that refuses them fails Start with an error matching ErrACL. It returns ErrStopped
 // after Shutdown. It repeats New's concurrency checks first (a pool's limit may have changed since).
 func (c *Consumer) Start() error {
 	c.mu.Lock()

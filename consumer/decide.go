@@ -50,7 +50,7 @@ func (c *Consumer) unsubscribed(d *Delivery) Outcome {
 // outcome stands: a retry that spends an attempt), and sets m's outcome and error. It returns ErrStopped
 // when the consumer is stopping and the message must not be answered: the gate stopped while it waited,
 // or Shutdown cancelled its handler.
-func (c *Consumer) decide(m *message, w *outageWait, b *batch.Batch[Outcome, Cause]) error {
+func (c *Consumer) decide(m *message, w *outageWait, b *batch.Batch[Outcome, string]) error {
 	for {
 		gen, closed := c.gate.current()
 		if closed != nil {
@@ -106,7 +106,7 @@ func (c *Consumer) outageTooLong(m *message) {
 
 // handleOne runs the handler for one delivery under HandlerTimeout, with b (the callback's Batch, nil
 // when BatchSize is 1) in its context.
-func (c *Consumer) handleOne(d *Delivery, b *batch.Batch[Outcome, Cause]) (Outcome, error) {
+func (c *Consumer) handleOne(d *Delivery, b *batch.Batch[Outcome, string]) (Outcome, error) {
 	ctx, cancel := context.WithTimeout(batch.With(c.runCtx, b), c.cfg.HandlerTimeout)
 	defer cancel()
 	c.observer.InFlight(d.Group, 1)

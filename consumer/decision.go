@@ -7,6 +7,8 @@ import (
 	"time"
 
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
+
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 )
 
 // Decision is the consumer's final word on one message, reported once through Observer.Decided: what the
@@ -29,19 +31,19 @@ type Decision struct {
 }
 
 // decideFinal computes the Decision of d from the chain's outcome, the outcome after dead-letter
-// publishing (o, err), the callback's resolution and the consumption mode. In orderly mode the broker
+// publishing (o, err), the callback's resolution and whether consumption is orderly. In orderly mode the broker
 // never dead-letters a message itself (the consumer publishes every letter, and keeps the attempt count
 // from reaching the client's send-back), so a message not acknowledged there is retried: its queue is
 // suspended and it is handled again.
-func decideFinal(d *Delivery, chain, o Outcome, err error, res Resolution, mode Mode) Decision {
+func decideFinal(d *Delivery, chain, o Outcome, err error, res resolution, orderly bool) Decision {
 	dec := Decision{Chain: chain, Err: err}
 	switch {
 	case err == nil && o.Kind.Acknowledges():
 		dec.Outcome, dec.BatchRetried = o, res.Result != rmq.ConsumeSuccess
-	case mode == Concurrent && (res.DelayLevel == DelayLevelDLQ || d.LastAttempt()):
+	case !orderly && (res.DelayLevel == delayLevelDLQ || d.LastAttempt()):
 		dec.Outcome = Outcome{Kind: KindDeadLetter, Reason: o.Reason, Cause: o.Cause}
 		if dec.Outcome.Cause == "" && o.Kind != KindDeadLetter {
-			dec.Outcome.Cause = CauseExhausted
+			dec.Outcome.Cause = causelabel.Exhausted
 		}
 	case o.Kind == KindUnavailable || (o.Kind == KindUnset && err == nil):
 		dec.Outcome = o
@@ -51,11 +53,11 @@ func decideFinal(d *Delivery, chain, o Outcome, err error, res Resolution, mode 
 	switch dec.Outcome.Kind {
 	case KindDuplicate:
 		if !knownDuplicateCause(dec.Outcome.Cause) {
-			dec.Outcome.Cause = CauseUnknown
+			dec.Outcome.Cause = causelabel.Unknown
 		}
 	case KindDeadLetter, KindDeadLettered:
 		if dec.Outcome.Cause == "" {
-			dec.Outcome.Cause = CausePermanent
+			dec.Outcome.Cause = causelabel.Permanent
 		}
 		dec.Outcome.Cause = letterClass(dec.Outcome.Cause)
 	}
@@ -64,9 +66,9 @@ func decideFinal(d *Delivery, chain, o Outcome, err error, res Resolution, mode 
 
 // report tells the observer the final decision about each message of an answered callback and logs
 // it: one line per message, however many times its callback was handled (decisionlog.go).
-func (c *Consumer) report(ms []message, res Resolution) {
+func (c *Consumer) report(ms []message, res resolution) {
 	for _, m := range ms {
-		dec := decideFinal(m.d, m.chain, m.outcome, m.err, res, c.mode())
+		dec := decideFinal(m.d, m.chain, m.outcome, m.err, res, c.cfg.Orderly)
 		dec.Elapsed = m.elapsed
 		c.observer.Decided(m.d, dec)
 		c.logDecision(m.d, dec)

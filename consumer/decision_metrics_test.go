@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/metrics"
 )
 
@@ -31,7 +32,7 @@ func TestDecision_F21_MetricsCountTheFinalDecisionOnce(t *testing.T) {
 		}
 		if dedupSeen[d.Msg.MsgId] {
 			o := consumer.Duplicate()
-			o.Cause = consumer.CauseRedelivery
+			o.Cause = causelabel.Redelivery
 			return o, nil
 		}
 		dedupSeen[d.Msg.MsgId] = true

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/internal/letter"
 )
 
@@ -97,7 +98,7 @@ func TestDecision_F6_SingleDeadLetterPublishedBySinkIsDeadLettered(t *testing.T)
 	require.Equal(t, rmq.ConsumeSuccess, res)
 	d := onlyDecision(t, obs, "msg-o-1")
 	assert.Equal(t, consumer.KindDeadLettered, d.Outcome.Kind)
-	assert.Equal(t, consumer.CausePermanent, d.Outcome.Cause)
+	assert.Equal(t, causelabel.Permanent, d.Outcome.Cause)
 	assert.Equal(t, "bad payload", d.Outcome.Reason)
 	lines := logs.FilterMessage("message dead-lettered").All()
 	require.Len(t, lines, 1)
@@ -109,7 +110,7 @@ func TestDecision_F6_SingleDeadLetterPublishedBySinkIsDeadLettered(t *testing.T)
 // broker dead-letters it (dead_letter), keeping the chain's reason class.
 func TestDecision_F6_BrokerDLQPathIsDeadLetter(t *testing.T) {
 	unidentifiable := consumer.DeadLetter("no event ID")
-	unidentifiable.Cause = consumer.CauseUnidentifiable
+	unidentifiable.Cause = causelabel.Unidentifiable
 	for name, sink := range map[string]consumer.Option{
 		"no sink":     consumer.WithDeadLetterSink(nil),
 		"sink failed": consumer.WithDeadLetterSink(&fakeSink{err: errDLQSend}),
@@ -124,7 +125,7 @@ func TestDecision_F6_BrokerDLQPathIsDeadLetter(t *testing.T) {
 			require.Equal(t, consumer.DelayLevelDLQ, delay)
 			d := onlyDecision(t, obs, "msg-o-1")
 			assert.Equal(t, consumer.KindDeadLetter, d.Outcome.Kind)
-			assert.Equal(t, consumer.CauseUnidentifiable, d.Outcome.Cause)
+			assert.Equal(t, causelabel.Unidentifiable, d.Outcome.Cause)
 		})
 	}
 }
@@ -133,10 +134,10 @@ func TestDecision_F6_BrokerDLQPathIsDeadLetter(t *testing.T) {
 // exhausted unless the retry named its cause (a panic, a timeout).
 func TestDecision_F5_RetryOnTheLastDeliveryIsDeadLetterExhausted(t *testing.T) {
 	timedOut := consumer.Retry(0, "handler timeout")
-	timedOut.Cause = consumer.CauseTimeout
-	for want, o := range map[consumer.Cause]consumer.Outcome{
-		consumer.CauseExhausted: consumer.Retry(0, "payment service down"),
-		consumer.CauseTimeout:   timedOut,
+	timedOut.Cause = causelabel.Timeout
+	for want, o := range map[string]consumer.Outcome{
+		causelabel.Exhausted: consumer.Retry(0, "payment service down"),
+		causelabel.Timeout:   timedOut,
 	} {
 		t.Run(string(want), func(t *testing.T) {
 			obs := &fakeObserver{}
@@ -189,9 +190,9 @@ func TestDecision_F9_UnansweredCallbackIsNotReported(t *testing.T) {
 // a redelivery after a lost offset commit has ReconsumeTimes 0, a re-send the broker retried has more.
 func TestDecision_F41_DuplicateCauseIsTheChainsOrUnknown(t *testing.T) {
 	fromRow := consumer.Duplicate()
-	fromRow.Cause = consumer.CauseRedelivery
+	fromRow.Cause = causelabel.Redelivery
 	bogus := consumer.Duplicate()
-	bogus.Cause = consumer.CausePermanent
+	bogus.Cause = causelabel.Permanent
 	replayed := orderMsg("r-1")
 	replayed.WithProperty(letter.PropReplayID, "replay-7")
 	redelivered := orderMsg("d-1")
@@ -199,13 +200,13 @@ func TestDecision_F41_DuplicateCauseIsTheChainsOrUnknown(t *testing.T) {
 	for name, tc := range map[string]struct {
 		o    consumer.Outcome
 		msg  *primitive.MessageExt
-		want consumer.Cause
+		want string
 	}{
-		"the chain's cause":                 {fromRow, orderMsg("c-1"), consumer.CauseRedelivery},
-		"replay provenance, no cause":       {consumer.Duplicate(), replayed, consumer.CauseUnknown},
-		"ReconsumeTimes above 0, no cause":  {consumer.Duplicate(), redelivered, consumer.CauseUnknown},
-		"first delivery, no cause":          {consumer.Duplicate(), orderMsg("n-1"), consumer.CauseUnknown},
-		"a cause that is not a duplicate's": {bogus, orderMsg("b-1"), consumer.CauseUnknown},
+		"the chain's cause":                 {fromRow, orderMsg("c-1"), causelabel.Redelivery},
+		"replay provenance, no cause":       {consumer.Duplicate(), replayed, causelabel.Unknown},
+		"ReconsumeTimes above 0, no cause":  {consumer.Duplicate(), redelivered, causelabel.Unknown},
+		"first delivery, no cause":          {consumer.Duplicate(), orderMsg("n-1"), causelabel.Unknown},
+		"a cause that is not a duplicate's": {bogus, orderMsg("b-1"), causelabel.Unknown},
 	} {
 		t.Run(name, func(t *testing.T) {
 			obs := &fakeObserver{}

@@ -70,7 +70,7 @@ func (c *Consumer) logDecision(d *Delivery, dec Decision) {
 		zap.String("event_id", d.EventID), zap.Int("attempt", d.Attempt), zap.Stringer("outcome", dec.Outcome.Kind),
 		zap.Duration("duration", dec.Elapsed))
 	if dec.Outcome.Cause != "" {
-		fields = append(fields, zap.String("cause", string(dec.Outcome.Cause)))
+		fields = append(fields, zap.String("cause", dec.Outcome.Cause))
 	}
 	if dec.Outcome.Reason != "" {
 		fields = append(fields, zap.String("reason", dec.Outcome.Reason))

@@ -205,7 +205,7 @@ func TestDecisionLog_LostBatchHandledAgainLogsOneDecisionPerMessage(t *testing.T
 			passes, runs := 0, 0
 			h := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 				runs++
-				b := ibatch.FromContext[consumer.Outcome, consumer.Cause](ctx)
+				b := ibatch.FromContext[consumer.Outcome, string](ctx)
 				if b == nil {
 					return consumer.Processed(), nil // handled alone
 				}

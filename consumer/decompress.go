@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/rmqguard/rmqguard/internal/body"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 )
 
 // decompressing wraps h so that the chain sees every body decompressed: a body still compressed
@@ -11,7 +12,7 @@ import (
 // stored) is decoded by zd, the consumer's one decoder, into d.Msg.Body, the compressed flag is cleared on
 // d.Msg.SysFlag (the codec bits stay, as the Java client leaves them) and body.PropSysFlag is removed,
 // before h runs. A body
-// that cannot be decoded never reaches h: it is dead-lettered at once (KindDeadLetter, CausePermanent,
+// that cannot be decoded never reaches h: it is dead-lettered at once (KindDeadLetter, "permanent",
 // never retried: no redelivery decodes it better) with the reason "unsupported compression …" or
 // "corrupt compressed body …", and its dead letter keeps the compressed body and the flag
 // (its letter sets body.PropSysFlag).
@@ -34,6 +35,6 @@ func decompressing(h Handler, zd *body.Decoder) Handler {
 // ("unsupported compression (type 5, SysFlag 1281): …" or "corrupt compressed body (lz4, …): …").
 func undecodable(err error) Outcome {
 	o := DeadLetter(err.Error())
-	o.Cause = CausePermanent
+	o.Cause = causelabel.Permanent
 	return o
 }

@@ -1,6 +1,6 @@
 // Package consumer wraps the push consumer of rocketmq-client-go/v2: New builds a Consumer from a Config
 // and a Handler, Run (or Start and Shutdown) drives it, and every message's Outcome becomes the client's
-// answer in one place, Resolve. Each message's final decision is reported once, to the Observer and in one
+// answer in one place (see "Answer"). Each message's final decision is reported once, to the Observer and in one
 // log line. The sections below hold the rules the exported names' short comments refer to.
 //
 // # New
@@ -45,13 +45,15 @@
 // cancelled. The consumer's ZSTD decoder is freed once the client is down. Calling it twice is safe. A
 // client that Start never started (no Start, or one that failed before the client) is not shut down.
 //
-// # Resolve
+// # Answer
 //
-// Resolve is the one place an Outcome becomes a client result. err is the chain's error, if any.
+// A message's answer to the broker is made in one place, from its Outcome and the chain's error, if any.
+// The DLQ delay level is -1: a DelayLevelWhenNextConsume that makes the broker move the message straight
+// to %DLQ%<group>.
 //
 // Concurrent: processed, duplicate, stale, dead-lettered and unsubscribed → ConsumeSuccess; retry and
 // unset → ConsumeRetryLater with the outcome's delay level; dead letter → ConsumeRetryLater with
-// DelayLevelDLQ; unavailable → ConsumeRetryLater with level 0 (the consumer resolves it only when its
+// the DLQ delay level; unavailable → ConsumeRetryLater with level 0 (the consumer resolves it only when its
 // wait for the store passed Config.OutageWait: then the broker counts an attempt, and dead-letters the
 // message if that was its last delivery). An error with a
 // success kind is treated as a retry: an error never acknowledges.
@@ -59,7 +61,7 @@
 // Orderly: successes (dead-lettered included) → ConsumeSuccess; anything else, a dead letter not yet
 // published too, → SuspendCurrentQueueAMoment: the client's orderly path does not handle
 // ConsumeRetryLater (it takes the next messages and later commits past the failed one: a loss) and has
-// no DelayLevelDLQ, so the consumer publishes every orderly dead letter itself before acknowledging it
+// no DLQ delay level, so the consumer publishes every orderly dead letter itself before acknowledging it
 // (Config.Orderly); its callback sets the suspension (Config.SuspendTime) on the orderly context.
 //
 // # Decision
@@ -74,7 +76,7 @@
 //     dead_lettered: published to %DLQ%<group> with its reason and accepted, unsubscribed), even when
 //     its batch was retried (BatchRetried: it comes back, as a duplicate);
 //   - dead_letter when the broker moves the message to %DLQ%<group> itself: a single dead letter answered
-//     with DelayLevelDLQ (no DeadLetterSink, or its publish failed), or a message not acknowledged on its
+//     with the DLQ delay level (no DeadLetterSink, or its publish failed), or a message not acknowledged on its
 //     last delivery (Attempt == MaxAttempts: the broker dead-letters a retry then); never in orderly
 //     mode, where the consumer publishes every letter itself (dead_lettered) and a message not
 //     acknowledged is suspended and handled again (retry, unavailable or unset);
@@ -87,24 +89,29 @@
 //     acknowledged (Chain is then that retry too: the chain did not run).
 //
 // Outcome.Cause is always set for duplicates (redelivery, resend, replay: the chain's, read from the dedup
-// row; else CauseUnknown, never a guess) and dead letters (a reason class; the chain's, else CausePermanent
-// for a dead letter the chain decided and CauseExhausted for one the broker makes on the last delivery).
+// row; else "unknown", never a guess) and dead letters (a reason class; the chain's, else "permanent"
+// for a dead letter the chain decided and "exhausted" for one the broker makes on the last delivery).
 //
 // # Cause
 //
-// Cause refines an Outcome with why it happened, from a small fixed set, so that it can label metrics
-// (rmqguard_duplicates_total{cause}, rmqguard_dead_letters_total{reason}) without unbounded label values.
-// Its meaning depends on the Kind:
+// Outcome.Cause refines an Outcome with why it happened, from a small fixed set of strings, so that it can
+// label metrics (rmqguard_duplicates_total{cause}, rmqguard_dead_letters_total{reason}) without unbounded
+// label values. Its meaning depends on the Kind:
 //
-//   - KindDuplicate: why the event came again: CauseRedelivery, CauseResend or CauseReplay, as read from
-//     the dedup row; CauseUnknown when it could not be read;
-//   - KindDeadLetter and KindDeadLettered: the dead letter's reason class: CausePermanent,
-//     CauseUnidentifiable, CauseVersionGap, CauseExhausted, CausePanic, CauseTimeout, CauseLeaseHeld or
-//     CauseOther;
-//   - KindRetry: what the retry is for, when known (CausePanic, CauseTimeout, CauseLeaseHeld); if the retry
+//   - KindDuplicate: why the event came again, as read from the dedup row: "redelivery" (the same
+//     message ID: a lost offset commit, a consume-timeout resend, a rebalance, a retried batch), "resend"
+//     (another message ID: the producer sent the event again) or "replay" (the message carries the
+//     RMQGUARD_REPLAY_ID property); "unknown" when it could not be read (or a fast path kept no message
+//     ID): the message alone cannot tell them apart;
+//   - KindDeadLetter and KindDeadLettered: the dead letter's reason class: "permanent" (a
+//     retry.Permanent error, a MySQL data error, a handler's own DeadLetter), "unidentifiable" (no event
+//     ID), "version_gap" (middleware.Version's gap policy), "exhausted" (still failing on the last
+//     delivery), "panic", "timeout", "lease_held" (another delivery held a live middleware.Lease), or
+//     "other" (any other reason, and any Cause outside this set);
+//   - KindRetry: what the retry is for, when known ("panic", "timeout", "lease_held"); if the retry
 //     happens on the message's last delivery the broker dead-letters it, and this becomes the letter's
 //     reason class;
-//   - KindProcessed: CauseTakeover when the delivery took over the expired lease of one that never
+//   - KindProcessed: "takeover" when the delivery took over the expired lease of one that never
 //     finished (middleware.Lease); empty otherwise.
 //
 // The empty Cause means "not known"; the consumer fills it in its final decision (see Decision).
@@ -178,8 +185,8 @@
 //
 // DeadLetterSink publishes a message to %DLQ%<group> with the reason attached. DeadLetter returns nil
 // only when the broker accepted the copy; then the original is acknowledged. On error, a single message
-// falls back to the broker's own dead-lettering (ConsumeRetryLater with DelayLevelDLQ); in a batch the
-// publish is retried with backoff within OutageWait, then the whole batch is retried (DelayLevelDLQ would
+// falls back to the broker's own dead-lettering (ConsumeRetryLater with the DLQ delay level); in a batch the
+// publish is retried with backoff within OutageWait, then the whole batch is retried (the DLQ delay level would
 // take the processed neighbours along); in orderly mode a single message's queue is suspended for
 // SuspendTime and the message handled again, without spending an attempt. Either way the message is
 // never acknowledged without a DLQ entry.
@@ -215,7 +222,7 @@
 //
 // T is the message's value type, e.g. a struct: the codec decodes into a *T, and fn gets the T. A body the
 // codec cannot decode (for JSON also an empty body and null) never reaches fn: the handler returns a dead letter
-// (KindDeadLetter, CausePermanent, reason "undecodable body: …") and a permanent error wrapping
+// (KindDeadLetter, "permanent", reason "undecodable body: …") and a permanent error wrapping
 // ErrUndecodableBody, so the message goes to %DLQ%<group> at once instead of being retried, on every
 // delivery.
 //
@@ -227,7 +234,7 @@
 // the T, the zero Outcome and nil. When T is a pointer type, a body the codec decodes to a nil T (JSON
 // "null") counts as undecodable ("the body decodes to a nil *Order"): the handler would dereference it.
 // When the codec fails it returns the zero T, the outcome to return —
-// DeadLetter("undecodable body: <the codec's error>") with Cause CausePermanent — and that error, marked
+// DeadLetter("undecodable body: <the codec's error>") with Cause "permanent" — and that error, marked
 // retry.Permanent and wrapping ErrUndecodableBody and the codec's error (errors.Is/As reach both). codec
 // must not be nil.
 //

@@ -23,3 +23,18 @@ func WithDeadLetterProducer(f func() (Producer, error)) Option {
 func WithEnsureTopics(f func(ctx context.Context, cfg Config) error) Option {
 	return func(o *options) { o.ensure = f }
 }
+
+// DelayLevelDLQ exposes delayLevelDLQ, the delay level that sends a message to the DLQ at once.
+const DelayLevelDLQ = delayLevelDLQ
+
+// Concurrent and Orderly name the consumption modes for Resolve.
+const (
+	Concurrent = false
+	Orderly    = true
+)
+
+// Resolution is resolution, what the client is told about a message.
+type Resolution = resolution
+
+// Resolve exposes resolveOutcome, the one place an Outcome becomes a client result.
+func Resolve(o Outcome, err error, orderly bool) Resolution { return resolveOutcome(o, err, orderly) }

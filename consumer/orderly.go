@@ -5,7 +5,11 @@ package consumer
 // (holdsBack in pass.go, publishOrderly in publish.go, keepAttempts and suspendFor in callback.go).
 // Next: publish.go.
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/rmqguard/rmqguard/internal/causelabel"
+)
 
 // Orderly consumption (Config.Orderly) differs from concurrent consumption in what the client can be
 // told (the places named above act on it). Client facts (rocketmq-client-go/v2 consumeMessageOrderly
@@ -15,7 +19,7 @@ import "fmt"
 //     the loop takes the next messages and the failed one's offset is committed later, so it is lost;
 //   - after a suspension the client sleeps the callback context's SuspendCurrentQueueTimeMillis, which is
 //     -1 unless the callback sets it: no pause at all, the failing message would run in a hot loop;
-//   - there is no DelayLevelDLQ and no %RETRY%<group>: on a suspension the client raises each message's
+//   - there is no DLQ delay level and no %RETRY%<group>: on a suspension the client raises each message's
 //     ReconsumeTimes by one in memory, on the very *MessageExt it handed to the callback, and once a
 //     message's ReconsumeTimes exceeds MaxReconsumeTimes it sends it to the broker's DLQ without a reason,
 //     one delivery later than the concurrent path.
@@ -38,7 +42,7 @@ func ownFailure(o Outcome, err error) bool {
 // exhaust turns, in orderly mode, the own failure of a message on its last delivery (Attempt ==
 // MaxAttempts) into a dead letter with the reason "retries exhausted after N deliveries: …", as
 // middleware.Classify does in a chain that has it: the client would only send it to its DLQ one delivery
-// later, without a reason. The letter's Cause is the retry's (panic, timeout), else CauseExhausted.
+// later, without a reason. The letter's Cause is the retry's (panic, timeout), else "exhausted".
 func exhaust(d *Delivery, o Outcome, err error) Outcome {
 	if !d.LastAttempt() || !ownFailure(o, err) {
 		return o
@@ -46,7 +50,7 @@ func exhaust(d *Delivery, o Outcome, err error) Outcome {
 	letter := DeadLetter(fmt.Sprintf("retries exhausted after %d deliveries: %s", d.Attempt+1, failureReason(o, err)))
 	letter.Cause = o.Cause
 	if letter.Cause == "" {
-		letter.Cause = CauseExhausted
+		letter.Cause = causelabel.Exhausted
 	}
 	return letter
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/internal/letter"
 	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 )
@@ -74,7 +75,7 @@ func TestOrderly_F3_FailureSuspendsTheQueueForSuspendTime(t *testing.T) {
 		"retry with a level":  handlerReturning(consumer.Retry(3, "version gap"), nil),
 		"zero outcome":        handlerReturning(consumer.Outcome{}, nil),
 		"success with error":  handlerReturning(consumer.Processed(), errors.New("commit failed")),
-		"retry, panic cause":  handlerReturning(consumer.Outcome{Kind: consumer.KindRetry, Cause: consumer.CausePanic}, nil),
+		"retry, panic cause":  handlerReturning(consumer.Outcome{Kind: consumer.KindRetry, Cause: causelabel.Panic}, nil),
 		"retry, no reason":    handlerReturning(consumer.Retry(0, ""), nil),
 		"error and retry too": handlerReturning(consumer.Retry(0, "busy"), errors.New("busy")),
 	} {
@@ -165,7 +166,7 @@ func TestOrderly_F3_LastAttemptIsDeadLetteredByPublishThenAcknowledged(t *testin
 	assert.Equal(t, consumer.KindRetry, decs[0].Outcome.Kind)
 	assert.Equal(t, consumer.KindRetry, decs[1].Outcome.Kind)
 	assert.Equal(t, consumer.KindDeadLettered, decs[2].Outcome.Kind, "what happened: published and acknowledged")
-	assert.Equal(t, consumer.CauseExhausted, decs[2].Outcome.Cause)
+	assert.Equal(t, causelabel.Exhausted, decs[2].Outcome.Cause)
 	assert.Equal(t, consumer.KindUnset, decs[2].Chain.Kind, "the chain's own outcome is reported beside it")
 }
 
@@ -176,11 +177,11 @@ func TestOrderly_F3_DeadLettersGoThroughTheSinkWithTheirClass(t *testing.T) {
 		o       consumer.Outcome
 		attempt int32
 		reason  string
-		cause   consumer.Cause
+		cause   string
 	}{
-		"permanent on the first delivery": {o: consumer.DeadLetter("unknown SKU"), reason: "unknown SKU", cause: consumer.CausePermanent},
-		"panic on the last delivery": {o: consumer.Outcome{Kind: consumer.KindRetry, Reason: "panic: nil map", Cause: consumer.CausePanic},
-			attempt: 2, reason: "retries exhausted after 3 deliveries: panic: nil map", cause: consumer.CausePanic},
+		"permanent on the first delivery": {o: consumer.DeadLetter("unknown SKU"), reason: "unknown SKU", cause: causelabel.Permanent},
+		"panic on the last delivery": {o: consumer.Outcome{Kind: consumer.KindRetry, Reason: "panic: nil map", Cause: causelabel.Panic},
+			attempt: 2, reason: "retries exhausted after 3 deliveries: panic: nil map", cause: causelabel.Panic},
 	} {
 		t.Run(name, func(t *testing.T) {
 			sink := &fakeSink{}

@@ -85,9 +85,10 @@ type Outcome struct {
 	DelayLevel int
 	// Reason says why a message is retried or dead-lettered, for logs and DLQ metadata. Empty for successes.
 	Reason string
-	// Cause classifies the outcome for metrics: a duplicate's cause, a dead letter's reason class (see
-	// Cause). Empty when not known; the consumer then fills it in its final decision.
-	Cause Cause
+	// Cause classifies the outcome for metrics, from a small fixed set of labels: a duplicate's cause, a
+	// dead letter's reason class (the package doc, "Cause"). Empty when not known; the consumer then fills
+	// it in its final decision.
+	Cause string
 }
 
 // Processed is the outcome of a handler whose effect committed.

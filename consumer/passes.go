@@ -32,7 +32,7 @@ func (c *Consumer) handleCallback(msgs []*primitive.MessageExt, w *outageWait) (
 	handledAgain, careful := false, false
 	for {
 		gen, _ := c.gate.current()
-		b, cancel := batch.New[Outcome, Cause](c.runCtx, c.cfg.HandlerTimeout, len(msgs), careful, c.cfg.Orderly)
+		b, cancel := batch.New[Outcome, string](c.runCtx, c.cfg.HandlerTimeout, len(msgs), careful, c.cfg.Orderly)
 		p, err := c.handlePass(msgs, w, b)
 		cancel() // an unanswered callback: its shared transaction is rolled back, never committed
 		if err == nil && p.lost == nil && !careful {
@@ -80,7 +80,7 @@ func (c *Consumer) handleCallback(msgs []*primitive.MessageExt, w *outageWait) (
 
 // logFirstPassPanic logs at warn a member's panic that ended b, a first pass p (p.lost: its Finish error):
 // the careful pass decides the member, and may not meet the panic again (no line from middleware.Recover then).
-func (c *Consumer) logFirstPassPanic(b *batch.Batch[Outcome, Cause], p pass) {
+func (c *Consumer) logFirstPassPanic(b *batch.Batch[Outcome, string], p pass) {
 	i, ok := panicked(b)
 	if !ok || i >= len(p.ms) {
 		return

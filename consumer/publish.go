@@ -12,8 +12,8 @@ import (
 
 // publishDeadLetters publishes the dead letters of a callback whose other messages are all acknowledged:
 // alone, through the DeadLetterSink or the own producer (after WithDeadLetterSink(nil) the broker
-// dead-letters it with DelayLevelDLQ), and in orderly mode always by the consumer (publishOrderly: there
-// is no DelayLevelDLQ there); in a batch, always by the consumer, because the broker would dead-letter
+// dead-letters it with the DLQ delay level), and in orderly mode always by the consumer (publishOrderly: there
+// is no DLQ delay level there); in a batch, always by the consumer, because the broker would dead-letter
 // the whole batch.
 // It returns ErrStopped when the consumer is stopping and the callback must not be answered.
 func (c *Consumer) publishDeadLetters(ms []message, w *outageWait) error {
@@ -64,7 +64,7 @@ func letterReason(o Outcome, err error) string {
 
 // publishDeadLetter publishes the dead letter of a message delivered alone (sendLetter), once. On
 // success the outcome becomes KindDeadLettered (acknowledged); on failure the dead-letter outcome stays,
-// so the broker's own DLQ takes the message (DelayLevelDLQ): nothing is lost, only the reason.
+// so the broker's own DLQ takes the message (the DLQ delay level): nothing is lost, only the reason.
 func (c *Consumer) publishDeadLetter(m *message) {
 	d, reason := m.d, letterReason(m.outcome, m.err)
 	if sendErr := c.sendOnce(d, reason); sendErr != nil {
@@ -94,7 +94,7 @@ func (c *Consumer) publishOrderly(m *message) {
 }
 
 // publishInBatch publishes the dead letter of a batch member, retrying with backoff (100 ms doubling to
-// 5 s) until w's deadline: a failed publish is broker trouble, not the message's, and DelayLevelDLQ
+// 5 s) until w's deadline: a failed publish is broker trouble, not the message's, and the DLQ delay level
 // would dead-letter the processed neighbours too. Past the deadline the outcome becomes a retry (the
 // batch is retried). It returns ErrStopped when the consumer is stopping: the batch must not be answered.
 func (c *Consumer) publishInBatch(m *message, w *outageWait) error {

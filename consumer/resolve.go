@@ -1,7 +1,7 @@
 package consumer
 
 // The path of a message, stage 8 of 9: the callback's outcomes are combined and resolved into the answer
-// (Resolve, the one place a client result is made, for an unanswered callback too). Next: decision.go.
+// (resolveOutcome, the one place a client result is made, for an unanswered callback too). Next: decision.go.
 
 import (
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
@@ -11,7 +11,7 @@ import (
 // an attempt (spentAttempts, on SuspendCurrentQueueAMoment only).
 func (c *Consumer) resolve(ms []message) answer {
 	o, err := combine(ms)
-	a := answer{res: Resolve(o, err, c.mode())}
+	a := answer{res: resolveOutcome(o, err, c.cfg.Orderly)}
 	if a.res.Result == rmq.SuspendCurrentQueueAMoment {
 		a.spent = spentAttempts(ms)
 	}
@@ -24,7 +24,7 @@ func (c *Consumer) resolve(ms []message) answer {
 // the queue's process queue in Shutdown, so the offset is not committed and the message comes back after
 // a restart).
 func (c *Consumer) unanswered(n int) answer {
-	return answer{res: Resolve(Retry(0, "consumer stopping"), ErrStopped, c.mode()), spent: make([]bool, n)}
+	return answer{res: resolveOutcome(Retry(0, "consumer stopping"), ErrStopped, c.cfg.Orderly), spent: make([]bool, n)}
 }
 
 // spentAttempts reports, for each message, whether its own failure spent an attempt, from the chain's
@@ -37,23 +37,13 @@ func spentAttempts(ms []message) []bool {
 	return spent
 }
 
-// Mode is the consumption mode of the push consumer.
-type Mode uint8
-
-const (
-	// Concurrent is the client's concurrent push consumption (the default).
-	Concurrent Mode = iota
-	// Orderly is the client's orderly push consumption, one goroutine per locked queue.
-	Orderly
-)
-
-// DelayLevelDLQ is the DelayLevelWhenNextConsume value that makes the broker move a message straight to
+// delayLevelDLQ is the DelayLevelWhenNextConsume value that makes the broker move a message straight to
 // %DLQ%<group> instead of scheduling a retry (broker behaviour for a negative delay level).
-const DelayLevelDLQ = -1
+const delayLevelDLQ = -1
 
-// Resolution is what the client is told about a message: the ConsumeResult and, for concurrent
+// resolution is what the client is told about a message: the ConsumeResult and, for concurrent
 // consumption, the DelayLevelWhenNextConsume to set on the ConsumeConcurrentlyContext.
-type Resolution struct {
+type resolution struct {
 	// Result is the client's ConsumeResult.
 	Result rmq.ConsumeResult
 	// DelayLevel is DelayLevelWhenNextConsume: 0 lets the broker choose, -1 dead-letters at once,
@@ -61,29 +51,30 @@ type Resolution struct {
 	DelayLevel int
 }
 
-// Resolve is the one place an Outcome becomes a client result (err is the chain's error): acknowledging
-// kinds → ConsumeSuccess, retry → ConsumeRetryLater with its delay level, dead letter → DelayLevelDLQ;
-// orderly mode suspends the queue instead of retrying. See the package doc, "Resolve".
-func Resolve(o Outcome, err error, mode Mode) Resolution {
+// resolveOutcome is the one place an Outcome becomes a client result (err is the chain's error):
+// acknowledging kinds → ConsumeSuccess, retry → ConsumeRetryLater with its delay level, dead letter →
+// delayLevelDLQ; orderly consumption suspends the queue instead of retrying. See the package doc,
+// "Answer".
+func resolveOutcome(o Outcome, err error, orderly bool) resolution {
 	kind := o.Kind
 	if err != nil && kind.Acknowledges() {
 		kind = KindRetry
 	}
 	if kind.Acknowledges() {
-		return Resolution{Result: rmq.ConsumeSuccess}
+		return resolution{Result: rmq.ConsumeSuccess}
 	}
-	if mode == Orderly {
-		return Resolution{Result: rmq.SuspendCurrentQueueAMoment}
+	if orderly {
+		return resolution{Result: rmq.SuspendCurrentQueueAMoment}
 	}
 	switch kind {
 	case KindDeadLetter:
-		return Resolution{Result: rmq.ConsumeRetryLater, DelayLevel: DelayLevelDLQ}
+		return resolution{Result: rmq.ConsumeRetryLater, DelayLevel: delayLevelDLQ}
 	case KindRetry:
 		if o.Kind == KindRetry && o.DelayLevel > 0 {
-			return Resolution{Result: rmq.ConsumeRetryLater, DelayLevel: o.DelayLevel}
+			return resolution{Result: rmq.ConsumeRetryLater, DelayLevel: o.DelayLevel}
 		}
 	}
-	return Resolution{Result: rmq.ConsumeRetryLater}
+	return resolution{Result: rmq.ConsumeRetryLater}
 }
 
 // combine folds the outcomes of a batch into one: the client acknowledges or retries a batch as a

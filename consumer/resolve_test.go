@@ -19,9 +19,9 @@ func TestResolve_F1_ClientSuccessIsTheZeroResult(t *testing.T) {
 func TestResolve_F1_ZeroOutcomeIsNeverSuccess(t *testing.T) {
 	var zero consumer.Outcome
 	assert.Equal(t, consumer.KindUnset, zero.Kind)
-	for _, mode := range []consumer.Mode{consumer.Concurrent, consumer.Orderly} {
+	for _, mode := range []bool{consumer.Concurrent, consumer.Orderly} {
 		res := consumer.Resolve(zero, nil, mode)
-		assert.NotEqual(t, rmq.ConsumeSuccess, res.Result, "mode %d", mode)
+		assert.NotEqual(t, rmq.ConsumeSuccess, res.Result, "orderly %v", mode)
 	}
 	assert.Equal(t, consumer.Resolution{Result: rmq.ConsumeRetryLater}, consumer.Resolve(zero, nil, consumer.Concurrent))
 	assert.Equal(t, consumer.Resolution{Result: rmq.SuspendCurrentQueueAMoment}, consumer.Resolve(zero, nil, consumer.Orderly))

@@ -14,7 +14,7 @@ const ensureTopicsTimeout = 30 * time.Second
 
 // ensureGroupTopics creates cfg's %RETRY%<group> and %DLQ%<group> topics on every master broker the name
 // servers list, with cfg's namespace and credentials (see Config.SkipTopicEnsure). Errors name the topic,
-// the broker that failed and the name servers; a broker that refuses the keys gives an *ACLError.
+// the broker that failed and the name servers; a broker that refuses the keys gives an error that wraps an *rmq.ACLError.
 func ensureGroupTopics(ctx context.Context, cfg Config) error {
 	err := rmq.EnsureGroupTopics(ctx, cfg.NameServers, "", cfg.Group,
 		rmq.WithCredentials(rmq.Credentials(cfg.Credentials)), rmq.WithNamespace(cfg.Namespace))
@@ -33,7 +33,7 @@ func (c *Consumer) ensureTopics() error {
 	ctx, cancel := context.WithTimeout(c.runCtx, ensureTopicsTimeout)
 	defer cancel()
 	if err := c.ensure(ctx, c.cfg); err != nil {
-		return fmt.Errorf("rmqguard consumer %s: start: ensure topics: %w", c.cfg.Group, err)
+		return rmq.MarkACL(fmt.Errorf("rmqguard consumer %s: start: ensure topics: %w", c.cfg.Group, err), ErrACL)
 	}
 	return nil
 }

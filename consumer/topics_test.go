@@ -3,12 +3,14 @@ package consumer_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // The topic ensure runs before the client starts; its error fails Start (the client is never started) and
@@ -101,4 +103,25 @@ func TestShutdown_WithoutStartLeavesTheClientAlone(t *testing.T) {
 	require.NoError(t, c.Shutdown(context.Background()))
 	assert.NotContains(t, fp.Calls(), "shutdown")
 	assert.ErrorIs(t, c.Start(), consumer.ErrStopped)
+}
+
+// A broker's ACL refusal during Start's topic ensure fails Start with an error that matches ErrACL,
+// whose text is the refusal's, naming the access key and the broker; another failure does not match it.
+func TestEnsureTopics_ACLRefusalMatchesErrACLAndKeepsItsText(t *testing.T) {
+	refusal := &rmq.ACLError{AccessKey: "ak", Broker: "127.0.0.1:10911", Code: rmq.CodeNoPermission, Remark: "check signature failed."}
+	ensure := func(context.Context, consumer.Config) error { return fmt.Errorf("ensure %%RETRY%%G: %w", refusal) }
+	c, _ := newConsumer(t, validConfig(), handlerReturning(consumer.Processed(), nil), consumer.WithEnsureTopics(ensure))
+
+	err := c.Start()
+
+	require.ErrorIs(t, err, consumer.ErrACL)
+	var acl *rmq.ACLError
+	require.ErrorAs(t, err, &acl)
+	assert.Contains(t, err.Error(), "ensure topics: ensure %RETRY%G: "+refusal.Error())
+	require.NoError(t, c.Shutdown(context.Background()))
+
+	other := func(context.Context, consumer.Config) error { return errors.New("broker unreachable") }
+	c, _ = newConsumer(t, validConfig(), handlerReturning(consumer.Processed(), nil), consumer.WithEnsureTopics(other))
+	assert.NotErrorIs(t, c.Start(), consumer.ErrACL)
+	require.NoError(t, c.Shutdown(context.Background()))
 }

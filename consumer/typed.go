@@ -39,7 +39,7 @@ func HandleWith[T any](codec Codec, fn TypedHandler[T]) Handler {
 
 // DecodeAs decodes d.Msg.Body into a new T with codec, the typed handlers' decode step: the T, the zero
 // Outcome and nil; or, when the body cannot be decoded (or decodes to a nil pointer T), the zero T, a
-// dead-letter Outcome (Cause CausePermanent) and a retry.Permanent error wrapping ErrUndecodableBody and
+// dead-letter Outcome (Cause "permanent") and a retry.Permanent error wrapping ErrUndecodableBody and
 // the codec's error. codec must not be nil. See the package doc, "Typed handlers".
 func DecodeAs[T any](codec Codec, d *Delivery) (T, Outcome, error) {
 	var msg T

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/retry"
@@ -84,7 +85,7 @@ func TestHandleJSON_UndecodableBodyIsDeadLetteredAtOnce(t *testing.T) {
 				o, err := h(context.Background(), d)
 				require.Error(t, err)
 				assert.Equal(t, consumer.KindDeadLetter, o.Kind, "%s", o)
-				assert.Equal(t, consumer.CausePermanent, o.Cause)
+				assert.Equal(t, causelabel.Permanent, o.Cause)
 				assert.True(t, strings.HasPrefix(o.Reason, "undecodable body: "), "%q", o.Reason)
 				assert.NotContains(t, o.Reason, "retries exhausted", "dead-lettered for the body, not for its attempts")
 				assert.ErrorIs(t, err, consumer.ErrUndecodableBody)

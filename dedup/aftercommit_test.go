@@ -21,6 +21,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -96,7 +97,7 @@ func TestF25_AfterCommitHookNeverRunsOnRollbackRetryOrLostClaim(t *testing.T) {
 	} {
 		msg := f.orderMsg(t, f.prefix+"-"+c.name, f.prefix+"-"+c.name)
 		msg.WithProperty("CASE", c.name)
-		o, _, err := f.handle(h, msg)
+		o, err := f.handle(h, msg)
 		assert.Equal(t, c.kind, o.Kind.String(), c.name)
 		if c.name == "lost" {
 			assert.ErrorIs(t, err, dedup.ErrClaimLost)
@@ -108,7 +109,7 @@ func TestF25_AfterCommitHookNeverRunsOnRollbackRetryOrLostClaim(t *testing.T) {
 	fail = false
 	retried := f.orderMsg(t, f.prefix+"-retry", f.prefix+"-retry")
 	retried.WithProperty("CASE", "retry")
-	o, _, err := f.handle(h, retried)
+	o, err := f.handle(h, retried)
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
 	assert.Equal(t, []string{f.prefix + "-retry"}, r.ran, "the successful retry runs its hook, once")
@@ -159,7 +160,8 @@ func TestF25_PanickingAfterCommitHookDoesNotTurnACommitIntoARetry(t *testing.T) 
 		return consumer.Processed(), nil
 	})
 	ev := f.prefix + "-e"
-	o, res, err := f.handle(h, f.orderMsg(t, ev, ev))
+	o, err := f.handle(h, f.orderMsg(t, ev, ev))
+	res := testenv.AnswerTo(t, o, err)
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
 	assert.Equal(t, rmq.ConsumeSuccess, res.Result)
@@ -247,7 +249,8 @@ func TestF36_EveryFailingAfterCommitHookIsCountedAndLoggedEvenUnderSampling(t *t
 			})
 			for i := range messages {
 				ev := fmt.Sprintf("%s-e%d", f.prefix, i)
-				o, res, err := f.handle(h, f.orderMsg(t, ev, ev))
+				o, err := f.handle(h, f.orderMsg(t, ev, ev))
+				res := testenv.AnswerTo(t, o, err)
 				require.NoError(t, err)
 				assert.Equal(t, consumer.KindProcessed, o.Kind, "a failed hook does not undo the commit")
 				assert.Equal(t, rmq.ConsumeSuccess, res.Result)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/internal/letter"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -29,14 +30,14 @@ type causeCountingStore struct {
 	fail    bool
 }
 
-func (s *causeCountingStore) DuplicateCause(ctx context.Context, txn *dedup.Txn, d *consumer.Delivery) (consumer.Cause, error) {
+func (s *causeCountingStore) DuplicateCause(ctx context.Context, txn *dedup.Txn, d *consumer.Delivery) (string, error) {
 	s.mu.Lock()
 	s.single++
 	s.mu.Unlock()
 	return s.Store.DuplicateCause(ctx, txn, d)
 }
 
-func (s *causeCountingStore) DuplicateCauses(ctx context.Context, ds []*consumer.Delivery) ([]consumer.Cause, error) {
+func (s *causeCountingStore) DuplicateCauses(ctx context.Context, ds []*consumer.Delivery) ([]string, error) {
 	s.mu.Lock()
 	s.batches = append(s.batches, len(ds))
 	fail := s.fail
@@ -93,8 +94,8 @@ func TestBatch_F41_DuplicateCausesReadTogetherInOneQuery(t *testing.T) {
 		f.orderMsg(t, d, d), // d again in the same batch, another message: re-send
 		copyOf(dFirst),      // d's first message again in the same batch: redelivery
 	}
-	want := []consumer.Cause{consumer.CauseRedelivery, consumer.CauseResend, consumer.CauseReplay, consumer.CauseRedelivery,
-		"", consumer.CauseResend, consumer.CauseRedelivery}
+	want := []string{causelabel.Redelivery, causelabel.Resend, causelabel.Replay, causelabel.Redelivery,
+		"", causelabel.Resend, causelabel.Redelivery}
 	next := map[string]int{} // a message ID's next decision: after those of the first batch
 	for _, m := range second {
 		next[m.MsgId] = len(cb.Decisions(m.MsgId))
@@ -135,7 +136,7 @@ func TestBatch_F41_UnreadableCausesAreUnknown(t *testing.T) {
 	for _, m := range resent {
 		dec := cb.Decisions(m.MsgId)[0]
 		assert.Equal(t, consumer.KindDuplicate, dec.Outcome.Kind)
-		assert.Equal(t, consumer.CauseUnknown, dec.Outcome.Cause)
+		assert.Equal(t, causelabel.Unknown, dec.Outcome.Cause)
 	}
 	assert.Equal(t, []int{2}, store.batches)
 }
@@ -148,7 +149,7 @@ func TestStore_F41_DuplicateCausesOfSeveralInOneRead(t *testing.T) {
 	h := f.chain(t, f.ledger.Handler(handleOrderCreated))
 	ev := f.prefix + "-e"
 	first := f.orderMsg(t, ev, ev)
-	o, _, err := f.handle(h, first)
+	o, err := f.handle(h, first)
 	require.NoError(t, err)
 	require.Equal(t, consumer.KindProcessed, o.Kind)
 
@@ -165,7 +166,7 @@ func TestStore_F41_DuplicateCausesOfSeveralInOneRead(t *testing.T) {
 		delivery(again, ev), delivery(f.orderMsg(t, ev, ev), ev), delivery(replayed, ev),
 		delivery(f.orderMsg(t, f.prefix+"-none", "x"), f.prefix+"-none")})
 	require.NoError(t, err)
-	assert.Equal(t, []consumer.Cause{consumer.CauseRedelivery, consumer.CauseResend, consumer.CauseReplay, ""}, causes)
+	assert.Equal(t, []string{causelabel.Redelivery, causelabel.Resend, causelabel.Replay, ""}, causes)
 
 	causes, err = f.store.DuplicateCauses(ctx, nil)
 	require.NoError(t, err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/internal/testenv"
@@ -355,9 +356,9 @@ func TestBatch_DuplicatesToldApartWithoutAFailedStatementEach(t *testing.T) {
 		statementKinds(proxy.Statements()))
 	for i, want := range []struct {
 		kind  consumer.Kind
-		cause consumer.Cause
-	}{{consumer.KindProcessed, ""}, {consumer.KindDuplicate, consumer.CauseRedelivery}, {consumer.KindDuplicate, consumer.CauseResend},
-		{consumer.KindDuplicate, consumer.CauseResend}, {consumer.KindProcessed, ""}} {
+		cause string
+	}{{consumer.KindProcessed, ""}, {consumer.KindDuplicate, causelabel.Redelivery}, {consumer.KindDuplicate, causelabel.Resend},
+		{consumer.KindDuplicate, causelabel.Resend}, {consumer.KindProcessed, ""}} {
 		dec := cb.Decisions(msgs[i].MsgId)
 		require.NotEmpty(t, dec, "member %d", i+1)
 		last := dec[len(dec)-1] // member 2 was delivered before: its first decision is that delivery's
@@ -392,7 +393,7 @@ func TestBatch_AllDuplicatesCostOneClaimAndNoRead(t *testing.T) {
 		dec := cb.Decisions(m.MsgId)
 		require.Len(t, dec, 2)
 		assert.Equal(t, consumer.KindDuplicate, dec[1].Outcome.Kind)
-		assert.Equal(t, consumer.CauseRedelivery, dec[1].Outcome.Cause)
+		assert.Equal(t, causelabel.Redelivery, dec[1].Outcome.Cause)
 	}
 }
 
@@ -556,7 +557,7 @@ func TestBatch_MemberReturningAfterItsDeadlineIsNotKept(t *testing.T) {
 	assert.Equal(t, rmq.ConsumeRetryLater, cb.Deliver(t, false, msgs...))
 	assert.Equal(t, "", f.status(t, e1), "the late member's claim was rolled back")
 	assert.Equal(t, 0, f.ledger.Count(t, e1+"-written"), "the late member's write was rolled back")
-	assert.Equal(t, consumer.CauseTimeout, cb.Decisions(msgs[0].MsgId)[0].Outcome.Cause)
+	assert.Equal(t, causelabel.Timeout, cb.Decisions(msgs[0].MsgId)[0].Outcome.Cause)
 	assert.Equal(t, "SUCCESS", f.status(t, e2), "the other members committed")
 	assert.Equal(t, "SUCCESS", f.status(t, e3), "the other members committed")
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 )
@@ -208,7 +209,7 @@ func TestHandleBatchJSON_UndecodableMemberIsDeadLetteredAlone(t *testing.T) {
 	assert.Equal(t, []string{e1, e3, e1, e3}, got, "the batch's call, then the careful pass's, without the undecodable body")
 	dec := cb.Decisions(msgs[1].MsgId)
 	require.Len(t, dec, 1)
-	assert.Equal(t, consumer.CausePermanent, dec[0].Outcome.Cause)
+	assert.Equal(t, causelabel.Permanent, dec[0].Outcome.Cause)
 	for _, id := range []string{e1, e3} {
 		assert.Equal(t, 1, f.orderRows(t, id))
 	}
@@ -221,7 +222,7 @@ func TestHandleBatch_AloneIsCalledWithOneDelivery(t *testing.T) {
 	h := &batchCalls{}
 	bh := dedup.HandleBatch(h.handle)
 	assert.True(t, dedup.IsTxHandler(bh))
-	o, _, err := f.handle(f.chainOf(t, bh), f.orderMsg(t, f.prefix+"-1", f.prefix+"-1"))
+	o, err := f.handle(f.chainOf(t, bh), f.orderMsg(t, f.prefix+"-1", f.prefix+"-1"))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
 	assert.Equal(t, []int{1}, h.sizes())

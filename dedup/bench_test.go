@@ -28,7 +28,7 @@ func BenchmarkDedup_Transactional(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			id := fmt.Sprintf("%s-%d", f.prefix, seq.Add(1))
-			o, _, err := f.handle(h, f.orderMsg(b, id, id))
+			o, err := f.handle(h, f.orderMsg(b, id, id))
 			if err != nil || o.Kind != consumer.KindProcessed {
 				b.Errorf("outcome %v, err %v", o, err)
 				return
@@ -43,7 +43,7 @@ func BenchmarkDedup_Duplicate(b *testing.B) {
 	f := newFixture(b)
 	h := f.chain(b, handleOrderCreated)
 	id := f.prefix + "-dup"
-	if o, _, err := f.handle(h, f.orderMsg(b, id, id)); err != nil || o.Kind != consumer.KindProcessed {
+	if o, err := f.handle(h, f.orderMsg(b, id, id)); err != nil || o.Kind != consumer.KindProcessed {
 		b.Fatalf("first: %v %v", o, err)
 	}
 	b.SetParallelism(8)
@@ -51,7 +51,7 @@ func BenchmarkDedup_Duplicate(b *testing.B) {
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			o, _, err := f.handle(h, f.orderMsg(b, id, id))
+			o, err := f.handle(h, f.orderMsg(b, id, id))
 			if err != nil || o.Kind != consumer.KindDuplicate {
 				b.Errorf("outcome %v, err %v", o, err)
 				return

@@ -11,11 +11,11 @@ import (
 	"github.com/rmqguard/rmqguard/internal/dupcause"
 )
 
-// DuplicateCause tells why d, whose Claim returned ErrDuplicate, came again: consumer.CauseRedelivery,
-// CauseReplay or CauseResend (the package doc, "Duplicates"), read from the stored row in txn with one
+// DuplicateCause tells why d, whose Claim returned ErrDuplicate, came again: "redelivery",
+// "replay" or "resend" (the package doc, "Duplicates"), read from the stored row in txn with one
 // SELECT. It returns an error, wrapped, when the row cannot be read (the query fails, or the row was purged
-// since); the caller then leaves the cause empty, reported as consumer.CauseUnknown.
-func (s *Store) DuplicateCause(ctx context.Context, txn *Txn, d *consumer.Delivery) (consumer.Cause, error) {
+// since); the caller then leaves the cause empty, reported as "unknown".
+func (s *Store) DuplicateCause(ctx context.Context, txn *Txn, d *consumer.Delivery) (string, error) {
 	scope := s.Scope(d)
 	var msgID string
 	err := txn.Tx.GetContext(ctx, &msgID, s.q.cause, scope, d.EventID)
@@ -34,8 +34,8 @@ func (s *Store) DuplicateCause(ctx context.Context, txn *Txn, d *consumer.Delive
 // hidden from a read inside the batch's transaction). causes[i] is ds[i]'s cause (as DuplicateCause gives it),
 // "" when its row is not there (purged since, or a row of the batch's own that rolled back). An empty ds costs
 // nothing. It returns the query's error, wrapped.
-func (s *Store) DuplicateCauses(ctx context.Context, ds []*consumer.Delivery) ([]consumer.Cause, error) {
-	causes := make([]consumer.Cause, len(ds))
+func (s *Store) DuplicateCauses(ctx context.Context, ds []*consumer.Delivery) ([]string, error) {
+	causes := make([]string, len(ds))
 	if len(ds) == 0 {
 		return causes, nil
 	}

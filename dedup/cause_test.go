@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/internal/letter"
 )
 
@@ -21,7 +22,7 @@ func TestDuplicateCause_S1_S3_S5_RedeliveryResendReplay(t *testing.T) {
 	ev, order := f.prefix+"-e", f.prefix+"-1"
 
 	first := f.orderMsg(t, ev, order)
-	o, _, err := f.handle(h, first)
+	o, err := f.handle(h, first)
 	require.NoError(t, err)
 	require.Equal(t, consumer.KindProcessed, o.Kind)
 
@@ -30,12 +31,12 @@ func TestDuplicateCause_S1_S3_S5_RedeliveryResendReplay(t *testing.T) {
 	resent := f.orderMsg(t, ev, order)
 	replayed := f.orderMsg(t, ev, order)
 	replayed.WithProperty(letter.PropReplayID, "replay-1")
-	for want, msg := range map[consumer.Cause]*primitive.MessageExt{
-		consumer.CauseRedelivery: again,
-		consumer.CauseResend:     resent,
-		consumer.CauseReplay:     replayed,
+	for want, msg := range map[string]*primitive.MessageExt{
+		causelabel.Redelivery: again,
+		causelabel.Resend:     resent,
+		causelabel.Replay:     replayed,
 	} {
-		o, _, err := f.handle(h, msg)
+		o, err := f.handle(h, msg)
 		require.NoError(t, err)
 		assert.Equal(t, consumer.KindDuplicate, o.Kind, "%s", want)
 		assert.Equal(t, want, o.Cause)
@@ -45,13 +46,13 @@ func TestDuplicateCause_S1_S3_S5_RedeliveryResendReplay(t *testing.T) {
 	ev2 := f.prefix + "-e2"
 	replay2 := f.orderMsg(t, ev2, f.prefix+"-2")
 	replay2.WithProperty(letter.PropReplayID, "replay-2")
-	o, _, err = f.handle(h, replay2)
+	o, err = f.handle(h, replay2)
 	require.NoError(t, err)
 	require.Equal(t, consumer.KindProcessed, o.Kind)
-	o, _, err = f.handle(h, replay2)
+	o, err = f.handle(h, replay2)
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindDuplicate, o.Kind)
-	assert.Equal(t, consumer.CauseRedelivery, o.Cause, "the row holds this replay's MsgId")
+	assert.Equal(t, causelabel.Redelivery, o.Cause, "the row holds this replay's MsgId")
 	assert.Equal(t, 1, f.ledger.Count(t, ev), "one effect per event")
 	assert.Equal(t, 1, f.ledger.Count(t, ev2))
 }

@@ -81,7 +81,7 @@ func compensationRace(t *testing.T, db *sqlx.DB, d raceDomain, order string) (ms
 		m.WithProperty("ACTION_INDEX", fmt.Sprint(i))
 		for {
 			o, err := chain(context.Background(), consumer.NewDelivery(group, m))
-			res := consumer.Resolve(o, err, consumer.Concurrent)
+			res := testenv.AnswerTo(t, o, err)
 			if res.Result == rmq.ConsumeSuccess {
 				assert.Equal(t, consumer.KindProcessed, o.Kind, "message %d: %v", i, o)
 				return

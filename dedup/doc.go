@@ -66,12 +66,12 @@
 //
 // DuplicateCause reads the stored processed_event row (on the duplicate path only):
 //
-//   - consumer.CauseRedelivery when the row's msg_id is the message's ID: the same message again (a lost
+//   - "redelivery" when the row's msg_id is the message's ID: the same message again (a lost
 //     offset commit, a consume-timeout resend, a rebalance, a retried batch; the client's MsgId is the
 //     producer's UNIQ_KEY, kept across redeliveries);
-//   - consumer.CauseReplay when the message carries replay provenance (the RMQGUARD_REPLAY_ID property): `rmqguard dlq
+//   - "replay" when the message carries replay provenance (the RMQGUARD_REPLAY_ID property): `rmqguard dlq
 //     replay` sent it, with a new message ID;
-//   - consumer.CauseResend otherwise: a new message carrying an event ID already processed (the producer
+//   - "resend" otherwise: a new message carrying an event ID already processed (the producer
 //     sent the event again).
 //
 // # Stale events
@@ -128,7 +128,7 @@
 //
 // The body is decoded inside the dedup transaction, after the claim: a duplicate is acknowledged without
 // decoding, and a body the codec cannot decode (for JSON also an empty body and null) is dead-lettered at
-// once (consumer.KindDeadLetter, consumer.CausePermanent). A dead letter is not a success, so the
+// once (consumer.KindDeadLetter, "permanent"). A dead letter is not a success, so the
 // transaction rolls back and no processed_event row is kept; a redelivery of the message is dead-lettered
 // the same way, never retried endlessly.
 //

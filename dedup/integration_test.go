@@ -23,6 +23,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
@@ -75,10 +76,9 @@ func (f *fixture) chain(t testing.TB, h dedup.TxHandler) consumer.Handler {
 		eventID, testenv.Must(middleware.Dedup(f.store))))
 }
 
-// handle runs one message through h as the consumer would and returns the client's result.
-func (f *fixture) handle(h consumer.Handler, msg *primitive.MessageExt) (consumer.Outcome, consumer.Resolution, error) {
-	o, err := h(context.Background(), consumer.NewDelivery(f.group, msg))
-	return o, consumer.Resolve(o, err, consumer.Concurrent), err
+// handle runs one message through h as the consumer would (testenv.AnswerTo gives the client's answer).
+func (f *fixture) handle(h consumer.Handler, msg *primitive.MessageExt) (consumer.Outcome, error) {
+	return h(context.Background(), consumer.NewDelivery(f.group, msg))
 }
 
 // orderMsg is a physical message (its own MsgId) carrying an OrderCreated event.
@@ -112,7 +112,7 @@ func (f *fixture) dedupRows(t *testing.T, eventID string) int {
 func (f *fixture) requireOnceThenDuplicate(t testing.TB, h consumer.Handler, eventID, order string) {
 	t.Helper()
 	for _, want := range []consumer.Kind{consumer.KindProcessed, consumer.KindDuplicate} {
-		o, _, err := f.handle(h, f.orderMsg(t, eventID, order))
+		o, err := f.handle(h, f.orderMsg(t, eventID, order))
 		require.NoError(t, err)
 		require.Equal(t, want, o.Kind)
 	}
@@ -129,9 +129,11 @@ func TestDedup_SameEventTwiceInARowAppliesOnce(t *testing.T) {
 	h := f.chain(t, f.ledger.Handler(handleOrderCreated))
 	ev, order := f.prefix+"-e", f.prefix+"-1"
 
-	o1, r1, err := f.handle(h, f.orderMsg(t, ev, order))
+	o1, err := f.handle(h, f.orderMsg(t, ev, order))
+	r1 := testenv.AnswerTo(t, o1, err)
 	require.NoError(t, err)
-	o2, r2, err := f.handle(h, f.orderMsg(t, ev, order))
+	o2, err := f.handle(h, f.orderMsg(t, ev, order))
+	r2 := testenv.AnswerTo(t, o2, err)
 	require.NoError(t, err)
 
 	assert.Equal(t, consumer.KindProcessed, o1.Kind)
@@ -142,7 +144,7 @@ func TestDedup_SameEventTwiceInARowAppliesOnce(t *testing.T) {
 	assert.Equal(t, 1, orders)
 	assert.Equal(t, 1, reservations)
 	assert.Equal(t, 1, f.ledger.Count(t, ev), "applied once")
-	assert.Equal(t, consumer.CauseResend, o2.Cause, "a new message (its own MsgId) with the same event ID")
+	assert.Equal(t, causelabel.Resend, o2.Cause, "a new message (its own MsgId) with the same event ID")
 }
 
 // S2: 16 copies of one event handled at once give one effect and one dedup row; the others are
@@ -162,7 +164,7 @@ func TestDedup_ConcurrentCopiesApplyOnce(t *testing.T) {
 			defer wg.Done()
 			msg := f.orderMsg(t, ev, order)
 			<-start
-			o, _, _ := f.handle(h, msg)
+			o, _ := f.handle(h, msg)
 			kinds[i] = o.Kind
 		}()
 	}
@@ -184,7 +186,7 @@ func TestDedup_ConcurrentCopiesApplyOnce(t *testing.T) {
 
 	// Every loser that was told to retry is a duplicate on its redelivery.
 	for range byKind[consumer.KindRetry] {
-		o, _, err := f.handle(h, f.orderMsg(t, ev, order))
+		o, err := f.handle(h, f.orderMsg(t, ev, order))
 		require.NoError(t, err)
 		assert.Equal(t, consumer.KindDuplicate, o.Kind)
 	}
@@ -206,7 +208,8 @@ func TestDedup_FailedAttemptLeavesNoDedupRowAndRetryAppliesOnce(t *testing.T) {
 		return handleOrderCreated(ctx, tx, d)
 	}))
 
-	o, r, err := f.handle(h, f.orderMsg(t, ev, order))
+	o, err := f.handle(h, f.orderMsg(t, ev, order))
+	r := testenv.AnswerTo(t, o, err)
 	require.Error(t, err)
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 	assert.Equal(t, rmq.ConsumeRetryLater, r.Result, "F1: an error is never acknowledged")
@@ -217,7 +220,8 @@ func TestDedup_FailedAttemptLeavesNoDedupRowAndRetryAppliesOnce(t *testing.T) {
 	failing = false
 	retried := f.orderMsg(t, ev, order)
 	retried.ReconsumeTimes = 1
-	o, r, err = f.handle(h, retried)
+	o, err = f.handle(h, retried)
+	r = testenv.AnswerTo(t, o, err)
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
 	assert.Equal(t, rmq.ConsumeSuccess, r.Result)
@@ -226,7 +230,7 @@ func TestDedup_FailedAttemptLeavesNoDedupRowAndRetryAppliesOnce(t *testing.T) {
 	assert.Equal(t, 1, reservations)
 	assert.Equal(t, 1, f.dedupRows(t, ev))
 	assert.Equal(t, 1, f.ledger.Count(t, ev))
-	o, _, err = f.handle(h, f.orderMsg(t, ev, order))
+	o, err = f.handle(h, f.orderMsg(t, ev, order))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindDuplicate, o.Kind)
 	assert.Equal(t, 1, f.ledger.Count(t, ev), "a later redelivery is a duplicate, not a second effect")
@@ -247,7 +251,8 @@ func TestF2_Chain_PanicRollsBackAndOthersProceed(t *testing.T) {
 		return consumer.Processed(), nil
 	}))
 
-	o, r, err := f.handle(h, f.orderMsg(t, panicky, panicky))
+	o, err := f.handle(h, f.orderMsg(t, panicky, panicky))
+	r := testenv.AnswerTo(t, o, err)
 	require.ErrorIs(t, err, middleware.ErrPanic)
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 	assert.Equal(t, rmq.ConsumeRetryLater, r.Result)
@@ -256,7 +261,7 @@ func TestF2_Chain_PanicRollsBackAndOthersProceed(t *testing.T) {
 
 	for i := range 100 {
 		id := fmt.Sprintf("%s-%03d", f.prefix, i)
-		o, _, err := f.handle(h, f.orderMsg(t, id, id))
+		o, err := f.handle(h, f.orderMsg(t, id, id))
 		require.NoError(t, err)
 		require.Equal(t, consumer.KindProcessed, o.Kind)
 	}
@@ -265,7 +270,7 @@ func TestF2_Chain_PanicRollsBackAndOthersProceed(t *testing.T) {
 
 	again := f.orderMsg(t, panicky, panicky)
 	again.ReconsumeTimes = 1
-	o, _, err = f.handle(h, again)
+	o, err = f.handle(h, again)
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
 	orders, reservations := f.effects(t)
@@ -282,9 +287,9 @@ func TestF11_SameBusinessIDDifferentMessageIDs(t *testing.T) {
 	second := f.orderMsg(t, "evt-9-"+f.prefix, order)
 	require.NotEqual(t, first.MsgId, second.MsgId)
 
-	o1, _, err := f.handle(h, first)
+	o1, err := f.handle(h, first)
 	require.NoError(t, err)
-	o2, _, err := f.handle(h, second)
+	o2, err := f.handle(h, second)
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o1.Kind)
 	assert.Equal(t, consumer.KindDuplicate, o2.Kind)
@@ -298,10 +303,11 @@ func TestF11_NoBusinessIDIsDeadLetteredNotRetried(t *testing.T) {
 	h := f.chain(t, handleOrderCreated)
 	msg := &primitive.MessageExt{MsgId: testenv.Unique("msg"), Message: primitive.Message{Topic: "ORDER", Body: []byte(`{}`)}}
 
-	o, r, err := f.handle(h, msg)
+	o, err := f.handle(h, msg)
+	r := testenv.AnswerTo(t, o, err)
 	require.ErrorIs(t, err, middleware.ErrUnidentifiable)
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
-	assert.Equal(t, consumer.DelayLevelDLQ, r.DelayLevel)
+	assert.Equal(t, testenv.DelayLevelDLQ, r.DelayLevel)
 	assert.Equal(t, 1.0, f.count(f.metrics.Unidentifiable, f.group, "ORDER"))
 }
 
@@ -325,7 +331,7 @@ func TestF13_SecondStepFailsNothingCommitsRedeliveryAppliesOnce(t *testing.T) {
 		return consumer.Processed(), nil
 	}))
 
-	o, _, err := f.handle(h, f.orderMsg(t, ev, order))
+	o, err := f.handle(h, f.orderMsg(t, ev, order))
 	require.Error(t, err)
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 	orders, reservations := f.effects(t)
@@ -408,7 +414,7 @@ func TestF15_DeadlockRetriedInsideTheHandlerNeverCommitsWithoutTheDedupRow(t *te
 		return handleOrderCreated(ctx, tx, d)
 	})
 
-	o, _, err := f.handle(h, f.orderMsg(t, ev, order))
+	o, err := f.handle(h, f.orderMsg(t, ev, order))
 	require.Equal(t, 1, deadlocks, "the scenario produced its deadlock")
 	require.ErrorIs(t, err, dedup.ErrClaimLost)
 	assert.Equal(t, consumer.KindRetry, o.Kind)
@@ -430,11 +436,12 @@ func TestF14_BusinessKey1062IsHandlerErrorNotDuplicate(t *testing.T) {
 	f := newFixture(t)
 	h := f.chain(t, handleOrderCreated)
 	order := f.prefix + "-1"
-	o, _, err := f.handle(h, f.orderMsg(t, f.prefix+"-e1", order))
+	o, err := f.handle(h, f.orderMsg(t, f.prefix+"-e1", order))
 	require.NoError(t, err)
 	require.Equal(t, consumer.KindProcessed, o.Kind)
 
-	o, r, err := f.handle(h, f.orderMsg(t, f.prefix+"-e2", order))
+	o, err = f.handle(h, f.orderMsg(t, f.prefix+"-e2", order))
+	r := testenv.AnswerTo(t, o, err)
 	require.Error(t, err)
 	err = fmt.Errorf("consume: %w", err) // MariaDB's error, wrapped by the handler and once more here
 	assert.Equal(t, consumer.KindRetry, o.Kind, "a 1062 on a business key is not a duplicate event")
@@ -510,7 +517,7 @@ func TestF15_S2_ClaimLostToAConcurrentDuplicateIsNotCommitted(t *testing.T) {
 				if try == 0 { // the duplicate runs while A's claim is gone
 					dup := f.orderMsg(t, ev, f.prefix+"-1")
 					dup.WithProperty("ROLE", "B")
-					bOutcome, _, _ = f.handle(h, dup)
+					bOutcome, _ = f.handle(h, dup)
 				}
 				continue
 			}
@@ -522,7 +529,7 @@ func TestF15_S2_ClaimLostToAConcurrentDuplicateIsNotCommitted(t *testing.T) {
 		return consumer.Processed(), bump(ctx, tx, counter)
 	})
 
-	o, _, err := f.handle(h, f.orderMsg(t, ev, f.prefix+"-1"))
+	o, err := f.handle(h, f.orderMsg(t, ev, f.prefix+"-1"))
 
 	require.Equal(t, consumer.KindProcessed, bOutcome.Kind, "the duplicate claimed the freed key and committed")
 	require.ErrorIs(t, err, dedup.ErrClaimLost, "A saw B's row, not its own")
@@ -531,7 +538,7 @@ func TestF15_S2_ClaimLostToAConcurrentDuplicateIsNotCommitted(t *testing.T) {
 	require.NoError(t, f.db.Get(&version, `SELECT version FROM dedup_test_order WHERE order_no = ?`, counter))
 	assert.Equal(t, 2, version, "the event took effect once (B), not twice")
 
-	o, _, err = f.handle(h, f.orderMsg(t, ev, f.prefix+"-1"))
+	o, err = f.handle(h, f.orderMsg(t, ev, f.prefix+"-1"))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindDuplicate, o.Kind, "A's redelivery is a duplicate")
 }
@@ -570,14 +577,14 @@ func TestF7_AbandonedHandlerGivesItsConnectionBackAtTheDeadline(t *testing.T) {
 		id := fmt.Sprintf("%s-hang-%d", f.prefix, i)
 		hung = append(hung, id)
 		abandoned.Add(1)
-		o, _, err := f.handle(h, f.orderMsg(t, id, id))
+		o, err := f.handle(h, f.orderMsg(t, id, id))
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		require.Equal(t, consumer.KindRetry, o.Kind)
 	}
 	require.Eventually(t, func() bool { return f.store.TxStats().InUse == 0 }, 5*time.Second, 20*time.Millisecond,
 		"the abandoned handlers' connections are back in the pool: %+v", f.store.TxStats())
 
-	o, _, err := f.handle(h, f.orderMsg(t, f.prefix+"-good", f.prefix+"-good"))
+	o, err := f.handle(h, f.orderMsg(t, f.prefix+"-good", f.prefix+"-good"))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind, "a healthy message gets a connection")
 

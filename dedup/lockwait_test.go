@@ -50,7 +50,7 @@ func TestDedup_LockWaitTimeoutOnAClaimHeldByAnotherTransactionIsATransientRetry(
 	d := consumer.NewDelivery(f.group, msg)
 	d.MaxAttempts = 3
 	o, err := h(ctx, d)
-	res := consumer.Resolve(o, err, consumer.Concurrent)
+	res := testenv.AnswerTo(t, o, err)
 
 	var me *mysql.MySQLError
 	require.ErrorAs(t, err, &me)

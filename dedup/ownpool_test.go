@@ -62,11 +62,11 @@ func TestOwnPool_HandlerThatTurnsAutocommitOnDoesNotPoisonIt(t *testing.T) {
 		}
 		return handleOrderCreated(ctx, tx, d)
 	})
-	o, _, err := f.handle(h, f.orderMsg(t, ev1, f.prefix+"-1"))
+	o, err := f.handle(h, f.orderMsg(t, ev1, f.prefix+"-1"))
 	require.NoError(t, err)
 	require.Equal(t, consumer.KindProcessed, o.Kind)
 
-	_, _, err = f.handle(h, f.orderMsg(t, ev2, f.prefix+"-2"))
+	_, err = f.handle(h, f.orderMsg(t, ev2, f.prefix+"-2"))
 	require.ErrorIs(t, err, dedup.ErrClaimLost)
 	assert.Equal(t, 0, f.dedupRows(t, ev2))
 	assert.Equal(t, 0, f.orderRows(t, f.prefix+"-2"),
@@ -91,7 +91,7 @@ func TestOwnPool_MultiStatementQueryCannotHideARollback(t *testing.T) {
 		}
 		return handleOrderCreated(ctx, tx, d)
 	})
-	o, _, err := f.handle(h, f.orderMsg(t, ev, order))
+	o, err := f.handle(h, f.orderMsg(t, ev, order))
 	assert.Equal(t, f.dedupRows(t, ev), f.orderRows(t, order),
 		"the effect committed without its dedup row (outcome %s, err %v)", o.Kind, err)
 	assert.NotEqual(t, consumer.KindProcessed, o.Kind, "a transaction that lost its row is not processed")
@@ -168,7 +168,7 @@ func TestOwnPool_HandlerBlockedInAStatementWithoutItsContextGivesItsConnectionBa
 	}), middleware.Classify(), eventID, middleware.Timeout(300*time.Millisecond), testenv.Must(middleware.Dedup(f.store))))
 
 	ev := f.prefix + "-e"
-	o, _, err := f.handle(h, f.orderMsg(t, ev, ev))
+	o, err := f.handle(h, f.orderMsg(t, ev, ev))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Equal(t, consumer.KindRetry, o.Kind)
 	assert.Eventually(t, func() bool { return f.store.TxStats().InUse == 0 }, 5*time.Second, 20*time.Millisecond,
@@ -249,8 +249,8 @@ func TestOwnPool_HandlerThatLocksTablesDoesNotBreakTheNextMessage(t *testing.T) 
 		}
 		return consumer.Processed(), nil
 	})
-	_, _, _ = f.handle(h, f.orderMsg(t, ev1, f.prefix+"-1")) // whatever becomes of the misuse itself
-	o, _, err := f.handle(h, f.orderMsg(t, ev2, f.prefix+"-2"))
+	_, _ = f.handle(h, f.orderMsg(t, ev1, f.prefix+"-1")) // whatever becomes of the misuse itself
+	o, err := f.handle(h, f.orderMsg(t, ev2, f.prefix+"-2"))
 	require.NoError(t, err, "the next message inherited the table locks")
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
 	assert.Equal(t, 1, f.dedupRows(t, ev2))

@@ -174,7 +174,7 @@ func TestF22_ConsumedAtIsTheDatabaseUTCClock(t *testing.T) {
 	var before, after, consumed string
 	const ts = `DATE_FORMAT(%s, '%%Y-%%m-%%d %%H:%%i:%%s.%%f')`
 	require.NoError(t, db.Get(&before, `SELECT `+fmt.Sprintf(ts, "UTC_TIMESTAMP(6)")))
-	o, _, err := f.handle(h, f.orderMsg(t, f.prefix+"-e", f.prefix+"-1"))
+	o, err := f.handle(h, f.orderMsg(t, f.prefix+"-e", f.prefix+"-1"))
 	require.NoError(t, err)
 	require.Equal(t, consumer.KindProcessed, o.Kind)
 	require.NoError(t, db.Get(&after, `SELECT `+fmt.Sprintf(ts, "UTC_TIMESTAMP(6)")))
@@ -257,7 +257,7 @@ func TestF22_PurgeWhileEightGoroutinesClaimSeesNo1205Or1213(t *testing.T) {
 		wg.Go(func() {
 			for n := 0; ctx.Err() == nil; n++ {
 				id := fmt.Sprintf("%s-new-%d-%d", f.prefix, i, n)
-				o, _, err := f.handle(h, f.orderMsg(t, id, id))
+				o, err := f.handle(h, f.orderMsg(t, id, id))
 				var me *mysql.MySQLError
 				switch {
 				case errors.As(err, &me) && (me.Number == mysqlerr.ErLockWaitTimeout || me.Number == mysqlerr.ErLockDeadlock):

@@ -58,7 +58,7 @@ func TestDedup_HappyPathRoundTripsPerMessage(t *testing.T) {
 			})
 			for i := range 4 {
 				id := f.prefix + "-" + strconv.Itoa(i)
-				o, _, err := f.handle(h, f.orderMsg(t, id, id))
+				o, err := f.handle(h, f.orderMsg(t, id, id))
 				require.NoError(t, err)
 				require.Equal(t, consumer.KindProcessed, o.Kind)
 				assert.Equal(t, 1, f.dedupRows(t, id))
@@ -118,7 +118,7 @@ func TestF15_LockWaitTimeoutSwallowedInsideTheHandlerCommitsOnce(t *testing.T) {
 		return handleOrderCreated(ctx, tx, d)
 	})
 	ev := f.prefix + "-e"
-	o, _, err := f.handle(h, f.orderMsg(t, ev, ev))
+	o, err := f.handle(h, f.orderMsg(t, ev, ev))
 	require.Equal(t, 1, timeouts, "the scenario produced its lock-wait timeout")
 	if rollbackOnTimeout {
 		require.ErrorIs(t, err, dedup.ErrClaimLost)

@@ -15,8 +15,8 @@ type TxStore interface {
 	// Done reports, before any transaction, whether d's event is known to be processed in its scope
 	// without asking the database; ok false means "not known", never "new". *Store always answers
 	// ("", false) at no cost. cause is the duplicate's cause when known, "" when not (the consumer then
-	// reports consumer.CauseUnknown).
-	Done(ctx context.Context, d *consumer.Delivery) (cause consumer.Cause, ok bool)
+	// reports "unknown").
+	Done(ctx context.Context, d *consumer.Delivery) (cause string, ok bool)
 	// Scope returns d's dedup scope (see Store.Scope).
 	Scope(d *consumer.Delivery) string
 	// Begin starts the local transaction of one message (see Store.Begin).
@@ -29,10 +29,10 @@ type TxStore interface {
 	// Confirm checks that txn still holds its row, right before Commit (see Store.Confirm).
 	Confirm(ctx context.Context, txn *Txn, d *consumer.Delivery) error
 	// DuplicateCause reads why a duplicate came again (see Store.DuplicateCause).
-	DuplicateCause(ctx context.Context, txn *Txn, d *consumer.Delivery) (consumer.Cause, error)
+	DuplicateCause(ctx context.Context, txn *Txn, d *consumer.Delivery) (string, error)
 	// DuplicateCauses reads why each of a batch's duplicates came again, in one read after the batch's
 	// transaction ended (see Store.DuplicateCauses).
-	DuplicateCauses(ctx context.Context, ds []*consumer.Delivery) ([]consumer.Cause, error)
+	DuplicateCauses(ctx context.Context, ds []*consumer.Delivery) ([]string, error)
 	// RecordStale records d as stale in a transaction of its own (see Store.RecordStale).
 	RecordStale(ctx context.Context, d *consumer.Delivery) error
 	// RecordStaleIn records d as stale inside a batch's shared transaction (see Store.RecordStaleIn).
@@ -44,6 +44,6 @@ type TxStore interface {
 
 // Done is the TxStore fast path of the database store: the database has no answer without a round trip,
 // so it always returns ("", false) and middleware.Dedup goes on to Begin and Claim.
-func (s *Store) Done(context.Context, *consumer.Delivery) (consumer.Cause, bool) { return "", false }
+func (s *Store) Done(context.Context, *consumer.Delivery) (string, bool) { return "", false }
 
 var _ TxStore = (*Store)(nil)

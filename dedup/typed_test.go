@@ -15,6 +15,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/retry"
@@ -54,12 +55,13 @@ func TestHandleJSON_UnknownFieldIsAcceptedAndProcessedOnce(t *testing.T) {
 	ev := f.prefix + "-e"
 	body := `{"eventId":"` + ev + `","orderNo":"` + f.prefix + `-1","skuId":"s","quantity":2,"couponCode":"NEW-FIELD"}`
 
-	o, res, err := f.handle(h, f.rawMsg(ev, body, 0))
+	o, err := f.handle(h, f.rawMsg(ev, body, 0))
+	res := testenv.AnswerTo(t, o, err)
 	require.NoError(t, err)
 	require.Equal(t, consumer.KindProcessed, o.Kind, "%s", o)
-	assert.Equal(t, consumer.Resolve(consumer.Processed(), nil, consumer.Concurrent), res)
+	assert.Equal(t, testenv.AnswerTo(t, consumer.Processed(), nil), res)
 
-	o, _, err = f.handle(h, f.rawMsg(ev, body, 1))
+	o, err = f.handle(h, f.rawMsg(ev, body, 1))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindDuplicate, o.Kind, "%s", o)
 	assert.Equal(t, int32(1), calls.Load(), "the duplicate is acknowledged before decoding")
@@ -83,13 +85,14 @@ func TestHandleJSON_UndecodableBodyIsDeadLetteredOnEveryDeliveryWithoutARow(t *t
 			h := f.typedChain(t, &calls)
 			ev := f.prefix + "-bad"
 			for redeliveries := range int32(2) {
-				o, res, err := f.handle(h, f.rawMsg(ev, body, redeliveries))
+				o, err := f.handle(h, f.rawMsg(ev, body, redeliveries))
+				res := testenv.AnswerTo(t, o, err)
 				require.Error(t, err)
 				assert.Equal(t, consumer.KindDeadLetter, o.Kind, "delivery %d: %s", redeliveries, o)
-				assert.Equal(t, consumer.CausePermanent, o.Cause)
+				assert.Equal(t, causelabel.Permanent, o.Cause)
 				assert.True(t, strings.HasPrefix(o.Reason, "undecodable body: "), "reason %q", o.Reason)
 				assert.Greater(t, len(o.Reason), len("undecodable body: "), "the reason carries the codec's error")
-				assert.Equal(t, consumer.DelayLevelDLQ, res.DelayLevel, "to the DLQ at once")
+				assert.Equal(t, testenv.DelayLevelDLQ, res.DelayLevel, "to the DLQ at once")
 				assert.True(t, errors.Is(err, consumer.ErrUndecodableBody), "%v", err)
 				assert.Equal(t, retry.ClassPermanent, retry.Classify(err))
 				assert.Equal(t, 0, f.dedupRows(t, ev), "the claim was rolled back")

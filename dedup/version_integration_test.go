@@ -20,6 +20,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
@@ -193,7 +194,7 @@ func TestF12_StrictVersions_LateOldVersionIsStaleAndRepeatIsDuplicate(t *testing
 
 	o := w.send(t, "o2-v9", "order-2", 9, 3) // the default GapRetries
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind, "a gap that waited its retries")
-	assert.Equal(t, consumer.CauseVersionGap, o.Cause)
+	assert.Equal(t, causelabel.VersionGap, o.Cause)
 	assert.Equal(t, "", w.status(t, "o2-v9"), "a dead letter leaves no dedup row")
 	v, _ := w.stored(t, "order-2")
 	assert.Equal(t, int64(7), v)
@@ -206,7 +207,7 @@ func requireF12(t *testing.T, w *versionWorld, dense bool) {
 	assert.Equal(t, consumer.KindStale, w.send(t, "o1-v5", "order-1", 5, 0).Kind)
 	dup := w.send(t, "o1-v7", "order-1", 7, 0)
 	assert.Equal(t, consumer.KindDuplicate, dup.Kind)
-	assert.Equal(t, consumer.CauseResend, dup.Cause)
+	assert.Equal(t, causelabel.Resend, dup.Cause)
 	v, by := w.stored(t, "order-1")
 	assert.Equal(t, int64(7), v, "order-1 stays at v7")
 	assert.Equal(t, w.prefix+"-o1-v7", by)
@@ -541,7 +542,7 @@ func TestVersion_ConcurrentDeliveriesOfOneStaleEventCountOneStale(t *testing.T) 
 	w := newVersionWorld(t, middleware.VersionConfig{Load: load}, nil)
 	msg := w.message("late-5", "o-1", 5)
 	kinds := make([]consumer.Kind, 2)
-	causes := make([]consumer.Cause, 2)
+	causes := make([]string, 2)
 	var wg sync.WaitGroup
 	for i := range kinds {
 		wg.Add(1)
@@ -564,7 +565,7 @@ func TestVersion_ConcurrentDeliveriesOfOneStaleEventCountOneStale(t *testing.T) 
 	assert.ElementsMatch(t, []consumer.Kind{consumer.KindStale, consumer.KindDuplicate}, kinds)
 	for i, k := range kinds {
 		if k == consumer.KindDuplicate {
-			assert.Equal(t, consumer.CauseRedelivery, causes[i], "the STALE row holds this message's ID")
+			assert.Equal(t, causelabel.Redelivery, causes[i], "the STALE row holds this message's ID")
 		}
 	}
 	assert.Equal(t, 1.0, w.staleTotal(), "one event, one stale")

@@ -63,7 +63,7 @@ type decided struct {
 	msgID, eventID string
 	replay         bool
 	kind           consumer.Kind
-	cause          consumer.Cause
+	cause          string
 	batchRetried   bool
 }
 

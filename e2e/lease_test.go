@@ -18,6 +18,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -38,7 +39,7 @@ func (o *leaseObserver) Decided(d *consumer.Delivery, dec consumer.Decision) {
 	o.mu.Lock()
 	o.decisions[d.Msg.MsgId] = append(o.decisions[d.Msg.MsgId], dec.Outcome)
 	o.mu.Unlock()
-	if dec.Outcome.Cause == consumer.CauseLeaseHeld {
+	if dec.Outcome.Cause == causelabel.LeaseHeld {
 		o.once.Do(func() { close(o.held) })
 	}
 }
@@ -108,7 +109,7 @@ func TestE2E_F35_LeaseModeRetriesASecondCopyWhileTheFirstHoldsTheLease(t *testin
 		}
 	}
 	require.Len(t, retried, 1, "one copy was retried: %v", obs.decisions)
-	assert.Equal(t, consumer.CauseLeaseHeld, retried[0].Cause)
+	assert.Equal(t, causelabel.LeaseHeld, retried[0].Cause)
 	assert.Contains(t, retried[0].Reason, "lease held")
 	assert.EqualValues(t, 1, calls.Load(), "the handler ran once")
 	assert.EqualValues(t, 1, maxInFlight.Load(), "never two copies at once")

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/metrics"
 )
 
@@ -21,7 +22,7 @@ func delivery(attempt int32) *consumer.Delivery {
 	return consumer.NewDelivery("cg", msg)
 }
 
-func decision(k consumer.Kind, c consumer.Cause) consumer.Decision {
+func decision(k consumer.Kind, c string) consumer.Decision {
 	return consumer.Decision{Outcome: consumer.Outcome{Kind: k, Cause: c}}
 }
 
@@ -37,12 +38,12 @@ func TestDecided_S1_F10_CountsFinalOutcomesCausesReasonsAndAttempts(t *testing.T
 	batch := decision(consumer.KindProcessed, "")
 	batch.BatchRetried = true
 	m.Decided(delivery(0), batch)
-	m.Decided(delivery(1), decision(consumer.KindDuplicate, consumer.CauseRedelivery))
-	m.Decided(delivery(0), decision(consumer.KindDuplicate, consumer.CauseResend))
-	m.Decided(delivery(0), decision(consumer.KindDuplicate, consumer.CauseResend))
-	m.Decided(delivery(0), decision(consumer.KindDuplicate, consumer.CauseReplay))
-	m.Decided(delivery(0), decision(consumer.KindDeadLettered, consumer.CausePermanent))
-	m.Decided(delivery(3), decision(consumer.KindDeadLetter, consumer.CauseExhausted))
+	m.Decided(delivery(1), decision(consumer.KindDuplicate, causelabel.Redelivery))
+	m.Decided(delivery(0), decision(consumer.KindDuplicate, causelabel.Resend))
+	m.Decided(delivery(0), decision(consumer.KindDuplicate, causelabel.Resend))
+	m.Decided(delivery(0), decision(consumer.KindDuplicate, causelabel.Replay))
+	m.Decided(delivery(0), decision(consumer.KindDeadLettered, causelabel.Permanent))
+	m.Decided(delivery(3), decision(consumer.KindDeadLetter, causelabel.Exhausted))
 	m.Decided(delivery(0), decision(consumer.KindRetry, ""))
 
 	msgs := func(outcome string) float64 {
@@ -101,13 +102,13 @@ func TestNew_RegistersTheAgreedNames(t *testing.T) {
 	m, err := metrics.New(reg)
 	require.NoError(t, err)
 	d := delivery(0)
-	m.Decided(d, decision(consumer.KindDuplicate, consumer.CauseResend))
-	m.Decided(d, decision(consumer.KindDeadLettered, consumer.CausePanic))
+	m.Decided(d, decision(consumer.KindDuplicate, causelabel.Resend))
+	m.Decided(d, decision(consumer.KindDeadLettered, causelabel.Panic))
 	m.Decided(d, decision(consumer.KindProcessed, ""))
 	batch := decision(consumer.KindProcessed, "")
 	batch.BatchRetried = true
 	m.Decided(d, batch)
-	m.Decided(d, decision(consumer.KindProcessed, consumer.CauseTakeover))
+	m.Decided(d, decision(consumer.KindProcessed, causelabel.Takeover))
 	m.InFlight("cg", 0)
 	m.Lag("cg", "ORDER", 0)
 	m.Paused("cg", "x")
@@ -152,9 +153,9 @@ func TestDecided_F35_CountsLeaseTakeovers(t *testing.T) {
 	m, err := metrics.New(prometheus.NewRegistry())
 	require.NoError(t, err)
 	m.Decided(delivery(0), decision(consumer.KindProcessed, ""))
-	m.Decided(delivery(1), decision(consumer.KindRetry, consumer.CauseLeaseHeld))
-	m.Decided(delivery(2), decision(consumer.KindProcessed, consumer.CauseTakeover))
-	m.Decided(delivery(16), decision(consumer.KindDeadLetter, consumer.CauseLeaseHeld))
+	m.Decided(delivery(1), decision(consumer.KindRetry, causelabel.LeaseHeld))
+	m.Decided(delivery(2), decision(consumer.KindProcessed, causelabel.Takeover))
+	m.Decided(delivery(16), decision(consumer.KindDeadLetter, causelabel.LeaseHeld))
 
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.LeaseTakeovers.WithLabelValues("cg")))
 	assert.Equal(t, 2.0, testutil.ToFloat64(m.Messages.WithLabelValues("cg", "ORDER", "processed")))
@@ -171,7 +172,7 @@ func TestDecided_S7_CountsStaleDecisions(t *testing.T) {
 	m.Decided(delivery(0), decision(consumer.KindStale, ""))
 	m.Decided(delivery(1), decision(consumer.KindStale, ""))
 	m.Decided(delivery(0), decision(consumer.KindRetry, ""))
-	m.Decided(delivery(0), decision(consumer.KindDeadLettered, consumer.CauseVersionGap))
+	m.Decided(delivery(0), decision(consumer.KindDeadLettered, causelabel.VersionGap))
 
 	assert.Equal(t, 2.0, testutil.ToFloat64(m.Stale.WithLabelValues("cg", "ORDER")))
 	assert.Equal(t, 2.0, testutil.ToFloat64(m.Messages.WithLabelValues("cg", "ORDER", "stale")))

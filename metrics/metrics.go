@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 )
 
 // Label names used by every rmqguard series.
@@ -37,11 +38,11 @@ type Metrics struct {
 	// Duplicates counts messages whose event the dedup scope had already processed, by cause:
 	// rmqguard_duplicates_total{group,topic,cause}, cause one of redelivery (the same message again),
 	// resend (a new message with the same event ID), replay (a DLQ replay), read from the dedup row, and
-	// unknown when it could not be read; see consumer.Cause.
+	// unknown when it could not be read; see consumer.Outcome's Cause.
 	Duplicates *prometheus.CounterVec
 	// DeadLetters counts messages that went to %DLQ%<group> (final outcome dead_lettered or dead_letter) by
 	// reason class: rmqguard_dead_letters_total{group,topic,reason}, reason one of permanent,
-	// unidentifiable, version_gap, exhausted, panic, timeout, lease_held, other (see consumer.Cause).
+	// unidentifiable, version_gap, exhausted, panic, timeout, lease_held, other (see consumer.Outcome's Cause).
 	DeadLetters *prometheus.CounterVec
 	// Stale counts messages acknowledged as stale at their final decision: their aggregate version was not
 	// above the stored one (middleware.Version, or a handler's consumer.Stale), so they wrote nothing:
@@ -199,14 +200,14 @@ func (m *Metrics) Decided(d *consumer.Delivery, dec consumer.Decision) {
 	m.Messages.WithLabelValues(d.Group, d.Topic, o.Kind.String()).Inc()
 	switch o.Kind {
 	case consumer.KindDuplicate:
-		m.Duplicates.WithLabelValues(d.Group, d.Topic, string(o.Cause)).Inc()
+		m.Duplicates.WithLabelValues(d.Group, d.Topic, o.Cause).Inc()
 	case consumer.KindDeadLetter, consumer.KindDeadLettered:
-		m.DeadLetters.WithLabelValues(d.Group, d.Topic, string(o.Cause)).Inc()
+		m.DeadLetters.WithLabelValues(d.Group, d.Topic, o.Cause).Inc()
 	case consumer.KindStale:
 		m.Stale.WithLabelValues(d.Group, d.Topic).Inc()
 	case consumer.KindProcessed:
 		m.Attempts.WithLabelValues(d.Group, d.Topic).Observe(float64(d.Attempt + 1))
-		if o.Cause == consumer.CauseTakeover {
+		if o.Cause == causelabel.Takeover {
 			m.LeaseTakeovers.WithLabelValues(d.Group).Inc()
 		}
 	}
@@ -241,11 +242,11 @@ func (m *Metrics) Subscribed(group string, topics []string) {
 		for k := consumer.KindUnset; k <= consumer.KindUnsubscribed; k++ {
 			m.Messages.WithLabelValues(group, topic, k.String())
 		}
-		for _, c := range []consumer.Cause{consumer.CauseRedelivery, consumer.CauseResend, consumer.CauseReplay, consumer.CauseUnknown} {
+		for _, c := range []string{causelabel.Redelivery, causelabel.Resend, causelabel.Replay, causelabel.Unknown} {
 			m.Duplicates.WithLabelValues(group, topic, string(c))
 		}
-		for _, c := range []consumer.Cause{consumer.CausePermanent, consumer.CauseUnidentifiable, consumer.CauseVersionGap,
-			consumer.CauseExhausted, consumer.CausePanic, consumer.CauseTimeout, consumer.CauseLeaseHeld, consumer.CauseOther} {
+		for _, c := range []string{causelabel.Permanent, causelabel.Unidentifiable, causelabel.VersionGap,
+			causelabel.Exhausted, causelabel.Panic, causelabel.Timeout, causelabel.LeaseHeld, causelabel.Other} {
 			m.DeadLetters.WithLabelValues(group, topic, string(c))
 		}
 		m.Stale.WithLabelValues(group, topic)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/retry"
@@ -45,7 +46,7 @@ func TestDedup_DeadLetterFromAClassifyInsideIsRolledBackOnMariaDB(t *testing.T) 
 
 	require.ErrorIs(t, err, errBad)
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
-	assert.Equal(t, consumer.CausePermanent, o.Cause)
+	assert.Equal(t, causelabel.Permanent, o.Cause)
 	var rows int
 	require.NoError(t, db.Get(&rows, `SELECT COUNT(*) FROM processed_event WHERE consumer_group = ? AND event_id = ?`, group, run+"-e1"))
 	assert.Zero(t, rows, "the claim was rolled back with the dead letter")

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/retry"
@@ -71,7 +72,7 @@ func TestRecover_F2_PanicBecomesRetryWithErrPanic(t *testing.T) {
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 	require.ErrorIs(t, err, middleware.ErrPanic)
 	assert.Contains(t, err.Error(), "nil map write in p-1", "the panic value is part of the error")
-	assert.Equal(t, rmq.ConsumeRetryLater, consumer.Resolve(o, err, consumer.Concurrent).Result)
+	assert.Equal(t, rmq.ConsumeRetryLater, testenv.AnswerTo(t, o, err).Result)
 }
 
 func TestRecover_PanicWithErrorValueKeepsItReachable(t *testing.T) {
@@ -110,7 +111,7 @@ func TestTimeout_F7_HandlerIgnoringContextIsRetried(t *testing.T) {
 
 	assert.Equal(t, consumer.KindRetry, o.Kind, "a hung handler is never acknowledged")
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Equal(t, rmq.ConsumeRetryLater, consumer.Resolve(o, err, consumer.Concurrent).Result)
+	assert.Equal(t, rmq.ConsumeRetryLater, testenv.AnswerTo(t, o, err).Result)
 }
 
 func TestTimeout_F7_HandlerContextIsCancelledAtTheDeadline(t *testing.T) {
@@ -177,9 +178,9 @@ func TestClassify_PermanentErrorIsDeadLetter(t *testing.T) {
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
 	assert.Contains(t, o.Reason, "unknown event type Foo", "the error is the DLQ reason")
 	assert.Same(t, cause, err, "the error is passed on for logging")
-	res := consumer.Resolve(o, err, consumer.Concurrent)
+	res := testenv.AnswerTo(t, o, err)
 	assert.Equal(t, rmq.ConsumeRetryLater, res.Result)
-	assert.Equal(t, consumer.DelayLevelDLQ, res.DelayLevel)
+	assert.Equal(t, testenv.DelayLevelDLQ, res.DelayLevel)
 }
 
 func TestClassify_F1_PlainErrorIsRetry(t *testing.T) {
@@ -223,7 +224,7 @@ func TestClassify_KeepsAnInnerDeadLetter(t *testing.T) {
 
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
 	assert.Equal(t, in.Reason, o.Reason)
-	assert.Equal(t, consumer.CausePermanent, o.Cause, "a dead letter decided inside is permanent; its class is filled in")
+	assert.Equal(t, causelabel.Permanent, o.Cause, "a dead letter decided inside is permanent; its class is filled in")
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 }
 
@@ -236,7 +237,7 @@ func TestClassify_InnerDeadLetterOfAnUnidentifiableMessageIsClassedSo(t *testing
 
 	require.ErrorIs(t, err, middleware.ErrUnidentifiable)
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
-	assert.Equal(t, consumer.CauseUnidentifiable, o.Cause)
+	assert.Equal(t, causelabel.Unidentifiable, o.Cause)
 }
 
 func TestClassify_NilErrorLeavesOutcomeUntouched(t *testing.T) {
@@ -269,8 +270,8 @@ func TestClassify_F5_LastAttemptRetryBecomesDeadLetterWithReason(t *testing.T) {
 			assert.Equal(t, consumer.KindDeadLetter, o.Kind)
 			assert.Contains(t, o.Reason, "retries exhausted after 4 deliveries")
 			assert.Equal(t, in.err, err)
-			res := consumer.Resolve(o, err, consumer.Concurrent)
-			assert.Equal(t, consumer.DelayLevelDLQ, res.DelayLevel)
+			res := testenv.AnswerTo(t, o, err)
+			assert.Equal(t, testenv.DelayLevelDLQ, res.DelayLevel)
 		})
 	}
 }
@@ -317,7 +318,7 @@ func TestRecover_F28_PanicUnderTimeoutKeepsTheHandlersStackInTheLog(t *testing.T
 	var pe *middleware.PanicError
 	require.ErrorAs(t, err, &pe)
 	assert.Contains(t, string(pe.Stack), "panickingOrderHandler")
-	assert.Equal(t, rmq.ConsumeRetryLater, consumer.Resolve(o, err, consumer.Concurrent).Result)
+	assert.Equal(t, rmq.ConsumeRetryLater, testenv.AnswerTo(t, o, err).Result)
 	require.Equal(t, 1, logs.Len(), "one log line per panic")
 	entry := logs.All()[0]
 	assert.Equal(t, zapcore.ErrorLevel, entry.Level)

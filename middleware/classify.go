@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -54,29 +55,29 @@ func (w *classifyMW) wrap(next consumer.Handler) consumer.Handler {
 }
 
 // withCause returns o with its Cause set to c.
-func withCause(o consumer.Outcome, c consumer.Cause) consumer.Outcome {
+func withCause(o consumer.Outcome, c string) consumer.Outcome {
 	o.Cause = c
 	return o
 }
 
 // permanentCause is the reason class of a permanent error: unidentifiable when it wraps ErrUnidentifiable.
-func permanentCause(err error) consumer.Cause {
+func permanentCause(err error) string {
 	if errors.Is(err, ErrUnidentifiable) {
-		return consumer.CauseUnidentifiable
+		return causelabel.Unidentifiable
 	}
-	return consumer.CausePermanent
+	return causelabel.Permanent
 }
 
 // exhaustedCause is the reason class of a retry on the last delivery: the retry's own cause (Recover and
 // Timeout set panic and timeout), else panic or timeout from the error, else exhausted.
-func exhaustedCause(o consumer.Outcome, err error) consumer.Cause {
+func exhaustedCause(o consumer.Outcome, err error) string {
 	switch {
 	case o.Cause != "":
 		return o.Cause
 	case errors.Is(err, ErrPanic):
-		return consumer.CausePanic
+		return causelabel.Panic
 	case errors.Is(err, context.DeadlineExceeded):
-		return consumer.CauseTimeout
+		return causelabel.Timeout
 	}
-	return consumer.CauseExhausted
+	return causelabel.Exhausted
 }

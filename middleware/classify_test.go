@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/retry"
 )
@@ -40,9 +41,9 @@ func TestClassify_F19_F20_InfrastructureIsUnavailableOnEveryDelivery(t *testing.
 
 				assert.Equal(t, consumer.KindUnavailable, o.Kind, "never a dead letter, never a spent retry")
 				assert.Same(t, cause, err)
-				res := consumer.Resolve(o, err, consumer.Concurrent)
+				res := testenv.AnswerTo(t, o, err)
 				assert.Equal(t, rmq.ConsumeRetryLater, res.Result, "never acknowledged")
-				assert.NotEqual(t, consumer.DelayLevelDLQ, res.DelayLevel)
+				assert.NotEqual(t, testenv.DelayLevelDLQ, res.DelayLevel)
 			})
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -109,7 +110,7 @@ func TestDeadlineAndTimeout_CommitAnsweredAfterTheDeadlineIsProcessedOnEveryDeli
 				require.NoError(t, err, "attempt %d", attempt)
 				assert.Equal(t, consumer.KindProcessed, o.Kind, "attempt %d: %s", attempt, o)
 				assert.True(t, o.Committed, "attempt %d", attempt)
-				assert.Equal(t, consumer.Resolution{Result: rmq.ConsumeSuccess}, consumer.Resolve(o, err, consumer.Concurrent))
+				assert.Equal(t, testenv.Answer{Result: rmq.ConsumeSuccess}, testenv.AnswerTo(t, o, err))
 				assert.GreaterOrEqual(t, elapsed, time.Second, "attempt %d: the answer came after the deadline", attempt)
 				assert.Equal(t, 1, f.rows(t, id))
 				assert.Equal(t, 1, f.ledger.Count(t, id), "applied once")
@@ -139,7 +140,7 @@ func TestTimeout_HandlerReturningAfterTheDeadlineWithoutACommitIsATimeoutAndComm
 	o, err := h(context.Background(), f.delivery(id, 0))
 	assert.Less(t, time.Since(start), 600*time.Millisecond, "Timeout answered at its deadline")
 	assert.Equal(t, consumer.KindRetry, o.Kind)
-	assert.Equal(t, consumer.CauseTimeout, o.Cause)
+	assert.Equal(t, causelabel.Timeout, o.Cause)
 	assert.False(t, o.Committed)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	<-returned

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 )
 
 // Deadline gives the rest of the chain a context deadline d (or the consumer's HandlerTimeout when earlier;
 // d ≤ 0: that one only) and runs it inline: a run that outlives it without a commit is a retry with Cause
-// consumer.CauseTimeout. It costs no goroutine; the handler must honour its context. See the package doc,
+// "timeout". It costs no goroutine; the handler must honour its context. See the package doc,
 // "Deadline and Timeout".
 func Deadline(d time.Duration) Middleware {
 	own := newOwnDeadline("middleware.Deadline", d)
@@ -82,14 +83,14 @@ func (r deadlineRun) withDeadline(ctx context.Context) (context.Context, context
 
 // expired is the outcome and error of a run whose context ended; what says how the handler missed it, late
 // is the handler's error if it returned one (kept as text). Cancelled (the consumer is stopping): a retry
-// "handler cancelled", the error wrapping context.Canceled. Else a retry with Cause consumer.CauseTimeout,
+// "handler cancelled", the error wrapping context.Canceled. Else a retry with Cause "timeout",
 // the error naming the deadline that fired and wrapping context.DeadlineExceeded.
 func (r deadlineRun) expired(ctx context.Context, what string, late error) (consumer.Outcome, error) {
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return consumer.Retry(0, "handler cancelled"), fmt.Errorf("handler cancelled (consumer stopping): %w", ctx.Err())
 	}
 	timedOut := consumer.Retry(0, "handler timeout")
-	timedOut.Cause = consumer.CauseTimeout
+	timedOut.Cause = causelabel.Timeout
 	if late != nil && late != ctx.Err() { // the context's own error would only repeat what the error says
 		return timedOut, fmt.Errorf("%s, %s: %w (the handler returned: %v)", what, r.fired(ctx), context.DeadlineExceeded, late)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 )
@@ -58,7 +59,7 @@ func TestDeadline_F7_SlowTransactionIsRolledBackAtTheDeadlineAndAppliedOnceOnRed
 
 	assert.Less(t, time.Since(start), 10*time.Second, "the handler was ended at the deadline, not after its 30 s")
 	assert.Equal(t, consumer.KindRetry, o.Kind)
-	assert.Equal(t, consumer.CauseTimeout, o.Cause)
+	assert.Equal(t, causelabel.Timeout, o.Cause)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Contains(t, err.Error(), "middleware.Deadline(200ms)")
 	assert.Zero(t, dedupRows(), "the claim was rolled back")

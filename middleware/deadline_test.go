@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/retry"
@@ -46,10 +47,10 @@ func slowHandler(t *testing.T, middlewareName string) consumer.Handler {
 func requireTimedOut(t *testing.T, o consumer.Outcome, err error) string {
 	t.Helper()
 	assert.Equal(t, consumer.KindRetry, o.Kind)
-	assert.Equal(t, consumer.CauseTimeout, o.Cause)
+	assert.Equal(t, causelabel.Timeout, o.Cause)
 	assert.Equal(t, "handler timeout", o.Reason)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Equal(t, rmq.ConsumeRetryLater, consumer.Resolve(o, err, consumer.Concurrent).Result)
+	assert.Equal(t, rmq.ConsumeRetryLater, testenv.AnswerTo(t, o, err).Result)
 	return err.Error()
 }
 
@@ -183,7 +184,7 @@ func TestDeadline_LateErrorIsKeptAsTextAndDoesNotClassify(t *testing.T) {
 	o, err := h(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.KindRetry, o.Kind, "not dead-lettered as permanent")
-	assert.Equal(t, consumer.CauseTimeout, o.Cause)
+	assert.Equal(t, causelabel.Timeout, o.Cause)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Equal(t, retry.ClassTransient, retry.Classify(err))
 	assert.Contains(t, err.Error(), "(the handler returned: invalid payload)")
@@ -198,7 +199,7 @@ func TestRecover_F28_PanicUnderDeadlineKeepsTheHandlersStackInTheLog(t *testing.
 	o, err := h(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.KindRetry, o.Kind)
-	assert.Equal(t, consumer.CausePanic, o.Cause)
+	assert.Equal(t, causelabel.Panic, o.Cause)
 	require.ErrorIs(t, err, middleware.ErrPanic)
 	require.Equal(t, 1, logs.Len(), "one log line per panic")
 	stack, _ := logs.All()[0].ContextMap()["stack"].(string)
@@ -229,7 +230,7 @@ func TestDeadline_LateOutcomeThatDoesNotAcknowledgeIsATimeoutEvenIfMarkedCommitt
 			o, err := h(context.Background(), delivery("ORDER", "", nil))
 
 			assert.Equal(t, consumer.KindRetry, o.Kind, "%s", o)
-			assert.Equal(t, consumer.CauseTimeout, o.Cause)
+			assert.Equal(t, causelabel.Timeout, o.Cause)
 			require.ErrorIs(t, err, context.DeadlineExceeded)
 		})
 	}

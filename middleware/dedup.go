@@ -37,7 +37,7 @@ func (w *dedupMW) wrap(next consumer.Handler) consumer.Handler {
 		if cause, done := store.Done(ctx, d); done {
 			return committedDuplicate(ctx, cause), nil
 		}
-		if b := batch.FromContext[consumer.Outcome, consumer.Cause](ctx); b != nil {
+		if b := batch.FromContext[consumer.Outcome, string](ctx); b != nil {
 			if !b.Careful() {
 				return deferInBatch(ctx, store, b, d, next)
 			}
@@ -84,7 +84,7 @@ func abandoned(ctx context.Context, d *consumer.Delivery) error {
 }
 
 // duplicate is the outcome of a duplicate d with its cause; when the stored row cannot be read the cause
-// is left empty and the consumer reports consumer.CauseUnknown (consumer.Decision): a duplicate is a
+// is left empty and the consumer reports "unknown" (consumer.Decision): a duplicate is a
 // duplicate whatever its cause, so this never fails the message.
 func duplicate(ctx context.Context, store dedup.TxStore, txn *dedup.Txn, d *consumer.Delivery) consumer.Outcome {
 	settle(ctx) // the claim's 1062 decided it; the cause read next only labels it
@@ -96,10 +96,10 @@ func duplicate(ctx context.Context, store dedup.TxStore, txn *dedup.Txn, d *cons
 }
 
 // committedDuplicate is the outcome of an event whose dedup row is committed already (or, in a batch, held
-// by a kept member): a duplicate with cause (empty: the consumer reports consumer.CauseUnknown, or a batch
+// by a kept member): a duplicate with cause (empty: the consumer reports "unknown", or a batch
 // sets it when it ends), carrying Committed, so that no deadline turns the store's finding into a retry (settle: a Timeout around Dedup waits for it, unless it
 // has answered already, and then nobody reads this outcome).
-func committedDuplicate(ctx context.Context, cause consumer.Cause) consumer.Outcome {
+func committedDuplicate(ctx context.Context, cause string) consumer.Outcome {
 	settle(ctx)
 	o := consumer.Duplicate()
 	o.Cause, o.Committed = cause, true
@@ -118,7 +118,7 @@ func stale(ctx context.Context, store dedup.TxStore, txn *dedup.Txn, d *consumer
 	}
 	err := store.RecordStale(ctx, d)
 	if errors.Is(err, dedup.ErrDuplicate) {
-		var cause consumer.Cause // read on its own: the transaction is over
+		var cause string // read on its own: the transaction is over
 		if causes, err := store.DuplicateCauses(ctx, []*consumer.Delivery{d}); err == nil {
 			cause = causes[0]
 		}

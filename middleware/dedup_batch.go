@@ -23,7 +23,7 @@ import (
 //   - a duplicate claim (1062): the statement alone rolled back, so no ROLLBACK TO SAVEPOINT; its Cause is
 //     read after the transaction ended, with the batch's other duplicates in one SELECT
 //     (dedup.TxStore.DuplicateCauses), and set on the batch (batch.Batch.SetDuplicateCause); if that
-//     read fails the consumer reports it as consumer.CauseUnknown;
+//     read fails the consumer reports it as "unknown";
 //   - error, retry, dead letter, a panic, or a handler that returned after the member's deadline: rolled
 //     back to its savepoint, its hooks dropped;
 //   - stale: rolled back to its savepoint, then its STALE row inserted in the batch transaction (kept).
@@ -43,7 +43,7 @@ import (
 // member is one member's pass through the batch transaction.
 type member struct {
 	bt  *batchTxn
-	b   *batch.Batch[consumer.Outcome, consumer.Cause]
+	b   *batch.Batch[consumer.Outcome, string]
 	idx int // the member's index in the callback (batch.Batch.Member)
 	d   *consumer.Delivery
 	sp  dedup.Savepoint
@@ -52,7 +52,7 @@ type member struct {
 
 // dedupInBatch is Dedup for a member of batch b after Done: savepoint, claim, handler, and keeping or
 // rolling back the member (see the comment above).
-func dedupInBatch(ctx context.Context, store dedup.TxStore, b *batch.Batch[consumer.Outcome, consumer.Cause], d *consumer.Delivery, next consumer.Handler) (consumer.Outcome, error) {
+func dedupInBatch(ctx context.Context, store dedup.TxStore, b *batch.Batch[consumer.Outcome, string], d *consumer.Delivery, next consumer.Handler) (consumer.Outcome, error) {
 	bt, err := batchTxnOf(b, store)
 	if err != nil {
 		return consumer.Outcome{}, err

@@ -36,7 +36,7 @@ func (m *member) rollback(cause error) error {
 // connection) or the batch's own deadline ended the transaction (it outlasted that deadline only by
 // waiting at the store gate). A member whose own statement broke its connection (a packet the server
 // refuses) is the member's fault: its batch is retried, not handled again in a loop.
-func storesFault(ctx context.Context, b *batch.Batch[consumer.Outcome, consumer.Cause], cause, err error) bool {
+func storesFault(ctx context.Context, b *batch.Batch[consumer.Outcome, string], cause, err error) bool {
 	if ctx.Err() != nil || (cause != nil && retry.Classify(cause) != retry.ClassInfrastructure) {
 		return false
 	}

@@ -18,7 +18,7 @@ import (
 type batchTxn struct {
 	store dedup.TxStore
 	txn   *dedup.Txn
-	b     *batch.Batch[consumer.Outcome, consumer.Cause]
+	b     *batch.Batch[consumer.Outcome, string]
 	mu    sync.Mutex
 	kept  []*consumer.Delivery
 	keys  map[string]bool // scope and event ID of the kept members
@@ -45,7 +45,7 @@ var ErrBatchLost = retry.Transient(errors.New("dedup: the batch transaction is l
 type batchKey struct{ store dedup.TxStore }
 
 // batchTxnOf returns the batch's shared transaction of store, beginning it with the batch's context.
-func batchTxnOf(b *batch.Batch[consumer.Outcome, consumer.Cause], store dedup.TxStore) (*batchTxn, error) {
+func batchTxnOf(b *batch.Batch[consumer.Outcome, string], store dedup.TxStore) (*batchTxn, error) {
 	key := batchKey{store}
 	if r, ok := b.Resource(key).(*batchTxn); ok {
 		return r, nil
@@ -176,9 +176,9 @@ func (bt *batchTxn) setCauses(ctx context.Context) {
 
 // readCauses reads the causes of duplicates ds, the batch's members idx, in one read
 // (dedup.TxStore.DuplicateCauses) and sets them on b (batch.Batch.SetDuplicateCause). A failed read
-// leaves them unset: the consumer reports them as consumer.CauseUnknown, never a guess. No duplicate costs
+// leaves them unset: the consumer reports them as "unknown", never a guess. No duplicate costs
 // nothing.
-func readCauses(ctx context.Context, store dedup.TxStore, b *batch.Batch[consumer.Outcome, consumer.Cause], idx []int, ds []*consumer.Delivery) {
+func readCauses(ctx context.Context, store dedup.TxStore, b *batch.Batch[consumer.Outcome, string], idx []int, ds []*consumer.Delivery) {
 	if len(ds) == 0 {
 		return
 	}

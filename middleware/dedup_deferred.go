@@ -41,7 +41,7 @@ import (
 // that returned after its deadline — stops the pass: the transaction is rolled back and Finish returns an
 // error wrapping batch.ErrHandleCarefully, so that the consumer handles the callback again carefully
 // (dedup_batch.go), where that member is decided alone and the others commit once. A panic (Recover, above
-// Dedup, does not see it here) is set as the member's outcome (batch.Batch.SetOutcome, CausePanic), so
+// Dedup, does not see it here) is set as the member's outcome (batch.Batch.SetOutcome, Cause "panic"), so
 // that the consumer logs it even when the careful pass does not meet it again. A deadlock (1213), a
 // connection the member's failure broke, or kept rows missing before COMMIT lose the transaction instead
 // (ErrBatchLost: the consumer handles the callback once more, carefully, and retries it if that pass is
@@ -53,7 +53,7 @@ import (
 // the store (batchKey).
 type deferredBatch struct {
 	store dedup.TxStore
-	b     *batch.Batch[consumer.Outcome, consumer.Cause]
+	b     *batch.Batch[consumer.Outcome, string]
 	mu    sync.Mutex
 	// members are the members deferred, in message order, each with an event no earlier member has.
 	members []*deferredMember
@@ -80,7 +80,7 @@ type deferredMember struct {
 // deferInBatch is Dedup for a member of a first pass after Done: it defers the member to Finish and
 // returns a processed outcome that depends on the batch (a duplicate when an earlier member has its event),
 // marked Committed: the batch's Finish decides it, not a deadline.
-func deferInBatch(ctx context.Context, store dedup.TxStore, b *batch.Batch[consumer.Outcome, consumer.Cause], d *consumer.Delivery, next consumer.Handler) (consumer.Outcome, error) {
+func deferInBatch(ctx context.Context, store dedup.TxStore, b *batch.Batch[consumer.Outcome, string], d *consumer.Delivery, next consumer.Handler) (consumer.Outcome, error) {
 	db, err := deferredOf(b, store)
 	if err != nil {
 		return consumer.Outcome{}, err
@@ -100,7 +100,7 @@ func deferInBatch(ctx context.Context, store dedup.TxStore, b *batch.Batch[consu
 }
 
 // deferredOf returns the batch's first-pass share of store, attaching it on first use.
-func deferredOf(b *batch.Batch[consumer.Outcome, consumer.Cause], store dedup.TxStore) (*deferredBatch, error) {
+func deferredOf(b *batch.Batch[consumer.Outcome, string], store dedup.TxStore) (*deferredBatch, error) {
 	key := batchKey{store}
 	if r, ok := b.Resource(key).(*deferredBatch); ok {
 		return r, nil
@@ -387,7 +387,7 @@ func (db *deferredBatch) commit(ctx context.Context, txn *dedup.Txn, kept []*def
 
 // setDuplicateCauses reads the causes of a batch's duplicates ms in one read (dedup.TxStore.DuplicateCauses)
 // and sets them on b; see batchTxn.setCauses.
-func setDuplicateCauses(ctx context.Context, store dedup.TxStore, b *batch.Batch[consumer.Outcome, consumer.Cause], ms []*deferredMember) {
+func setDuplicateCauses(ctx context.Context, store dedup.TxStore, b *batch.Batch[consumer.Outcome, string], ms []*deferredMember) {
 	if len(ms) == 0 {
 		return
 	}

@@ -23,7 +23,7 @@ type firstPassShares struct {
 type firstPassKey struct{}
 
 // firstPassSharesOf returns the batch's firstPassShares, attaching it on first use.
-func firstPassSharesOf(b *batch.Batch[consumer.Outcome, consumer.Cause]) (*firstPassShares, error) {
+func firstPassSharesOf(b *batch.Batch[consumer.Outcome, string]) (*firstPassShares, error) {
 	if r, ok := b.Resource(firstPassKey{}).(*firstPassShares); ok {
 		return r, nil
 	}

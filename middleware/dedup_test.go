@@ -219,7 +219,7 @@ func TestDedupFakeDB_DuplicateKeyOnClaimIsDuplicateWithoutRunningTheHandler(t *t
 
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindDuplicate, o.Kind)
-	assert.Equal(t, rmq.ConsumeSuccess, consumer.Resolve(o, err, consumer.Concurrent).Result)
+	assert.Equal(t, rmq.ConsumeSuccess, testenv.AnswerTo(t, o, err).Result)
 	assert.Equal(t, 0, h.calls, "a duplicate never runs the business handler again")
 	_, commits, rollbacks := f.counts()
 	assert.Equal(t, 0, commits)
@@ -234,7 +234,7 @@ func TestDedupFakeDB_HandlerErrorRollsBackAndRetries(t *testing.T) {
 	o, err := mw.Wrap(h.handle)(context.Background(), identified("e-1"))
 
 	require.ErrorIs(t, err, cause)
-	assert.Equal(t, rmq.ConsumeRetryLater, consumer.Resolve(o, err, consumer.Concurrent).Result)
+	assert.Equal(t, rmq.ConsumeRetryLater, testenv.AnswerTo(t, o, err).Result)
 	_, commits, rollbacks := f.counts()
 	assert.Equal(t, 0, commits, "a failed handler leaves no dedup row")
 	assert.Equal(t, 1, rollbacks)
@@ -273,7 +273,7 @@ func TestDedupFakeDB_UnsetOutcomeRollsBack(t *testing.T) {
 	o, err := mw.Wrap(h.handle)(context.Background(), identified("e-1"))
 
 	require.NoError(t, err)
-	assert.Equal(t, rmq.ConsumeRetryLater, consumer.Resolve(o, err, consumer.Concurrent).Result)
+	assert.Equal(t, rmq.ConsumeRetryLater, testenv.AnswerTo(t, o, err).Result)
 	_, commits, _ := f.counts()
 	assert.Equal(t, 0, commits)
 }
@@ -301,7 +301,7 @@ func TestDedupFakeDB_CommitFailureIsNeverAcknowledged(t *testing.T) {
 	o, err := mw.Wrap(h.handle)(context.Background(), identified("e-1"))
 
 	require.ErrorIs(t, err, mysql.ErrInvalidConn)
-	assert.Equal(t, rmq.ConsumeRetryLater, consumer.Resolve(o, err, consumer.Concurrent).Result)
+	assert.Equal(t, rmq.ConsumeRetryLater, testenv.AnswerTo(t, o, err).Result)
 	assert.Equal(t, retry.ClassInfrastructure, retry.Classify(err), "a lost connection at COMMIT is the store's failure, not the message's")
 }
 
@@ -317,7 +317,7 @@ func TestDedupFakeDB_ClaimLostUnderTheHandlerIsNotCommitted(t *testing.T) {
 
 	require.ErrorIs(t, err, dedup.ErrClaimLost)
 	assert.Equal(t, retry.ClassTransient, retry.Classify(err))
-	assert.Equal(t, rmq.ConsumeRetryLater, consumer.Resolve(o, err, consumer.Concurrent).Result)
+	assert.Equal(t, rmq.ConsumeRetryLater, testenv.AnswerTo(t, o, err).Result)
 	_, commits, rollbacks := f.counts()
 	assert.Zero(t, commits)
 	assert.Equal(t, 1, rollbacks)
@@ -331,7 +331,7 @@ func TestDedupFakeDB_BeginFailureDoesNotRunTheHandler(t *testing.T) {
 	o, err := mw.Wrap(h.handle)(context.Background(), identified("e-1"))
 
 	require.Error(t, err)
-	assert.Equal(t, rmq.ConsumeRetryLater, consumer.Resolve(o, err, consumer.Concurrent).Result)
+	assert.Equal(t, rmq.ConsumeRetryLater, testenv.AnswerTo(t, o, err).Result)
 	assert.Equal(t, 0, h.calls)
 }
 
@@ -373,6 +373,6 @@ func TestDedupHandle_WithoutDedupIsErrNoTx(t *testing.T) {
 	o, err := h(context.Background(), identified("e-1"))
 
 	require.ErrorIs(t, err, dedup.ErrNoTx)
-	assert.Equal(t, rmq.ConsumeRetryLater, consumer.Resolve(o, err, consumer.Concurrent).Result)
+	assert.Equal(t, rmq.ConsumeRetryLater, testenv.AnswerTo(t, o, err).Result)
 	assert.False(t, called)
 }

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/middleware"
 )
 
@@ -37,14 +38,14 @@ func TestRecoverAndTimeout_F2_F7_RetriesAskForDelayLevelZero(t *testing.T) {
 	<-returned
 	<-returned
 
-	assert.Equal(t, withCause(consumer.Retry(0, "panic"), consumer.CausePanic), recovered)
-	assert.Equal(t, withCause(consumer.Retry(0, "panic"), consumer.CausePanic), timeoutPanic)
-	assert.Equal(t, withCause(consumer.Retry(0, "handler timeout"), consumer.CauseTimeout), timedOut)
+	assert.Equal(t, withCause(consumer.Retry(0, "panic"), causelabel.Panic), recovered)
+	assert.Equal(t, withCause(consumer.Retry(0, "panic"), causelabel.Panic), timeoutPanic)
+	assert.Equal(t, withCause(consumer.Retry(0, "handler timeout"), causelabel.Timeout), timedOut)
 	assert.Equal(t, consumer.Retry(0, "handler cancelled"), stopped, "a cancellation by Shutdown is not a timeout")
 }
 
 // withCause returns o with its Cause set to c.
-func withCause(o consumer.Outcome, c consumer.Cause) consumer.Outcome {
+func withCause(o consumer.Outcome, c string) consumer.Outcome {
 	o.Cause = c
 	return o
 }

@@ -74,7 +74,7 @@
 // # Recover
 //
 // Recover turns a panic inside the chain into a retry: the outcome is consumer.Retry (Cause
-// consumer.CausePanic) and the error is a
+// "panic") and the error is a
 // *PanicError (wrapping ErrPanic) with the panic value. It logs one error-level line per panic with group,
 // topic, msg_id, the panic value and the panicking goroutine's stack (field "stack"): for a panic it
 // recovers itself, and for a *PanicError returned from inside (middleware.Timeout recovers the panics of
@@ -122,7 +122,7 @@
 // message: Dedup's COMMIT answered after the deadline or the cancellation) passes through unchanged: a
 // committed transaction is never a timeout.
 // When the chain returns anything else after a deadline fired, the outcome is a retry with Cause
-// consumer.CauseTimeout and the reason "handler timeout"; the error wraps context.DeadlineExceeded and names
+// "timeout" and the reason "handler timeout"; the error wraps context.DeadlineExceeded and names
 // the deadline that fired: "middleware.Deadline(<d>)", or the parent context's (the consumer's
 // HandlerTimeout) with the time it had left when the message reached Deadline. The handler's own error, if
 // any, is kept as text only, so a late error cannot change how the message is classified. When the parent
@@ -139,7 +139,7 @@
 // Config.HandlerTimeout, or Deadline, which costs no goroutine.
 //
 // It gives the rest of the chain a context deadline d (or keeps the parent's, the consumer's HandlerTimeout,
-// when that is earlier). When a deadline passes first, the outcome is a retry (Cause consumer.CauseTimeout,
+// when that is earlier). When a deadline passes first, the outcome is a retry (Cause "timeout",
 // reason "handler timeout") and the error wraps context.DeadlineExceeded and names the deadline that fired:
 // "middleware.Timeout(<d>)", or the parent context's with the time it had left when the message reached
 // Timeout. When the parent is cancelled first (the consumer is stopping), the outcome is a retry "handler
@@ -185,7 +185,7 @@
 //
 // store is any dedup.TxStore: a *dedup.Store, or a fast-path layer wrapping one. Before Begin, Dedup asks
 // store.Done; an event the store knows is done is a consumer.Duplicate without a transaction (with the
-// cause the store knows, or none: the consumer then reports consumer.CauseUnknown). *dedup.Store never
+// cause the store knows, or none: the consumer then reports "unknown"). *dedup.Store never
 // knows (no round trip).
 //
 // In a batch (consumer.Config.BatchSize > 1; consumer's package doc, "Batch") the members of one callback share
@@ -207,11 +207,11 @@
 // commits exactly with them. Put it where Dedup goes (Chain treats it as Dedup: EventID and Classify before
 // it, Version after it; it serves dedup.Handle handlers), never both. Per delivery:
 //   - another delivery holds a live lease (its handler is running, or died less than lease ago): a retry
-//     with cause consumer.CauseLeaseHeld at the broker delay level covering lease (on a default broker:
+//     with cause "lease_held" at the broker delay level covering lease (on a default broker:
 //     1s 5s 10s 30s 1m … 2h), never acknowledged; the handler does not run;
 //   - the lease expired without a commit (its holder died): this delivery takes it over by a conditional
 //     UPDATE and dedup.Takeover(ctx) reports true to the handler, which should ask the other side whether
-//     the call happened before calling again; the processed outcome carries consumer.CauseTakeover
+//     the call happened before calling again; the processed outcome carries "takeover"
 //     (rmqguard_lease_takeovers_total);
 //   - the handler returns an error (its context live; not a deadline, a cancellation, a panic or an
 //     outage, after which the lease is expired) or an outcome that does not commit: the lease is released, and the retry runs as a new claim —
@@ -255,7 +255,7 @@
 //     conditional update moves it);
 //   - version > stored + 1, a gap (an earlier event has not arrived): consumer.Retry(cfg.GapDelayLevel,
 //     "version gap: …") while Attempt < GapRetries and the delivery is not the last; then cfg.OnGap:
-//     GapDeadLetter → consumer.DeadLetter("version gap: …", reason class consumer.CauseVersionGap),
+//     GapDeadLetter → consumer.DeadLetter("version gap: …", reason class "version_gap"),
 //     GapApply → applied as the next version would be (the stored version jumps).
 //
 // Two events of one aggregate handled at once are serialised by the row lock (table mode), a new aggregate's

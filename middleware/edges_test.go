@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/middleware"
 )
 
@@ -32,7 +33,7 @@ func TestClassify_F5_ExhaustedReasonNamesTheLastFailure(t *testing.T) {
 
 			require.NoError(t, err)
 			letter := consumer.DeadLetter(want)
-			letter.Cause = consumer.CauseExhausted
+			letter.Cause = causelabel.Exhausted
 			assert.Equal(t, letter, o)
 		})
 	}

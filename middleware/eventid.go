@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/retry"
 )
@@ -136,7 +137,7 @@ type EventIDConfig struct {
 
 // EventID finds each message's business event ID (the idempotency key), event type and aggregate ID and
 // stores them on the Delivery. A message whose ID is missing, empty, not valid UTF-8 or longer than
-// MaxLength is dead-lettered at once (Cause consumer.CauseUnidentifiable) with a reason naming every source
+// MaxLength is dead-lettered at once (Cause "unidentifiable") with a reason naming every source
 // tried and the fix (the producer sets the ID, or EventIDConfig.Extractors names where it is); the error is permanent (retry.Permanent) and wraps ErrUnidentifiable. It returns an error naming the field when cfg is invalid.
 func EventID(cfg EventIDConfig) (Middleware, error) {
 	if len(cfg.Extractors) == 0 {
@@ -172,7 +173,7 @@ func (w *eventIDMW) wrap(next consumer.Handler) consumer.Handler {
 	return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		id, err := extractID(cfg, d)
 		if err != nil {
-			return withCause(consumer.DeadLetter(err.Error()), consumer.CauseUnidentifiable), retry.Permanent(err)
+			return withCause(consumer.DeadLetter(err.Error()), causelabel.Unidentifiable), retry.Permanent(err)
 		}
 		d.EventID = id
 		d.EventType = first(cfg.TypeExtractors, d)

@@ -41,9 +41,9 @@ func requireUnidentifiable(t *testing.T, o consumer.Outcome, err error, s *seen)
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
 	assert.NotEmpty(t, o.Reason)
 	assert.Empty(t, s.got, "the next handler must not run for an unidentifiable message")
-	res := consumer.Resolve(o, err, consumer.Concurrent)
+	res := testenv.AnswerTo(t, o, err)
 	assert.Equal(t, rmq.ConsumeRetryLater, res.Result, "an unidentifiable message is never acknowledged without a DLQ entry")
-	assert.Equal(t, consumer.DelayLevelDLQ, res.DelayLevel, "an unidentifiable message goes to the DLQ at once, it is not retried")
+	assert.Equal(t, testenv.DelayLevelDLQ, res.DelayLevel, "an unidentifiable message goes to the DLQ at once, it is not retried")
 }
 
 func TestEventID_F11_PropertyPreferredOverKeys(t *testing.T) {

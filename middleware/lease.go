@@ -9,6 +9,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/batch"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -59,13 +60,13 @@ func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
 		if d.EventID == "" {
 			return consumer.Outcome{}, retry.Permanent(fmt.Errorf("lease: %w (put middleware.EventID before middleware.Lease)", ErrUnidentifiable))
 		}
-		if batch.FromContext[consumer.Outcome, consumer.Cause](ctx) != nil {
+		if batch.FromContext[consumer.Outcome, string](ctx) != nil {
 			return consumer.Outcome{}, retry.Permanent(errors.New("middleware.Lease does not run in batches: set consumer.Config.BatchSize to 1"))
 		}
 		lease, err := store.ClaimLease(ctx, d, w.lease)
 		if errors.Is(err, dedup.ErrLeaseHeld) {
 			o := consumer.Retry(w.level, held)
-			o.Cause = consumer.CauseLeaseHeld
+			o.Cause = causelabel.LeaseHeld
 			return o, nil
 		}
 		if err != nil {
@@ -133,7 +134,7 @@ func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
 		end = nil // deleted with the commit
 		o.Committed = true
 		if dedup.Takeover(lctx) && o.Kind == consumer.KindProcessed {
-			o.Cause = consumer.CauseTakeover
+			o.Cause = causelabel.Takeover
 		}
 		return o, nil
 	}
@@ -146,5 +147,5 @@ func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
 func unknownEffect(o consumer.Outcome, err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
 		(err != nil && retry.Classify(err) == retry.ClassInfrastructure) ||
-		o.Cause == consumer.CauseTimeout || o.Cause == consumer.CausePanic
+		o.Cause == causelabel.Timeout || o.Cause == causelabel.Panic
 }

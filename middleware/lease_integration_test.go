@@ -22,6 +22,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 )
@@ -93,7 +94,7 @@ func requireLeaseHeld(t *testing.T, o consumer.Outcome, err error) {
 	t.Helper()
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindRetry, o.Kind, "a live lease is retried: %s", o)
-	assert.Equal(t, consumer.CauseLeaseHeld, o.Cause)
+	assert.Equal(t, causelabel.LeaseHeld, o.Cause)
 	assert.Contains(t, o.Reason, "lease held")
 	assert.False(t, o.Kind.Acknowledges())
 }
@@ -267,10 +268,10 @@ func TestLease_HolderKilledMinus9_AfterTheLeaseExpiresOneRedeliveryTakesOverAndI
 		switch o.Kind {
 		case consumer.KindProcessed:
 			processed++
-			assert.Equal(t, consumer.CauseTakeover, o.Cause, "the processed outcome says it took over")
+			assert.Equal(t, causelabel.Takeover, o.Cause, "the processed outcome says it took over")
 		case consumer.KindDuplicate:
 		default:
-			assert.Equal(t, consumer.CauseLeaseHeld, o.Cause, "a loser is retried for the taker's live lease: %s", o)
+			assert.Equal(t, causelabel.LeaseHeld, o.Cause, "a loser is retried for the taker's live lease: %s", o)
 		}
 	}
 	assert.Equal(t, 1, processed, "one redelivery took over: %v", outcomes)
@@ -340,7 +341,7 @@ func TestLease_DoneCommitsWithTheBusinessWrites_ALostCommitLeavesNeitherAndATake
 	o, err = w.chain(t, w.store, time.Minute, h)(context.Background(), w.delivery(ev, ev+"-m1", 0))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
-	assert.Equal(t, consumer.CauseTakeover, o.Cause)
+	assert.Equal(t, causelabel.Takeover, o.Cause)
 	assert.Equal(t, []bool{false, true}, tookOver, "the run after the lost commit is told it took over")
 	assert.Equal(t, 1, w.ledger.Count(t, ev), "the business write and")
 	assert.Equal(t, 1, w.rows(t, "processed_event", ev), "the DONE row committed together")
@@ -455,7 +456,7 @@ func TestLease_LeaseShorterThanTheHandlerIsTakenOverAndTheFirstCommitsNothing(t 
 	r = <-second
 	require.NoError(t, r.err)
 	assert.Equal(t, consumer.KindProcessed, r.o.Kind)
-	assert.Equal(t, consumer.CauseTakeover, r.o.Cause)
+	assert.Equal(t, causelabel.Takeover, r.o.Cause)
 	assert.Equal(t, []bool{false, true}, tookOver)
 	assert.Equal(t, 1, w.ledger.Count(t, ev), "one commit")
 	assert.Equal(t, 0, w.rows(t, "event_lease", ev))

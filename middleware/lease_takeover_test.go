@@ -15,6 +15,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -50,7 +51,7 @@ func TestLease_TakeoverThatFailsKeepsTheTakeoverForTheNextDelivery(t *testing.T)
 	o, err = chain(context.Background(), w.delivery(ev, ev+"-m1", 2))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind, "the retry runs at once: %s", o)
-	assert.Equal(t, consumer.CauseTakeover, o.Cause, "counted once, on the processed delivery")
+	assert.Equal(t, causelabel.Takeover, o.Cause, "counted once, on the processed delivery")
 	assert.Equal(t, []bool{true, true}, tookOver, "both runs after the dead holder are told it may have called")
 	assert.Equal(t, 1, w.ledger.Count(t, ev))
 	assert.Equal(t, 1, w.rows(t, "processed_event", ev))
@@ -118,13 +119,13 @@ func TestLease_RunEndedByAnInnerDeadlineIsATakeoverNotANewClaim(t *testing.T) {
 	o, err := chain(context.Background(), w.delivery(ev, ev+"-m1", 0))
 	require.Error(t, err)
 	assert.Equal(t, consumer.KindRetry, o.Kind, "%s", o)
-	assert.Equal(t, consumer.CauseTimeout, o.Cause)
+	assert.Equal(t, causelabel.Timeout, o.Cause)
 	assert.Equal(t, 1, w.rows(t, "event_lease", ev), "the lease stays, expired")
 
 	o, err = chain(context.Background(), w.delivery(ev, ev+"-m1", 1))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind, "the retry runs at once: %s", o)
-	assert.Equal(t, consumer.CauseTakeover, o.Cause)
+	assert.Equal(t, causelabel.Takeover, o.Cause)
 	assert.Equal(t, []bool{false, true}, tookOver, "the run after the deadline is told it took over")
 	assert.Equal(t, 1, w.ledger.Count(t, ev))
 }
@@ -170,7 +171,7 @@ func TestLease_HandlerFailingOnAnOutageAfterItsCallIsATakeover(t *testing.T) {
 
 	o, err = chain(context.Background(), w.delivery(ev, ev+"-m1", 0))
 	require.NoError(t, err)
-	assert.Equal(t, consumer.CauseTakeover, o.Cause, "%s", o)
+	assert.Equal(t, causelabel.Takeover, o.Cause, "%s", o)
 	assert.Equal(t, []bool{false, true}, tookOver)
 }
 
@@ -198,7 +199,7 @@ func TestLease_TransactionRolledBackUnderTheHandlerKeepsTheLease(t *testing.T) {
 
 	o, err = chain(context.Background(), w.delivery(ev, ev+"-m1", 1))
 	require.NoError(t, err)
-	assert.Equal(t, consumer.CauseTakeover, o.Cause, "%s", o)
+	assert.Equal(t, causelabel.Takeover, o.Cause, "%s", o)
 	assert.Equal(t, []bool{false, true}, tookOver)
 }
 

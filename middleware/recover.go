@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 )
 
 // ErrPanic marks the error of a recovered handler panic; test it with errors.Is.
@@ -41,15 +42,15 @@ func (e *PanicError) Unwrap() []error {
 	return []error{ErrPanic}
 }
 
-// panicRetry is the outcome of a recovered panic: a retry whose Cause, consumer.CausePanic, becomes the
+// panicRetry is the outcome of a recovered panic: a retry whose Cause, "panic", becomes the
 // dead letter's reason class if the broker dead-letters it on its last delivery.
 func panicRetry() consumer.Outcome {
 	o := consumer.Retry(0, "panic")
-	o.Cause = consumer.CausePanic
+	o.Cause = causelabel.Panic
 	return o
 }
 
-// Recover turns a panic inside the chain into a retry (Cause consumer.CausePanic) whose error is a
+// Recover turns a panic inside the chain into a retry (Cause "panic") whose error is a
 // *PanicError wrapping ErrPanic, and logs one error line per panic with the handler's stack. A nil log
 // recovers without logging. See the package doc, "Recover".
 func Recover(log *zap.Logger) Middleware {

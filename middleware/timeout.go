@@ -9,7 +9,7 @@ import (
 
 // Timeout is Deadline for handlers that ignore their context: it runs the rest of the chain on a goroutine
 // of its own and returns at deadline d (or the consumer's HandlerTimeout when earlier) with a retry, Cause
-// consumer.CauseTimeout. Chain refuses it outside Recover or beside Deadline. See the package doc, "Deadline
+// "timeout". Chain refuses it outside Recover or beside Deadline. See the package doc, "Deadline
 // and Timeout".
 func Timeout(d time.Duration) Middleware {
 	own := newOwnDeadline("middleware.Timeout", d)

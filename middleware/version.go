@@ -7,6 +7,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 )
 
 // Version checks each event's aggregate version against the stored one inside the dedup transaction, so
@@ -56,7 +57,7 @@ func (v *versionCheck) handle(ctx context.Context, d *consumer.Delivery, next co
 	version, unchecked := v.identify(d)
 	if unchecked != "" {
 		if v.cfg.Require || version < 0 {
-			return withCause(consumer.DeadLetter(unchecked), consumer.CausePermanent), nil
+			return withCause(consumer.DeadLetter(unchecked), causelabel.Permanent), nil
 		}
 		return next(ctx, d)
 	}
@@ -71,7 +72,7 @@ func (v *versionCheck) handle(ctx context.Context, d *consumer.Delivery, next co
 	case version > stored+1 && v.waitForGap(d):
 		return consumer.Retry(v.cfg.GapDelayLevel, gapReason(name, version, stored, d)), nil
 	case version > stored+1 && v.cfg.OnGap == GapDeadLetter:
-		return withCause(consumer.DeadLetter(gapReason(name, version, stored, d)), consumer.CauseVersionGap), nil
+		return withCause(consumer.DeadLetter(gapReason(name, version, stored, d)), causelabel.VersionGap), nil
 	}
 	o, err := next(ctx, d)
 	if err != nil || (o.Kind != consumer.KindProcessed && o.Kind != consumer.KindDuplicate) || v.cfg.Load != nil {

@@ -19,7 +19,7 @@ type GapPolicy uint8
 
 const (
 	// GapDeadLetter (default) sends the event to the DLQ with the reason "version gap: …" (reason class
-	// consumer.CauseVersionGap): strict mode, for versions that move up by one per event.
+	// "version_gap"): strict mode, for versions that move up by one per event.
 	GapDeadLetter GapPolicy = iota
 	// GapApply applies the event anyway; the stored version jumps to the event's. For versions that are
 	// monotonic but not dense (an aggregate whose events this group does not all see).

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/middleware"
 )
 
@@ -125,7 +126,7 @@ func TestVersion_GapIsRetriedThenDeadLettered(t *testing.T) {
 	o, err := r.run(t, middleware.VersionConfig{}, event("9", 3))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
-	assert.Equal(t, consumer.CauseVersionGap, o.Cause)
+	assert.Equal(t, causelabel.VersionGap, o.Cause)
 	assert.Equal(t, "version gap: aggregate order o-1: event version 9, stored 6 (versions 7..8 missing) on delivery 4", o.Reason)
 	assert.Zero(t, r.calls)
 
@@ -156,7 +157,7 @@ func TestVersion_GapApplyRunsTheHandlerOnceTheGapHasWaited(t *testing.T) {
 	r = newVersionRig(5)
 	o, err = r.run(t, middleware.VersionConfig{GapRetries: middleware.NoGapRetries}, event("7", 0))
 	require.NoError(t, err)
-	assert.Equal(t, consumer.CauseVersionGap, o.Cause, "NoGapRetries with GapDeadLetter dead-letters at once")
+	assert.Equal(t, causelabel.VersionGap, o.Cause, "NoGapRetries with GapDeadLetter dead-letters at once")
 }
 
 // On the group's last delivery a gap follows OnGap even with retries left: a retry there would reach the
@@ -174,7 +175,7 @@ func TestVersion_GapOnTheLastDeliveryFollowsOnGap(t *testing.T) {
 	o, err := h(dedup.WithTxn(context.Background(), &dedup.Txn{Tx: &sqlx.Tx{}}), last())
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
-	assert.Equal(t, consumer.CauseVersionGap, o.Cause, "not exhausted")
+	assert.Equal(t, causelabel.VersionGap, o.Cause, "not exhausted")
 
 	o, err = r.run(t, middleware.VersionConfig{GapRetries: 10, OnGap: middleware.GapApply}, last())
 	require.NoError(t, err)
@@ -197,7 +198,7 @@ func TestVersion_MissingVersionOrAggregateID(t *testing.T) {
 	o, err := r.run(t, middleware.VersionConfig{Require: true}, event("", 0))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
-	assert.Equal(t, consumer.CausePermanent, o.Cause)
+	assert.Equal(t, causelabel.Permanent, o.Cause)
 	assert.Equal(t, "aggregate order o-1: no version (property AGGREGATE_VERSION: not present)", o.Reason)
 	assert.Zero(t, r.calls)
 
@@ -216,7 +217,7 @@ func TestVersion_VersionNotAnIntegerIsDeadLettered(t *testing.T) {
 		o, err := r.run(t, middleware.VersionConfig{}, event(v, 0))
 		require.NoError(t, err, v)
 		assert.Equal(t, consumer.KindDeadLetter, o.Kind, "%s: even without Require", v)
-		assert.Equal(t, consumer.CausePermanent, o.Cause, v)
+		assert.Equal(t, causelabel.Permanent, o.Cause, v)
 		assert.Equal(t, `aggregate order o-1: event version "`+v+`" is not an integer ≥ 1`, o.Reason)
 		assert.Zero(t, r.calls, v)
 	}

@@ -13,7 +13,7 @@
 // The package is named after what it manages (the client's own package for cluster operations is called
 // admin, and covers more). It speaks the remoting protocol of rocketmq-client-go/v2 (4.x and 5.x brokers,
 // no gRPC proxy) and signs its requests with ACL credentials when given; the broker's refusals come back as
-// *consumer.ACLError. A consumer ensures its group's topics in Start itself (consumer.Config.SkipTopicEnsure).
+// errors that match consumer.ErrACL. A consumer ensures its group's topics in Start itself (consumer.Config.SkipTopicEnsure).
 //
 // # ACL
 //

@@ -110,7 +110,7 @@ func (b BrokerResult) String() string { return b.Broker + " (" + b.Addr + "): " 
 // failed topic's too when some broker was done) with the error, which names the topic and, for a broker's refusal, the broker: an invalid Cluster or Topic; a
 // broker named in c.Brokers that is not a master the name servers list; a name server or broker
 // unreachable; ctx done first (give ctx a deadline: a new topic's route is polled every 200 ms until the
-// name server shows it); an *consumer.ACLError; a business topic that exists without a writable queue.
+// name server shows it); a broker's ACL refusal (errors.Is consumer.ErrACL); a business topic that exists without a writable queue.
 func Ensure(ctx context.Context, c Cluster, ts ...Topic) ([]Result, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -131,7 +131,7 @@ func Ensure(ctx context.Context, c Cluster, ts ...Topic) ([]Result, error) {
 			out = append(out, r)
 		}
 		if err != nil {
-			return out, fmt.Errorf("topics: %w", err)
+			return out, rmq.MarkACL(fmt.Errorf("topics: %w", err), consumer.ErrACL)
 		}
 	}
 	return out, nil

@@ -96,7 +96,7 @@ type countingLayer struct {
 }
 
 // Done asks the layer and counts a "done" answer.
-func (c countingLayer) Done(ctx context.Context, d *consumer.Delivery) (consumer.Cause, bool) {
+func (c countingLayer) Done(ctx context.Context, d *consumer.Delivery) (string, bool) {
 	cause, ok := c.TxStore.Done(ctx, d)
 	if ok {
 		c.answered.WithLabelValues(d.Group, d.Topic).Inc()

@@ -97,7 +97,7 @@ func TestExampleConsumer_WiresTheRedisFastPath(t *testing.T) {
 
 	o := deliver()
 	require.Equal(t, consumer.KindDuplicate, o.Kind)
-	assert.Equal(t, consumer.CauseResend, o.Cause)
+	assert.Equal(t, "resend", o.Cause)
 	assert.Equal(t, 1.0, counterValue(t, reg, redisDuplicatesMetric, map[string]string{"group": group, "topic": "SHOP_TEST"}))
 	assert.Equal(t, 1.0, counterValue(t, reg, "rmqguard_redis_fallbacks_total", nil), "the duplicate did not fall through")
 	assert.Equal(t, 1, effects)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -55,7 +56,7 @@ func TestRedisFast_StaleEventGetsADoneKey(t *testing.T) {
 	o, err = f.handle(h, f.msg(ev))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindDuplicate, o.Kind)
-	assert.Equal(t, consumer.CauseResend, o.Cause)
+	assert.Equal(t, causelabel.Resend, o.Cause)
 	assert.Equal(t, misses, f.obs.get("miss"), "answered by the done key")
 	assert.Equal(t, 0, f.ledger.Count(t, ev), "a stale event writes nothing")
 }

@@ -78,7 +78,7 @@ func TestF16_Batch_LostBatchWritesNoDoneKey(t *testing.T) {
 	e1, e2 := f.prefix+"-1", f.prefix+"-2"
 	var keysBeforeAlone []bool
 	cb := f.batchCallback(t, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
-		if batch.FromContext[consumer.Outcome, consumer.Cause](ctx) == nil && keysBeforeAlone == nil {
+		if batch.FromContext[consumer.Outcome, string](ctx) == nil && keysBeforeAlone == nil {
 			keysBeforeAlone = []bool{f.exists(t, e1), f.exists(t, e2)}
 		}
 		if d.EventID == e2 {

@@ -76,12 +76,12 @@ func (l *Layer) Confirm(ctx context.Context, txn *dedup.Txn, d *consumer.Deliver
 }
 
 // DuplicateCause reads the duplicate's cause from the wrapped store.
-func (l *Layer) DuplicateCause(ctx context.Context, txn *dedup.Txn, d *consumer.Delivery) (consumer.Cause, error) {
+func (l *Layer) DuplicateCause(ctx context.Context, txn *dedup.Txn, d *consumer.Delivery) (string, error) {
 	return l.store.DuplicateCause(ctx, txn, d)
 }
 
 // DuplicateCauses reads the causes of a batch's duplicates from the wrapped store.
-func (l *Layer) DuplicateCauses(ctx context.Context, ds []*consumer.Delivery) ([]consumer.Cause, error) {
+func (l *Layer) DuplicateCauses(ctx context.Context, ds []*consumer.Delivery) ([]string, error) {
 	return l.store.DuplicateCauses(ctx, ds)
 }
 

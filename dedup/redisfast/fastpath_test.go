@@ -15,6 +15,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dedup/redisfast"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 )
@@ -45,11 +46,11 @@ func TestRedisFast_DoneKeyAnswersDuplicatesWithoutTheDatabase(t *testing.T) {
 	again, err := f.handle(h, first)
 	require.NoError(t, err, "no database needed")
 	assert.Equal(t, consumer.KindDuplicate, again.Kind)
-	assert.Equal(t, consumer.CauseRedelivery, again.Cause, "the same message: its ID is the one the key holds")
+	assert.Equal(t, causelabel.Redelivery, again.Cause, "the same message: its ID is the one the key holds")
 	resent, err := f.handle(h, f.msg(ev))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindDuplicate, resent.Kind)
-	assert.Equal(t, consumer.CauseResend, resent.Cause)
+	assert.Equal(t, causelabel.Resend, resent.Cause)
 	assert.Equal(t, 1, f.ledger.Count(t, ev), "applied once")
 	assert.Equal(t, 1, f.obs.get("miss"), "only the first delivery missed")
 }
@@ -70,7 +71,7 @@ func TestRedisFast_ExpiredDoneKeyMySQLDecides(t *testing.T) {
 	o, err = f.handle(h, f.msg(ev))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindDuplicate, o.Kind, "MySQL's unique key decided")
-	assert.Equal(t, consumer.CauseResend, o.Cause, "the cause read from the stored row")
+	assert.Equal(t, causelabel.Resend, o.Cause, "the cause read from the stored row")
 	assert.Equal(t, misses+1, f.obs.get("miss"), "the miss is counted")
 	assert.Equal(t, 1, f.ledger.Count(t, ev), "applied once")
 
@@ -124,7 +125,7 @@ func TestRedisFast_RedisTimeoutFallsThroughToMySQL(t *testing.T) {
 	o, err = f.handle(h, f.msg(ev))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindDuplicate, o.Kind)
-	assert.Equal(t, consumer.CauseResend, o.Cause, "from the stored row")
+	assert.Equal(t, causelabel.Resend, o.Cause, "from the stored row")
 	assert.Equal(t, 1, f.obs.get("timeout"))
 	assert.Equal(t, 1, f.ledger.Count(t, ev))
 }

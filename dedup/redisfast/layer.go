@@ -164,7 +164,7 @@ func (l *Layer) Key(d *consumer.Delivery) string {
 // or "" when the key holds none (written for a duplicate whose original message is unknown). A missing key, an error or a
 // timeout is counted and returns false: the database decides; an error or a timeout also starts the
 // cool-down (Config.Cooldown), during which Done asks nothing and returns false (reasonSkipped).
-func (l *Layer) Done(ctx context.Context, d *consumer.Delivery) (consumer.Cause, bool) {
+func (l *Layer) Done(ctx context.Context, d *consumer.Delivery) (string, bool) {
 	if l.quiet() {
 		return "", false
 	}

@@ -162,8 +162,8 @@ func TestACL_RightKeysConsumeRetryDeadLetterAndReplayInANamespace(t *testing.T) 
 }
 
 // With a wrong secret the broker refuses, and says so with an error naming the access key that callers
-// match with errors.As: consumer.Start fails with a *consumer.ACLError (the client itself would only log
-// its refused pulls and heartbeats and receive nothing), rmq with the same *rmq.ACLError.
+// match with errors.Is: consumer.Start fails with an error matching consumer.ErrACL (the client itself would
+// only log its refused pulls and heartbeats and receive nothing) that wraps rmq's *rmq.ACLError.
 func TestACL_WrongSecretIsRefusedWithAClearError(t *testing.T) {
 	w := newACLWorld(t)
 	w.send(t, "never-consumed")
@@ -172,8 +172,9 @@ func TestACL_WrongSecretIsRefusedWithAClearError(t *testing.T) {
 	got := make(chan seen, 4)
 	c := w.newConsumer(t, wrong, got, func(*consumer.Delivery) consumer.Outcome { return consumer.Processed() })
 	err := c.Start()
-	var acl *consumer.ACLError
-	require.True(t, errors.As(err, &acl), "want *consumer.ACLError from Start, got %v", err)
+	require.ErrorIs(t, err, consumer.ErrACL, "from Start")
+	var acl *rmq.ACLError
+	require.True(t, errors.As(err, &acl), "want *rmq.ACLError inside Start's error, got %v", err)
 	assert.Equal(t, wrong.AccessKey, acl.AccessKey)
 	assert.Equal(t, w.stack.Broker, acl.Broker)
 	assert.Contains(t, err.Error(), "ACL: access denied / signature mismatch for access key "+wrong.AccessKey)

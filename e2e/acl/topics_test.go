@@ -18,7 +18,7 @@ import (
 
 // With keys and a namespace, by default: Start creates a fresh group's %RETRY%<ns>%<group> and
 // %DLQ%<ns>%<group> (signed), and the consumer's own producer dead-letters a message there with its
-// reason; with a wrong secret Start fails with the *consumer.ACLError naming the broker, and creates nothing.
+// reason; with a wrong secret Start fails with an error matching consumer.ErrACL, naming the broker, and creates nothing.
 func TestACL_ConsumerEnsuresTopicsAndPublishesDeadLettersInANamespace(t *testing.T) {
 	w := newACLWorld(t)
 	w.group += "-fresh" // newACLWorld made the topics of w.group; this group has none
@@ -57,8 +57,9 @@ func TestACL_ConsumerEnsuresTopicsAndPublishesDeadLettersInANamespace(t *testing
 	wrong := w.wrongSecret()
 	c2 := w.newConsumer(t, wrong, got, func(*consumer.Delivery) consumer.Outcome { return consumer.Processed() })
 	err = c2.Start()
-	var acl *consumer.ACLError
-	require.True(t, errors.As(err, &acl), "want *consumer.ACLError from Start, got %v", err)
+	require.ErrorIs(t, err, consumer.ErrACL, "from Start")
+	var acl *rmq.ACLError
+	require.True(t, errors.As(err, &acl), "want *rmq.ACLError inside Start's error, got %v", err)
 	assert.Equal(t, w.stack.Broker, acl.Broker)
 	assert.Contains(t, err.Error(), "ensure topics")
 	assert.Contains(t, err.Error(), rmq.NamespacedRetryTopic(w.cluster.Namespace, w.group))

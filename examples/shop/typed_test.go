@@ -45,7 +45,7 @@ func TestTyped_BodyThatIsNotJSONIsDeadLetteredWithTheReason(t *testing.T) {
 			o := w.through(w.chain(3), d)
 			assert.Equal(t, consumer.KindDeadLetter, o.Kind, "%s attempt %d: %s", d.EventType, attempt, o)
 			assert.True(t, strings.HasPrefix(o.Reason, "undecodable body: invalid character '<'"), "%s: %q", d.EventType, o.Reason)
-			assert.Equal(t, consumer.CausePermanent, o.Cause)
+			assert.Equal(t, "permanent", o.Cause)
 		}
 		assert.Zero(t, w.int(`SELECT COUNT(*) FROM processed_event WHERE consumer_group = ? AND event_id = ?`, w.group, d.EventID))
 	}

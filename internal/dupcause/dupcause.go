@@ -4,19 +4,20 @@ package dupcause
 
 import (
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/internal/letter"
 )
 
 // Of is the cause of duplicate d whose event was processed from the message storedMsgID:
-// consumer.CauseRedelivery when it is d's message ID, consumer.CauseReplay when d carries replay
-// provenance, consumer.CauseResend otherwise.
-func Of(storedMsgID string, d *consumer.Delivery) consumer.Cause {
+// "redelivery" when it is d's message ID, "replay" when d carries replay
+// provenance, "resend" otherwise.
+func Of(storedMsgID string, d *consumer.Delivery) string {
 	switch {
 	case storedMsgID == d.Msg.MsgId:
-		return consumer.CauseRedelivery
+		return causelabel.Redelivery
 	case d.Msg.GetProperty(letter.PropReplayID) != "":
-		return consumer.CauseReplay
+		return causelabel.Replay
 	default:
-		return consumer.CauseResend
+		return causelabel.Resend
 	}
 }

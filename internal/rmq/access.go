@@ -26,7 +26,7 @@ const (
 )
 
 // ACLError is a broker's refusal of a request on ACL grounds (response code NO_PERMISSION). Match it with
-// errors.As; the consumer package names it for its users (consumer.ACLError).
+// errors.As; the public packages mark it for their users with consumer.ErrACL (MarkACL).
 type ACLError struct {
 	// AccessKey is the access key the request was signed with ("" = none given).
 	AccessKey string

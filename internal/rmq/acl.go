@@ -65,3 +65,19 @@ func IsACL(err error) bool {
 	var ae *ACLError
 	return errors.As(err, &ae)
 }
+
+// MarkACL returns err so that errors.Is(err, sentinel) holds when err is (or wraps) an *ACLError, its text
+// and chain unchanged; any other err as it is. The public packages mark their refusals with consumer.ErrACL.
+func MarkACL(err, sentinel error) error {
+	if !IsACL(err) {
+		return err
+	}
+	return aclMarked{err: err, sentinel: sentinel}
+}
+
+// aclMarked is an ACL refusal marked with a public sentinel (MarkACL).
+type aclMarked struct{ err, sentinel error }
+
+func (e aclMarked) Error() string        { return e.err.Error() }
+func (e aclMarked) Unwrap() error        { return e.err }
+func (e aclMarked) Is(target error) bool { return target == e.sentinel }

@@ -32,7 +32,7 @@ func NewCallback(t testing.TB, cfg consumer.Config, h consumer.Handler, opts ...
 	}
 	p := &capturePush{}
 	dec := &Decisions{byMsg: map[string][]consumer.Decision{}}
-	// A lone dead letter goes to the broker's DLQ (DelayLevelDLQ) unless the test gives a sink.
+	// A lone dead letter goes to the broker's DLQ (delay level -1) unless the test gives a sink.
 	opts = append([]consumer.Option{consumer.WithDeadLetterSink(nil)}, opts...)
 	opts = append(opts, consumer.WithObserver(dec),
 		consumer.WithPushConsumer(func([]rmq.Option) (irmq.PushConsumer, error) { return p, nil }))
@@ -63,11 +63,44 @@ func (cb *Callback) Call(t testing.TB, orderly bool, msgs ...*primitive.MessageE
 	if orderly {
 		ctx = primitive.WithOrderlyCtx(context.Background(), primitive.NewConsumeOrderlyContext())
 	}
+	return cb.call(t, ctx, msgs)
+}
+
+// call calls the callback with ctx, the client's callback context, and msgs.
+func (cb *Callback) call(t testing.TB, ctx context.Context, msgs []*primitive.MessageExt) (rmq.ConsumeResult, error) {
+	t.Helper()
 	cb.push.mu.Lock()
 	f := cb.push.f
 	cb.push.mu.Unlock()
 	require.NotNil(t, f, "the consumer subscribed no callback")
 	return f(ctx, msgs...)
+}
+
+// DelayLevelDLQ is the DelayLevelWhenNextConsume that makes the broker move a message to %DLQ%<group> at
+// once.
+const DelayLevelDLQ = -1
+
+// Answer is what the client is told about one message of a concurrent consumer: its ConsumeResult and
+// the DelayLevelWhenNextConsume the consumer set (0: the broker chooses; DelayLevelDLQ).
+type Answer struct {
+	Result     rmq.ConsumeResult
+	DelayLevel int
+}
+
+// AnswerTo returns the Answer of a concurrent consumer (consumer.New, no dead-letter sink) whose handler
+// decides o and err for one message delivered alone: the consumer's own answer to what a handler or a
+// middleware decided. An unavailable store is waited for 1 ms (Config.OutageWait).
+func AnswerTo(t testing.TB, o consumer.Outcome, err error) Answer {
+	t.Helper()
+	const topic = "TESTENV_ANSWER"
+	cfg := consumer.Config{Group: "testenv-answer", Subscriptions: []consumer.Subscription{{Topic: topic}},
+		OutageWait: time.Millisecond}
+	cb := NewCallback(t, cfg, func(context.Context, *consumer.Delivery) (consumer.Outcome, error) { return o, err })
+	cc := primitive.NewConsumeConcurrentlyContext()
+	msg := &primitive.MessageExt{MsgId: Unique("answer"), Message: primitive.Message{Topic: topic}}
+	res, cerr := cb.call(t, primitive.WithConcurrentlyCtx(context.Background(), cc), []*primitive.MessageExt{msg})
+	require.NoError(t, cerr)
+	return Answer{Result: res, DelayLevel: cc.DelayLevelWhenNextConsume}
 }
 
 // Shutdown shuts the consumer down (consumer.Consumer.Shutdown), e.g. while Deliver runs on another

@@ -34,7 +34,7 @@ const testCeiling = "topics"
 // imports dedup and metrics, dlq, outbox and topics use consumer, dedup and internal/rmq (dlq also
 // internal/dlqtool, the operator's DLQ tooling, which uses topics), and internal/testenv serves the tests of all.
 var layers = [][]string{
-	{"internal/rmq", "internal/body", "internal/letter", "internal/batch", "internal/scrape", "internal/mysqlerr", "internal/dedupsql", "internal/outboxsql"},
+	{"internal/rmq", "internal/body", "internal/letter", "internal/batch", "internal/causelabel", "internal/scrape", "internal/mysqlerr", "internal/dedupsql", "internal/outboxsql"},
 	{"retry"},
 	{"consumer"},
 	{"metrics", "internal/collect", "internal/dupcause"},
