@@ -156,12 +156,13 @@ mutate: up $(GREMLINS) ## mutation testing (go-gremlins) of consumer, middleware
 	@mkdir -p .local/mutate
 	@source deploy/local/env.sh && export RMQGUARD_REQUIRE_SERVICES=1 && status=0 && \
 	for pkg in $(MUTATE_PKGS); do \
+		out=.local/mutate/$${pkg//\//-}; \
 		echo "+ gremlins unleash ./$$pkg"; \
-		$(GREMLINS) unleash --workers $(MUTATE_WORKERS) --timeout-coefficient $(MUTATE_TIMEOUT_COEFFICIENT) --output .local/mutate/$$pkg.json ./$$pkg \
-			> .local/mutate/$$pkg.txt 2>&1 || status=1; \
-		grep -E '^ +LIVED' .local/mutate/$$pkg.txt || true; \
-		eff=$$(sed -n 's/^Test efficacy: \([0-9.]*\)%.*/\1/p' .local/mutate/$$pkg.txt); \
-		echo "mutate: $$pkg efficacy=$${eff:-?}% ($$(grep -E '^Killed:' .local/mutate/$$pkg.txt))"; \
+		$(GREMLINS) unleash --workers $(MUTATE_WORKERS) --timeout-coefficient $(MUTATE_TIMEOUT_COEFFICIENT) --output $$out.json ./$$pkg \
+			> $$out.txt 2>&1 || status=1; \
+		grep -E '^ +LIVED' $$out.txt || true; \
+		eff=$$(sed -n 's/^Test efficacy: \([0-9.]*\)%.*/\1/p' $$out.txt); \
+		echo "mutate: $$pkg efficacy=$${eff:-?}% ($$(grep -E '^Killed:' $$out.txt))"; \
 		if [[ -z "$$eff" ]] || ! awk -v e="$$eff" -v m="$(MUTATE_THRESHOLD)" 'BEGIN { exit !(e >= m) }'; then status=1; fi; \
 	done; \
 	exit $$status

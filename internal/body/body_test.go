@@ -119,3 +119,43 @@ func BenchmarkDecodeBody(b *testing.B) {
 		})
 	}
 }
+
+// A zlib body the client left as the broker stored it (its CRC still matches) is inflated here.
+func TestCompression_ZlibStillAsStoredIsInflated(t *testing.T) {
+	got, decoded, err := body.Decode(storedMsg(testenv.JavaCompressed(t, body.SysFlagZlib, plainOrder), body.SysFlagCompressed|body.SysFlagZlib))
+	require.NoError(t, err)
+	assert.True(t, decoded)
+	assert.Equal(t, plainOrder, got)
+}
+
+// Without a stored CRC (BodyCRC 0), an LZ4 or ZSTD body is taken as stored and decoded, while a zlib one is
+// taken as inflated by the client (which inflates zlib itself) and left alone.
+func TestCompression_WithoutACRCOnlyZlibIsTakenAsInflated(t *testing.T) {
+	lz := storedMsg(testenv.JavaCompressed(t, body.SysFlagLZ4, plainOrder), body.SysFlagCompressed|body.SysFlagLZ4)
+	lz.BodyCRC = 0
+	got, decoded, err := body.Decode(lz)
+	require.NoError(t, err)
+	assert.True(t, decoded)
+	assert.Equal(t, plainOrder, got)
+
+	zl := storedMsg(plainOrder, body.SysFlagCompressed|body.SysFlagZlib)
+	zl.BodyCRC = 0
+	got, decoded, err = body.Decode(zl)
+	require.NoError(t, err)
+	assert.False(t, decoded)
+	assert.Equal(t, plainOrder, got)
+}
+
+// An LZ4 body that decodes to exactly MaxDecoded bytes is decoded; one byte more is a corrupt body.
+func TestCompression_LZ4BodyOfTheLimitDecodesAndOneByteMoreIsCorrupt(t *testing.T) {
+	limit := make([]byte, body.MaxDecoded)
+	got, decoded, err := body.Decode(storedMsg(testenv.JavaCompressed(t, body.SysFlagLZ4, limit), body.SysFlagCompressed|body.SysFlagLZ4))
+	require.NoError(t, err)
+	assert.True(t, decoded)
+	assert.Len(t, got, body.MaxDecoded)
+
+	over := make([]byte, body.MaxDecoded+1)
+	_, _, err = body.Decode(storedMsg(testenv.JavaCompressed(t, body.SysFlagLZ4, over), body.SysFlagCompressed|body.SysFlagLZ4))
+	require.ErrorIs(t, err, body.ErrCorruptCompressedBody)
+	assert.Contains(t, err.Error(), "decoded body exceeds")
+}

@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rmqguard/rmqguard/internal/body"
 	"github.com/rmqguard/rmqguard/internal/letter"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
 // answering is a producer's SendSync that answers res.
@@ -38,4 +40,19 @@ func TestSend_NotStoredNamesTheStatus(t *testing.T) {
 
 	require.ErrorIs(t, err, letter.ErrNotStored)
 	assert.Contains(t, err.Error(), "status "+strconv.Itoa(int(primitive.SendFlushSlaveTimeout)))
+}
+
+// A letter whose body is still compressed as the broker stored it carries the codec in PropSysFlag (the
+// producer cannot set the letter's SysFlag); a plain body's letter carries none.
+func TestMessage_StillCompressedBodyCarriesItsCodecAndAPlainOneDoesNot(t *testing.T) {
+	flag := body.SysFlagCompressed | body.SysFlagLZ4
+	o := origin()
+	o.Msg = testenv.StoredBody(o.Msg, testenv.JavaCompressed(t, body.SysFlagLZ4, []byte(`{"eventId":"e-1"}`)), flag)
+	l := letter.Message(o, "poison", time.Now())
+	assert.Equal(t, strconv.Itoa(int(flag)), l.GetProperty(body.PropSysFlag))
+	assert.Equal(t, "poison", l.GetProperty(letter.PropReason))
+
+	p := origin()
+	p.Msg = testenv.StoredBody(p.Msg, []byte(`{"eventId":"e-1"}`), 0)
+	assert.Empty(t, letter.Message(p, "poison", time.Now()).GetProperty(body.PropSysFlag))
 }
