@@ -59,3 +59,19 @@ func Lines(s string) []string {
 	}
 	return out
 }
+
+// DocBlockIsBody fails t unless the ```go block after the line after in doc (DocBlock) is, line for line
+// (Lines), the body of the function that starts with start in file (Between, up to "\n}\n") without its
+// last line, which must be last: a guide's block that stops before the compiled function's final return.
+func DocBlockIsBody(t testing.TB, doc, after, file, start, last string) {
+	t.Helper()
+	body := Lines(Between(t, file, start, "\n}\n"))
+	if body[len(body)-1] != last {
+		t.Fatalf("%s: the function's last line is %q, not %q", file, body[len(body)-1], last)
+	}
+	block := Lines(DocBlock(t, doc, after))
+	if strings.Join(block, "\n") != strings.Join(body[:len(body)-1], "\n") {
+		t.Fatalf("%s's block after %q differs from %s's function:\n%s\n---\n%s", doc, after, file,
+			strings.Join(block, "\n"), strings.Join(body[:len(body)-1], "\n"))
+	}
+}
