@@ -50,7 +50,7 @@ func newDLQListCmd(g *globalOptions) *cobra.Command {
 		Use:   "list --group G [--since T --until T --event-type X --reason TEXT --key K] [--limit N] [-o table|json]",
 		Short: "List the letters of a group's DLQ on every master broker, one line each, with their replay status",
 		Long: "List the letters on %DLQ%<group> of every master broker: DLQ message ID, broker, event ID, original\n" +
-			"topic, event type, reason, attempts (ReconsumeTimes when dead-lettered), failed-at, and the replay status\n" +
+			"topic, event type, reason (cut at 60 characters: `dlq show` and -o json give it whole), attempts (ReconsumeTimes when dead-lettered), failed-at, and the replay status\n" +
 			"read from the dedup database (--mysql-dsn, default $" + envMySQLDSN + "): REPLAYED when and by whom the\n" +
 			"last replay sent it (\"-\" never; \"failed …\", \"uncertain …\" when a replay did not send it or did not\n" +
 			"record the send), PROCESSED whether the group's dedup scope has processed its event (since). Without a\n" +
@@ -127,7 +127,7 @@ func printList(w io.Writer, format string, rows []listRow) error {
 	fmt.Fprintln(tw, "DLQ MSG ID\tBROKER\tEVENT ID\tORIGIN TOPIC\tEVENT TYPE\tREASON\tATTEMPTS\tFAILED AT\tREPLAYED\tPROCESSED")
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.MsgID, dash(r.Broker), dash(r.EventID), dash(r.OriginTopic),
-			dash(r.EventType), dash(oneLine(r.Reason)), r.Attempts, r.FailedAt.Format(time.RFC3339), replayedCell(r), processedCell(r))
+			dash(r.EventType), dash(shorten(oneLine(r.Reason), reasonWidth)), r.Attempts, r.FailedAt.Format(time.RFC3339), replayedCell(r), processedCell(r))
 	}
 	return tw.Flush()
 }
@@ -170,6 +170,18 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// reasonWidth is the most runes of a reason the table shows; `dlq show` and -o json give it whole.
+const reasonWidth = 60
+
+// shorten returns s, or its first n-1 runes and "…" when it has more than n.
+func shorten(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }
 
 // oneLine replaces tabs and line breaks, which would break the table, by spaces.

@@ -20,14 +20,15 @@ func newDLQShowCmd(g *globalOptions) *cobra.Command {
 		maxBody int
 	)
 	cmd := &cobra.Command{
-		Use:   "show --group G MSGID",
+		Use:   "show --group G ID",
 		Short: "Show one letter of a group's DLQ: properties, reason, attempts, origin and body",
-		Long: "Show the letter of %DLQ%<group>, read on every master broker, whose message ID (as `dlq list` prints\n" +
-			"it) or store ID (the broker's offset message ID) is MSGID: its broker, metadata, properties sorted by name,\n" +
+		Long: "Show the letters of %DLQ%<group>, read on every master broker, whose message ID (as `dlq list` prints\n" +
+			"it), store ID (the broker's offset message ID), origin message ID (the ID the consumer logged) or event ID\n" +
+			"is ID: each one's broker, metadata, properties sorted by name,\n" +
 			"and its body — JSON pretty-printed, anything else as a hex dump with the printable text — cut at\n" +
 			"--max-body bytes. A message dead-lettered twice shows both letters. Not found: exit 1 (and the scan's\n" +
 			"problems when it was incomplete).",
-		Args: exactArgs(1, "one MSGID"),
+		Args: exactArgs(1, "one ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if maxBody < 0 {
 				return usageError("--max-body %d: must be 0 or more", maxBody)
@@ -38,7 +39,7 @@ func newDLQShowCmd(g *globalOptions) *cobra.Command {
 			}
 			found := 0
 			for _, l := range res.Letters {
-				if l.MsgID == args[0] || l.StoreID == args[0] {
+				if letterHasID(l, args[0]) {
 					if found > 0 {
 						fmt.Fprintln(cmd.OutOrStdout())
 					}
@@ -48,7 +49,7 @@ func newDLQShowCmd(g *globalOptions) *cobra.Command {
 			}
 			if found == 0 {
 				_ = reportIncomplete(cmd.ErrOrStderr(), res)
-				return failure(fmt.Errorf("no letter with message ID or store ID %s on %s", args[0], res.Topic))
+				return failure(fmt.Errorf("no letter whose message ID, store ID, origin message ID or event ID is %s on %s (`rmqguard dlq list` lists them)", args[0], res.Topic))
 			}
 			return reportIncomplete(cmd.ErrOrStderr(), res)
 		},
@@ -56,6 +57,11 @@ func newDLQShowCmd(g *globalOptions) *cobra.Command {
 	f.addScanFlags(cmd.Flags(), false)
 	cmd.Flags().IntVar(&maxBody, "max-body", 4096, "show at most N bytes of the body (of its pretty-printed text when it is JSON)")
 	return cmd
+}
+
+// letterHasID reports whether id is l's DLQ message ID, store ID, origin message ID or event ID.
+func letterHasID(l dlqtool.Letter, id string) bool {
+	return id != "" && (l.MsgID == id || l.StoreID == id || l.OriginMsgID == id || l.EventID == id)
 }
 
 // printLetter writes l for a reader: metadata, sorted properties, body.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -208,7 +209,7 @@ func TestCLI_DLQList_ShowsReplayStatusAndProcessedFromTheDatabase(t *testing.T) 
 	assert.Contains(t, errOut, "replay status not known (?): ")
 }
 
-func TestCLI_DLQShow_JSONPrettyBinaryAsHexCutAtMaxBody(t *testing.T) {
+func TestCLI_DLQShow_FindsALetterByAnyOfItsIDsJSONPrettyBinaryAsHexCutAtMaxBody(t *testing.T) {
 	w := newCLIDLQ(t, 6)
 	j := w.publish("e-json", "OrderCreated", "invalid amount", []byte(`{"orderNo":"o-1","amount":-5}`), map[string]string{"traceparent": "00-abc-01"})
 	bin := append([]byte{0x00, 0x01, 0xfe}, []byte("plain text after binary")...)
@@ -234,11 +235,39 @@ func TestCLI_DLQShow_JSONPrettyBinaryAsHexCutAtMaxBody(t *testing.T) {
 	assert.Contains(t, out, "|...plain|")
 	assert.Contains(t, out, "(18 more bytes)")
 
+	out, errOut, code = w.rmqguard("show", "e-json")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "DLQ message ID: "+j.MsgID+"\n", "found by event ID")
+	origin := regexp.MustCompile(`\norigin: +topic ORDER, message ID (\S+)\n`).FindStringSubmatch(out)
+	require.Len(t, origin, 2, out)
+	out, errOut, code = w.rmqguard("show", origin[1])
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "DLQ message ID: "+j.MsgID+"\n", "found by the origin message ID, the one the consumer logged")
+
 	_, errOut, code = w.rmqguard("show", "NO-SUCH-ID")
 	assert.Equal(t, 1, code)
-	assert.Contains(t, errOut, "no letter with message ID or store ID NO-SUCH-ID")
+	assert.Contains(t, errOut, "no letter whose message ID, store ID, origin message ID or event ID is NO-SUCH-ID")
+	assert.Contains(t, errOut, "rmqguard dlq list", "the error says where the IDs are")
 	_, _, code = w.rmqguard("show")
 	assert.Equal(t, 2, code, "MSGID missing")
+}
+
+func TestCLI_DLQList_CutsALongReasonInTheTableAndKeepsItWholeInJSON(t *testing.T) {
+	w := newCLIDLQ(t, 6)
+	reason := "unidentifiable message: no business event ID: " + strings.Repeat("property EVENT_ID missing, ", 5)
+	w.publish("e-long", "OrderCreated", reason, []byte(`{}`), nil)
+
+	out, errOut, code := w.rmqguard("list", "--mysql-dsn", testenv.MySQLDSN())
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, string([]rune(reason)[:reasonWidth-1])+"…")
+	assert.NotContains(t, out, reason)
+
+	out, errOut, code = w.rmqguard("list", "--mysql-dsn", testenv.MySQLDSN(), "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	var rows []listRow
+	require.NoError(t, json.Unmarshal([]byte(out), &rows))
+	require.Len(t, rows, 1)
+	assert.Equal(t, reason, rows[0].Reason)
 }
 
 func TestCLI_DLQExport_FileRoundTripsThroughReadExport(t *testing.T) {

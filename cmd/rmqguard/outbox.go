@@ -15,6 +15,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/dedupsql"
+	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/internal/outboxadmin"
 	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/outbox"
@@ -57,7 +58,14 @@ func (o *outboxFlags) with(cmd *cobra.Command, g *globalOptions, fn func(context
 		return err
 	}
 	defer func() { _ = db.Close() }()
-	return fn(ctx, db, prefix)
+	if err := fn(ctx, db, prefix); err != nil {
+		if mysqlerr.MissingTable(err) {
+			return fmt.Errorf("%w (no outbox in this database under --table-prefix %q: the application creates %s%s with outbox.Migrate)",
+				err, prefix, prefix, outboxsql.Table)
+		}
+		return err
+	}
+	return nil
 }
 
 func newOutboxCmd(g *globalOptions) *cobra.Command {

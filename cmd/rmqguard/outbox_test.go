@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/internal/dedupsql"
+	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/outbox"
@@ -62,4 +63,18 @@ func TestOutboxCLI_ListsParkedRowsRetriesThemAndPurgesOnlySentRows(t *testing.T)
 	var left int
 	require.NoError(t, db.Get(&left, "SELECT COUNT(*) FROM "+table))
 	require.Equal(t, 1, left, "the pending row stays")
+}
+
+// An outbox command on a database without the outbox table says how the table is made, not only MySQL's 1146.
+func TestOutboxCLI_ListWithoutTheOutboxTableSaysToRunOutboxMigrate(t *testing.T) {
+	testenv.MySQL(t)
+	prefix := "none" + strings.TrimPrefix(testenv.Unique("x"), "x-") + "_"
+	root := newRootCmd()
+	root.SetOut(&bytes.Buffer{})
+	root.SetErr(&bytes.Buffer{})
+	root.SetArgs([]string{"outbox", "list", "--mysql-dsn", testenv.MySQLDSN(), "--table-prefix", prefix})
+	err := root.Execute()
+	require.Error(t, err)
+	require.True(t, mysqlerr.MissingTable(err), "the driver's error stays in the chain: %v", err)
+	require.Contains(t, err.Error(), "the application creates "+prefix+outboxsql.Table+" with outbox.Migrate")
 }
