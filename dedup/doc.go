@@ -29,7 +29,7 @@
 // decided by the rows it left: Commit reads one of the transaction's own rows back by its claim token (a
 // locking read, which waits for a COMMIT the server is still working on), on the store's db with a context
 // of its own bounded by 5 s, since the one given to Begin may have ended meanwhile. When the row is there
-// the transaction committed, and Commit returns nil whatever the clock says (F39). Only this failure path
+// the transaction committed, and Commit returns nil whatever the clock says. Only this failure path
 // reads back.
 //
 // # The transaction's pool
@@ -80,8 +80,8 @@
 // transaction rolled back, so that nothing the handler wrote survives. As for a message's own transaction,
 // the INSERT ends with ctx (nothing commits then) but a COMMIT once sent is waited for even when ctx ends
 // meanwhile: the row is there exactly when RecordStale returns nil, so a deadline never turns a recorded
-// decision into a failure (F39). A later delivery of the same event ID in the scope then claims a 1062 and is
-// a duplicate (S7, F12). A 1062 in RecordStale means the scope already has a row for the event (a concurrent
+// decision into a failure. A later delivery of the same event ID in the scope then claims a 1062 and is
+// a duplicate. A 1062 in RecordStale means the scope already has a row for the event (a concurrent
 // delivery recorded or processed it first, while this one decided): middleware.Dedup then reports this
 // delivery as a duplicate, so that one event counts as stale once. Its other errors are a retry: the decision
 // must be kept before the message is acknowledged. The store's own failures — no connection, a connection
