@@ -37,7 +37,7 @@ var layers = [][]string{
 	{"internal/rmq", "internal/body", "internal/letter", "internal/batch", "internal/causelabel", "internal/scrape", "internal/mysqlerr", "internal/dedupsql", "internal/outboxsql"},
 	{"retry"},
 	{"consumer"},
-	{"metrics", "internal/collect", "internal/dupcause"},
+	{"metrics", "internal/collect", "internal/dupcause", "internal/txproto"},
 	{"dedup"},
 	{"internal/testenv"},
 	{"middleware"},
