@@ -116,10 +116,10 @@ var aggregateColumns = []string{"consumer_group", "aggregate_type", "aggregate_i
 
 // CheckAggregateSchema verifies that the store's aggregate-version table (aggregate_version, or its name
 // with the store's WithTablePrefix), in the store's current database, exists with the columns
-// AggregateVersion and AdvanceAggregate use; middleware.Version calls it at construction unless it
-// is given a loader. It returns an error wrapping ErrSchema naming what is missing and the fix (run
-// Migrate), or the information_schema query's error, wrapped.
-func (s *Store) CheckAggregateSchema(ctx context.Context) error {
+// AggregateVersion and AdvanceAggregate use; middleware.Version calls it at construction (txproto.Versioned)
+// unless it is given a loader. It returns an error wrapping ErrSchema naming what is missing and the fix
+// (run Migrate), or the information_schema query's error, wrapped.
+func (s storeProtocol) CheckAggregateSchema(ctx context.Context) error {
 	table := s.tables.aggregate()
 	var cols []string
 	err := s.db.SelectContext(ctx, &cols, `SELECT LOWER(COLUMN_NAME) FROM information_schema.COLUMNS

@@ -26,9 +26,10 @@ var _ TxStore = (*Store)(nil)
 type storeProtocol struct{ *Store }
 
 var (
-	_ txproto.Store  = storeProtocol{}
-	_ txproto.Leaser = storeProtocol{}
-	_ txproto.Pooled = storeProtocol{}
+	_ txproto.Store     = storeProtocol{}
+	_ txproto.Leaser    = storeProtocol{}
+	_ txproto.Pooled    = storeProtocol{}
+	_ txproto.Versioned = storeProtocol{}
 )
 
 // local returns pt as a transaction of this package's stores; one of another implementation is refused.

@@ -90,6 +90,13 @@ type Leaser interface {
 	ClaimLease(ctx context.Context, d *consumer.Delivery, dur time.Duration) (Lease, error)
 }
 
+// Versioned is a store's protocol that keeps aggregate versions (*dedup.Store's): middleware.Version checks
+// its table at construction.
+type Versioned interface {
+	// CheckAggregateSchema verifies the aggregate-version table: dedup.ErrSchema (wrapped) naming the fix.
+	CheckAggregateSchema(ctx context.Context) error
+}
+
 // Pooled is a store's protocol that reports the pool its transactions take their connections from: the
 // store's own (dedup.WithTxDSN), else db's. For tests: *dedup.Store's protocol is one.
 type Pooled interface {
