@@ -11,15 +11,9 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/rmqguard/rmqguard/internal/txproto"
 )
-
-type txnKey struct{}
-
-// WithTxn returns ctx carrying txn: its Tx for TxFromContext and its after-commit hooks for AfterCommit.
-// middleware.Dedup calls it for the rest of the chain.
-func WithTxn(ctx context.Context, txn *Txn) context.Context {
-	return context.WithValue(withTx(ctx, txn.Tx), txnKey{}, txn)
-}
 
 // AfterCommit registers fn (a func(context.Context) or func(context.Context) error) to run at most once,
 // after the dedup transaction in ctx commits, before the message is acknowledged: for effects whose loss is
@@ -27,30 +21,32 @@ func WithTxn(ctx context.Context, txn *Txn) context.Context {
 // (WithLogger); the message stays committed. Errors: ErrNoTx when ctx carries no dedup transaction; one
 // wrapping sql.ErrTxDone when the transaction already finished.
 func AfterCommit[F func(context.Context) | func(context.Context) error](ctx context.Context, fn F) error {
-	txn, ok := ctx.Value(txnKey{}).(*Txn)
-	if !ok || txn == nil {
+	txn, ok := txproto.TxnFrom(ctx)
+	if !ok {
 		return ErrNoTx
 	}
 	switch f := any(fn).(type) {
 	case func(context.Context):
-		return txn.AfterCommit(f)
-	case func(context.Context) error:
 		if f == nil {
-			return errors.New("dedup: AfterCommit: fn is nil")
+			return errNilHook
 		}
-		return txn.hooks.add(f)
+		return txn.AfterCommit(func(ctx context.Context) error { f(ctx); return nil })
+	case func(context.Context) error:
+		return txn.AfterCommit(f)
 	}
 	return nil // unreachable: F is one of the two
 }
 
-// AfterCommit registers fn to run after the transaction commits (see the package function AfterCommit;
-// for a fn that returns an error, AfterCommit(WithTxn(ctx, t), fn)). It returns an error for a nil fn, or
-// one wrapping sql.ErrTxDone when the transaction is finished.
-func (t *Txn) AfterCommit(fn func(context.Context)) error {
+// errNilHook is AfterCommit's error for a nil fn.
+var errNilHook = errors.New("dedup: AfterCommit: fn is nil")
+
+// AfterCommit registers fn to run after the transaction commits (see the package function AfterCommit). It
+// returns an error for a nil fn, or one wrapping sql.ErrTxDone when the transaction is finished.
+func (t *localTx) AfterCommit(fn func(context.Context) error) error {
 	if fn == nil {
-		return errors.New("dedup: AfterCommit: fn is nil")
+		return errNilHook
 	}
-	return t.hooks.add(func(ctx context.Context) error { fn(ctx); return nil })
+	return t.hooks.add(fn)
 }
 
 // Observer is told about the failures of after-commit hooks (AfterCommit), for metrics; *metrics.Metrics

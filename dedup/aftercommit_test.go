@@ -22,6 +22,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/internal/txproto"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -122,21 +123,21 @@ func TestF25_AfterCommitHookNeverRunsWhenCommitFails(t *testing.T) {
 	ctx := context.Background()
 	d := consumer.NewDelivery(f.group, f.orderMsg(t, f.prefix+"-e", f.prefix+"-1"))
 	d.EventID = f.prefix + "-e"
-	txn, err := f.store.Begin(ctx)
+	txn, err := f.store.Protocol().Begin(ctx)
 	require.NoError(t, err)
-	require.NoError(t, f.store.Claim(ctx, txn, d))
+	require.NoError(t, f.store.Protocol().Claim(ctx, txn, d))
 	ran := false
-	require.NoError(t, dedup.AfterCommit(dedup.WithTxn(ctx, txn), func(context.Context) { ran = true }))
-	require.NoError(t, f.store.Confirm(ctx, txn, d))
+	require.NoError(t, dedup.AfterCommit(txproto.WithTxn(ctx, txn), func(context.Context) { ran = true }))
+	require.NoError(t, f.store.Protocol().Confirm(ctx, txn, d))
 	var id int64
-	require.NoError(t, txn.Tx.Get(&id, `SELECT CONNECTION_ID()`))
+	require.NoError(t, txn.SQLTx().Get(&id, `SELECT CONNECTION_ID()`))
 	_, err = f.db.Exec(fmt.Sprintf("KILL CONNECTION %d", id))
 	require.NoError(t, err)
 
 	require.Error(t, txn.Commit())
 	assert.False(t, ran, "the hook of a failed commit never runs")
 	assert.Equal(t, 0, f.dedupRows(t, d.EventID), "nothing committed")
-	require.ErrorIs(t, txn.AfterCommit(func(context.Context) {}), sql.ErrTxDone, "a finished transaction takes no hooks")
+	require.ErrorIs(t, dedup.AfterCommit(txproto.WithTxn(ctx, txn), func(context.Context) {}), sql.ErrTxDone, "a finished transaction takes no hooks")
 	require.ErrorIs(t, dedup.AfterCommit(ctx, func(context.Context) {}), dedup.ErrNoTx)
 	require.ErrorIs(t, dedup.AfterCommit(ctx, func(context.Context) error { return nil }), dedup.ErrNoTx)
 }

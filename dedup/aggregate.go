@@ -19,7 +19,7 @@ const maxAggregateTypeLength = 64
 
 // aggregateKey names one aggregate whose version is kept in the aggregate_version table (migration 00004).
 type aggregateKey struct {
-	// Scope is the dedup scope the version belongs to (Store.Scope of the delivery): two scopes keep
+	// Scope is the dedup scope the version belongs to (the store's scope of the delivery): two scopes keep
 	// separate versions of one aggregate, as they keep separate processed_event rows.
 	Scope string
 	// Type is the aggregate type, e.g. "order"; at most maxAggregateTypeLength characters.
@@ -51,7 +51,7 @@ func (a aggregateKey) String() string { return a.Type + " " + a.ID }
 
 // aggregateOf is the key of d's aggregate of type aggregateType: d's scope (Scope) and d.AggregateID.
 func (s *Store) aggregateOf(d *consumer.Delivery, aggregateType string) aggregateKey {
-	return aggregateKey{Scope: s.Scope(d), Type: aggregateType, ID: d.AggregateID}
+	return aggregateKey{Scope: s.scopeOf(d), Type: aggregateType, ID: d.AggregateID}
 }
 
 // AggregateVersion reads the stored version of d's aggregate of type aggregateType (in d's scope, with ID
@@ -116,10 +116,10 @@ var aggregateColumns = []string{"consumer_group", "aggregate_type", "aggregate_i
 
 // CheckAggregateSchema verifies that the store's aggregate-version table (aggregate_version, or its name
 // with the store's WithTablePrefix), in the store's current database, exists with the columns
-// AggregateVersion and AdvanceAggregate use; middleware.Version calls it at construction unless it
-// is given a loader. It returns an error wrapping ErrSchema naming what is missing and the fix (run
-// Migrate), or the information_schema query's error, wrapped.
-func (s *Store) CheckAggregateSchema(ctx context.Context) error {
+// AggregateVersion and AdvanceAggregate use; middleware.Version calls it at construction (txproto.Versioned)
+// unless it is given a loader. It returns an error wrapping ErrSchema naming what is missing and the fix
+// (run Migrate), or the information_schema query's error, wrapped.
+func (s storeProtocol) CheckAggregateSchema(ctx context.Context) error {
 	table := s.tables.aggregate()
 	var cols []string
 	err := s.db.SelectContext(ctx, &cols, `SELECT LOWER(COLUMN_NAME) FROM information_schema.COLUMNS

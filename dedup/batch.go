@@ -8,6 +8,8 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/internal/dedupsql"
+
+	"github.com/rmqguard/rmqguard/internal/txproto"
 )
 
 // Column sizes of processed_event's topic and msg_id, which ClaimBatch checks (Claim leaves it to the
@@ -22,7 +24,11 @@ const (
 // empty ds costs nothing. Errors: before any statement, a member it cannot claim this way (Claim decides it
 // alone: what Claim refuses, or a field not valid UTF-8 or too long for its column); the statement's
 // error, wrapped (roll txn back then).
-func (s *Store) ClaimBatch(ctx context.Context, txn *Txn, ds []*consumer.Delivery) (dup []bool, err error) {
+func (s storeProtocol) ClaimBatch(ctx context.Context, pt txproto.Txn, ds []*consumer.Delivery) (dup []bool, err error) {
+	txn, err := local(pt)
+	if err != nil {
+		return nil, err
+	}
 	dup = make([]bool, len(ds))
 	if len(ds) == 0 {
 		return dup, nil
@@ -32,7 +38,7 @@ func (s *Store) ClaimBatch(ctx context.Context, txn *Txn, ds []*consumer.Deliver
 	args := make([]any, 0, 8*len(ds))
 	first := make(map[[2]string]int, len(ds)) // scope and event ID → index of its row in ds
 	for i, d := range ds {
-		scope := s.Scope(d)
+		scope := s.scopeOf(d)
 		if err := checkBatchRow(scope, d); err != nil {
 			return nil, fmt.Errorf("dedup: claim a batch of %d: %w", len(ds), err)
 		}
@@ -81,7 +87,7 @@ func (s *Store) ClaimBatch(ctx context.Context, txn *Txn, ds []*consumer.Deliver
 
 // ownRows returns which of keys (scope and event ID) have a row carrying txn's claim token: one SELECT by
 // primary key.
-func (s *Store) ownRows(ctx context.Context, txn *Txn, keys map[[2]string]int) (map[[2]string]bool, error) {
+func (s *Store) ownRows(ctx context.Context, txn *localTx, keys map[[2]string]int) (map[[2]string]bool, error) {
 	var q strings.Builder
 	q.WriteString(s.q.ownedHead)
 	args := make([]any, 0, 1+2*len(keys))
@@ -128,18 +134,22 @@ func checkBatchRow(scope string, d *consumer.Delivery) error {
 // Attribute makes the after-commit hooks registered next d's: a failed one is counted and logged under
 // d's group and event ID. Claim does it; a batch whose members were claimed together (ClaimBatch) calls it
 // before each member's handler.
-func (t *Txn) Attribute(d *consumer.Delivery) { t.hooks.claimed(d.Group, d.EventID) }
+func (t *localTx) Attribute(d *consumer.Delivery) { t.hooks.claimed(d.Group, d.EventID) }
 
 // RecordStaleIn records d's event as stale inside txn, a batch's shared transaction: its processed_event
 // row with result_status "STALE" and txn's claim token, committed with the batch. Call it after rolling
-// txn back to the member's savepoint (Txn.RollbackTo), so that nothing its handler wrote survives. It
+// txn back to the member's savepoint (localTx.RollbackTo), so that nothing its handler wrote survives. It
 // returns an error wrapping ErrDuplicate when the scope already has the row (the member is then a
 // duplicate), or the insert's error, wrapped; an empty or too long event ID is permanent, as in Claim.
-func (s *Store) RecordStaleIn(ctx context.Context, txn *Txn, d *consumer.Delivery) error {
+func (s storeProtocol) RecordStaleIn(ctx context.Context, pt txproto.Txn, d *consumer.Delivery) error {
+	txn, err := local(pt)
+	if err != nil {
+		return err
+	}
 	if err := s.insertRow(ctx, txn.Tx, d, dedupsql.ResultStale, txn.token); err != nil {
 		return fmt.Errorf("dedup: record stale in the batch: %w", err)
 	}
-	txn.claims.add(s.Scope(d), d.EventID)
+	txn.claims.add(s.scopeOf(d), d.EventID)
 	return nil
 }
 
@@ -149,7 +159,11 @@ func (s *Store) RecordStaleIn(ctx context.Context, txn *Txn, d *consumer.Deliver
 // the kept rows carrying txn's claim token must equal len(kept), else it returns an error wrapping
 // ErrClaimLost (a deadlock in any member rolled the whole transaction back): every kept member is retried.
 // It returns the query's error, wrapped. An empty kept costs nothing and returns nil.
-func (s *Store) ConfirmBatch(ctx context.Context, txn *Txn, kept []*consumer.Delivery) error {
+func (s storeProtocol) ConfirmBatch(ctx context.Context, pt txproto.Txn, kept []*consumer.Delivery) error {
+	txn, err := local(pt)
+	if err != nil {
+		return err
+	}
 	if len(kept) == 0 || (txn.tracked && !txn.doubtSinceBegin()) {
 		return nil
 	}
@@ -162,7 +176,7 @@ func (s *Store) ConfirmBatch(ctx context.Context, txn *Txn, kept []*consumer.Del
 			q.WriteString(", ")
 		}
 		q.WriteString("(?, ?)")
-		args = append(args, s.Scope(d), d.EventID)
+		args = append(args, s.scopeOf(d), d.EventID)
 	}
 	q.WriteString(")")
 	var n int

@@ -17,6 +17,7 @@ import (
 	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/internal/letter"
 	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/internal/txproto"
 	"github.com/rmqguard/rmqguard/middleware"
 )
 
@@ -30,22 +31,33 @@ type causeCountingStore struct {
 	fail    bool
 }
 
-func (s *causeCountingStore) DuplicateCause(ctx context.Context, txn *dedup.Txn, d *consumer.Delivery) (string, error) {
-	s.mu.Lock()
-	s.single++
-	s.mu.Unlock()
-	return s.Store.DuplicateCause(ctx, txn, d)
+// Protocol is the store's, its reads of duplicate causes counted.
+func (s *causeCountingStore) Protocol() txproto.Store {
+	return causeCounting{Store: s.Store.Protocol(), c: s}
 }
 
-func (s *causeCountingStore) DuplicateCauses(ctx context.Context, ds []*consumer.Delivery) ([]string, error) {
-	s.mu.Lock()
-	s.batches = append(s.batches, len(ds))
-	fail := s.fail
-	s.mu.Unlock()
+// causeCounting is the protocol of a causeCountingStore.
+type causeCounting struct {
+	txproto.Store
+	c *causeCountingStore
+}
+
+func (p causeCounting) DuplicateCause(ctx context.Context, txn txproto.Txn, d *consumer.Delivery) (string, error) {
+	p.c.mu.Lock()
+	p.c.single++
+	p.c.mu.Unlock()
+	return p.Store.DuplicateCause(ctx, txn, d)
+}
+
+func (p causeCounting) DuplicateCauses(ctx context.Context, ds []*consumer.Delivery) ([]string, error) {
+	p.c.mu.Lock()
+	p.c.batches = append(p.c.batches, len(ds))
+	fail := p.c.fail
+	p.c.mu.Unlock()
 	if fail {
 		return nil, errors.New("injected: the read failed")
 	}
-	return s.Store.DuplicateCauses(ctx, ds)
+	return p.Store.DuplicateCauses(ctx, ds)
 }
 
 // batchWithStore is a consumer with BatchSize 32 whose chain's Dedup uses store.
@@ -141,7 +153,7 @@ func TestBatch_F41_UnreadableCausesAreUnknown(t *testing.T) {
 	assert.Equal(t, []int{2}, store.batches)
 }
 
-// F41: Store.DuplicateCauses reads the rows of several duplicates in one query, outside any transaction:
+// F41: DuplicateCauses reads the rows of several duplicates in one query, outside any transaction:
 // each cause as DuplicateCause gives it from the stored message ID, "" for an event without a row; nothing for none.
 func TestStore_F41_DuplicateCausesOfSeveralInOneRead(t *testing.T) {
 	f := newFixture(t)
@@ -162,13 +174,13 @@ func TestStore_F41_DuplicateCausesOfSeveralInOneRead(t *testing.T) {
 	again.MsgId = first.MsgId
 	replayed := f.orderMsg(t, ev, ev)
 	replayed.WithProperty(letter.PropReplayID, "replay-1")
-	causes, err := f.store.DuplicateCauses(ctx, []*consumer.Delivery{
+	causes, err := f.store.Protocol().DuplicateCauses(ctx, []*consumer.Delivery{
 		delivery(again, ev), delivery(f.orderMsg(t, ev, ev), ev), delivery(replayed, ev),
 		delivery(f.orderMsg(t, f.prefix+"-none", "x"), f.prefix+"-none")})
 	require.NoError(t, err)
 	assert.Equal(t, []string{causelabel.Redelivery, causelabel.Resend, causelabel.Replay, ""}, causes)
 
-	causes, err = f.store.DuplicateCauses(ctx, nil)
+	causes, err = f.store.Protocol().DuplicateCauses(ctx, nil)
 	require.NoError(t, err)
 	assert.Empty(t, causes)
 }

@@ -372,20 +372,20 @@ func TestClaimBatch_EventIDsTheKeyTakesForOneAreOneEvent(t *testing.T) {
 		return d
 	}
 	x, padded, y := f.prefix+"-x", f.prefix+"-x ", f.prefix+"-y"
-	txn, err := f.store.Begin(ctx)
+	txn, err := f.store.Protocol().Begin(ctx)
 	require.NoError(t, err)
-	dup, err := f.store.ClaimBatch(ctx, txn, []*consumer.Delivery{delivery(x), delivery(padded), delivery(y)})
+	dup, err := f.store.Protocol().ClaimBatch(ctx, txn, []*consumer.Delivery{delivery(x), delivery(padded), delivery(y)})
 	require.NoError(t, err)
 	assert.Equal(t, []bool{false, true, false}, dup)
 	require.NoError(t, txn.Commit())
 	assert.Equal(t, 1, f.dedupRows(t, x))
 
-	txn, err = f.store.Begin(ctx)
+	txn, err = f.store.Protocol().Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = txn.Rollback() }()
-	assert.ErrorIs(t, f.store.Claim(ctx, txn, delivery(padded)), dedup.ErrDuplicate, "alone, the same finding")
+	assert.ErrorIs(t, f.store.Protocol().Claim(ctx, txn, delivery(padded)), dedup.ErrDuplicate, "alone, the same finding")
 	z := f.prefix + "-z"
-	dup, err = f.store.ClaimBatch(ctx, txn, []*consumer.Delivery{delivery(y + " "), delivery(z)})
+	dup, err = f.store.Protocol().ClaimBatch(ctx, txn, []*consumer.Delivery{delivery(y + " "), delivery(z)})
 	require.NoError(t, err)
 	assert.Equal(t, []bool{true, false}, dup, "an earlier batch's row (padded) is a duplicate; the new one is claimed")
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/internal/txproto"
 	"github.com/rmqguard/rmqguard/middleware"
 )
 
@@ -412,7 +413,7 @@ func TestBatch_TransactionOutlivesEachMembersContext(t *testing.T) {
 	for _, id := range ids {
 		assert.Equal(t, 1, f.ledger.Count(t, id))
 	}
-	assert.Zero(t, f.store.TxStats().InUse, "the connection went back to the pool")
+	assert.Zero(t, f.store.Protocol().(txproto.Pooled).TxStats().InUse, "the connection went back to the pool")
 }
 
 // Rule 8: in orderly mode the members behind one that is not acknowledged are held back (not handled) and
@@ -456,32 +457,32 @@ func TestBatch_DuplicateAndOwnRollbackToAreNoDoubt(t *testing.T) {
 	ctx := context.Background()
 	done := consumer.NewDelivery(f.group, f.orderMsg(t, f.prefix+"-done", f.prefix+"-done"))
 	done.EventID = f.prefix + "-done"
-	txn, err := store.Begin(ctx)
+	txn, err := store.Protocol().Begin(ctx)
 	require.NoError(t, err)
-	require.NoError(t, store.Claim(ctx, txn, done))
+	require.NoError(t, store.Protocol().Claim(ctx, txn, done))
 	require.NoError(t, txn.Commit())
 
-	txn, err = store.Begin(ctx)
+	txn, err = store.Protocol().Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = txn.Rollback() }()
 	first, err := txn.Savepoint(ctx)
 	require.NoError(t, err)
-	require.ErrorIs(t, store.Claim(ctx, txn, done), dedup.ErrDuplicate)
+	require.ErrorIs(t, store.Protocol().Claim(ctx, txn, done), dedup.ErrDuplicate)
 	assert.False(t, dedup.DoubtSinceBegin(txn), "a 1062 is a statement-level rollback only")
 
 	failing := consumer.NewDelivery(f.group, f.orderMsg(t, f.prefix+"-failing", f.prefix+"-failing"))
 	failing.EventID = f.prefix + "-failing"
 	sp, err := txn.Savepoint(ctx)
 	require.NoError(t, err)
-	require.NoError(t, store.Claim(ctx, txn, failing))
+	require.NoError(t, store.Protocol().Claim(ctx, txn, failing))
 	require.NoError(t, txn.RollbackTo(ctx, sp))
 	assert.False(t, dedup.DoubtSinceBegin(txn), "the store's own rollback to a savepoint keeps the transaction")
-	require.NoError(t, store.ConfirmBatch(ctx, txn, []*consumer.Delivery{failing}), "no doubt: no SELECT, nothing to find")
+	require.NoError(t, store.Protocol().ConfirmBatch(ctx, txn, []*consumer.Delivery{failing}), "no doubt: no SELECT, nothing to find")
 
-	_, err = txn.Tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT `+dedup.SavepointName(first))
+	_, err = txn.SQLTx().ExecContext(ctx, `ROLLBACK TO SAVEPOINT `+first.Name)
 	require.NoError(t, err)
 	assert.True(t, dedup.DoubtSinceBegin(txn), "a handler's own ROLLBACK TO may undo another member's claim")
-	require.ErrorIs(t, store.ConfirmBatch(ctx, txn, []*consumer.Delivery{failing}), dedup.ErrClaimLost,
+	require.ErrorIs(t, store.Protocol().ConfirmBatch(ctx, txn, []*consumer.Delivery{failing}), dedup.ErrClaimLost,
 		"with a doubt the kept rows are counted")
 }
 

@@ -9,16 +9,22 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/internal/dupcause"
+
+	"github.com/rmqguard/rmqguard/internal/txproto"
 )
 
 // DuplicateCause tells why d, whose Claim returned ErrDuplicate, came again: "redelivery",
 // "replay" or "resend" (the package doc, "Duplicates"), read from the stored row in txn with one
 // SELECT. It returns an error, wrapped, when the row cannot be read (the query fails, or the row was purged
 // since); the caller then leaves the cause empty, reported as "unknown".
-func (s *Store) DuplicateCause(ctx context.Context, txn *Txn, d *consumer.Delivery) (string, error) {
-	scope := s.Scope(d)
+func (s storeProtocol) DuplicateCause(ctx context.Context, pt txproto.Txn, d *consumer.Delivery) (string, error) {
+	txn, err := local(pt)
+	if err != nil {
+		return "", err
+	}
+	scope := s.scopeOf(d)
 	var msgID string
-	err := txn.Tx.GetContext(ctx, &msgID, s.q.cause, scope, d.EventID)
+	err = txn.Tx.GetContext(ctx, &msgID, s.q.cause, scope, d.EventID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", fmt.Errorf("dedup: duplicate cause scope %s event %s: the row is gone: %w", scope, d.EventID, err)
 	}
@@ -34,7 +40,7 @@ func (s *Store) DuplicateCause(ctx context.Context, txn *Txn, d *consumer.Delive
 // hidden from a read inside the batch's transaction). causes[i] is ds[i]'s cause (as DuplicateCause gives it),
 // "" when its row is not there (purged since, or a row of the batch's own that rolled back). An empty ds costs
 // nothing. It returns the query's error, wrapped.
-func (s *Store) DuplicateCauses(ctx context.Context, ds []*consumer.Delivery) ([]string, error) {
+func (s storeProtocol) DuplicateCauses(ctx context.Context, ds []*consumer.Delivery) ([]string, error) {
 	causes := make([]string, len(ds))
 	if len(ds) == 0 {
 		return causes, nil
@@ -47,7 +53,7 @@ func (s *Store) DuplicateCauses(ctx context.Context, ds []*consumer.Delivery) ([
 			q.WriteString(", ")
 		}
 		q.WriteString("(?, ?)")
-		args = append(args, s.Scope(d), d.EventID)
+		args = append(args, s.scopeOf(d), d.EventID)
 	}
 	q.WriteString(")")
 	var rows []struct {
@@ -63,7 +69,7 @@ func (s *Store) DuplicateCauses(ctx context.Context, ds []*consumer.Delivery) ([
 		stored[[2]string{r.Scope, r.EventID}] = r.MsgID
 	}
 	for i, d := range ds {
-		if msgID, ok := stored[[2]string{s.Scope(d), d.EventID}]; ok {
+		if msgID, ok := stored[[2]string{s.scopeOf(d), d.EventID}]; ok {
 			causes[i] = dupcause.Of(msgID, d)
 		}
 	}

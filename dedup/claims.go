@@ -4,7 +4,7 @@ import "sync"
 
 // claims is the list of processed_event rows a transaction inserted (its claims and the STALE rows of a
 // batch), as scope and event ID, so that a 1062 can be told apart from the transaction's own row without a
-// round trip (Txn.Claimed). A rollback to a savepoint truncates it to the savepoint's mark.
+// round trip (localTx.Claimed). A rollback to a savepoint truncates it to the savepoint's mark.
 type claims struct {
 	mu   sync.Mutex
 	keys []string
@@ -60,4 +60,4 @@ func (c *claims) truncate(n int) {
 // own uncommitted row (two claims of one event in a batch's transaction), not from a committed one. It
 // costs no round trip. middleware.Dedup never claims one event twice in a transaction; a layer such as
 // dedup/redisfast checks it before treating a 1062 as "done".
-func (t *Txn) Claimed(scope, eventID string) bool { return t.claims.has(scope, eventID) }
+func (t *localTx) Claimed(scope, eventID string) bool { return t.claims.has(scope, eventID) }

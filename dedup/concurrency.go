@@ -6,7 +6,7 @@ import "fmt"
 // when handlers transactions at once could take every connection of db: the store has no pool of its own and
 // db is bounded to handlers connections or fewer, or to any number when handlers is 0 (unbounded). consumer.New
 // and Start call it (the package doc, "Pools"); db's other users are not counted.
-func (s *Store) CheckConcurrency(handlers int) error {
+func (s storeProtocol) CheckConcurrency(handlers int) error {
 	if s.txdb != nil || s.db == nil { // a pool of its own; or a Store not made by NewStore, which has no pool
 		return nil
 	}

@@ -19,22 +19,22 @@ func TestStore_F40_SharedPoolMustExceedTheHandlersAtOnce(t *testing.T) {
 	require.NoError(t, err)
 
 	db.SetMaxOpenConns(20)
-	require.NoError(t, store.CheckConcurrency(19))
+	require.NoError(t, store.Protocol().CheckConcurrency(19))
 	for _, handlers := range []int{20, 40} {
-		err := store.CheckConcurrency(handlers)
+		err := store.Protocol().CheckConcurrency(handlers)
 		require.Error(t, err, "%d handlers on a pool of 20", handlers)
 		for _, fix := range []string{"no WithTxDSN", "bounded to 20 connections", "dedup.Open(ctx, dsn)",
 			"dedup.NewStore(db, dedup.WithTxDSN(dsn))", "(0: unbounded)"} {
 			assert.Contains(t, err.Error(), fix)
 		}
 	}
-	assert.Contains(t, store.CheckConcurrency(40).Error(), "up to 40 handlers at once")
-	assert.Contains(t, store.CheckConcurrency(40).Error(), "db.SetMaxOpenConns(41) or more")
+	assert.Contains(t, store.Protocol().CheckConcurrency(40).Error(), "up to 40 handlers at once")
+	assert.Contains(t, store.Protocol().CheckConcurrency(40).Error(), "db.SetMaxOpenConns(41) or more")
 
 	db.SetMaxOpenConns(41)
-	require.NoError(t, store.CheckConcurrency(40), "a limit raised after NewStore counts")
+	require.NoError(t, store.Protocol().CheckConcurrency(40), "a limit raised after NewStore counts")
 	db.SetMaxOpenConns(0)
-	require.NoError(t, store.CheckConcurrency(1000), "an unbounded pool cannot run out")
+	require.NoError(t, store.Protocol().CheckConcurrency(1000), "an unbounded pool cannot run out")
 }
 
 // F40: orderly consumption (0: handlers not bounded by the Config) needs an unbounded db on the shared pool.
@@ -43,12 +43,12 @@ func TestStore_F40_UnboundedHandlersNeedAnUnboundedSharedPool(t *testing.T) {
 	store, err := dedup.NewStore(db)
 	require.NoError(t, err)
 
-	err = store.CheckConcurrency(0)
+	err = store.Protocol().CheckConcurrency(0)
 	require.Error(t, err, "testenv's pool is bounded to 64")
 	assert.Contains(t, err.Error(), "a number of handlers at once that the consumer's Config does not bound")
 	assert.Contains(t, err.Error(), "db.SetMaxOpenConns(0) (unbounded)")
 	db.SetMaxOpenConns(0)
-	require.NoError(t, store.CheckConcurrency(0))
+	require.NoError(t, store.Protocol().CheckConcurrency(0))
 }
 
 // F40: with a pool of its own (WithTxDSN, as Open gives) a handler cannot take the connection of a
@@ -60,6 +60,6 @@ func TestStore_F40_OwnPoolAcceptsAnyConcurrency(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, store.Close()) })
 
-	require.NoError(t, store.CheckConcurrency(1000))
-	require.NoError(t, store.CheckConcurrency(0))
+	require.NoError(t, store.Protocol().CheckConcurrency(1000))
+	require.NoError(t, store.Protocol().CheckConcurrency(0))
 }

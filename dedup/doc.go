@@ -12,7 +12,12 @@
 //
 // # The transaction
 //
-// A Txn runs on a connection of its own with autocommit off: when MySQL rolls the transaction back
+// middleware.Dedup (and Lease, the batch paths, outbox) drive a store through its transaction protocol,
+// which TxStore hands over (Protocol) and which only rmqguard's packages call: Begin a message's
+// transaction, Claim its row, run the handler, Confirm the row, Commit; RecordStale, DuplicateCause and
+// the batch and lease steps below are its other steps. The rules of each are here.
+//
+// A message's transaction runs on a connection of its own with autocommit off: when MySQL rolls the transaction back
 // underneath the handler (a deadlock, 1213), statements the handler runs after that open a new transaction
 // instead of committing one by one, so nothing is durable unless Commit succeeds. When the context given to
 // Begin ends first (a handler past its deadline, perhaps abandoned by middleware.Timeout), the transaction is
@@ -161,7 +166,7 @@
 // # Leases
 //
 // A lease row is taken over when its lease has expired: its holder died or gave up, it never committed; the
-// takeover is a conditional UPDATE, and Takeover reports true for a context carrying the lease (WithLease).
+// takeover is a conditional UPDATE, and Takeover reports true for the handler of the delivery that took it over.
 // Lease times are on the database's UTC clock; a claim whose COMMIT's answer was lost is decided by the lease
 // row it left (read back by its token). A missing lease table (the schema before migration 00005) names the
 // fix and is marked infrastructure, so consumption pauses instead of spending attempts.

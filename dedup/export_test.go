@@ -4,13 +4,12 @@ import (
 	"context"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/rmqguard/rmqguard/internal/txproto"
 )
 
 // DoubtSinceBegin exposes whether txn's tracked connection has a doubt (see trackedConn) to the tests.
-func DoubtSinceBegin(txn *Txn) bool { return txn.doubtSinceBegin() }
-
-// SavepointName exposes sp's SQL name to the tests.
-func SavepointName(sp Savepoint) string { return sp.name }
+func DoubtSinceBegin(txn txproto.Txn) bool { return txn.(*localTx).doubtSinceBegin() }
 
 // Names the package keeps to itself, for its external tests.
 var (

@@ -26,6 +26,7 @@ import (
 	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/internal/txproto"
 	"github.com/rmqguard/rmqguard/metrics"
 	"github.com/rmqguard/rmqguard/middleware"
 )
@@ -581,8 +582,8 @@ func TestF7_AbandonedHandlerGivesItsConnectionBackAtTheDeadline(t *testing.T) {
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		require.Equal(t, consumer.KindRetry, o.Kind)
 	}
-	require.Eventually(t, func() bool { return f.store.TxStats().InUse == 0 }, 5*time.Second, 20*time.Millisecond,
-		"the abandoned handlers' connections are back in the pool: %+v", f.store.TxStats())
+	require.Eventually(t, func() bool { return f.store.Protocol().(txproto.Pooled).TxStats().InUse == 0 }, 5*time.Second, 20*time.Millisecond,
+		"the abandoned handlers' connections are back in the pool: %+v", f.store.Protocol().(txproto.Pooled).TxStats())
 
 	o, err := f.handle(h, f.orderMsg(t, f.prefix+"-good", f.prefix+"-good"))
 	require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/internal/mysqlerr"
+	"github.com/rmqguard/rmqguard/internal/txproto"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -29,8 +30,8 @@ var ErrLeaseHeld = errors.New("dedup: lease held by another delivery of the even
 // statements (its holder committing or releasing meanwhile).
 const maxLeaseClaims = 3
 
-// Lease is a delivery's committed claim on its event in lease mode; see ClaimLease.
-type Lease struct {
+// lease is a delivery's committed claim on its event in lease mode (txproto.Lease); see ClaimLease.
+type lease struct {
 	s              *Store
 	scope, eventID string
 	token          string
@@ -42,11 +43,11 @@ type Lease struct {
 // (wrapped) while another delivery holds a live lease; an empty or too long event ID or scope, permanent; a
 // missing lease table, ErrSchema (wrapped) marked infrastructure; the store's own failures,
 // retry.Infrastructure unless ctx ended.
-func (s *Store) ClaimLease(ctx context.Context, d *consumer.Delivery, dur time.Duration) (*Lease, error) {
+func (s storeProtocol) ClaimLease(ctx context.Context, d *consumer.Delivery, dur time.Duration) (txproto.Lease, error) {
 	if d.EventID == "" || utf8.RuneCountInString(d.EventID) > maxEventIDLength {
 		return nil, retry.Permanentf("dedup: event ID %q is empty or longer than %d characters", d.EventID, maxEventIDLength)
 	}
-	scope := s.Scope(d)
+	scope := s.scopeOf(d)
 	if utf8.RuneCountInString(scope) > maxGroupLength {
 		return nil, retry.Permanentf("dedup: consumer group %q is longer than %d characters", scope, maxGroupLength)
 	}
@@ -57,7 +58,7 @@ func (s *Store) ClaimLease(ctx context.Context, d *consumer.Delivery, dur time.D
 	if _, err := rand.Read(raw[:]); err != nil {
 		return nil, fmt.Errorf("dedup: lease: token: %w", err)
 	}
-	l := &Lease{s: s, scope: scope, eventID: d.EventID, token: hex.EncodeToString(raw[:])}
+	l := &lease{s: s.Store, scope: scope, eventID: d.EventID, token: hex.EncodeToString(raw[:])}
 	us := dur.Microseconds()
 	for range maxLeaseClaims {
 		_, err := s.execOwn(ctx, s.q.leaseClaim, scope, d.EventID, l.token, d.Msg.MsgId, us)
@@ -98,7 +99,7 @@ func (s *Store) ClaimLease(ctx context.Context, d *consumer.Delivery, dur time.D
 // mine reports, after a lease statement failed with err, whether its transaction committed all the same:
 // err may hide a commit (the COMMIT's answer was lost, see answerLost) and the lease row carries l's token
 // (a locking read, so that a commit still under way is waited for; readBackTimeout of its own).
-func (l *Lease) mine(ctx context.Context, err error) bool {
+func (l *lease) mine(ctx context.Context, err error) bool {
 	if !answerLost(err) {
 		return false
 	}
@@ -132,7 +133,11 @@ func (s *Store) execOwn(ctx context.Context, query string, args ...any) (int64, 
 // lease ends exactly when txn commits its processed_event row and business writes (and is back, still this
 // delivery's, if txn rolls back). It returns an error wrapping ErrClaimLost (transient) when the row is no
 // longer this lease's (another delivery took it over after it expired), or the statement's error.
-func (l *Lease) Hold(ctx context.Context, txn *Txn) error {
+func (l *lease) Hold(ctx context.Context, pt txproto.Txn) error {
+	txn, err := local(pt)
+	if err != nil {
+		return err
+	}
 	res, err := txn.Tx.ExecContext(ctx, l.s.q.leaseHold, l.scope, l.eventID, l.token)
 	if err != nil {
 		return fmt.Errorf("dedup: hold lease scope %s event %s: %w", l.scope, l.eventID, err)
@@ -164,18 +169,18 @@ func (e *leaseLost) Unwrap() error        { return e.err }
 // its own (its external call did not take effect, or may be repeated): the retry claims a new lease and is
 // not a takeover. A failed Release leaves the lease to expire. It runs with a context of its own (5 s), as
 // ctx may have ended.
-func (l *Lease) Release(ctx context.Context) error {
+func (l *lease) Release(ctx context.Context) error {
 	return l.end(ctx, l.s.q.leaseRelease, "release")
 }
 
 // Expire ends the lease now but keeps its row, after a run whose effect is unknown (the handler returned
 // without its transaction committing: a deadline, a panic, a failed COMMIT): the next delivery takes it
 // over at once and is told so (Takeover). A failed Expire leaves the lease to expire at its time.
-func (l *Lease) Expire(ctx context.Context) error {
+func (l *lease) Expire(ctx context.Context) error {
 	return l.end(ctx, l.s.q.leaseExpire, "expire")
 }
 
-func (l *Lease) end(ctx context.Context, query, what string) error {
+func (l *lease) end(ctx context.Context, query, what string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	if _, err := l.s.execOwn(ctx, query, l.scope, l.eventID, l.token); err != nil {
@@ -184,18 +189,13 @@ func (l *Lease) end(ctx context.Context, query, what string) error {
 	return nil
 }
 
-type leaseKey struct{}
+// Takeover reports whether the lease was taken over from an earlier delivery that never finished.
+func (l *lease) Takeover() bool { return l.takeover }
 
-// WithLease returns ctx carrying l, the lease of the message being handled (middleware.Lease calls it for
-// the handler), for Takeover.
-func WithLease(ctx context.Context, l *Lease) context.Context {
-	return context.WithValue(ctx, leaseKey{}, l)
-}
-
-// Takeover reports whether the message being handled (ctx, see WithLease) holds a lease taken over from an
-// earlier delivery that never finished: that delivery may have made the external call, so the handler
-// should ask the other side before calling again. False outside lease mode.
+// Takeover reports whether the message being handled (ctx) holds a lease taken over from an earlier
+// delivery that never finished: that delivery may have made the external call, so the handler should ask
+// the other side before calling again. False outside lease mode (middleware.Lease).
 func Takeover(ctx context.Context) bool {
-	l, ok := ctx.Value(leaseKey{}).(*Lease)
-	return ok && l != nil && l.takeover
+	l, ok := txproto.LeaseFrom(ctx)
+	return ok && l.Takeover()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/internal/txproto"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -33,7 +34,7 @@ func TestClaimLease_MissingLeaseTableNamesTheFixAndSpendsNoAttempt(t *testing.T)
 	m := &primitive.MessageExt{MsgId: "m1", Message: primitive.Message{Topic: "PAYMENT"}}
 	d := consumer.NewDelivery("cg", m)
 	d.EventID = testenv.Unique("ev")
-	_, err = store.ClaimLease(ctx, d, time.Minute)
+	_, err = store.Protocol().(txproto.Leaser).ClaimLease(ctx, d, time.Minute)
 	require.ErrorIs(t, err, dedup.ErrSchema)
 	assert.Contains(t, err.Error(), `the lease table pay_event_lease is missing; fix: run dedup.Migrate with WithTablePrefix("pay_")`)
 	assert.Equal(t, retry.ClassInfrastructure, retry.Classify(err))
@@ -41,12 +42,12 @@ func TestClaimLease_MissingLeaseTableNamesTheFixAndSpendsNoAttempt(t *testing.T)
 	applied, err := dedup.Migrate(ctx, db.DB, dedup.WithTablePrefix("pay_"))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"00005_event_lease.sql"}, applied)
-	lease, err := store.ClaimLease(ctx, d, time.Minute)
+	lease, err := store.Protocol().(txproto.Leaser).ClaimLease(ctx, d, time.Minute)
 	require.NoError(t, err)
-	assert.False(t, dedup.Takeover(dedup.WithLease(ctx, lease)), "a new lease, not a takeover")
-	_, err = store.ClaimLease(ctx, d, time.Minute)
+	assert.False(t, dedup.Takeover(txproto.WithLease(ctx, lease)), "a new lease, not a takeover")
+	_, err = store.Protocol().(txproto.Leaser).ClaimLease(ctx, d, time.Minute)
 	assert.ErrorIs(t, err, dedup.ErrLeaseHeld, "a second claim while the first lease is live")
 	require.NoError(t, lease.Release(ctx))
-	_, err = store.ClaimLease(ctx, d, time.Minute)
+	_, err = store.Protocol().(txproto.Leaser).ClaimLease(ctx, d, time.Minute)
 	assert.NoError(t, err, "a released lease is claimed anew")
 }

@@ -39,9 +39,9 @@ func TestDedup_LockWaitTimeoutOnAClaimHeldByAnotherTransactionIsATransientRetry(
 	ctx := context.Background()
 	holder := consumer.NewDelivery(f.group, f.orderMsg(t, ev, order))
 	holder.EventID = ev
-	other, err := f.store.Begin(ctx)
+	other, err := f.store.Protocol().Begin(ctx)
 	require.NoError(t, err)
-	require.NoError(t, f.store.Claim(ctx, other, holder)) // uncommitted: holds the key
+	require.NoError(t, f.store.Protocol().Claim(ctx, other, holder)) // uncommitted: holds the key
 
 	f.store = impatient
 	h := f.chain(t, handleOrderCreated)

@@ -3,20 +3,15 @@ package dedup
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"embed"
-	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"path"
 	"testing/fstest"
 	"text/template"
-	"time"
 
-	"github.com/pressly/goose/v3"
-
-	"github.com/rmqguard/rmqguard/internal/dedupsql"
+	"github.com/rmqguard/rmqguard/internal/migrate"
 )
 
 // migrationFiles are the dedup schema's goose SQL migrations as text/template sources: {{.Processed}},
@@ -77,62 +72,5 @@ func Migrate(ctx context.Context, db *sql.DB, opts ...Option) ([]string, error) 
 	if err != nil {
 		return nil, err
 	}
-	return RunMigrations(ctx, db, fsys, t.version())
-}
-
-// RunMigrations applies the goose SQL migrations in fsys to db, recording them in versionTable, while
-// holding a MySQL named lock on versionTable (lock-wait up to 60 s). It is exported so that an
-// application can migrate its own business schema the same way, with its own version table.
-func RunMigrations(ctx context.Context, db *sql.DB, fsys fs.FS, versionTable string) ([]string, error) {
-	p, err := goose.NewProvider(goose.DialectMySQL, db, fsys,
-		goose.WithTableName(versionTable),
-		goose.WithSessionLocker(&namedLock{name: migrationLockName(versionTable), wait: 60 * time.Second}),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("migrate %s: %w", versionTable, err)
-	}
-	results, err := p.Up(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("migrate %s: %w", versionTable, err)
-	}
-	applied := make([]string, 0, len(results))
-	for _, r := range results {
-		applied = append(applied, r.Source.Path)
-	}
-	return applied, nil
-}
-
-// migrationLockName is the named lock of versionTable's migrations: "rmqguard:" + versionTable, or, when
-// that exceeds MySQL's 64 characters for lock names, "rmqguard:" and 32 hex digits of its SHA-256.
-func migrationLockName(versionTable string) string {
-	name := "rmqguard:" + versionTable
-	if len(name) <= dedupsql.MaxIdentifierLength {
-		return name
-	}
-	sum := sha256.Sum256([]byte(versionTable))
-	return "rmqguard:" + hex.EncodeToString(sum[:16])
-}
-
-// namedLock is a goose SessionLocker on MySQL's GET_LOCK/RELEASE_LOCK, held by one connection.
-type namedLock struct {
-	name string
-	wait time.Duration
-}
-
-func (l *namedLock) SessionLock(ctx context.Context, conn *sql.Conn) error {
-	var got sql.NullInt64
-	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, ?)", l.name, int(l.wait.Seconds())).Scan(&got); err != nil {
-		return fmt.Errorf("get lock %s: %w", l.name, err)
-	}
-	if !got.Valid || got.Int64 != 1 {
-		return fmt.Errorf("get lock %s: not granted within %s", l.name, l.wait)
-	}
-	return nil
-}
-
-func (l *namedLock) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
-	if _, err := conn.ExecContext(ctx, "SELECT RELEASE_LOCK(?)", l.name); err != nil {
-		return fmt.Errorf("release lock %s: %w", l.name, err)
-	}
-	return nil
+	return migrate.Up(ctx, db, fsys, t.version())
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/internal/txproto"
 )
 
 // Open connects, migrates and returns a store whose transactions claim events: the one call of the README's
@@ -31,16 +32,16 @@ func TestOpen_MigratesAndClaims(t *testing.T) {
 
 	d := &consumer.Delivery{Group: "open-test", EventID: testenv.Unique("open"),
 		Msg: &primitive.MessageExt{MsgId: testenv.Unique("msg"), Message: primitive.Message{Topic: "ORDER"}}}
-	txn, err := store.Begin(ctx)
+	txn, err := store.Protocol().Begin(ctx)
 	require.NoError(t, err)
-	require.NoError(t, store.Claim(ctx, txn, d))
+	require.NoError(t, store.Protocol().Claim(ctx, txn, d))
 	require.NoError(t, txn.Commit())
 	var n int
 	require.NoError(t, db.Get(&n, "SELECT COUNT(*) FROM open_t_processed_event WHERE event_id = ?", d.EventID))
 	assert.Equal(t, 1, n, "the claim went to the prefixed table Open migrated")
 
 	require.NoError(t, store.Close())
-	_, err = store.Begin(ctx)
+	_, err = store.Protocol().Begin(ctx)
 	assert.Error(t, err, "Close closed the pools Open opened")
 }
 
@@ -57,10 +58,10 @@ func TestOpen_TransactionsRunOnAPoolOfTheirOwn(t *testing.T) {
 			store, err := dedup.Open(ctx, testenv.MySQLDSN(), opts...)
 			require.NoError(t, err)
 			defer store.Close()
-			txn, err := store.Begin(ctx)
+			txn, err := store.Protocol().Begin(ctx)
 			require.NoError(t, err)
 			defer func() { _ = txn.Rollback() }()
-			assert.Equal(t, 1, store.TxStats().InUse, "the transaction's connection")
+			assert.Equal(t, 1, store.Protocol().(txproto.Pooled).TxStats().InUse, "the transaction's connection")
 			assert.Equal(t, 0, store.DB().Stats().InUse, "the pool Open reads through is not the transactions' pool")
 		})
 	}

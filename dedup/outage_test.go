@@ -54,19 +54,19 @@ func TestF20_ReadOnlyServerFailsTheProbeAndItsConnectionIsDropped(t *testing.T) 
 func readOnlyDropsTheConnection(t *testing.T, ctx context.Context, in *testenv.Instance, store *dedup.Store) {
 	require.NoError(t, store.Probe(ctx), "a writable server is healthy")
 	next := func() int64 { // the connection the store's next transaction gets
-		txn, err := store.Begin(ctx)
+		txn, err := store.Protocol().Begin(ctx)
 		require.NoError(t, err)
 		defer func() { _ = txn.Rollback() }()
-		return connectionID(t, ctx, txn.Tx)
+		return connectionID(t, ctx, txn.SQLTx())
 	}
 
 	claimOn := func(eventID string) (int64, error) {
-		txn, err := store.Begin(ctx)
+		txn, err := store.Protocol().Begin(ctx)
 		require.NoError(t, err)
-		id := connectionID(t, ctx, txn.Tx)
+		id := connectionID(t, ctx, txn.SQLTx())
 		d := consumer.NewDelivery("cg", &primitive.MessageExt{Message: primitive.Message{Topic: "ORDER"}, MsgId: "m-" + eventID})
 		d.EventID = eventID
-		err = store.Claim(ctx, txn, d)
+		err = store.Protocol().Claim(ctx, txn, d)
 		_ = txn.RollbackAfter(err)
 		return id, err
 	}
@@ -89,7 +89,7 @@ func readOnlyDropsTheConnection(t *testing.T, ctx context.Context, in *testenv.I
 	require.NoError(t, store.Probe(ctx), "writable again")
 
 	in.Stop()
-	_, err = store.Begin(ctx)
+	_, err = store.Protocol().Begin(ctx)
 	require.Error(t, err)
 	assert.Equal(t, retry.ClassInfrastructure, retry.Classify(err), "BEGIN against a stopped server: %v", err)
 	require.Error(t, store.Probe(ctx))

@@ -16,6 +16,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/internal/txproto"
 	"github.com/rmqguard/rmqguard/middleware"
 )
 
@@ -171,8 +172,8 @@ func TestOwnPool_HandlerBlockedInAStatementWithoutItsContextGivesItsConnectionBa
 	o, err := f.handle(h, f.orderMsg(t, ev, ev))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Equal(t, consumer.KindRetry, o.Kind)
-	assert.Eventually(t, func() bool { return f.store.TxStats().InUse == 0 }, 5*time.Second, 20*time.Millisecond,
-		"the connection of the transaction whose context ended is still in use: %+v", f.store.TxStats())
+	assert.Eventually(t, func() bool { return f.store.Protocol().(txproto.Pooled).TxStats().InUse == 0 }, 5*time.Second, 20*time.Millisecond,
+		"the connection of the transaction whose context ended is still in use: %+v", f.store.Protocol().(txproto.Pooled).TxStats())
 	require.NoError(t, holder.Rollback())
 	abandoned.Wait()
 	assert.Equal(t, 0, f.dedupRows(t, ev))
@@ -196,10 +197,10 @@ func TestOwnPool_KeepsAutocommitOffWhateverTheDSNSpelling(t *testing.T) {
 	ctx := context.Background()
 	readOnly := &mysql.MySQLError{Number: 1290} // RollbackAfter closes the connection: the next Begin opens a new one
 	for range 64 {
-		txn, err := store.Begin(ctx)
+		txn, err := store.Protocol().Begin(ctx)
 		require.NoError(t, err)
 		var on int
-		err = txn.Tx.GetContext(ctx, &on, `SELECT @@session.autocommit`)
+		err = txn.SQLTx().GetContext(ctx, &on, `SELECT @@session.autocommit`)
 		_ = txn.RollbackAfter(readOnly)
 		require.NoError(t, err)
 		require.Zero(t, on, "a connection of the transaction pool with autocommit on")
@@ -216,15 +217,15 @@ func TestStore_CloseWhileATransactionRunsLetsItCommit(t *testing.T) {
 	ctx := context.Background()
 	d := consumer.NewDelivery(f.group, f.orderMsg(t, f.prefix+"-e", f.prefix+"-1"))
 	d.EventID = f.prefix + "-e"
-	txn, err := store.Begin(ctx)
+	txn, err := store.Protocol().Begin(ctx)
 	require.NoError(t, err)
-	require.NoError(t, store.Claim(ctx, txn, d))
+	require.NoError(t, store.Protocol().Claim(ctx, txn, d))
 	require.NoError(t, store.Close())
-	require.NoError(t, store.Confirm(ctx, txn, d))
+	require.NoError(t, store.Protocol().Confirm(ctx, txn, d))
 	require.NoError(t, txn.Commit())
 	assert.Equal(t, 1, f.dedupRows(t, d.EventID))
-	assert.Zero(t, store.TxStats().OpenConnections, "the released connection is closed, not pooled")
-	_, err = store.Begin(ctx)
+	assert.Zero(t, store.Protocol().(txproto.Pooled).TxStats().OpenConnections, "the released connection is closed, not pooled")
+	_, err = store.Protocol().Begin(ctx)
 	assert.Error(t, err)
 }
 

@@ -19,7 +19,7 @@ import (
 // package doc, "Stale events"). Errors: one wrapping ErrDuplicate when the scope already has the row; the
 // store's own failures, marked retry.Infrastructure unless ctx ended; the insert's other errors, wrapped;
 // an empty or too long event ID, permanent, as for Claim.
-func (s *Store) RecordStale(ctx context.Context, d *consumer.Delivery) error {
+func (s storeProtocol) RecordStale(ctx context.Context, d *consumer.Delivery) error {
 	conn, err := s.db.Connx(ctx)
 	if err != nil {
 		return beginFailed(ctx, fmt.Errorf("dedup: record stale: connection: %w", err))

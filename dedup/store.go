@@ -15,6 +15,8 @@ import (
 	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/retry"
+
+	"github.com/rmqguard/rmqguard/internal/txproto"
 )
 
 // Column sizes of processed_event; longer values cannot be stored, so the EventID middleware rejects them.
@@ -144,8 +146,8 @@ func (s *Store) Close() error {
 	return errors.Join(errs...)
 }
 
-// Scope returns the dedup scope of d: the store's scope (WithScope), or else d's consumer group.
-func (s *Store) Scope(d *consumer.Delivery) string {
+// scopeOf returns the dedup scope of d: the store's scope (WithScope), or else d's consumer group.
+func (s *Store) scopeOf(d *consumer.Delivery) string {
 	if s.scope != "" {
 		return s.scope
 	}
@@ -153,8 +155,8 @@ func (s *Store) Scope(d *consumer.Delivery) string {
 }
 
 // TxStats returns the statistics of the pool Begin takes its connections from: the store's own (WithTxDSN),
-// else db's.
-func (s *Store) TxStats() sql.DBStats {
+// else db's (for the tests, through Protocol).
+func (s storeProtocol) TxStats() sql.DBStats {
 	if s.txdb != nil {
 		return s.txdb.Stats()
 	}
@@ -172,11 +174,15 @@ func (s *Store) DB() *sqlx.DB { return s.db }
 // the scope already processed the event (or a transaction holding the key committed while Claim waited).
 // MySQL 1205/1213 from that wait come back wrapped (transient); an empty event ID, or one longer than
 // 128 characters, is permanent.
-func (s *Store) Claim(ctx context.Context, txn *Txn, d *consumer.Delivery) error {
+func (s storeProtocol) Claim(ctx context.Context, pt txproto.Txn, d *consumer.Delivery) error {
+	txn, err := local(pt)
+	if err != nil {
+		return err
+	}
 	if err := s.insertRow(ctx, txn.Tx, d, dedupsql.ResultSuccess, txn.token); err != nil {
 		return err
 	}
-	txn.claims.add(s.Scope(d), d.EventID)
+	txn.claims.add(s.scopeOf(d), d.EventID)
 	txn.hooks.claimed(d.Group, d.EventID)
 	return nil
 }
@@ -184,7 +190,7 @@ func (s *Store) Claim(ctx context.Context, txn *Txn, d *consumer.Delivery) error
 // insertRow inserts d's processed_event row with result_status status and claim token through ex (a
 // transaction, or the pool for a statement of its own); see Claim for what it checks and returns.
 func (s *Store) insertRow(ctx context.Context, ex sqlx.ExecerContext, d *consumer.Delivery, status, token string) error {
-	scope := s.Scope(d)
+	scope := s.scopeOf(d)
 	if err := checkKey(scope, d.EventID); err != nil {
 		return err
 	}
@@ -221,7 +227,7 @@ func checkKey(scope, eventID string) error {
 // ErrClaimLost means the transaction no longer holds its processed_event row when it is about to commit:
 // MySQL rolled the transaction back underneath the handler (a deadlock, 1213, rolls back the whole
 // transaction, and statements after it run in a new one). Committing would apply the effect without its
-// dedup row; the message is retried instead. It classifies as transient. In lease mode, Lease.Hold returns
+// dedup row; the message is retried instead. It classifies as transient. In lease mode, the lease's Hold returns
 // it too when the lease was taken over by another delivery after it expired.
 var ErrClaimLost = retry.Transient(errors.New("dedup: the transaction lost its processed_event row (rolled back under the handler, e.g. by a deadlock)"))
 
@@ -231,13 +237,17 @@ var ErrClaimLost = retry.Transient(errors.New("dedup: the transaction lost its p
 // the row is gone or not this transaction's, or the query's error. On the pool of WithTxDSN it reads the
 // row back only when, since BEGIN, a statement of txn failed or one that is not plain DML ran (nothing else
 // ends a transaction underneath the handler), so the happy path costs no round trip.
-func (s *Store) Confirm(ctx context.Context, txn *Txn, d *consumer.Delivery) error {
+func (s storeProtocol) Confirm(ctx context.Context, pt txproto.Txn, d *consumer.Delivery) error {
+	txn, err := local(pt)
+	if err != nil {
+		return err
+	}
 	if txn.tracked && !txn.doubtSinceBegin() {
 		return nil
 	}
 	var n int
-	scope := s.Scope(d)
-	err := txn.Tx.GetContext(ctx, &n, s.q.confirm, scope, d.EventID, txn.token)
+	scope := s.scopeOf(d)
+	err = txn.Tx.GetContext(ctx, &n, s.q.confirm, scope, d.EventID, txn.token)
 	if err != nil {
 		return fmt.Errorf("dedup: confirm scope %s event %s: %w", scope, d.EventID, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/dedupsql"
+	"github.com/rmqguard/rmqguard/internal/txproto"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -19,15 +20,15 @@ import (
 func claimOnce(t *testing.T, f *fixture, group, eventID string) error {
 	t.Helper()
 	ctx := context.Background()
-	txn, err := f.store.Begin(ctx)
+	txn, err := f.store.Protocol().Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = txn.Rollback() }()
 	d := consumer.NewDelivery(group, &primitive.MessageExt{MsgId: "m", Message: primitive.Message{Topic: "ORDER"}})
 	d.EventID = eventID
-	if err := f.store.Claim(ctx, txn, d); err != nil {
+	if err := f.store.Protocol().Claim(ctx, txn, d); err != nil {
 		return err
 	}
-	require.NoError(t, f.store.Confirm(ctx, txn, d))
+	require.NoError(t, f.store.Protocol().Confirm(ctx, txn, d))
 	return txn.Commit()
 }
 
@@ -63,14 +64,14 @@ func TestTxn_ConnectionGoesBackToThePoolWithAutocommitOn(t *testing.T) {
 	f.db.SetMaxOpenConns(1)
 	f.db.SetMaxIdleConns(1)
 	ctx := context.Background()
-	for name, finish := range map[string]func(*dedup.Txn) error{
-		"commit":   func(txn *dedup.Txn) error { return txn.Commit() },
-		"rollback": func(txn *dedup.Txn) error { return txn.Rollback() },
+	for name, finish := range map[string]func(txproto.Txn) error{
+		"commit":   func(txn txproto.Txn) error { return txn.Commit() },
+		"rollback": func(txn txproto.Txn) error { return txn.Rollback() },
 	} {
 		t.Run(name, func(t *testing.T) {
 			var before int
 			require.NoError(t, f.db.Get(&before, `SELECT CONNECTION_ID()`))
-			txn, err := f.store.Begin(ctx)
+			txn, err := f.store.Protocol().Begin(ctx)
 			require.NoError(t, err)
 			require.NoError(t, finish(txn))
 

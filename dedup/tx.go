@@ -8,30 +8,28 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/txproto"
 )
-
-type txKey struct{}
 
 // ErrNoTx means a transactional handler ran without the dedup middleware's transaction in its context:
 // put middleware.Dedup before it in the chain.
 var ErrNoTx = errors.New("dedup: no dedup transaction in context (wire middleware.Dedup before this handler)")
 
-// withTx returns ctx carrying tx, the transaction that holds the message's dedup row (WithTxn).
-func withTx(ctx context.Context, tx *sqlx.Tx) context.Context {
-	return context.WithValue(ctx, txKey{}, tx)
-}
-
 // TxFromContext returns the dedup transaction of the message being handled, if any. Business writes
 // made through it commit or roll back together with the dedup row.
 func TxFromContext(ctx context.Context) (*sqlx.Tx, bool) {
-	tx, ok := ctx.Value(txKey{}).(*sqlx.Tx)
-	return tx, ok && tx != nil
+	txn, ok := txproto.TxnFrom(ctx)
+	if !ok {
+		return nil, false
+	}
+	tx := txn.SQLTx()
+	return tx, tx != nil
 }
 
 // TxHandler is a business handler that writes through the dedup transaction. Return consumer.Processed()
 // to commit; consumer.Stale(…) when the event is older than the state it would change (e.g. a
 // TransitionStale): the transaction rolls back, so nothing the handler wrote is kept, the event is recorded
-// as stale (result_status "STALE", see Store.RecordStale: a later delivery is a duplicate) and the
+// as stale (result_status "STALE", see the package doc, "Stale events": a later delivery is a duplicate) and the
 // message is acknowledged; or an error to roll back and retry (classified by the retry package).
 type TxHandler func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error)
 

@@ -94,7 +94,7 @@ func (c *txConnector) Driver() driver.Driver { return c.base.Driver() }
 // rolls the whole transaction back on a deadlock, 1213; on a lock-wait timeout, 1205, with
 // innodb_rollback_on_timeout; a lost connection ends it), and a statement that ends or commits it without
 // failing (ROLLBACK, COMMIT, DDL, SET autocommit, …). After either, statements run in a new implicit
-// transaction without the dedup row. Store.Confirm reads the row back only after a doubt and skips the
+// transaction without the dedup row. Confirm reads the row back only after a doubt and skips the
 // SELECT otherwise. Every failure counts but MySQL 1062 (a statement-level rollback only), so that no error that rolls back is missed
 // (driver.ErrSkip, "use a prepared statement instead", is not a failure); every statement that is not
 // plain DML (see plainDML) counts.
@@ -191,7 +191,7 @@ func plainDML(query string) bool {
 	return false
 }
 
-// clearDoubt forgets a doubt that only Txn.RollbackTo's own statement raised: a ROLLBACK TO SAVEPOINT that
+// clearDoubt forgets a doubt that only localTx.RollbackTo's own statement raised: a ROLLBACK TO SAVEPOINT that
 // succeeds keeps the transaction open (had the server ended it, the savepoint would be gone: 1305, a
 // failure that stays a doubt). A handler's own ROLLBACK TO stays a doubt: it may undo another member's
 // claim of the batch.

@@ -17,21 +17,22 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rmqguard/rmqguard/internal/mysqlerr"
+	"github.com/rmqguard/rmqguard/internal/txproto"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
 // releaseTimeout bounds the statements that hand a Txn's connection back to the pool.
 const releaseTimeout = 5 * time.Second
 
-// readBackTimeout bounds the read-back of a transaction whose COMMIT's answer was lost (Txn.Commit).
+// readBackTimeout bounds the read-back of a transaction whose COMMIT's answer was lost (localTx.Commit).
 const readBackTimeout = 5 * time.Second
 
-// Txn is one message's local transaction, in which the dedup row and the business writes commit together,
-// on a connection of its own with autocommit off (see the package doc, "The transaction"). Finish it with
-// Commit, Rollback or RollbackAfter; later calls return sql.ErrTxDone. Effects registered with AfterCommit
-// run once, after a successful Commit only.
-type Txn struct {
-	// Tx is the transaction the handler writes through (dedup.TxFromContext).
+// localTx is one message's local transaction (txproto.Txn), in which the dedup row and the business writes
+// commit together, on a connection of its own with autocommit off (see the package doc, "The transaction").
+// Finish it with Commit, Rollback or RollbackAfter; later calls return sql.ErrTxDone. Effects registered
+// with AfterCommit run once, after a successful Commit only.
+type localTx struct {
+	// Tx is the transaction the handler writes through (SQLTx, TxFromContext).
 	Tx    *sqlx.Tx
 	conn  *sqlx.Conn
 	token string // written by Claim, checked by Confirm
@@ -50,11 +51,14 @@ type Txn struct {
 	savepoints int
 }
 
+// SQLTx returns the transaction the handler writes through.
+func (t *localTx) SQLTx() *sqlx.Tx { return t.Tx }
+
 // Begin starts the local transaction of one message, on the pool of WithTxDSN if the store has one (BEGIN
 // only), else on db's pool (SET autocommit = 0, then BEGIN). Errors (no connection, SET or BEGIN failed) are
 // wrapped; unless ctx ended (then they classify as transient: the message's own deadline) they are marked
 // retry.Infrastructure: the store could not start a transaction, which is not the message's failure.
-func (s *Store) Begin(ctx context.Context) (*Txn, error) {
+func (s storeProtocol) Begin(ctx context.Context) (txproto.Txn, error) {
 	var raw [16]byte
 	if _, err := rand.Read(raw[:]); err != nil {
 		return nil, fmt.Errorf("dedup: begin: claim token: %w", err)
@@ -78,7 +82,7 @@ func (s *Store) Begin(ctx context.Context) (*Txn, error) {
 		release(conn, false, tracked)
 		return nil, beginFailed(ctx, fmt.Errorf("dedup: begin: %w", err))
 	}
-	t := &Txn{Tx: tx, conn: conn, tracked: tracked, store: s, token: hex.EncodeToString(raw[:]), ctx: ctx, log: s.log, obs: s.obs}
+	t := &localTx{Tx: tx, conn: conn, tracked: tracked, store: s.Store, token: hex.EncodeToString(raw[:]), ctx: ctx, log: s.log, obs: s.obs}
 	t.stop = context.AfterFunc(ctx, func() { _ = t.rollback(false) })
 	return t, nil
 }
@@ -108,7 +112,7 @@ func beginFailed(ctx context.Context, err error) error {
 // hooks and is marked retry.Infrastructure, unless it is the message's own (a deadlock, the context's end:
 // transient) or the transaction was finished (sql.ErrTxDone). A COMMIT whose answer was lost is decided by
 // reading its row back (the package doc, "The transaction"): nil when it committed.
-func (t *Txn) Commit() error {
+func (t *localTx) Commit() error {
 	t.stop()
 	err := sql.ErrTxDone
 	var hooks []hook
@@ -141,7 +145,7 @@ func answerLost(err error) bool {
 
 // committed reads back whether the transaction committed: one of its own rows (a claim, or a batch's STALE
 // row) is there with its token. False when the transaction has no row or the read fails (see Commit).
-func (t *Txn) committed() bool {
+func (t *localTx) committed() bool {
 	key, ok := t.claims.first()
 	if !ok || t.store == nil {
 		return false
@@ -156,14 +160,14 @@ func (t *Txn) committed() bool {
 
 // Rollback rolls the transaction back (also what a transaction MySQL already ended may have started since)
 // and returns the connection to the pool. sql.ErrTxDone means it was already finished.
-func (t *Txn) Rollback() error {
+func (t *localTx) Rollback() error {
 	return t.RollbackAfter(nil)
 }
 
 // RollbackAfter is Rollback for a transaction that failed with cause (nil if none): when cause shows the
 // server is read-only (mysqlerr.ReadOnly), the connection is closed instead of returned to the pool, so that
 // no later transaction runs on a connection to a former primary. middleware.Dedup passes the chain's error.
-func (t *Txn) RollbackAfter(cause error) error {
+func (t *localTx) RollbackAfter(cause error) error {
 	t.stop()
 	return t.rollback(mysqlerr.ReadOnly(cause))
 }
@@ -171,7 +175,7 @@ func (t *Txn) RollbackAfter(cause error) error {
 // rollback finishes the transaction with a rollback unless it is already finished, then closes the
 // connection (drop) or returns it to the pool; the context watcher calls it directly (t.stop may not be
 // set yet when the context is already done in Begin).
-func (t *Txn) rollback(drop bool) error {
+func (t *localTx) rollback(drop bool) error {
 	err := sql.ErrTxDone
 	t.once.Do(func() {
 		t.hooks.close() // dropped: their effects must not happen
@@ -235,7 +239,7 @@ func sessionTouched(conn *sqlx.Conn) bool {
 // doubtSinceBegin reports whether the transaction may have ended underneath the handler (see trackedConn);
 // true also when the connection cannot be asked (the transaction already ended), so that Confirm then
 // reads the row back.
-func (t *Txn) doubtSinceBegin() bool {
+func (t *localTx) doubtSinceBegin() bool {
 	doubt := true
 	_ = t.conn.Raw(func(dc any) error {
 		if c, ok := dc.(*trackedConn); ok {

@@ -439,8 +439,8 @@ func TestAggregateVersion_ReadAdvanceAndRecordStale(t *testing.T) {
 
 	d := consumer.NewDelivery(w.group, w.message("stale-1", "o-1", 1))
 	d.EventID = w.prefix + "-stale-1"
-	require.NoError(t, w.store.RecordStale(ctx, d))
-	require.ErrorIs(t, w.store.RecordStale(ctx, d), dedup.ErrDuplicate, "a second record (a concurrent delivery) finds the first")
+	require.NoError(t, w.store.Protocol().RecordStale(ctx, d))
+	require.ErrorIs(t, w.store.Protocol().RecordStale(ctx, d), dedup.ErrDuplicate, "a second record (a concurrent delivery) finds the first")
 	assert.Equal(t, dedupsql.ResultStale, w.status(t, "stale-1"))
 }
 

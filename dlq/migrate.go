@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 
-	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/migrate"
 )
 
 // auditVersionTable is the goose version table of the replay audit schema, apart from the dedup schema's
@@ -25,7 +25,7 @@ func Migrate(ctx context.Context, db *sql.DB) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dlq: migrate: %w", err)
 	}
-	applied, err := dedup.RunMigrations(ctx, db, sub, auditVersionTable)
+	applied, err := migrate.Up(ctx, db, sub, auditVersionTable)
 	if err != nil {
 		return applied, fmt.Errorf("dlq: migrate: %w", err)
 	}

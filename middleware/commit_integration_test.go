@@ -19,6 +19,7 @@ import (
 	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/internal/dedupsql"
 	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/internal/txproto"
 	"github.com/rmqguard/rmqguard/middleware"
 )
 
@@ -144,7 +145,7 @@ func TestTimeout_HandlerReturningAfterTheDeadlineWithoutACommitIsATimeoutAndComm
 	assert.False(t, o.Committed)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	<-returned
-	require.Eventually(t, func() bool { return f.store.TxStats().InUse == 0 }, 5*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return f.store.Protocol().(txproto.Pooled).TxStats().InUse == 0 }, 5*time.Second, 10*time.Millisecond,
 		"the late handler's transaction ended")
 	assert.Zero(t, f.proxy.Commits(), "no COMMIT was sent for the late handler")
 	assert.Zero(t, f.rows(t, id))

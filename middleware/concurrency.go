@@ -9,9 +9,8 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 )
 
-// concurrencyChecker is a dedup store that must know how many handlers run at once: *dedup.Store, whose
-// transactions may share a bounded pool with the handlers (dedup.Store.CheckConcurrency), and layers that
-// forward the check to it.
+// concurrencyChecker is a dedup store's protocol, which must know how many handlers run at once: a
+// *dedup.Store's transactions may share a bounded pool with the handlers, and layers forward the check to it.
 type concurrencyChecker interface {
 	CheckConcurrency(handlers int) error
 }
@@ -106,9 +105,12 @@ var errNilNext = errors.New("middleware.Dedup: the handler it wraps is nil")
 
 // checkerOf returns the concurrency checker of a Dedup or Lease middleware's store, if it has one.
 func checkerOf(mw Middleware) (concurrencyChecker, bool) {
-	cc, ok := mw.store.(concurrencyChecker)
-	if ok && mw.kind == kindLease {
+	if mw.store == nil {
+		return nil, false
+	}
+	cc := mw.store.Protocol()
+	if mw.kind == kindLease {
 		return leaseCondition{store: cc, lease: mw.lease}, true
 	}
-	return cc, ok
+	return cc, true
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/batch"
+	"github.com/rmqguard/rmqguard/internal/txproto"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -19,11 +20,11 @@ func Dedup(store dedup.TxStore) (Middleware, error) {
 	if isNil(store) {
 		return Middleware{}, fmt.Errorf("%w: middleware.Dedup: store is nil — did dedup.NewStore fail? check its error", ErrNilDependency)
 	}
-	return Middleware{kind: kindDedup, wrap: (&dedupMW{store: store}).wrap, store: store}, nil
+	return Middleware{kind: kindDedup, wrap: (&dedupMW{store: store.Protocol()}).wrap, store: store}, nil
 }
 
 // dedupMW is a Dedup middleware; Chain knows it by its Middleware's kind.
-type dedupMW struct{ store dedup.TxStore }
+type dedupMW struct{ store txproto.Store }
 
 func (w *dedupMW) wrap(next consumer.Handler) consumer.Handler {
 	store := w.store
@@ -56,7 +57,7 @@ func (w *dedupMW) wrap(next consumer.Handler) consumer.Handler {
 			}
 			return consumer.Outcome{}, err
 		}
-		o, err = next(dedup.WithTxn(ctx, txn), d)
+		o, err = next(txproto.WithTxn(ctx, txn), d)
 		if err == nil && o.Kind == consumer.KindStale {
 			return stale(ctx, store, txn, d, o)
 		}
@@ -86,7 +87,7 @@ func abandoned(ctx context.Context, d *consumer.Delivery) error {
 // duplicate is the outcome of a duplicate d with its cause; when the stored row cannot be read the cause
 // is left empty and the consumer reports "unknown" (consumer.Decision): a duplicate is a
 // duplicate whatever its cause, so this never fails the message.
-func duplicate(ctx context.Context, store dedup.TxStore, txn *dedup.Txn, d *consumer.Delivery) consumer.Outcome {
+func duplicate(ctx context.Context, store txproto.Store, txn txproto.Txn, d *consumer.Delivery) consumer.Outcome {
 	settle(ctx) // the claim's 1062 decided it; the cause read next only labels it
 	cause, err := store.DuplicateCause(ctx, txn, d)
 	if err != nil {
@@ -110,8 +111,8 @@ func committedDuplicate(ctx context.Context, cause string) consumer.Outcome {
 // of its own; the outcome is o, a duplicate when a concurrent delivery of the event recorded or processed it
 // first (dedup.ErrDuplicate: the event counts as stale once), or the recording's error (a retry). A failed
 // rollback is not an error here: the transaction is not committed whatever happens to its connection (see
-// dedup.Txn.RollbackAfter).
-func stale(ctx context.Context, store dedup.TxStore, txn *dedup.Txn, d *consumer.Delivery, o consumer.Outcome) (consumer.Outcome, error) {
+// txproto.Txn.RollbackAfter).
+func stale(ctx context.Context, store txproto.Store, txn txproto.Txn, d *consumer.Delivery, o consumer.Outcome) (consumer.Outcome, error) {
 	_ = txn.Rollback()
 	if !settle(ctx) {
 		return consumer.Outcome{}, abandoned(ctx, d)

@@ -8,6 +8,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/batch"
+	"github.com/rmqguard/rmqguard/internal/txproto"
 )
 
 // The careful pass of Dedup's batch mode (consumer.Config.BatchSize > 1, batch.Batch.Careful: after a
@@ -22,7 +23,7 @@ import (
 //     deadline overrules it (the batch's COMMIT does: a failed one makes it a retry);
 //   - a duplicate claim (1062): the statement alone rolled back, so no ROLLBACK TO SAVEPOINT; its Cause is
 //     read after the transaction ended, with the batch's other duplicates in one SELECT
-//     (dedup.TxStore.DuplicateCauses), and set on the batch (batch.Batch.SetDuplicateCause); if that
+//     (txproto.Store.DuplicateCauses), and set on the batch (batch.Batch.SetDuplicateCause); if that
 //     read fails the consumer reports it as "unknown";
 //   - error, retry, dead letter, a panic, or a handler that returned after the member's deadline: rolled
 //     back to its savepoint, its hooks dropped;
@@ -32,7 +33,7 @@ import (
 // transaction back) the members after it are not handled (the error, a retry) and Finish returns the error:
 // every kept member becomes a retry; when the store lost it (a broken connection or a failed COMMIT while
 // the member's context was alive, or the batch's deadline passed while it waited at the store gate),
-// Finish's error wraps batch.ErrStoreUnavailable and the consumer handles the callback again instead. Before COMMIT, dedup.TxStore.ConfirmBatch reads the kept rows back when
+// Finish's error wraps batch.ErrStoreUnavailable and the consumer handles the callback again instead. Before COMMIT, txproto.Store.ConfirmBatch reads the kept rows back when
 // the connection had a doubt. A member whose context ends mid-statement breaks the connection: the batch
 // is retried, its committed members coming back as duplicates. A member abandoned at its deadline while its
 // handler still runs (middleware.Timeout outside Dedup) loses the transaction, since its late writes would
@@ -46,13 +47,13 @@ type member struct {
 	b   *batch.Batch[consumer.Outcome, string]
 	idx int // the member's index in the callback (batch.Batch.Member)
 	d   *consumer.Delivery
-	sp  dedup.Savepoint
+	sp  txproto.Savepoint
 	ctx context.Context // the member's own: when it ended, a broken connection is the member's doing
 }
 
 // dedupInBatch is Dedup for a member of batch b after Done: savepoint, claim, handler, and keeping or
 // rolling back the member (see the comment above).
-func dedupInBatch(ctx context.Context, store dedup.TxStore, b *batch.Batch[consumer.Outcome, string], d *consumer.Delivery, next consumer.Handler) (consumer.Outcome, error) {
+func dedupInBatch(ctx context.Context, store txproto.Store, b *batch.Batch[consumer.Outcome, string], d *consumer.Delivery, next consumer.Handler) (consumer.Outcome, error) {
 	bt, err := batchTxnOf(b, store)
 	if err != nil {
 		return consumer.Outcome{}, err
@@ -84,7 +85,7 @@ func dedupInBatch(ctx context.Context, store dedup.TxStore, b *batch.Batch[consu
 }
 
 // run claims m's event and runs next for it inside its savepoint, then keeps or rolls back the member.
-func (m *member) run(ctx context.Context, store dedup.TxStore, next consumer.Handler) (consumer.Outcome, error) {
+func (m *member) run(ctx context.Context, store txproto.Store, next consumer.Handler) (consumer.Outcome, error) {
 	d := m.d
 	if err := store.Claim(ctx, m.bt.txn, d); err != nil {
 		if errors.Is(err, dedup.ErrDuplicate) {
@@ -94,7 +95,7 @@ func (m *member) run(ctx context.Context, store dedup.TxStore, next consumer.Han
 		m.rollback(err)
 		return consumer.Outcome{}, err
 	}
-	o, err := next(dedup.WithTxn(ctx, m.bt.txn), d)
+	o, err := next(txproto.WithTxn(ctx, m.bt.txn), d)
 	if err == nil && ctx.Err() != nil {
 		// The member's deadline passed while its handler ran (a handler that ignores its context, under
 		// Deadline): not kept, as a message alone would not commit after its deadline.

@@ -7,8 +7,8 @@ import (
 	"sync"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/batch"
+	"github.com/rmqguard/rmqguard/internal/txproto"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -16,8 +16,8 @@ import (
 
 // batchTxn is a batch's shared dedup transaction, attached to the batch.Batch under the store.
 type batchTxn struct {
-	store dedup.TxStore
-	txn   *dedup.Txn
+	store txproto.Store
+	txn   txproto.Txn
 	b     *batch.Batch[consumer.Outcome, string]
 	mu    sync.Mutex
 	kept  []*consumer.Delivery
@@ -42,10 +42,10 @@ type batchTxn struct {
 var ErrBatchLost = retry.Transient(errors.New("dedup: the batch transaction is lost"))
 
 // batchKey is the batch.Batch key of a store's shared transaction (a TxStore is a pointer: comparable).
-type batchKey struct{ store dedup.TxStore }
+type batchKey struct{ store txproto.Store }
 
 // batchTxnOf returns the batch's shared transaction of store, beginning it with the batch's context.
-func batchTxnOf(b *batch.Batch[consumer.Outcome, string], store dedup.TxStore) (*batchTxn, error) {
+func batchTxnOf(b *batch.Batch[consumer.Outcome, string], store txproto.Store) (*batchTxn, error) {
 	key := batchKey{store}
 	if r, ok := b.Resource(key).(*batchTxn); ok {
 		return r, nil
@@ -99,7 +99,7 @@ func (bt *batchTxn) leave() {
 }
 
 // eventKey is d's scope and event ID.
-func eventKey(store dedup.TxStore, d *consumer.Delivery) string {
+func eventKey(store txproto.Store, d *consumer.Delivery) string {
 	return store.Scope(d) + "\x00" + d.EventID
 }
 
@@ -135,7 +135,7 @@ func (bt *batchTxn) Finish(ctx context.Context) error {
 
 // finish rolls the transaction back when it was lost (returning why), when a member is still active
 // (abandoned: ErrBatchLost) or when no member was kept; else it confirms the kept rows
-// (dedup.TxStore.ConfirmBatch) and commits once; the kept members' after-commit hooks run after that COMMIT.
+// (txproto.Store.ConfirmBatch) and commits once; the kept members' after-commit hooks run after that COMMIT.
 func (bt *batchTxn) finish(ctx context.Context) error {
 	bt.mu.Lock()
 	if bt.active && bt.lost == nil {
@@ -175,10 +175,10 @@ func (bt *batchTxn) setCauses(ctx context.Context) {
 }
 
 // readCauses reads the causes of duplicates ds, the batch's members idx, in one read
-// (dedup.TxStore.DuplicateCauses) and sets them on b (batch.Batch.SetDuplicateCause). A failed read
+// (txproto.Store.DuplicateCauses) and sets them on b (batch.Batch.SetDuplicateCause). A failed read
 // leaves them unset: the consumer reports them as "unknown", never a guess. No duplicate costs
 // nothing.
-func readCauses(ctx context.Context, store dedup.TxStore, b *batch.Batch[consumer.Outcome, string], idx []int, ds []*consumer.Delivery) {
+func readCauses(ctx context.Context, store txproto.Store, b *batch.Batch[consumer.Outcome, string], idx []int, ds []*consumer.Delivery) {
 	if len(ds) == 0 {
 		return
 	}

@@ -12,10 +12,10 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/rmqguard/rmqguard/consumer"
-	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/batch"
 	"github.com/rmqguard/rmqguard/internal/collect"
 	"github.com/rmqguard/rmqguard/internal/mysqlerr"
+	"github.com/rmqguard/rmqguard/internal/txproto"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -24,7 +24,7 @@ import (
 // context:
 //
 //   - begins the transaction and claims every deferred member in one statement
-//     (dedup.TxStore.ClaimBatch, rows in scope and event ID order, so that concurrent batches lock their
+//     (txproto.Store.ClaimBatch, rows in scope and event ID order, so that concurrent batches lock their
 //     claims in one order); a duplicate is answered as such, its handler never runs, and its cause is read
 //     with the batch's other duplicates once the transaction ended, as in a careful pass;
 //   - runs the new members' handlers one after another, without savepoints, ordered by AggregateID
@@ -34,7 +34,7 @@ import (
 //     and the time the member had left when it reached Dedup, and ends with the batch's. A batch handler
 //     (dedup.HandleBatch) the chains reach collects its members (internal/collect) and is called once
 //     after the last handler, with the batch's context; its outcomes are its members';
-//   - commits once (dedup.TxStore.ConfirmBatch first, as in a careful pass) and sets each member's outcome
+//   - commits once (txproto.Store.ConfirmBatch first, as in a careful pass) and sets each member's outcome
 //     (batch.Batch.SetOutcome): its handler's, or a duplicate.
 //
 // The first member that does not end kept — an error, a retry, a dead letter, stale, a panic, a handler
@@ -52,7 +52,7 @@ import (
 // deferredBatch is the first pass's share of a batch for one store, attached to the batch.Batch under
 // the store (batchKey).
 type deferredBatch struct {
-	store dedup.TxStore
+	store txproto.Store
 	b     *batch.Batch[consumer.Outcome, string]
 	mu    sync.Mutex
 	// members are the members deferred, in message order, each with an event no earlier member has.
@@ -80,7 +80,7 @@ type deferredMember struct {
 // deferInBatch is Dedup for a member of a first pass after Done: it defers the member to Finish and
 // returns a processed outcome that depends on the batch (a duplicate when an earlier member has its event),
 // marked Committed: the batch's Finish decides it, not a deadline.
-func deferInBatch(ctx context.Context, store dedup.TxStore, b *batch.Batch[consumer.Outcome, string], d *consumer.Delivery, next consumer.Handler) (consumer.Outcome, error) {
+func deferInBatch(ctx context.Context, store txproto.Store, b *batch.Batch[consumer.Outcome, string], d *consumer.Delivery, next consumer.Handler) (consumer.Outcome, error) {
 	db, err := deferredOf(b, store)
 	if err != nil {
 		return consumer.Outcome{}, err
@@ -100,7 +100,7 @@ func deferInBatch(ctx context.Context, store dedup.TxStore, b *batch.Batch[consu
 }
 
 // deferredOf returns the batch's first-pass share of store, attaching it on first use.
-func deferredOf(b *batch.Batch[consumer.Outcome, string], store dedup.TxStore) (*deferredBatch, error) {
+func deferredOf(b *batch.Batch[consumer.Outcome, string], store txproto.Store) (*deferredBatch, error) {
 	key := batchKey{store}
 	if r, ok := b.Resource(key).(*deferredBatch); ok {
 		return r, nil
@@ -170,7 +170,7 @@ func (db *deferredBatch) Finish(ctx context.Context) error {
 
 // run claims members in txn and runs the handlers of those not duplicates, in lock order; kept are the
 // members run, dups the duplicates. On an error it has rolled txn back.
-func (db *deferredBatch) run(ctx context.Context, txn *dedup.Txn, members []*deferredMember) (kept, dups []*deferredMember, err error) {
+func (db *deferredBatch) run(ctx context.Context, txn txproto.Txn, members []*deferredMember) (kept, dups []*deferredMember, err error) {
 	byKey := slices.Clone(members)
 	keys := make(map[*deferredMember]string, len(members))
 	for _, m := range members {
@@ -220,13 +220,13 @@ func (db *deferredBatch) run(ctx context.Context, txn *dedup.Txn, members []*def
 
 // flush calls the batch handlers (dedup.HandleBatch) that collected members of kept once each, in txn with
 // the batch's context, and keeps their outcomes; as run, the first member not kept stops the pass (fail).
-func (db *deferredBatch) flush(ctx context.Context, txn *dedup.Txn, coll *collect.Collector, kept []*deferredMember) (err error) {
+func (db *deferredBatch) flush(ctx context.Context, txn txproto.Txn, coll *collect.Collector, kept []*deferredMember) (err error) {
 	type result struct {
 		o   consumer.Outcome
 		err error
 	}
 	results := map[*consumer.Delivery]result{}
-	fctx := dedup.WithTxn(ctx, txn)
+	fctx := txproto.WithTxn(ctx, txn)
 	defer txn.StatementContext(fctx)()
 	func() {
 		defer func() {
@@ -273,7 +273,7 @@ func byAggregate(a, b *deferredMember) int {
 // run runs m's handler in txn (a batch handler adds m to batch instead) and keeps its outcome. When m does
 // not end kept it returns whether its handler's context had ended, its failure (nil for an outcome that
 // is not kept) and the error Finish reports (keep).
-func (m *deferredMember) run(ctx context.Context, txn *dedup.Txn, coll *collect.Collector) (ended bool, failure, err error) {
+func (m *deferredMember) run(ctx context.Context, txn txproto.Txn, coll *collect.Collector) (ended bool, failure, err error) {
 	base := context.WithoutCancel(m.ctx)
 	var mctx context.Context
 	var cancel context.CancelFunc
@@ -287,7 +287,7 @@ func (m *deferredMember) run(ctx context.Context, txn *dedup.Txn, coll *collect.
 	txn.Attribute(m.d)
 	defer txn.StatementContext(mctx)() // a handler's tx.Exec ends at the member's deadline too (F7)
 	before := coll.Len()
-	o, err := m.call(collect.With(dedup.WithTxn(mctx, txn), coll))
+	o, err := m.call(collect.With(txproto.WithTxn(mctx, txn), coll))
 	m.collected = coll.Len() > before
 	ended = mctx.Err() != nil
 	return ended, err, m.keep(o, err, ended)
@@ -337,7 +337,7 @@ func deadlocked(err error) bool {
 // error, nil for an outcome) and returns err, what Finish reports; unless the ROLLBACK fails (the
 // connection is broken): then the transaction is lost (ErrBatchLost), and the store's doing
 // (ErrStoreUnavailable) unless the member's own failure or deadline broke it (see storesFault).
-func (db *deferredBatch) fail(txn *dedup.Txn, ended bool, failure, err error) error {
+func (db *deferredBatch) fail(txn txproto.Txn, ended bool, failure, err error) error {
 	if rbErr := txn.RollbackAfter(failure); rbErr != nil {
 		lost := fmt.Errorf("%w: %v; then %v", ErrBatchLost, err, rbErr)
 		own := ended || (failure != nil && retry.Classify(failure) != retry.ClassInfrastructure)
@@ -354,7 +354,7 @@ func (db *deferredBatch) fail(txn *dedup.Txn, ended bool, failure, err error) er
 // broken connection follows from the cancellation); in the careful pass a member that waits again ends at
 // its own deadline, as a message alone does. (The deadline passed before Finish, by waits at the store
 // gate, fails Begin.)
-func (db *deferredBatch) failClaim(ctx context.Context, txn *dedup.Txn, err error) error {
+func (db *deferredBatch) failClaim(ctx context.Context, txn txproto.Txn, err error) error {
 	rbErr := txn.RollbackAfter(err)
 	switch {
 	case deadlocked(err):
@@ -366,7 +366,7 @@ func (db *deferredBatch) failClaim(ctx context.Context, txn *dedup.Txn, err erro
 }
 
 // commit confirms the kept members' rows and commits txn (rolls it back when none was kept).
-func (db *deferredBatch) commit(ctx context.Context, txn *dedup.Txn, kept []*deferredMember) error {
+func (db *deferredBatch) commit(ctx context.Context, txn txproto.Txn, kept []*deferredMember) error {
 	if len(kept) == 0 {
 		_ = txn.Rollback()
 		return nil
@@ -385,9 +385,9 @@ func (db *deferredBatch) commit(ctx context.Context, txn *dedup.Txn, kept []*def
 	return nil
 }
 
-// setDuplicateCauses reads the causes of a batch's duplicates ms in one read (dedup.TxStore.DuplicateCauses)
+// setDuplicateCauses reads the causes of a batch's duplicates ms in one read (txproto.Store.DuplicateCauses)
 // and sets them on b; see batchTxn.setCauses.
-func setDuplicateCauses(ctx context.Context, store dedup.TxStore, b *batch.Batch[consumer.Outcome, string], ms []*deferredMember) {
+func setDuplicateCauses(ctx context.Context, store txproto.Store, b *batch.Batch[consumer.Outcome, string], ms []*deferredMember) {
 	if len(ms) == 0 {
 		return
 	}

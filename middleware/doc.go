@@ -52,7 +52,7 @@
 // composed by hand (mw.Wrap(h)) is not checked. A complete chain costs nothing more per message than the
 // wrapped middlewares; a pending one, one call and a nil check more until an outer Chain unwraps it.
 //
-// A chain whose Dedup store has a concurrency check (dedup.Store.CheckConcurrency, forwarded by
+// A chain whose Dedup store has a concurrency check (the store's CheckConcurrency, forwarded by
 // dedup/redisfast's layer), also one an outer Chain completes, comes back as consumer.Pending with that
 // check as its condition: consumer.Refused says nil, and consumer.New and Start refuse a store whose
 // transactions could hold every connection of the application's pool the handlers also use, naming the
@@ -164,18 +164,18 @@
 // releasing the key. A consumer.Stale outcome without error (from Version, or the handler's own finding)
 // rolls the transaction back too — the event writes nothing, even what the handler wrote before deciding —
 // and then records the decision: a processed_event row with result_status "STALE" in a transaction
-// of its own (dedup.Store.RecordStale), so that a later delivery of the event is a duplicate, not a second
+// of its own (the store's RecordStale), so that a later delivery of the event is a duplicate, not a second
 // stale; if that insert fails, the error is returned (a retry, or Unavailable through Classify when the store
-// failed: dedup.Store.RecordStale marks that). The processed path costs no extra
+// failed: the store's RecordStale marks that). The processed path costs no extra
 // statement. An event ID the scope already processed is a consumer.Duplicate and the handler
-// does not run; its Cause (redelivery, resend or replay) comes from the stored row (dedup.Store.DuplicateCause,
+// does not run; its Cause (redelivery, resend or replay) comes from the stored row (the store's DuplicateCause,
 // one SELECT on the duplicate path only). A failed begin, claim or commit is returned as an error (a retry): a message is never
 // acknowledged unless its row committed (a COMMIT whose answer is lost is decided by reading its row back,
-// dedup.Txn.Commit; an error when that read cannot tell, never a guess).
+// the transaction's Commit; an error when that read cannot tell, never a guess).
 // The outcome of a committed transaction (processed, a recorded stale) and of a duplicate (its row
 // committed earlier) carries consumer.Outcome.Committed, so that a deadline that passed while the store
 // answered (Deadline, Timeout) keeps it instead of reporting a timeout (see commit.go). Before committing
-// it checks that the transaction still holds its row (dedup.Store.Confirm): a deadlock inside the handler
+// it checks that the transaction still holds its row (the store's Confirm): a deadlock inside the handler
 // rolls the whole transaction back, and a handler that retried its statement would otherwise commit the
 // effect without the row. On a store with its own
 // transaction pool (dedup.WithTxDSN) that check reads the row back only when a statement of the
@@ -184,7 +184,7 @@
 // an EventID (put EventID before Dedup).
 //
 // store is any dedup.TxStore: a *dedup.Store, or a fast-path layer wrapping one. Before Begin, Dedup asks
-// store.Done; an event the store knows is done is a consumer.Duplicate without a transaction (with the
+// the store whether the event is done; an event the store knows is done is a consumer.Duplicate without a transaction (with the
 // cause the store knows, or none: the consumer then reports "unknown"). *dedup.Store never
 // knows (no round trip).
 //
@@ -202,7 +202,7 @@
 //
 // Lease is Dedup in lease mode (claim first), for a handler whose external call must happen before the
 // commit because its answer is written (charge a card, store the charge ID) and which the other side cannot
-// dedup. Before the handler runs, a lease of duration lease on the event is committed (dedup.Store.ClaimLease);
+// dedup. Before the handler runs, a lease of duration lease on the event is committed (the store's ClaimLease);
 // the handler's transaction then deletes it with its processed_event row and business writes, so "done"
 // commits exactly with them. Put it where Dedup goes (Chain treats it as Dedup: EventID and Classify before
 // it, Version after it; it serves dedup.Handle handlers), never both. Per delivery:

@@ -10,6 +10,7 @@ import (
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/batch"
 	"github.com/rmqguard/rmqguard/internal/causelabel"
+	"github.com/rmqguard/rmqguard/internal/txproto"
 	"github.com/rmqguard/rmqguard/retry"
 )
 
@@ -24,15 +25,21 @@ func Lease(store *dedup.Store, lease time.Duration) (Middleware, error) {
 	if lease <= 0 {
 		return Middleware{}, fmt.Errorf("middleware.Lease: lease %s must be positive (longer than the handler's deadline)", lease)
 	}
-	return Middleware{kind: kindLease, wrap: (&leaseMW{store: store, lease: lease, level: delayLevelCovering(lease)}).wrap,
+	proto := store.Protocol()
+	leaser, ok := proto.(txproto.Leaser)
+	if !ok {
+		return Middleware{}, fmt.Errorf("middleware.Lease: the store's protocol %T has no leases", proto)
+	}
+	return Middleware{kind: kindLease, wrap: (&leaseMW{store: proto, leaser: leaser, lease: lease, level: delayLevelCovering(lease)}).wrap,
 		store: store, lease: lease}, nil
 }
 
 // leaseMW is a Lease middleware; Chain knows it by its Middleware's kind.
 type leaseMW struct {
-	store *dedup.Store
-	lease time.Duration
-	level int // the broker delay level of a lease-held retry
+	store  txproto.Store
+	leaser txproto.Leaser // store's leases
+	lease  time.Duration
+	level  int // the broker delay level of a lease-held retry
 }
 
 // defaultDelayLevels are a default broker's delay levels 1..18 (messageDelayLevel).
@@ -63,7 +70,7 @@ func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
 		if batch.FromContext[consumer.Outcome, string](ctx) != nil {
 			return consumer.Outcome{}, retry.Permanent(errors.New("middleware.Lease does not run in batches: set consumer.Config.BatchSize to 1"))
 		}
-		lease, err := store.ClaimLease(ctx, d, w.lease)
+		lease, err := w.leaser.ClaimLease(ctx, d, w.lease)
 		if errors.Is(err, dedup.ErrLeaseHeld) {
 			o := consumer.Retry(w.level, held)
 			o.Cause = causelabel.LeaseHeld
@@ -78,8 +85,8 @@ func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
 		// died may have made the call and the next delivery must be told so too.
 		end := lease.Expire
 		release := lease.Release
-		lctx := dedup.WithLease(ctx, lease)
-		if dedup.Takeover(lctx) {
+		lctx := txproto.WithLease(ctx, lease)
+		if lease.Takeover() {
 			release = lease.Expire
 		}
 		defer func() {
@@ -101,7 +108,7 @@ func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
 			}
 			return consumer.Outcome{}, err
 		}
-		hctx := dedup.WithTxn(lctx, txn)
+		hctx := txproto.WithTxn(lctx, txn)
 		o, err = next(hctx, d)
 		if err == nil && o.Kind == consumer.KindStale {
 			end = release
@@ -133,7 +140,7 @@ func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
 		}
 		end = nil // deleted with the commit
 		o.Committed = true
-		if dedup.Takeover(lctx) && o.Kind == consumer.KindProcessed {
+		if lease.Takeover() && o.Kind == consumer.KindProcessed {
 			o.Cause = causelabel.Takeover
 		}
 		return o, nil

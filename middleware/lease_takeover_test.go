@@ -18,6 +18,7 @@ import (
 	"github.com/rmqguard/rmqguard/internal/causelabel"
 	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/internal/txproto"
 	"github.com/rmqguard/rmqguard/middleware"
 	"github.com/rmqguard/rmqguard/retry"
 )
@@ -31,7 +32,7 @@ func TestLease_TakeoverThatFailsKeepsTheTakeoverForTheNextDelivery(t *testing.T)
 	ev := testenv.Unique("ev")
 	d := w.delivery(ev, ev+"-m1", 0)
 	d.EventID = ev
-	_, err := w.store.ClaimLease(context.Background(), d, 200*time.Millisecond) // then killed
+	_, err := w.store.Protocol().(txproto.Leaser).ClaimLease(context.Background(), d, 200*time.Millisecond) // then killed
 	require.NoError(t, err)
 	w.waitExpired(t, ev)
 
@@ -220,21 +221,21 @@ func TestLease_ClaimWhoseCommitAnswerIsLostIsDecidedByTheLeaseRow(t *testing.T) 
 	d.EventID = ev
 
 	proxy.LoseCommitAnswers(0)
-	lease, err := store.ClaimLease(context.Background(), d, time.Minute)
+	lease, err := store.Protocol().(txproto.Leaser).ClaimLease(context.Background(), d, time.Minute)
 	require.NoError(t, err, "committed: the lease is this delivery's")
 	assert.Equal(t, 1, proxy.Commits())
-	assert.False(t, dedup.Takeover(dedup.WithLease(context.Background(), lease)))
+	assert.False(t, dedup.Takeover(txproto.WithLease(context.Background(), lease)))
 	proxy.DelayCommitAnswers(0)
 
 	other := w.delivery(ev, ev+"-m2", 0)
 	other.EventID = ev
-	_, err = w.store.ClaimLease(context.Background(), other, time.Minute)
+	_, err = w.store.Protocol().(txproto.Leaser).ClaimLease(context.Background(), other, time.Minute)
 	assert.ErrorIs(t, err, dedup.ErrLeaseHeld, "the lease is held")
 	require.NoError(t, lease.Release(context.Background()), "and it is this delivery's to release")
 	assert.Equal(t, 0, w.rows(t, "event_lease", ev))
 
 	proxy.DropCommits() // the COMMIT never reaches the server: no lease, the store's failure
-	_, err = store.ClaimLease(context.Background(), d, time.Minute)
+	_, err = store.Protocol().(txproto.Leaser).ClaimLease(context.Background(), d, time.Minute)
 	require.Error(t, err)
 	assert.Equal(t, retry.ClassInfrastructure, retry.Classify(err))
 	assert.Equal(t, 0, w.rows(t, "event_lease", ev))

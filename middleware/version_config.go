@@ -11,6 +11,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/dedupsql"
+	"github.com/rmqguard/rmqguard/internal/txproto"
 )
 
 // GapPolicy says what Version does with an event whose version skips ahead of the stored one once it has
@@ -136,7 +137,11 @@ func checkTable(store *dedup.Store, cfg VersionConfig) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), schemaCheckTimeout)
 	defer cancel()
-	if err := store.CheckAggregateSchema(ctx); err != nil {
+	versioned, ok := store.Protocol().(txproto.Versioned)
+	if !ok {
+		return fmt.Errorf("version: the store's protocol %T keeps no aggregate versions", store.Protocol())
+	}
+	if err := versioned.CheckAggregateSchema(ctx); err != nil {
 		return fmt.Errorf("version: %w", err)
 	}
 	return nil

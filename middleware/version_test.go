@@ -12,6 +12,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/causelabel"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 )
 
@@ -52,7 +53,7 @@ func (r *versionRig) run(t *testing.T, cfg middleware.VersionConfig, d *consumer
 	}
 	mw, err := middleware.Version(nil, cfg)
 	require.NoError(t, err)
-	return mw.Wrap(r.handler)(dedup.WithTxn(context.Background(), &dedup.Txn{Tx: &sqlx.Tx{}}), d)
+	return mw.Wrap(r.handler)(testenv.WithTx(context.Background(), &sqlx.Tx{}), d)
 }
 
 // event is an OrderPaid delivery of aggregate o-1 at version (omitted when ""), on delivery attempt+1 of 17.
@@ -172,7 +173,7 @@ func TestVersion_GapOnTheLastDeliveryFollowsOnGap(t *testing.T) {
 	mw, err := middleware.Version(nil, middleware.VersionConfig{AggregateType: "order", Load: r.load, GapRetries: 10})
 	require.NoError(t, err)
 	h := middleware.Classify().Wrap(mw.Wrap(r.handler)) // by hand: Chain refuses Version without Dedup; the context has the tx
-	o, err := h(dedup.WithTxn(context.Background(), &dedup.Txn{Tx: &sqlx.Tx{}}), last())
+	o, err := h(testenv.WithTx(context.Background(), &sqlx.Tx{}), last())
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
 	assert.Equal(t, causelabel.VersionGap, o.Cause, "not exhausted")

@@ -11,8 +11,8 @@ import (
 	"testing/fstest"
 	"text/template"
 
-	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/dedupsql"
+	"github.com/rmqguard/rmqguard/internal/migrate"
 	"github.com/rmqguard/rmqguard/internal/outboxsql"
 )
 
@@ -21,8 +21,8 @@ var migrationFiles embed.FS
 
 // Migrate creates or updates the outbox table prefix + "rmqguard_outbox" (prefix: the dedup Store's
 // TablePrefix) in db, recording the migrations in prefix + "rmqguard_outbox_version"; safe from several
-// processes at once (dedup.RunMigrations). It returns the migrations it applied. Errors: a prefix that
-// dedup.WithTablePrefix would refuse; the migration's error, wrapped.
+// processes at once (they take turns on a MySQL named lock). It returns the migrations it applied.
+// Errors: a prefix that dedup.WithTablePrefix would refuse; the migration's error, wrapped.
 func Migrate(ctx context.Context, db *sql.DB, prefix string) ([]string, error) {
 	if err := dedupsql.CheckPrefix(prefix); err != nil {
 		return nil, fmt.Errorf("outbox: table prefix: %w", err)
@@ -44,7 +44,7 @@ func Migrate(ctx context.Context, db *sql.DB, prefix string) ([]string, error) {
 		}
 		out[path.Base(f)] = &fstest.MapFile{Data: b.Bytes(), Mode: 0o444}
 	}
-	applied, err := dedup.RunMigrations(ctx, db, out, prefix+outboxsql.VersionTable)
+	applied, err := migrate.Up(ctx, db, out, prefix+outboxsql.VersionTable)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: %w", err)
 	}

@@ -208,7 +208,7 @@ func (o *Outbox) insert(ctx context.Context, d *consumer.Delivery, r row) (strin
 	if !ok {
 		return "", dedup.ErrNoTx
 	}
-	scope := o.store.Scope(d)
+	scope := o.store.Protocol().Scope(d)
 	r.EventID = outboxsql.EventID(scope, d.EventID, r.Name)
 	switch {
 	case r.ShardingKey == "":

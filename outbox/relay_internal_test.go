@@ -252,7 +252,7 @@ func TestSend_LongShardingKeyStillOrdersItsRows(t *testing.T) {
 		tx, err := tb.db.Beginx()
 		require.NoError(t, err)
 		d := &consumer.Delivery{EventID: "ev-" + strconv.Itoa(i), Group: "g"}
-		_, err = o.Send(dedup.WithTxn(context.Background(), &dedup.Txn{Tx: tx}), d, Message{Name: "m", Topic: "T", ShardingKey: k})
+		_, err = o.Send(testenv.WithTx(context.Background(), tx), d, Message{Name: "m", Topic: "T", ShardingKey: k})
 		require.NoError(t, err)
 		require.NoError(t, tx.Commit())
 		var got string

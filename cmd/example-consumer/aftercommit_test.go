@@ -18,6 +18,7 @@ import (
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/internal/txproto"
 	"github.com/rmqguard/rmqguard/metrics"
 )
 
@@ -38,12 +39,12 @@ func TestExampleConsumer_F36_EveryFailedAfterCommitHookIsLoggedAndCounted(t *tes
 	d := consumer.NewDelivery(group, &primitive.MessageExt{MsgId: testenv.Unique("msg"), Message: primitive.Message{Topic: "ORDER"}})
 	d.EventID = ev
 	ctx := context.Background()
-	txn, err := store.Begin(ctx)
+	txn, err := store.Protocol().Begin(ctx)
 	require.NoError(t, err)
-	require.NoError(t, store.Claim(ctx, txn, d))
+	require.NoError(t, store.Protocol().Claim(ctx, txn, d))
 	const failures = 1000
 	for range failures {
-		require.NoError(t, dedup.AfterCommit(dedup.WithTxn(ctx, txn), func(context.Context) error {
+		require.NoError(t, dedup.AfterCommit(txproto.WithTxn(ctx, txn), func(context.Context) error {
 			return errors.New("notifier: connection refused")
 		}))
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dedup/redisfast"
+	"github.com/rmqguard/rmqguard/internal/txproto"
 	"github.com/rmqguard/rmqguard/metrics"
 )
 
@@ -86,18 +87,30 @@ func fastPath(ctx context.Context, store *dedup.Store, reg prometheus.Registerer
 		log.Warn("redis does not answer; every message asks MySQL until it does", zap.String("addr", o.addr), zap.Error(err))
 	}
 	log.Info("redis fast path on", zap.String("addr", o.addr), zap.String("prefix", o.prefix), zap.Duration("ttl", o.ttl))
-	return countingLayer{TxStore: layer, answered: answered}, func() { _ = rdb.Close() }, nil
+	return countingLayer{layer: layer, answered: answered}, func() { _ = rdb.Close() }, nil
 }
 
-// countingLayer is the fast path with the duplicates it answers counted per group and topic.
+// countingLayer is the fast path with the duplicates it answers counted per group and topic: its
+// protocol is the layer's with Done counted (the example's own counter, see redisDuplicatesMetric).
 type countingLayer struct {
-	dedup.TxStore
+	layer    dedup.TxStore
+	answered *prometheus.CounterVec
+}
+
+// Protocol returns the layer's protocol, its Done answers counted.
+func (c countingLayer) Protocol() txproto.Store {
+	return countingProtocol{Store: c.layer.Protocol(), answered: c.answered}
+}
+
+// countingProtocol is the protocol of a countingLayer.
+type countingProtocol struct {
+	txproto.Store
 	answered *prometheus.CounterVec
 }
 
 // Done asks the layer and counts a "done" answer.
-func (c countingLayer) Done(ctx context.Context, d *consumer.Delivery) (string, bool) {
-	cause, ok := c.TxStore.Done(ctx, d)
+func (c countingProtocol) Done(ctx context.Context, d *consumer.Delivery) (string, bool) {
+	cause, ok := c.Store.Done(ctx, d)
 	if ok {
 		c.answered.WithLabelValues(d.Group, d.Topic).Inc()
 	}

@@ -18,13 +18,13 @@ func TestLayer_F40_ForwardsTheStoresConcurrencyCheck(t *testing.T) {
 	f := newFixture(t, testenv.Redis(t), time.Hour)
 	f.db.SetMaxOpenConns(20)
 
-	err := f.layer.CheckConcurrency(40)
+	err := f.layer.Protocol().CheckConcurrency(40)
 	require.Error(t, err)
-	assert.Equal(t, f.store.CheckConcurrency(40).Error(), err.Error())
-	require.NoError(t, f.layer.CheckConcurrency(19))
+	assert.Equal(t, f.store.Protocol().CheckConcurrency(40).Error(), err.Error())
+	require.NoError(t, f.layer.Protocol().CheckConcurrency(19))
 
 	own, err := dedup.NewStore(f.db, dedup.WithTxDSN(testenv.MySQLDSN()))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, own.Close()) })
-	require.NoError(t, newFixtureOn(t, f.db, own, f.rdb, time.Hour).layer.CheckConcurrency(40), "a store on a pool of its own")
+	require.NoError(t, newFixtureOn(t, f.db, own, f.rdb, time.Hour).layer.Protocol().CheckConcurrency(40), "a store on a pool of its own")
 }

@@ -9,7 +9,7 @@
 //
 // # Keys
 //
-// A claim that succeeds registers, as an after-commit step of its transaction (dedup.Txn.AfterCommit), the
+// A claim that succeeds registers, as an after-commit step of its transaction (its AfterCommit), the
 // write of the event's done key holding its message ID: the key appears only once the row committed, never
 // before, and never when the transaction rolls back. When the scope already has the row and it is not the
 // transaction's own (a batch's transaction meets its own uncommitted row when two members carry one event),

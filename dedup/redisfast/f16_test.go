@@ -75,14 +75,14 @@ func TestRedisFast_DuplicateOfAnUncommittedClaimInTheSameTransactionWritesNoDone
 	first, second := consumer.NewDelivery(f.group, f.msg(ev)), consumer.NewDelivery(f.group, f.msg(ev))
 	first.EventID, second.EventID = ev, ev
 
-	txn, err := f.layer.Begin(ctx)
+	txn, err := f.layer.Protocol().Begin(ctx)
 	require.NoError(t, err)
-	_, err = txn.Tx.ExecContext(ctx, "SAVEPOINT m1")
+	_, err = txn.SQLTx().ExecContext(ctx, "SAVEPOINT m1")
 	require.NoError(t, err)
-	require.NoError(t, f.layer.Claim(ctx, txn, first))
-	_, err = txn.Tx.ExecContext(ctx, "SAVEPOINT m2")
+	require.NoError(t, f.layer.Protocol().Claim(ctx, txn, first))
+	_, err = txn.SQLTx().ExecContext(ctx, "SAVEPOINT m2")
 	require.NoError(t, err)
-	require.ErrorIs(t, f.layer.Claim(ctx, txn, second), dedup.ErrDuplicate, "the batch's own uncommitted row")
+	require.ErrorIs(t, f.layer.Protocol().Claim(ctx, txn, second), dedup.ErrDuplicate, "the batch's own uncommitted row")
 	require.NoError(t, txn.Rollback(), "the batch fails as a whole")
 
 	processed, err := f.store.Processed(ctx, f.group, ev)
@@ -90,6 +90,6 @@ func TestRedisFast_DuplicateOfAnUncommittedClaimInTheSameTransactionWritesNoDone
 	require.False(t, processed, "nothing committed")
 	again := consumer.NewDelivery(f.group, f.msg(ev))
 	again.EventID = ev
-	_, done := f.layer.Done(ctx, again)
+	_, done := f.layer.Protocol().Done(ctx, again)
 	assert.False(t, done, "Redis answers done for an event whose row never committed: its redelivery would be lost")
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dedup/redisfast"
 	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/internal/txproto"
 	"github.com/rmqguard/rmqguard/middleware"
 )
 
@@ -113,7 +114,7 @@ func (f *fixture) handle(h consumer.Handler, m *primitive.MessageExt) (consumer.
 func (f *fixture) key(eventID string) string {
 	d := consumer.NewDelivery(f.group, f.msg(eventID))
 	d.EventID = eventID // what middleware.EventID sets
-	return f.layer.Key(d)
+	return f.layer.Protocol().(txproto.Keyed).Key(d)
 }
 
 // keysOfTest returns every key under the fixture's prefix (done keys, or any marker).

@@ -15,6 +15,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/dupcause"
+	"github.com/rmqguard/rmqguard/internal/txproto"
 )
 
 // Reasons a Layer falls through to the database (or fails to write a key), given to Observer.RedisFallback.
@@ -74,10 +75,10 @@ type Config struct {
 	Observer Observer
 }
 
-// Layer is a dedup.TxStore that answers Done from Redis and otherwise delegates to the store it wraps.
+// Layer is a dedup.TxStore that answers "done" from Redis and otherwise delegates to the store it wraps.
 // It is safe for concurrent use.
 type Layer struct {
-	store dedup.TxStore
+	inner txproto.Store // the wrapped store's protocol
 	rdb   redis.UniversalClient
 	cfg   Config
 	// keyHead starts every done key: Prefix + "done:" (+ the store's table prefix + "@", see Config.Prefix).
@@ -119,7 +120,7 @@ func New(store dedup.TxStore, rdb redis.UniversalClient, cfg Config) (*Layer, er
 	if cfg.Cooldown == 0 {
 		cfg.Cooldown = defaultCooldown
 	}
-	return &Layer{store: store, rdb: rdb, cfg: cfg, keyHead: keyHead(cfg.Prefix, store)}, nil
+	return &Layer{inner: store.Protocol(), rdb: rdb, cfg: cfg, keyHead: keyHead(cfg.Prefix, store)}, nil
 }
 
 // keyHead is the start of store's done keys: prefix + "done:", followed by the table prefix of a store on
@@ -154,17 +155,17 @@ func honoursDeadline(rdb redis.UniversalClient) bool {
 }
 
 // Key returns the "done" key of d's event in its scope (see Config.Prefix for its shape).
-func (l *Layer) Key(d *consumer.Delivery) string {
-	scope := l.store.Scope(d)
+func (l layerProtocol) Key(d *consumer.Delivery) string {
+	scope := l.inner.Scope(d)
 	return l.keyHead + strconv.Itoa(len(scope)) + ":" + scope + ":" + d.EventID
 }
 
 // Done looks d's "done" key up (one GET, bounded by Config.Timeout). A key means the event's row committed:
-// it returns the duplicate's cause from the message ID the key holds (as dedup.Store.DuplicateCause does),
+// it returns the duplicate's cause from the message ID the key holds (as the dedup store's DuplicateCause does),
 // or "" when the key holds none (written for a duplicate whose original message is unknown). A missing key, an error or a
 // timeout is counted and returns false: the database decides; an error or a timeout also starts the
 // cool-down (Config.Cooldown), during which Done asks nothing and returns false (reasonSkipped).
-func (l *Layer) Done(ctx context.Context, d *consumer.Delivery) (string, bool) {
+func (l layerProtocol) Done(ctx context.Context, d *consumer.Delivery) (string, bool) {
 	if l.quiet() {
 		return "", false
 	}

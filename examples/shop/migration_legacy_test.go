@@ -10,6 +10,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/examples/shop"
+	"github.com/rmqguard/rmqguard/internal/migrate"
 )
 
 // Migrations 00002 and 00003 on a database of the OrderCreated-only example with its dedup rows: the
@@ -21,7 +22,7 @@ func TestMigration_LegacyOrdersCanBeCancelledAndReconcile(t *testing.T) {
 	require.NoError(t, err)
 	_, err = dedup.Migrate(t.Context(), db.DB)
 	require.NoError(t, err)
-	_, err = dedup.RunMigrations(t.Context(), db.DB, fstest.MapFS{"00001_orders_inventory.sql": {Data: old}}, shop.VersionTable)
+	_, err = migrate.Up(t.Context(), db.DB, fstest.MapFS{"00001_orders_inventory.sql": {Data: old}}, shop.VersionTable)
 	require.NoError(t, err)
 	for _, q := range []string{
 		`INSERT INTO orders (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at) VALUES

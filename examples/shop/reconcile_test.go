@@ -15,6 +15,7 @@ import (
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/examples/shop"
 	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
+	"github.com/rmqguard/rmqguard/internal/migrate"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -131,7 +132,7 @@ func TestMigration_BackfillsInventoryFromChanges(t *testing.T) {
 	require.NoError(t, err)
 	_, err = dedup.Migrate(t.Context(), db.DB)
 	require.NoError(t, err)
-	_, err = dedup.RunMigrations(t.Context(), db.DB, fstest.MapFS{"00001_orders_inventory.sql": {Data: old}}, shop.VersionTable)
+	_, err = migrate.Up(t.Context(), db.DB, fstest.MapFS{"00001_orders_inventory.sql": {Data: old}}, shop.VersionTable)
 	require.NoError(t, err)
 	for _, q := range []string{
 		`INSERT INTO orders (order_no, sku_id, quantity, amount_cents, status, version, created_at, updated_at) VALUES

@@ -16,6 +16,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/migrate"
 )
 
 //go:embed migrations/*.sql
@@ -34,7 +35,7 @@ func Migrate(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return fmt.Errorf("shop migrations: %w", err)
 	}
-	if _, err := dedup.RunMigrations(ctx, db, sub, VersionTable); err != nil {
+	if _, err := migrate.Up(ctx, db, sub, VersionTable); err != nil {
 		return err
 	}
 	return nil

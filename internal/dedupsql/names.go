@@ -39,7 +39,7 @@ const (
 	ResultSuccess = "SUCCESS"
 	// ResultStale is the result_status of an event decided stale (consumer.KindStale: its aggregate version
 	// is not above the stored one): it wrote nothing, and the row, written after its transaction rolled back
-	// (dedup.Store.RecordStale), makes a later delivery of the same event a duplicate instead of a second stale.
+	// (dedup's RecordStale), makes a later delivery of the same event a duplicate instead of a second stale.
 	ResultStale = "STALE"
 )
 

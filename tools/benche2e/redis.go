@@ -16,6 +16,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dedup/redisfast"
+	"github.com/rmqguard/rmqguard/internal/txproto"
 )
 
 // Settings of the duplicates-redis variant: the done keys' time to live (longer than any run) and how many
@@ -72,15 +73,19 @@ func startDuplicatesRedis(ctx context.Context, env *environment, o options, b ba
 }
 
 // markDone writes, in pipelines of redisChunk, the done key of each of b's events in group's scope as the
-// layer names it (Layer.Key of a delivery carrying the event ID), holding the message ID "prefilled" like
+// layer names it (the Key of its protocol, for a delivery carrying the event ID), holding the message ID "prefilled" like
 // the processed_event rows of markProcessed, with the TTL redisTTL.
 func markDone(ctx context.Context, rdb *redis.Client, layer *redisfast.Layer, group string, b backlog) error {
+	key, ok := layer.Protocol().(txproto.Keyed)
+	if !ok {
+		return fmt.Errorf("the Redis layer's protocol %T names no keys", layer.Protocol())
+	}
 	for from := 0; from < b.n; from += redisChunk {
 		pipe := rdb.Pipeline()
 		for i := from; i < min(from+redisChunk, b.n); i++ {
 			d := consumer.NewDelivery(group, &primitive.MessageExt{Message: primitive.Message{Topic: b.topic}})
 			d.EventID = b.prefix + strconv.Itoa(i)
-			pipe.Set(ctx, layer.Key(d), "prefilled", redisTTL)
+			pipe.Set(ctx, key.Key(d), "prefilled", redisTTL)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return fmt.Errorf("write done keys of %s for %s: %w", b.topic, group, err)
