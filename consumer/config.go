@@ -143,8 +143,8 @@ type Config struct {
 	LagInterval time.Duration
 }
 
-// ConfigError reports an invalid Config field.
-type ConfigError struct {
+// configError reports an invalid Config field.
+type configError struct {
 	// Field is the Config field's name, e.g. "NameServers".
 	Field string
 	// Problem says what is wrong with it.
@@ -152,15 +152,15 @@ type ConfigError struct {
 }
 
 // Error renders "consumer config: <Field>: <Problem>".
-func (e *ConfigError) Error() string { return "consumer config: " + e.Field + ": " + e.Problem }
+func (e *configError) Error() string { return "consumer config: " + e.Field + ": " + e.Problem }
 
-// Validate checks c as it would be used (after defaults) and returns every problem found, joined, each a
-// *ConfigError naming the field. It does not change c.
+// Validate checks c as it would be used (after defaults) and returns every problem found, joined, each
+// "consumer config: <Field>: <problem>". It does not change c; New calls it first.
 func (c Config) Validate() error {
 	d := c.withDefaults()
 	var errs []error
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, &ConfigError{Field: field, Problem: fmt.Sprintf(format, args...)})
+		errs = append(errs, &configError{Field: field, Problem: fmt.Sprintf(format, args...)})
 	}
 	if len(d.NameServers) == 0 {
 		bad("NameServers", "required: give at least one name server address, e.g. 127.0.0.1:9876")

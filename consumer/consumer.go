@@ -114,15 +114,16 @@ type Consumer struct {
 	clientDown chan struct{}
 }
 
-// New validates cfg (a *ConfigError per bad field, joined), builds the client's push consumer and
-// subscribes every topic; it does not start consuming: call Start or Run. A nil h is a *ConfigError; a
-// refused or pending h is its error, wrapped as "consumer.New: handler: <err>". See the package doc, "New".
+// New validates cfg (an error "consumer config: <Field>: <problem>" per bad field, joined), builds the
+// client's push consumer and subscribes every topic; it does not start consuming: call Start or Run. A nil
+// h is such an error; a refused or pending h is its error, wrapped as "consumer.New: handler: <err>". See
+// the package doc, "New".
 func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if h == nil {
-		return nil, &ConfigError{Field: "Handler", Problem: "required"}
+		return nil, &configError{Field: "Handler", Problem: "required"}
 	}
 	h, cond, err := inspect(h) // a condition's handler runs without its Pending layer
 	if err != nil {

@@ -5,10 +5,10 @@
 //
 // # New
 //
-// New validates cfg (a *ConfigError per bad field, joined) and builds the client's push consumer with
+// New validates cfg (an error "consumer config: <Field>: <problem>" per bad field, joined) and builds the client's push consumer with
 // cfg's group, name servers, instance name, MaxReconsumeTimes, goroutines, batch size and consume
 // timeout, and with Orderly the client's orderly consumption and SuspendTime. It subscribes every topic but does not start consuming: call Start.
-// A nil h is a *ConfigError; an h made by Refuse or Pending (middleware.Chain returns a Pending
+// A nil h is such an error (Field "Handler"); an h made by Refuse or Pending (middleware.Chain returns a Pending
 // one for an incomplete chain, dedup.Handle(nil) a Refuse one) is its error wrapped as "consumer.New: handler: <err>". New never
 // calls any other h. A Pending condition (a chain around a dedup store) and a WithHealthProbe probe with a
 // CheckConcurrency method (*dedup.Store) are checked against the most handlers the consumer runs at once

@@ -38,3 +38,6 @@ type Resolution = resolution
 
 // Resolve exposes resolveOutcome, the one place an Outcome becomes a client result.
 func Resolve(o Outcome, err error, orderly bool) Resolution { return resolveOutcome(o, err, orderly) }
+
+// ConfigError is configError, the error of one invalid Config field, for errors.As in the external tests.
+type ConfigError = configError

@@ -84,7 +84,7 @@ func (l *letterProducer) shutdown() error {
 func checkSinkOptions(o options) error {
 	if o.sink != nil {
 		if v := reflect.ValueOf(o.sink); v.Kind() == reflect.Pointer && v.IsNil() {
-			return &ConfigError{Field: "WithDeadLetterSink", Problem: fmt.Sprintf(
+			return &configError{Field: "WithDeadLetterSink", Problem: fmt.Sprintf(
 				"the sink is a nil %T: check the error of the call that built it (dlq.StartPublisher?)", o.sink)}
 		}
 	}
