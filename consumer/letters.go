@@ -18,7 +18,7 @@ import (
 // letterSender is the part of the client's producer the consumer uses to publish its dead letters when
 // no DeadLetterSink is given.
 type letterSender interface {
-	Sender
+	rmq.Sender
 	Start() error
 	Shutdown() error
 }
