@@ -31,7 +31,7 @@ type options struct {
 	sink     DeadLetterSink
 	push     func([]rmq.Option) (irmq.PushConsumer, error)
 	producer func() (letterSender, error)
-	probe    HealthProbe
+	probe    healthProbe
 	// probeGiven: WithHealthProbe was given, so the handler's store is not the default probe.
 	probeGiven bool
 	// sinkGiven: WithDeadLetterSink was given; a nil sink then leaves a lone letter to the broker's DLQ.
@@ -142,7 +142,7 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	if err := checkConcurrency(cfg, checks, "consumer.New"); err != nil {
 		return nil, err
 	}
-	if p, ok := cond.(HealthProbe); ok && !o.probeGiven {
+	if p, ok := cond.(healthProbe); ok && !o.probeGiven {
 		o.probe = p // the chain's store
 	}
 	filters := make(map[string]tagFilter, len(cfg.Subscriptions))

@@ -5,9 +5,8 @@ import (
 	"time"
 )
 
-// HealthProbe checks the store the handlers depend on. Probe returns nil only when the store answers and
-// accepts writes (a read-only server is not healthy); it must honour ctx. *dedup.Store implements it.
-type HealthProbe interface {
+// healthProbe checks the store the handlers depend on (WithHealthProbe's p).
+type healthProbe interface {
 	Probe(ctx context.Context) error
 }
 
@@ -39,10 +38,13 @@ type Observer interface {
 	Unsubscribed(group, topic string)
 }
 
-// WithHealthProbe gives the store health gate a probe, called with backoff (100 ms to 5 s) while the
-// store is unavailable. Default: the dedup store of the handler's chain; nil turns the probe off. See the
+// WithHealthProbe gives the store health gate a probe (e.g. a *dedup.Store), called with backoff (100 ms
+// to 5 s) while the store is unavailable: Probe returns nil only when the store answers and accepts writes,
+// and honours ctx. Default: the dedup store of the handler's chain; nil turns the probe off. See the
 // package doc, "Health gate".
-func WithHealthProbe(p HealthProbe) Option {
+func WithHealthProbe(p interface {
+	Probe(ctx context.Context) error
+}) Option {
 	return func(o *options) { o.probe, o.probeGiven = p, true }
 }
 

@@ -34,11 +34,11 @@ func orderErr(format string, args ...any) error {
 // by kinds as one chain around a handler that is transactional if tx, and wraps h, not the pending handler.
 type incompleteChainError struct {
 	msg    string
-	kinds  []kind                 // the kind of each middleware of the built chain, outermost first (kindUser included)
-	tx     bool                   // the innermost handler is a dedup.Handle handler
-	h      consumer.Handler       // the built chain, without the consumer.Pending layer
-	stores []concurrencyChecker   // the stores of its Dedup middlewares that check the consumer's concurrency
-	probes []consumer.HealthProbe // the stores of its Dedup middlewares that can be probed
+	kinds  []kind               // the kind of each middleware of the built chain, outermost first (kindUser included)
+	tx     bool                 // the innermost handler is a dedup.Handle handler
+	h      consumer.Handler     // the built chain, without the consumer.Pending layer
+	stores []concurrencyChecker // the stores of its Dedup middlewares that check the consumer's concurrency
+	probes []prober             // the stores of its Dedup middlewares that can be probed
 }
 
 func (e *incompleteChainError) Error() string        { return e.msg }
@@ -92,7 +92,7 @@ type chainKinds struct {
 	pos   map[kind]int // 1-based position of each standard middleware in kinds
 	// stores are the Dedup stores that check the consumer's concurrency (the inner chain's first).
 	stores []concurrencyChecker
-	probes []consumer.HealthProbe // the Dedup stores that can be probed (the inner chain's first)
+	probes []prober // the Dedup stores that can be probed (the inner chain's first)
 }
 
 // collect fills c with the kinds of mws then c.inner, and returns why they can never run: a nil h or
@@ -110,7 +110,7 @@ func (c *chainKinds) collect(h consumer.Handler, mws []Middleware) error {
 		if cc, ok := checkerOf(mw); ok {
 			c.stores = append(c.stores, cc)
 		}
-		if p, ok := mw.store.(consumer.HealthProbe); ok {
+		if p, ok := mw.store.(prober); ok {
 			c.probes = append(c.probes, p)
 		}
 		c.kinds = append(c.kinds, k)

@@ -74,7 +74,7 @@ func (c leaseCondition) CheckConfig(cfg consumer.Config) error {
 
 // withCondition returns h as a consumer.Pending carrying the stores' condition, or h itself without one.
 // With probes, the condition is also the consumer's default health probe (consumer.WithHealthProbe).
-func withCondition(h consumer.Handler, stores []concurrencyChecker, probes []consumer.HealthProbe) consumer.Handler {
+func withCondition(h consumer.Handler, stores []concurrencyChecker, probes []prober) consumer.Handler {
 	if len(stores) == 0 {
 		return h
 	}
@@ -84,11 +84,16 @@ func withCondition(h consumer.Handler, stores []concurrencyChecker, probes []con
 	return consumer.Pending(h, &storeCondition{stores: stores})
 }
 
+// prober is a store the consumer's health gate can probe (*dedup.Store, consumer.WithHealthProbe).
+type prober interface {
+	Probe(ctx context.Context) error
+}
+
 // probingCondition is a storeCondition whose stores can be probed: consumer.New takes it as the probe of its
 // store health gate unless WithHealthProbe names one.
 type probingCondition struct {
 	storeCondition
-	probes []consumer.HealthProbe
+	probes []prober
 }
 
 // Probe returns the first store's probe error, if any.
