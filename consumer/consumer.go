@@ -84,7 +84,7 @@ type Consumer struct {
 	// publishAlone: a dead letter delivered alone is published (the sink, else the own producer); false
 	// after WithDeadLetterSink(nil), which leaves it to the broker's DLQ.
 	publishAlone bool
-	// checks are what the handlers depend on that limits how many may run at once (see Pending); New
+	// checks are what the handlers depend on that limits how many may run at once (see the package doc, "New"); New
 	// and Start run them.
 	checks []concurrencyCheck
 
@@ -125,7 +125,7 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	if h == nil {
 		return nil, &configError{Field: "Handler", Problem: "required"}
 	}
-	h, cond, err := inspect(h) // a condition's handler runs without its Pending layer
+	h, cond, err := inspect(h) // a condition's handler runs without its pending layer
 	if err != nil {
 		return nil, fmt.Errorf("consumer.New: handler: %w", err)
 	}

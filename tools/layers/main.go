@@ -30,11 +30,11 @@ const testCeiling = "topics"
 
 // layers lists the folders of each layer, lowest first; a folder holds its sub-packages (tools holds
 // tools/chaos/cmd/chaos). Read from the code: consumer imports retry, internal/rmq and its neighbours
-// (body, letter, batch), metrics and internal/collect import consumer, dedup imports collect, middleware
+// (body, letter, batch, pending), metrics and internal/collect import consumer, dedup imports collect, middleware
 // imports dedup and metrics, dlq, outbox and topics use consumer, dedup and internal/rmq (dlq also
 // internal/dlqtool, the operator's DLQ tooling, which uses topics), and internal/testenv serves the tests of all.
 var layers = [][]string{
-	{"internal/rmq", "internal/body", "internal/letter", "internal/batch", "internal/causelabel", "internal/scrape", "internal/mysqlerr", "internal/dedupsql", "internal/outboxsql"},
+	{"internal/rmq", "internal/body", "internal/letter", "internal/batch", "internal/causelabel", "internal/pending", "internal/scrape", "internal/mysqlerr", "internal/dedupsql", "internal/outboxsql"},
 	{"retry"},
 	{"consumer"},
 	{"metrics", "internal/collect", "internal/dupcause"},
