@@ -220,7 +220,9 @@
 //
 // HandleWith returns a Handler that decodes each body into a new T with codec (DecodeAs) and calls fn with
 // it. Use it for handlers that do not write through the dedup transaction (e.g. ones that call an
-// idempotent HTTP API); a handler that writes through it uses dedup.HandleWith.
+// idempotent HTTP API); a handler that writes through it uses dedup.HandleWith. fn gets the whole
+// delivery too: the event ID is d.EventID (filled by middleware.EventID, not taken from msg), and
+// d.Msg.Body is still the raw body; its results mean what a Handler's do.
 //
 // T is the message's value type, e.g. a struct: the codec decodes into a *T, and fn gets the T. A body the
 // codec cannot decode (for JSON also an empty body and null) never reaches fn: the handler returns a dead letter
