@@ -41,3 +41,6 @@ func Resolve(o Outcome, err error, orderly bool) Resolution { return resolveOutc
 
 // ConfigError is configError, the error of one invalid Config field, for errors.As in the external tests.
 type ConfigError = configError
+
+// KindUnset is kindUnset, the zero Kind (no middleware decided).
+const KindUnset = kindUnset

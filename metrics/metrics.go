@@ -239,7 +239,7 @@ func (m *Metrics) Subscribed(group string, topics []string) {
 	m.AfterCommitFailures.WithLabelValues(group)
 	m.LeaseTakeovers.WithLabelValues(group)
 	for _, topic := range topics {
-		for k := consumer.KindUnset; k <= consumer.KindUnsubscribed; k++ {
+		for k := consumer.Kind(0); k <= consumer.KindUnsubscribed; k++ { // from the zero value, unset
 			m.Messages.WithLabelValues(group, topic, k.String())
 		}
 		for _, c := range []string{causelabel.Redelivery, causelabel.Resend, causelabel.Replay, causelabel.Unknown} {
