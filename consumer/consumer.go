@@ -69,8 +69,9 @@ const cancelGrace = 5 * time.Second
 // deadLetterSendTimeout bounds one DeadLetterSink call.
 const deadLetterSendTimeout = 30 * time.Second
 
-// ErrStopped is returned by Start after Shutdown, and answers deliveries that arrive while shutting down.
-var ErrStopped = errors.New("rmqguard consumer: stopped")
+// errStopped is returned by Start and Run after Shutdown, and answers deliveries that arrive while
+// shutting down (the client only logs it).
+var errStopped = errors.New("rmqguard consumer: stopped")
 
 // Consumer wraps the client's push consumer: every message runs through the Handler (usually a
 // middleware chain), and its Outcome becomes the client's result in one place (resolve.go).
@@ -195,17 +196,16 @@ func newClientPushConsumer(opts []rmq.Option) (irmq.PushConsumer, error) {
 }
 
 // Start starts consuming, and with WithObserver the lag poller (every Config.LagInterval). Unless
-// Config.SkipTopicEnsure it first creates the group's missing %RETRY% and %DLQ% topics, and fails with
-// that error (wrapped with the group; matching ErrACL when a broker refuses the keys). The client's
-// Start fails when a subscribed topic has no route on the name server (create topics first). With
-// Credentials, a broker that refuses them fails Start with an error matching ErrACL. It returns ErrStopped
-// after Shutdown. It repeats New's concurrency checks first (a pool's limit may have changed since).
+// Config.SkipTopicEnsure it first creates the group's missing %RETRY% and %DLQ% topics, failing with that
+// error wrapped with the group. A broker that refuses Config.Credentials fails it with an error matching
+// ErrACL; the client's Start fails when a subscribed topic has no route on the name server. It repeats
+// New's concurrency checks first (a pool's limit may have changed since), and fails after Shutdown.
 func (c *Consumer) Start() error {
 	c.mu.Lock()
 	stopping := c.stopping
 	c.mu.Unlock()
 	if stopping {
-		return ErrStopped
+		return errStopped
 	}
 	if err := checkConcurrency(c.cfg, c.checks, "consumer.Start"); err != nil {
 		return err

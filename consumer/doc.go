@@ -31,7 +31,7 @@
 // spent). ctx's own end is the normal way to stop and is not an error. Shutdown runs on a context of its
 // own, bounded by DrainTimeout (plus up to 5 s for cancelled handlers to return, and the client's
 // shutdown), not on the ended ctx. A Consumer runs once: Run after a Shutdown (or a Run that returned)
-// returns ErrStopped at once.
+// returns an error ("rmqguard consumer: stopped") at once.
 //
 // # Shutdown
 //

@@ -44,3 +44,6 @@ type ConfigError = configError
 
 // KindUnset is kindUnset, the zero Kind (no middleware decided).
 const KindUnset = kindUnset
+
+// ErrStopped is errStopped, what Start and Run return after Shutdown and a callback left unanswered.
+var ErrStopped = errStopped

@@ -47,12 +47,12 @@ type letterProducer struct {
 	closed bool
 }
 
-// get returns the started producer; ErrStopped after shutdown.
+// get returns the started producer; errStopped after shutdown.
 func (l *letterProducer) get() (letterSender, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return nil, ErrStopped
+		return nil, errStopped
 	}
 	if l.p == nil {
 		p, err := l.newProducer()
@@ -67,7 +67,7 @@ func (l *letterProducer) get() (letterSender, error) {
 	return l.p, nil
 }
 
-// shutdown shuts the producer down if it was started; later gets return ErrStopped.
+// shutdown shuts the producer down if it was started; later gets return errStopped.
 func (l *letterProducer) shutdown() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
