@@ -37,11 +37,10 @@ func (c *Consumer) subscribed(d *Delivery) bool {
 	return f.matches(d.Msg.GetTags())
 }
 
-// unsubscribed reports and returns the outcome of a message whose tag or topic the group no longer
-// subscribes (it came back through %RETRY%<group>, which the client subscribes with "*"); its decision
-// line, at debug, names the tag in its reason.
+// unsubscribed returns the outcome of a message whose tag or topic the group no longer subscribes (it
+// came back through %RETRY%<group>, which the client subscribes with "*"); its decision (Observer.Decided)
+// and its line, at debug, name the tag in the reason.
 func (c *Consumer) unsubscribed(d *Delivery) Outcome {
-	c.observer.Unsubscribed(d.Group, d.Topic)
 	return Outcome{Kind: KindUnsubscribed, Reason: "tag " + d.Msg.GetTags() + " not subscribed"}
 }
 

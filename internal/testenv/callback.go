@@ -159,6 +159,3 @@ func (o *Decisions) Paused(string, string) {}
 
 // Unpaused does nothing.
 func (o *Decisions) Unpaused(string, time.Duration) {}
-
-// Unsubscribed does nothing.
-func (o *Decisions) Unsubscribed(string, string) {}
