@@ -151,7 +151,7 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 		filters[s.Topic], _ = parseTagExpression(s.Expression) // Validate checked it
 	}
 	from := rmq.ConsumeFromLastOffset
-	if cfg.StartFrom == StartFromFirstOffset {
+	if cfg.StartFromFirstOffset {
 		from = rmq.ConsumeFromFirstOffset
 	}
 	pushOpts := append(clientOptions(cfg), []rmq.Option{
