@@ -28,7 +28,7 @@ func TestConfigValidate_EdgeValuesAreAccepted(t *testing.T) {
 		"BatchSize 1":                   func(c *consumer.Config) { c.BatchSize = 1 },
 		"HandlerTimeout just below":     func(c *consumer.Config) { c.HandlerTimeout, c.ConsumeTimeout = time.Second-1, time.Second },
 		"DrainTimeout 1ns":              func(c *consumer.Config) { c.DrainTimeout = 1 },
-		"StartFromFirstOffset":          func(c *consumer.Config) { c.StartFrom = consumer.StartFromFirstOffset },
+		"StartFromFirstOffset":          func(c *consumer.Config) { c.StartFromFirstOffset = true },
 		"name server on port 65535":     func(c *consumer.Config) { c.NameServers = []string{"ns:65535"} },
 		"name server on port 1":         func(c *consumer.Config) { c.NameServers = []string{"ns:1"} },
 		"IPv6 name server (last colon)": func(c *consumer.Config) { c.NameServers = []string{"[::1]:9876"} },

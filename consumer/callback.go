@@ -30,7 +30,7 @@ type answer struct {
 // raised, and their offsets are not committed; they are redelivered after a restart as they were: a
 // callback that arrives after Shutdown began (a message the client had already fetched), one whose
 // handler Shutdown cancelled, and one waiting for the store when Shutdown began. None of them is a
-// failure of the message: handle returns ErrStopped, and the answer is unanswered's (resolve.go). In
+// failure of the message: handle returns errStopped, and the answer is unanswered's (resolve.go). In
 // orderly mode they are answered SuspendCurrentQueueAMoment, never ConsumeRetryLater.
 //
 // With Config.BatchSize > 1 and more than one message in the callback, each member's handler context
@@ -43,7 +43,7 @@ type answer struct {
 // that is not acknowledged are not handled (holdsBack, pass.go); the client facts behind it: orderly.go.
 func (c *Consumer) consume(ctx context.Context, msgs ...*primitive.MessageExt) (rmq.ConsumeResult, error) {
 	a, err := c.handle(msgs)
-	if err != nil { // ErrStopped: answered only once the client is down, which discards the answer
+	if err != nil { // errStopped: answered only once the client is down, which discards the answer
 		<-c.clientDown
 		a = c.unanswered(len(msgs))
 	}
@@ -58,12 +58,12 @@ func (c *Consumer) consume(ctx context.Context, msgs ...*primitive.MessageExt) (
 	return a.res.Result, err
 }
 
-// handle takes a callback from entering to its answer, stage by stage; ErrStopped when the consumer is
+// handle takes a callback from entering to its answer, stage by stage; errStopped when the consumer is
 // stopping and the callback must not be answered. It leaves the in-flight group before returning, so
 // that Shutdown never waits for a callback that waits for it.
 func (c *Consumer) handle(msgs []*primitive.MessageExt) (answer, error) {
 	if !c.enter() {
-		return answer{}, ErrStopped
+		return answer{}, errStopped
 	}
 	defer c.inflight.Done()
 	w := &outageWait{limit: c.cfg.OutageWait}

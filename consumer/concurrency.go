@@ -65,7 +65,7 @@ func checkConcurrency(cfg Config, checks []concurrencyCheck, where string) error
 
 // concurrencyChecks returns the checks of a consumer: the handler's condition, if it has one, and the
 // health probe when it is a concurrencyChecker.
-func concurrencyChecks(cond concurrencyChecker, probe HealthProbe) []concurrencyCheck {
+func concurrencyChecks(cond concurrencyChecker, probe healthProbe) []concurrencyCheck {
 	var checks []concurrencyCheck
 	if cond != nil {
 		checks = append(checks, concurrencyCheck{from: "handler", checker: cond})

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/pending"
 	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 )
 
@@ -57,8 +58,8 @@ func TestNew_F40_ConditionIsCheckedWithTheHandlersTheClientRunsAtOnce(t *testing
 	} {
 		t.Run(name, func(t *testing.T) {
 			cond := &poolCondition{}
-			h := consumer.Pending(processed, cond)
-			require.NoError(t, consumer.Refused(h), "a condition is not a refusal")
+			h := pending.Wrap(processed, cond)
+			require.NoError(t, pending.Refused(h), "a condition is not a refusal")
 			newConsumer(t, c.cfg, h)
 			assert.Equal(t, []int{c.want}, cond.asked)
 		})
@@ -76,7 +77,7 @@ func TestNew_F40_ConditionThatFailsRefusesTheConsumerWithTheFix(t *testing.T) {
 	})
 	cond := &poolCondition{limit: 20}
 
-	_, err := consumer.New(validConfig(), consumer.Pending(processed, cond), factory)
+	_, err := consumer.New(validConfig(), pending.Wrap(processed, cond), factory)
 	require.Error(t, err)
 	assert.Equal(t, "consumer.New: handler: pool of 20: use a pool of its own (40 handlers = ConsumeGoroutines 20 × "+
 		"(1 subscribed topics + %RETRY%cg))", err.Error())
@@ -87,7 +88,7 @@ func TestNew_F40_ConditionThatFailsRefusesTheConsumerWithTheFix(t *testing.T) {
 
 	orderly := validConfig()
 	orderly.Orderly = true
-	_, err = consumer.New(orderly, consumer.Pending(processed, &poolCondition{limit: 64}), factory)
+	_, err = consumer.New(orderly, pending.Wrap(processed, &poolCondition{limit: 64}), factory)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "(orderly consumption runs one handler per queue it holds)")
 	assert.False(t, built, "no client is built for a refused consumer")
@@ -96,7 +97,7 @@ func TestNew_F40_ConditionThatFailsRefusesTheConsumerWithTheFix(t *testing.T) {
 // F40: Start checks again, so a pool shrunk between New and Start is refused before the client starts.
 func TestStart_F40_ConditionIsCheckedAgain(t *testing.T) {
 	cond := &poolCondition{limit: 64}
-	c, fp := newConsumer(t, validConfig(), consumer.Pending(processed, cond))
+	c, fp := newConsumer(t, validConfig(), pending.Wrap(processed, cond))
 	cond.limit = 20
 
 	err := c.Start()
@@ -111,9 +112,9 @@ func TestStart_F40_ConditionIsCheckedAgain(t *testing.T) {
 // Pending's own error can be a condition.
 func TestRefused_WrappedConditionIsStillARefusal(t *testing.T) {
 	cond := &poolCondition{}
-	wrapped := consumer.Pending(processed, fmt.Errorf("router: %w", cond))
-	require.Error(t, consumer.Refused(wrapped))
-	require.Error(t, consumer.Refused(consumer.Refuse(cond)))
+	wrapped := pending.Wrap(processed, fmt.Errorf("router: %w", cond))
+	require.Error(t, pending.Refused(wrapped))
+	require.Error(t, pending.Refused(pending.Refuse[consumer.Handler](cond, consumer.DeadLetter)))
 	_, err := consumer.New(validConfig(), wrapped, consumer.WithPushConsumer(func([]rmq.Option) (irmq.PushConsumer, error) {
 		return newFakePush(), nil
 	}))
@@ -123,7 +124,7 @@ func TestRefused_WrappedConditionIsStillARefusal(t *testing.T) {
 
 // A Pending condition runs its handler on every message, as any Pending does.
 func TestPending_ConditionRunsItsHandler(t *testing.T) {
-	o, err := consumer.Pending(processed, &poolCondition{})(context.Background(), consumer.NewDelivery("cg", orderMsg("k-1")))
+	o, err := pending.Wrap(processed, &poolCondition{})(context.Background(), consumer.NewDelivery("cg", orderMsg("k-1")))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
 }
@@ -135,7 +136,7 @@ func TestNew_F40_AcceptedConditionHandlesMessages(t *testing.T) {
 		runs++
 		return consumer.Processed(), nil
 	}
-	_, fp := newConsumer(t, validConfig(), consumer.Pending(h, &poolCondition{}))
+	_, fp := newConsumer(t, validConfig(), pending.Wrap(h, &poolCondition{}))
 
 	res, _ := fp.deliver(t, "ORDER", orderMsg("k-1"))
 

@@ -45,20 +45,6 @@ const (
 	maxSuspendTime = 30 * time.Second
 )
 
-// StartFrom says where a consumer group with no stored offset starts reading a queue.
-type StartFrom uint8
-
-const (
-	// StartFromLastOffset (default) starts at the end of each queue: only new messages, with one broker
-	// exception: a queue whose first message (offset 0) is still there and not yet swapped out of memory (a
-	// young topic) is read from offset 0, so a new group on it sees the topic's whole history. Dedup makes
-	// that harmless for events this group's dedup scope processed; give a new group its own topic, or reset
-	// its offsets (mqadmin resetOffsetByTime), when history must not be handled.
-	StartFromLastOffset StartFrom = iota
-	// StartFromFirstOffset starts at the first message still on the broker.
-	StartFromFirstOffset
-)
-
 // Subscription is one topic the consumer group subscribes to.
 type Subscription struct {
 	// Topic is the business topic, e.g. "ORDER". Required.
@@ -106,11 +92,13 @@ type Config struct {
 	// DrainTimeout bounds how long Shutdown waits for in-flight handlers before cancelling their
 	// contexts (their transactions roll back). Default 30 s.
 	DrainTimeout time.Duration
-	// StartFrom applies to a consumer group with no stored offset. Default StartFromLastOffset. The same
-	// in orderly mode, where a queue is read only while this process holds its lock on the broker (the
-	// client locks a queue when the rebalance gives it one, and renews its locks every 20 s): a queue
-	// locked by another process, e.g. one just stopped by kill -9, waits for that lock to expire.
-	StartFrom StartFrom
+	// StartFromFirstOffset makes a group with no stored offset start at the first message still on the
+	// broker. Default false: at the end of each queue, except that the broker reads a young topic's queue
+	// (its offset-0 message still in memory) from offset 0, so a new group sees its history; dedup makes
+	// that harmless for events this group's scope processed, else give the group its own topic or reset its
+	// offsets (mqadmin resetOffsetByTime). In orderly mode a queue is read only while this process holds its
+	// broker lock (renewed every 20 s): one locked by a process just killed waits for the lock to expire.
+	StartFromFirstOffset bool
 	// Orderly selects the client's orderly consumption (WithConsumerOrder): each queue is consumed by one
 	// goroutine, message after message, under a lock on the broker, so messages sent to one queue (e.g.
 	// chosen by aggregate ID: producer.NewHashQueueSelector and Message.WithShardingKey) are handled in
@@ -143,8 +131,8 @@ type Config struct {
 	LagInterval time.Duration
 }
 
-// ConfigError reports an invalid Config field.
-type ConfigError struct {
+// configError reports an invalid Config field.
+type configError struct {
 	// Field is the Config field's name, e.g. "NameServers".
 	Field string
 	// Problem says what is wrong with it.
@@ -152,15 +140,15 @@ type ConfigError struct {
 }
 
 // Error renders "consumer config: <Field>: <Problem>".
-func (e *ConfigError) Error() string { return "consumer config: " + e.Field + ": " + e.Problem }
+func (e *configError) Error() string { return "consumer config: " + e.Field + ": " + e.Problem }
 
-// Validate checks c as it would be used (after defaults) and returns every problem found, joined, each a
-// *ConfigError naming the field. It does not change c.
+// Validate checks c as it would be used (after defaults) and returns every problem found, joined, each
+// "consumer config: <Field>: <problem>". It does not change c; New calls it first.
 func (c Config) Validate() error {
 	d := c.withDefaults()
 	var errs []error
 	bad := func(field, format string, args ...any) {
-		errs = append(errs, &ConfigError{Field: field, Problem: fmt.Sprintf(format, args...)})
+		errs = append(errs, &configError{Field: field, Problem: fmt.Sprintf(format, args...)})
 	}
 	if len(d.NameServers) == 0 {
 		bad("NameServers", "required: give at least one name server address, e.g. 127.0.0.1:9876")
@@ -236,9 +224,6 @@ func (c Config) Validate() error {
 		bad("SuspendTime", "%s is outside %s..%s", d.SuspendTime, minSuspendTime, maxSuspendTime)
 	} else if !d.Orderly && d.SuspendTime != 0 {
 		bad("SuspendTime", "%s is set but Orderly is false: it applies to orderly consumption only", d.SuspendTime)
-	}
-	if d.StartFrom > StartFromFirstOffset {
-		bad("StartFrom", "unknown value %d", d.StartFrom)
 	}
 	return errors.Join(errs...)
 }

@@ -55,7 +55,7 @@ func TestConfigValidate_ValidConfigPasses(t *testing.T) {
 	full.HandlerTimeout = 5 * time.Second
 	full.ConsumeTimeout = time.Minute
 	full.DrainTimeout = 10 * time.Second
-	full.StartFrom = consumer.StartFromFirstOffset
+	full.StartFromFirstOffset = true
 	require.NoError(t, full.Validate())
 }
 
@@ -194,7 +194,6 @@ func TestConfigValidate_Ranges(t *testing.T) {
 		{"ConsumeGoroutines", func(c *consumer.Config) { c.ConsumeGoroutines = 1001 }},
 		{"HandlerTimeout", func(c *consumer.Config) { c.HandlerTimeout = -time.Second }},
 		{"DrainTimeout", func(c *consumer.Config) { c.DrainTimeout = -time.Second }},
-		{"StartFrom", func(c *consumer.Config) { c.StartFrom = 7 }},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
 			cfg := validConfig()
@@ -319,7 +318,7 @@ func TestNew_F5_MaxAttemptsBecomesMaxReconsumeTimes(t *testing.T) {
 func TestNew_DefaultsReachTheClient(t *testing.T) {
 	var got []rmq.Option
 	cfg := validConfig()
-	cfg.StartFrom = consumer.StartFromFirstOffset
+	cfg.StartFromFirstOffset = true
 	_, err := consumer.New(cfg, handlerReturning(consumer.Processed(), nil),
 		consumer.WithPushConsumer(func(opts []rmq.Option) (irmq.PushConsumer, error) {
 			got = opts

@@ -31,7 +31,7 @@ type options struct {
 	sink     DeadLetterSink
 	push     func([]rmq.Option) (irmq.PushConsumer, error)
 	producer func() (letterSender, error)
-	probe    HealthProbe
+	probe    healthProbe
 	// probeGiven: WithHealthProbe was given, so the handler's store is not the default probe.
 	probeGiven bool
 	// sinkGiven: WithDeadLetterSink was given; a nil sink then leaves a lone letter to the broker's DLQ.
@@ -69,8 +69,9 @@ const cancelGrace = 5 * time.Second
 // deadLetterSendTimeout bounds one DeadLetterSink call.
 const deadLetterSendTimeout = 30 * time.Second
 
-// ErrStopped is returned by Start after Shutdown, and answers deliveries that arrive while shutting down.
-var ErrStopped = errors.New("rmqguard consumer: stopped")
+// errStopped is returned by Start and Run after Shutdown, and answers deliveries that arrive while
+// shutting down (the client only logs it).
+var errStopped = errors.New("rmqguard consumer: stopped")
 
 // Consumer wraps the client's push consumer: every message runs through the Handler (usually a
 // middleware chain), and its Outcome becomes the client's result in one place (resolve.go).
@@ -84,7 +85,7 @@ type Consumer struct {
 	// publishAlone: a dead letter delivered alone is published (the sink, else the own producer); false
 	// after WithDeadLetterSink(nil), which leaves it to the broker's DLQ.
 	publishAlone bool
-	// checks are what the handlers depend on that limits how many may run at once (see Pending); New
+	// checks are what the handlers depend on that limits how many may run at once (see the package doc, "New"); New
 	// and Start run them.
 	checks []concurrencyCheck
 
@@ -114,17 +115,18 @@ type Consumer struct {
 	clientDown chan struct{}
 }
 
-// New validates cfg (a *ConfigError per bad field, joined), builds the client's push consumer and
-// subscribes every topic; it does not start consuming: call Start or Run. A nil h is a *ConfigError; a
-// refused or pending h is its error, wrapped as "consumer.New: handler: <err>". See the package doc, "New".
+// New validates cfg (an error "consumer config: <Field>: <problem>" per bad field, joined), builds the
+// client's push consumer and subscribes every topic; it does not start consuming: call Start or Run. A nil
+// h is such an error; a refused or pending h is its error, wrapped as "consumer.New: handler: <err>". See
+// the package doc, "New".
 func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if h == nil {
-		return nil, &ConfigError{Field: "Handler", Problem: "required"}
+		return nil, &configError{Field: "Handler", Problem: "required"}
 	}
-	h, cond, err := inspect(h) // a condition's handler runs without its Pending layer
+	h, cond, err := inspect(h) // a condition's handler runs without its pending layer
 	if err != nil {
 		return nil, fmt.Errorf("consumer.New: handler: %w", err)
 	}
@@ -141,7 +143,7 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	if err := checkConcurrency(cfg, checks, "consumer.New"); err != nil {
 		return nil, err
 	}
-	if p, ok := cond.(HealthProbe); ok && !o.probeGiven {
+	if p, ok := cond.(healthProbe); ok && !o.probeGiven {
 		o.probe = p // the chain's store
 	}
 	filters := make(map[string]tagFilter, len(cfg.Subscriptions))
@@ -149,7 +151,7 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 		filters[s.Topic], _ = parseTagExpression(s.Expression) // Validate checked it
 	}
 	from := rmq.ConsumeFromLastOffset
-	if cfg.StartFrom == StartFromFirstOffset {
+	if cfg.StartFromFirstOffset {
 		from = rmq.ConsumeFromFirstOffset
 	}
 	pushOpts := append(clientOptions(cfg), []rmq.Option{
@@ -194,17 +196,16 @@ func newClientPushConsumer(opts []rmq.Option) (irmq.PushConsumer, error) {
 }
 
 // Start starts consuming, and with WithObserver the lag poller (every Config.LagInterval). Unless
-// Config.SkipTopicEnsure it first creates the group's missing %RETRY% and %DLQ% topics, and fails with
-// that error (wrapped with the group; matching ErrACL when a broker refuses the keys). The client's
-// Start fails when a subscribed topic has no route on the name server (create topics first). With
-// Credentials, a broker that refuses them fails Start with an error matching ErrACL. It returns ErrStopped
-// after Shutdown. It repeats New's concurrency checks first (a pool's limit may have changed since).
+// Config.SkipTopicEnsure it first creates the group's missing %RETRY% and %DLQ% topics, failing with that
+// error wrapped with the group. A broker that refuses Config.Credentials fails it with an error matching
+// ErrACL; the client's Start fails when a subscribed topic has no route on the name server. It repeats
+// New's concurrency checks first (a pool's limit may have changed since), and fails after Shutdown.
 func (c *Consumer) Start() error {
 	c.mu.Lock()
 	stopping := c.stopping
 	c.mu.Unlock()
 	if stopping {
-		return ErrStopped
+		return errStopped
 	}
 	if err := checkConcurrency(c.cfg, c.checks, "consumer.Start"); err != nil {
 		return err

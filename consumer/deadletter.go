@@ -1,17 +1,6 @@
 package consumer
 
-import (
-	"context"
-
-	"github.com/apache/rocketmq-client-go/v2/primitive"
-
-	"github.com/rmqguard/rmqguard/internal/letter"
-)
-
-// Sender is the sending part of the client's producer.
-type Sender interface {
-	SendSync(ctx context.Context, msgs ...*primitive.Message) (*primitive.SendResult, error)
-}
+import "github.com/rmqguard/rmqguard/internal/letter"
 
 // origin is what d's dead letter is made of.
 func (d *Delivery) origin() letter.Origin {

@@ -17,7 +17,7 @@ import (
 	"github.com/rmqguard/rmqguard/internal/letter"
 )
 
-// statusProducer is a consumer.Sender whose SendSync answers with a fixed status (or error) and records the
+// statusProducer is a producer whose SendSync answers with a fixed status (or error) and records the
 // letters it was given.
 type statusProducer struct {
 	mu     sync.Mutex

@@ -37,17 +37,16 @@ func (c *Consumer) subscribed(d *Delivery) bool {
 	return f.matches(d.Msg.GetTags())
 }
 
-// unsubscribed reports and returns the outcome of a message whose tag or topic the group no longer
-// subscribes (it came back through %RETRY%<group>, which the client subscribes with "*"); its decision
-// line, at debug, names the tag in its reason.
+// unsubscribed returns the outcome of a message whose tag or topic the group no longer subscribes (it
+// came back through %RETRY%<group>, which the client subscribes with "*"); its decision (Observer.Decided)
+// and its line, at debug, name the tag in the reason.
 func (c *Consumer) unsubscribed(d *Delivery) Outcome {
-	c.observer.Unsubscribed(d.Group, d.Topic)
 	return Outcome{Kind: KindUnsubscribed, Reason: "tag " + d.Msg.GetTags() + " not subscribed"}
 }
 
 // decide runs the handler for m until it decides something other than KindUnavailable, waiting at the
 // store health gate before each run while it is closed, for at most w's bound (then the unavailable
-// outcome stands: a retry that spends an attempt), and sets m's outcome and error. It returns ErrStopped
+// outcome stands: a retry that spends an attempt), and sets m's outcome and error. It returns errStopped
 // when the consumer is stopping and the message must not be answered: the gate stopped while it waited,
 // or Shutdown cancelled its handler.
 func (c *Consumer) decide(m *message, w *outageWait, b *batch.Batch[Outcome, string]) error {
@@ -56,7 +55,7 @@ func (c *Consumer) decide(m *message, w *outageWait, b *batch.Batch[Outcome, str
 		if closed != nil {
 			switch c.gate.wait(closed, w.deadline()) {
 			case gateStopped:
-				return ErrStopped
+				return errStopped
 			case gateTimedOut:
 				m.outcome, m.err = Unavailable("store still unavailable"), nil
 				c.outageTooLong(m)
@@ -66,7 +65,7 @@ func (c *Consumer) decide(m *message, w *outageWait, b *batch.Batch[Outcome, str
 		}
 		m.outcome, m.err = c.handleOne(m.d, b)
 		if c.runCtx.Err() != nil && (m.err != nil || !m.outcome.Kind.Acknowledges()) {
-			return ErrStopped // cancelled by Shutdown: not the message's failure
+			return errStopped // cancelled by Shutdown: not the message's failure
 		}
 		if m.outcome.Kind != KindUnavailable {
 			if b == nil || b.Careful() { // a first pass's member may not have reached the store: see handleCallback
@@ -76,14 +75,14 @@ func (c *Consumer) decide(m *message, w *outageWait, b *batch.Batch[Outcome, str
 		}
 		ch, stopped := c.gate.trip(gen, m.outcome.Reason)
 		if stopped {
-			return ErrStopped
+			return errStopped
 		}
 		if ch == nil {
 			continue // the gate reopened while this handler ran: its failure predates the recovery
 		}
 		switch c.gate.wait(ch, w.deadline()) {
 		case gateStopped:
-			return ErrStopped
+			return errStopped
 		case gateTimedOut:
 			c.outageTooLong(m)
 			return nil

@@ -45,7 +45,7 @@ func decideFinal(d *Delivery, chain, o Outcome, err error, res resolution, order
 		if dec.Outcome.Cause == "" && o.Kind != KindDeadLetter {
 			dec.Outcome.Cause = causelabel.Exhausted
 		}
-	case o.Kind == KindUnavailable || (o.Kind == KindUnset && err == nil):
+	case o.Kind == KindUnavailable || (o.Kind == kindUnset && err == nil):
 		dec.Outcome = o
 	default:
 		dec.Outcome = Outcome{Kind: KindRetry, DelayLevel: o.DelayLevel, Reason: o.Reason, Cause: o.Cause}

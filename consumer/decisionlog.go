@@ -38,7 +38,7 @@ func decisionLevel(d *Delivery, dec Decision) (zapcore.Level, string) {
 		return zapcore.ErrorLevel, "message dead-lettered by the broker"
 	case k == KindUnavailable:
 		return zapcore.WarnLevel, "store unavailable: message retried"
-	case k == KindUnset:
+	case k == kindUnset:
 		return zapcore.ErrorLevel, "handler returned no outcome and no error; message retried (the zero Outcome is not a success)"
 	case retryNeedsAttention(d, dec):
 		return zapcore.WarnLevel, "message retried"

@@ -5,16 +5,18 @@
 //
 // # New
 //
-// New validates cfg (a *ConfigError per bad field, joined) and builds the client's push consumer with
+// New validates cfg (an error "consumer config: <Field>: <problem>" per bad field, joined) and builds the client's push consumer with
 // cfg's group, name servers, instance name, MaxReconsumeTimes, goroutines, batch size and consume
 // timeout, and with Orderly the client's orderly consumption and SuspendTime. It subscribes every topic but does not start consuming: call Start.
-// A nil h is a *ConfigError; an h made by Refuse or Pending (middleware.Chain returns a Pending
-// one for an incomplete chain, dedup.Handle(nil) a Refuse one) is its error wrapped as "consumer.New: handler: <err>". New never
-// calls any other h. A Pending condition (a chain around a dedup store) and a WithHealthProbe probe with a
-// CheckConcurrency method (*dedup.Store) are checked against the most handlers the consumer runs at once
-// (see Pending): a store whose transactions could hold every connection of the pool its handlers also
+// A nil h is such an error (Field "Handler"); a refused or pending h (dedup.Handle(nil) is refused;
+// middleware.Chain returns an incomplete chain pending) is its error wrapped as "consumer.New: handler:
+// <err>". New recognises those by identity and never calls a handler of yours. A chain's condition (a chain around a
+// dedup store) and a WithHealthProbe probe with a CheckConcurrency method (*dedup.Store) are checked
+// against the most handlers the consumer runs at once (ConsumeGoroutines for each subscribed topic and
+// %RETRY%<group>; 0 in orderly mode, which runs one per queue it holds; internal/pending's doc holds the
+// mechanism): a store whose transactions could hold every connection of the pool its handlers also
 // use fails New with the fix ("consumer.New: handler: dedup: …"); so does a middleware.Lease whose lease is
-// not longer than HandlerTimeout, or with BatchSize > 1 (a condition's CheckConfig, see Pending).
+// not longer than HandlerTimeout, or with BatchSize > 1 (a condition's CheckConfig).
 //
 // # Run
 //
@@ -29,7 +31,7 @@
 // spent). ctx's own end is the normal way to stop and is not an error. Shutdown runs on a context of its
 // own, bounded by DrainTimeout (plus up to 5 s for cancelled handlers to return, and the client's
 // shutdown), not on the ended ctx. A Consumer runs once: Run after a Shutdown (or a Run that returned)
-// returns ErrStopped at once.
+// returns an error ("rmqguard consumer: stopped") at once.
 //
 // # Shutdown
 //
@@ -218,7 +220,9 @@
 //
 // HandleWith returns a Handler that decodes each body into a new T with codec (DecodeAs) and calls fn with
 // it. Use it for handlers that do not write through the dedup transaction (e.g. ones that call an
-// idempotent HTTP API); a handler that writes through it uses dedup.HandleWith.
+// idempotent HTTP API); a handler that writes through it uses dedup.HandleWith. fn gets the whole
+// delivery too: the event ID is d.EventID (filled by middleware.EventID, not taken from msg), and
+// d.Msg.Body is still the raw body; its results mean what a Handler's do.
 //
 // T is the message's value type, e.g. a struct: the codec decodes into a *T, and fn gets the T. A body the
 // codec cannot decode (for JSON also an empty body and null) never reaches fn: the handler returns a dead letter
@@ -250,30 +254,4 @@
 // value of the wrong JSON type for a field are errors. null is refused because encoding/json would leave
 // the target at its zero value without an error, and a handler would then apply an empty event (an order
 // with no number) instead of the message going to the DLQ.
-//
-// # Refuse and Pending
-//
-// Refuse returns a Handler that stands for a handler which could not be built, because of err (e.g.
-// dedup.Handle(nil)): New given it (or given a Refused handler
-// outermost) returns err wrapped as "consumer.New: handler: <err>", so the mistake fails at construction.
-// New recognises it by identity, without calling user code and at no cost per message. If it ever runs on
-// a message (it was wrapped by hand in another handler, which hides it from New), it dead-letters the
-// message with the reason "handler could not be built: <err>" and no error, so nothing is retried forever
-// nor acknowledged as processed. A nil err is replaced by a generic one.
-//
-// Pending returns a Handler that runs h on every message but that New refuses with err, as it refuses
-// Refuse(err): it stands for a part of a handler that is incomplete alone and is meant to be completed
-// by what wraps it (middleware.Chain returns one for a chain missing a middleware an outer chain may
-// provide, and unwraps it when an outer Chain completes it). Unlike a Refuse handler, a Pending one
-// wrapped by hand in another handler (hidden from New, e.g. a router's branch) runs h on each message,
-// at the cost of one more call and a nil check. Refused returns err for it. A nil err is replaced by a
-// generic one; a nil h gives Refuse(err).
-//
-// An err with a method CheckConcurrency(handlers int) error is a condition, not a refusal: New and Start
-// call it with the most handlers the consumer runs at once (ConsumeGoroutines for each subscribed topic
-// and %RETRY%<group>; 0 in orderly mode, which runs one per queue it holds) and fail with its error, and
-// Refused returns nil. middleware.Chain returns one around a dedup store (dedup.Store.CheckConcurrency).
-// When the condition also has a method CheckConfig(cfg Config) error, New and Start call it with the
-// Config (defaults applied) and fail with its error (middleware.Lease's lease against HandlerTimeout and
-// BatchSize).
 package consumer

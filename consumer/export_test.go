@@ -38,3 +38,12 @@ type Resolution = resolution
 
 // Resolve exposes resolveOutcome, the one place an Outcome becomes a client result.
 func Resolve(o Outcome, err error, orderly bool) Resolution { return resolveOutcome(o, err, orderly) }
+
+// ConfigError is configError, the error of one invalid Config field, for errors.As in the external tests.
+type ConfigError = configError
+
+// KindUnset is kindUnset, the zero Kind (no middleware decided).
+const KindUnset = kindUnset
+
+// ErrStopped is errStopped, what Start and Run return after Shutdown and a callback left unanswered.
+var ErrStopped = errStopped

@@ -124,7 +124,7 @@ type fakeObserver struct {
 	mu           sync.Mutex
 	paused       []string
 	unpaused     []time.Duration
-	unsubscribed []string
+	unsubscribed []string                       // group/topic of each message decided unsubscribed
 	decided      map[string][]consumer.Decision // msg ID → decisions, in order
 	inFlight     int
 	maxInFlight  int
@@ -144,12 +144,6 @@ func (o *fakeObserver) Unpaused(group string, d time.Duration) {
 	o.unpaused = append(o.unpaused, d)
 }
 
-func (o *fakeObserver) Unsubscribed(group, topic string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.unsubscribed = append(o.unsubscribed, group+"/"+topic)
-}
-
 func (o *fakeObserver) counts() (paused, unpaused int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -163,6 +157,9 @@ func (o *fakeObserver) Decided(d *consumer.Delivery, dec consumer.Decision) {
 		o.decided = map[string][]consumer.Decision{}
 	}
 	o.decided[d.Msg.MsgId] = append(o.decided[d.Msg.MsgId], dec)
+	if dec.Outcome.Kind == consumer.KindUnsubscribed {
+		o.unsubscribed = append(o.unsubscribed, d.Group+"/"+d.Topic)
+	}
 }
 
 func (o *fakeObserver) InFlight(_ string, delta int) {

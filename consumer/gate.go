@@ -26,7 +26,7 @@ const (
 type gate struct {
 	group    string
 	push     rmq.PushConsumer
-	probe    HealthProbe // nil: reopen after the backoff; the handlers are the probe
+	probe    healthProbe // nil: reopen after the backoff; the handlers are the probe
 	observer Observer
 	log      *zap.Logger
 	// ctx ends when the gate stops (Shutdown) or the run context ends; it bounds the prober.
@@ -56,7 +56,7 @@ const (
 	gateStopped
 )
 
-func newGate(parent context.Context, group string, push rmq.PushConsumer, probe HealthProbe, obs Observer, log *zap.Logger) *gate {
+func newGate(parent context.Context, group string, push rmq.PushConsumer, probe healthProbe, obs Observer, log *zap.Logger) *gate {
 	ctx, cancel := context.WithCancel(parent)
 	return &gate{group: group, push: push, probe: probe, observer: obs, log: log, ctx: ctx, cancel: cancel}
 }

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/pending"
 )
 
 // store is a fake store the handler and the probe share: down until up is called.
@@ -314,7 +315,7 @@ func TestGate_F19_TheChainsStoreIsTheDefaultProbeAndWithHealthProbeNilTurnsItOff
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := newStore()
-			c, fp := newConsumer(t, validConfig(), consumer.Pending(s.handle, chainStore{s}), tc.opts...)
+			c, fp := newConsumer(t, validConfig(), pending.Wrap(s.handle, chainStore{s}), tc.opts...)
 			require.NoError(t, c.Start())
 
 			r := deliverAsync(fp, "ORDER", orderMsg("o-a"))

@@ -5,9 +5,8 @@ import (
 	"time"
 )
 
-// HealthProbe checks the store the handlers depend on. Probe returns nil only when the store answers and
-// accepts writes (a read-only server is not healthy); it must honour ctx. *dedup.Store implements it.
-type HealthProbe interface {
+// healthProbe checks the store the handlers depend on (WithHealthProbe's p).
+type healthProbe interface {
 	Probe(ctx context.Context) error
 }
 
@@ -18,8 +17,9 @@ type HealthProbe interface {
 type Observer interface {
 	// Decided reports the final decision about one message, once per answered delivery, after its
 	// callback's outcomes were combined and its dead letters published: what the broker was told (see
-	// Decision). A delivery the consumer does not answer (it is shutting down: the message comes back
-	// after a restart as it was) is not reported.
+	// Decision), KindUnsubscribed for one acknowledged without handling because its tag is not in the
+	// group's subscription for d.Topic (the original topic). A delivery the consumer does not answer (it is
+	// shutting down: the message comes back after a restart as it was) is not reported.
 	Decided(d *Delivery, dec Decision)
 	// InFlight: delta (+1 or -1) handler calls of group started or returned; the sum is the number of
 	// handlers running now.
@@ -34,15 +34,15 @@ type Observer interface {
 	// Unpaused: the pause of group ended after d, because consumption resumed or because the consumer
 	// stopped while paused.
 	Unpaused(group string, d time.Duration)
-	// Unsubscribed: a message of group on topic (the original topic) was acknowledged without handling
-	// because its tag is not in the group's subscription for that topic (KindUnsubscribed).
-	Unsubscribed(group, topic string)
 }
 
-// WithHealthProbe gives the store health gate a probe, called with backoff (100 ms to 5 s) while the
-// store is unavailable. Default: the dedup store of the handler's chain; nil turns the probe off. See the
+// WithHealthProbe gives the store health gate a probe (e.g. a *dedup.Store), called with backoff (100 ms
+// to 5 s) while the store is unavailable: Probe returns nil only when the store answers and accepts writes,
+// and honours ctx. Default: the dedup store of the handler's chain; nil turns the probe off. See the
 // package doc, "Health gate".
-func WithHealthProbe(p HealthProbe) Option {
+func WithHealthProbe(p interface {
+	Probe(ctx context.Context) error
+}) Option {
 	return func(o *options) { o.probe, o.probeGiven = p, true }
 }
 
@@ -62,7 +62,6 @@ type nopObserver struct{}
 
 func (nopObserver) Paused(string, string)          {}
 func (nopObserver) Unpaused(string, time.Duration) {}
-func (nopObserver) Unsubscribed(string, string)    {}
 func (nopObserver) Decided(*Delivery, Decision)    {}
 func (nopObserver) InFlight(string, int)           {}
 func (nopObserver) Lag(string, string, int64)      {}

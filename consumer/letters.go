@@ -18,7 +18,7 @@ import (
 // letterSender is the part of the client's producer the consumer uses to publish its dead letters when
 // no DeadLetterSink is given.
 type letterSender interface {
-	Sender
+	rmq.Sender
 	Start() error
 	Shutdown() error
 }
@@ -47,12 +47,12 @@ type letterProducer struct {
 	closed bool
 }
 
-// get returns the started producer; ErrStopped after shutdown.
+// get returns the started producer; errStopped after shutdown.
 func (l *letterProducer) get() (letterSender, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return nil, ErrStopped
+		return nil, errStopped
 	}
 	if l.p == nil {
 		p, err := l.newProducer()
@@ -67,7 +67,7 @@ func (l *letterProducer) get() (letterSender, error) {
 	return l.p, nil
 }
 
-// shutdown shuts the producer down if it was started; later gets return ErrStopped.
+// shutdown shuts the producer down if it was started; later gets return errStopped.
 func (l *letterProducer) shutdown() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -84,7 +84,7 @@ func (l *letterProducer) shutdown() error {
 func checkSinkOptions(o options) error {
 	if o.sink != nil {
 		if v := reflect.ValueOf(o.sink); v.Kind() == reflect.Pointer && v.IsNil() {
-			return &ConfigError{Field: "WithDeadLetterSink", Problem: fmt.Sprintf(
+			return &configError{Field: "WithDeadLetterSink", Problem: fmt.Sprintf(
 				"the sink is a nil %T: check the error of the call that built it (dlq.StartPublisher?)", o.sink)}
 		}
 	}

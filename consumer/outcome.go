@@ -2,14 +2,14 @@ package consumer
 
 import "fmt"
 
-// Kind names what happened to one message. Its zero value, KindUnset, is deliberately not a success:
-// the client's ConsumeSuccess is the zero value of its result type, so an unset outcome must never be
-// mistaken for "done" (DESIGN.md, client facts). KindUnset resolves to a retry.
+// Kind names what happened to one message. Its zero value ("unset": no middleware decided) is deliberately
+// not a success: the client's ConsumeSuccess is the zero value of its result type, so an unset outcome must
+// never be mistaken for "done" (DESIGN.md, client facts). It resolves like KindRetry.
 type Kind uint8
 
 const (
-	// KindUnset is the zero value: no middleware decided. It resolves like KindRetry.
-	KindUnset Kind = iota
+	// kindUnset is the zero value: no middleware decided. It resolves like KindRetry.
+	kindUnset Kind = iota
 	// KindProcessed: the handler's effect committed.
 	KindProcessed
 	// KindDuplicate: the event ID was already processed by this consumer group; nothing was written.

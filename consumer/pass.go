@@ -32,7 +32,7 @@ type pass struct {
 }
 
 // handlePass handles each message of the callback once, with b (nil: no batch) in their handlers'
-// contexts, and finishes b's shared resources. The error is ErrStopped when the callback must not be
+// contexts, and finishes b's shared resources. The error is errStopped when the callback must not be
 // answered.
 func (c *Consumer) handlePass(msgs []*primitive.MessageExt, w *outageWait, b *batch.Batch[Outcome, string]) (pass, error) {
 	p := pass{ms: make([]message, len(msgs))}

@@ -23,7 +23,7 @@ import (
 // handled once more, at once, carefully; when that pass loses its resource too, each member is handled
 // alone (no Batch), so only a member whose own handler fails spends an attempt. Middlewares see every
 // pass; the consumer reports each message's decision once, from the last, whose messages it returns.
-// The error is ErrStopped when the callback must not be answered.
+// The error is errStopped when the callback must not be answered.
 func (c *Consumer) handleCallback(msgs []*primitive.MessageExt, w *outageWait) ([]message, error) {
 	if c.cfg.BatchSize <= 1 || len(msgs) <= 1 { // a callback of one message handles it alone, as BatchSize 1
 		p, err := c.handlePass(msgs, w, nil)
@@ -62,14 +62,14 @@ func (c *Consumer) handleCallback(msgs []*primitive.MessageExt, w *outageWait) (
 		}
 		ch, stopped := c.gate.trip(gen, p.outage.Error())
 		if stopped {
-			return nil, ErrStopped
+			return nil, errStopped
 		}
 		if ch == nil {
 			continue // the gate reopened during the pass (a member waited at it): handle the callback again
 		}
 		switch c.gate.wait(ch, w.deadline()) {
 		case gateStopped:
-			return nil, ErrStopped
+			return nil, errStopped
 		case gateTimedOut:
 			c.log.Warn("store still unavailable after OutageWait; the batch is retried and each member spends an attempt",
 				zap.String("group", c.cfg.Group), zap.Int("members", len(msgs)), zap.Error(p.outage))

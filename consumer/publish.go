@@ -15,7 +15,7 @@ import (
 // dead-letters it with the DLQ delay level), and in orderly mode always by the consumer (publishOrderly: there
 // is no DLQ delay level there); in a batch, always by the consumer, because the broker would dead-letter
 // the whole batch.
-// It returns ErrStopped when the consumer is stopping and the callback must not be answered.
+// It returns errStopped when the consumer is stopping and the callback must not be answered.
 func (c *Consumer) publishDeadLetters(ms []message, w *outageWait) error {
 	if needsRetry(ms) {
 		return nil
@@ -96,7 +96,7 @@ func (c *Consumer) publishOrderly(m *message) {
 // publishInBatch publishes the dead letter of a batch member, retrying with backoff (100 ms doubling to
 // 5 s) until w's deadline: a failed publish is broker trouble, not the message's, and the DLQ delay level
 // would dead-letter the processed neighbours too. Past the deadline the outcome becomes a retry (the
-// batch is retried). It returns ErrStopped when the consumer is stopping: the batch must not be answered.
+// batch is retried). It returns errStopped when the consumer is stopping: the batch must not be answered.
 func (c *Consumer) publishInBatch(m *message, w *outageWait) error {
 	d, reason := m.d, letterReason(m.outcome, m.err)
 	backoff := gateMinBackoff
@@ -121,7 +121,7 @@ func (c *Consumer) publishInBatch(m *message, w *outageWait) error {
 		select {
 		case <-c.gate.ctx.Done():
 			timer.Stop()
-			return ErrStopped
+			return errStopped
 		case <-timer.C:
 		}
 		backoff = min(2*backoff, gateMaxBackoff)

@@ -24,7 +24,7 @@ func (c *Consumer) resolve(ms []message) answer {
 // the queue's process queue in Shutdown, so the offset is not committed and the message comes back after
 // a restart).
 func (c *Consumer) unanswered(n int) answer {
-	return answer{res: resolveOutcome(Retry(0, "consumer stopping"), ErrStopped, c.cfg.Orderly), spent: make([]bool, n)}
+	return answer{res: resolveOutcome(Retry(0, "consumer stopping"), errStopped, c.cfg.Orderly), spent: make([]bool, n)}
 }
 
 // spentAttempts reports, for each message, whether its own failure spent an attempt, from the chain's

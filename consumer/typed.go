@@ -13,20 +13,16 @@ import (
 // message is dead-lettered at once with the reason "undecodable body: <the codec's error>".
 var ErrUndecodableBody = errors.New("undecodable body")
 
-// TypedHandler handles one Delivery whose body was decoded into msg. d is the whole delivery: the event ID
-// is d.EventID (filled by middleware.EventID, not taken from msg), and d.Msg.Body is still the raw body.
-// Its results mean what a Handler's do.
-type TypedHandler[T any] func(ctx context.Context, d *Delivery, msg T) (Outcome, error)
-
 // HandleJSON is HandleWith(JSON{}, fn): bodies are JSON, fields fn's type does not know are ignored.
-func HandleJSON[T any](fn TypedHandler[T]) Handler {
+func HandleJSON[T any](fn func(ctx context.Context, d *Delivery, msg T) (Outcome, error)) Handler {
 	return HandleWith(JSON{}, fn)
 }
 
 // HandleWith returns a Handler that decodes each body into a new T with codec (DecodeAs) and calls fn
-// with it, for handlers that do not write through the dedup transaction (those use dedup.HandleWith). A
-// body the codec refuses is dead-lettered at once. See the package doc, "Typed handlers".
-func HandleWith[T any](codec Codec, fn TypedHandler[T]) Handler {
+// with it (d.EventID and the raw d.Msg.Body as for any Handler), for handlers that do not write through
+// the dedup transaction (those use dedup.HandleWith). A body the codec refuses is dead-lettered at once.
+// See the package doc, "Typed handlers".
+func HandleWith[T any](codec Codec, fn func(ctx context.Context, d *Delivery, msg T) (Outcome, error)) Handler {
 	mustTyped(codec, fn == nil)
 	return func(ctx context.Context, d *Delivery) (Outcome, error) {
 		msg, o, err := DecodeAs[T](codec, d)

@@ -31,7 +31,7 @@ func typedDelivery(body string) *consumer.Delivery {
 	return d
 }
 
-// paymentRecorder is a TypedHandler that keeps what it was called with.
+// paymentRecorder is a typed handler function (HandleWith's fn) that keeps what it was called with.
 type paymentRecorder struct {
 	calls int
 	got   payment

@@ -161,7 +161,7 @@ func TestBatch_ShutdownDuringTheFirstPassAnswersNothingAndCommitsNothing(t *test
 	}()
 	msgs := f.batchMsgs(t, e1, e2, e3)
 	_, err := cb.Call(t, false, msgs...)
-	assert.ErrorIs(t, err, consumer.ErrStopped, "not answered")
+	assert.EqualError(t, err, "rmqguard consumer: stopped", "not answered")
 	require.ErrorIs(t, <-stopped, context.DeadlineExceeded, "member 2's handler outlived DrainTimeout and was cancelled")
 	for i, id := range []string{e1, e2, e3} {
 		assert.Empty(t, cb.Decisions(msgs[i].MsgId), "%s: no decision", id)

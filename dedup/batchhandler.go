@@ -9,6 +9,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/internal/collect"
+	"github.com/rmqguard/rmqguard/internal/pending"
 )
 
 // BatchTxHandler is a business handler for several deliveries at once, all new (their dedup rows are
@@ -22,7 +23,7 @@ type BatchTxHandler func(ctx context.Context, tx *sqlx.Tx, ds []*consumer.Delive
 // refused as Handle refuses a nil handler.
 func HandleBatch(h BatchTxHandler) consumer.Handler {
 	if h == nil {
-		return consumer.Refuse(errNilBatchHandler)
+		return pending.Refuse[consumer.Handler](errNilBatchHandler, consumer.DeadLetter)
 	}
 	return newBatchHandler(h, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		return one(h(ctx, tx, []*consumer.Delivery{d}))

@@ -7,7 +7,7 @@ import (
 	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 )
 
-// Probe implements consumer.HealthProbe for the consumer's store health gate: it returns nil only when the
+// Probe is the probe of the consumer's store health gate (consumer.WithHealthProbe): it returns nil only when the
 // database answers and accepts writes to the store's processed-event table (WithTablePrefix). It runs one
 // statement on a connection of its own, an UPDATE that matches no row (WHERE FALSE: it takes no lock and
 // changes nothing), which a read-only server refuses with 1290 (or 1836) like any write. A connection that met

@@ -45,5 +45,5 @@ func TestTransitionOutcome_MapsEachResult(t *testing.T) {
 	boom := errors.New("boom")
 	o, err := dedup.TransitionOutcome(dedup.TransitionApplied, boom)
 	assert.ErrorIs(t, err, boom)
-	assert.Equal(t, consumer.KindUnset, o.Kind, "an error never comes with a success")
+	assert.Equal(t, consumer.Kind(0), o.Kind, "an error never comes with a success")
 }

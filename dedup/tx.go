@@ -8,6 +8,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/pending"
 	"github.com/rmqguard/rmqguard/internal/txproto"
 )
 
@@ -37,11 +38,11 @@ type TxHandler func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (con
 // Without one (no dedup middleware in the chain) it returns ErrNoTx and an unset outcome (a retry).
 // Its result is recognisable by IsTxHandler, and so is every handler that is the result of a call to Handle
 // (a typed adapter that returns Handle(...) is one); middleware.Chain uses that to refuse a chain without
-// middleware.Dedup around it. A nil h is a wiring mistake: Handle returns consumer.Refuse(err) instead, so
-// consumer.New fails with "dedup.Handle: the handler function is nil".
+// middleware.Dedup around it. A nil h is a wiring mistake: Handle returns a refused handler instead, so
+// middleware.Chain and consumer.New fail with "dedup.Handle: the handler function is nil".
 func Handle(h TxHandler) consumer.Handler {
 	if h == nil {
-		return consumer.Refuse(errNilTxHandler)
+		return pending.Refuse[consumer.Handler](errNilTxHandler, consumer.DeadLetter)
 	}
 	return (&txHandler{h: h}).handle
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/pending"
 )
 
 func TestIsTxHandler_RecognisesHandleResultsOnly(t *testing.T) {
@@ -37,7 +38,7 @@ func TestIsTxHandler_RecognisesHandleResultsOnly(t *testing.T) {
 // panics on every message.
 func TestHandle_NilHandlerIsRefused(t *testing.T) {
 	h := dedup.Handle(nil)
-	err := consumer.Refused(h)
+	err := pending.Refused(h)
 	assert.ErrorContains(t, err, "dedup.Handle: the handler function is nil")
 	o, herr := h(context.Background(), &consumer.Delivery{})
 	assert.NoError(t, herr)

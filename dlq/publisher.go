@@ -9,6 +9,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/internal/letter"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // Publisher publishes dead letters to %DLQ%<group> with their reason; it is a consumer.DeadLetterSink.
@@ -16,7 +17,7 @@ import (
 // up front, readable); if it does not, DeadLetter fails and the consumer falls back to the broker's
 // dead-lettering, so no message is lost either way.
 type Publisher struct {
-	producer consumer.Sender
+	producer rmq.Sender
 	now      func() time.Time
 
 	// owned is the producer StartPublisher started (nil for NewPublisher's); Close shuts it down.
@@ -53,7 +54,7 @@ func (p *Publisher) Close() error {
 // not shut it down); StartPublisher builds and owns one instead. With ACL or a namespace, build p with the
 // producer group in the namespace and never the client's namespace option (the package doc, "Namespaces");
 // the letters go to %DLQ%<ns>%<group>. It returns an error if p is nil.
-func NewPublisher(p consumer.Sender) (*Publisher, error) {
+func NewPublisher(p rmq.Sender) (*Publisher, error) {
 	if p == nil {
 		return nil, errors.New("dlq: NewPublisher: producer is nil")
 	}

@@ -95,7 +95,7 @@ func TestE2E_F26_RetriedMessageOfADroppedTagIsAcknowledgedNotHandled(t *testing.
 		return consumer.Processed(), nil
 	}
 	start := func(expr string, m *metrics.Metrics) *consumer.Consumer {
-		cfg := consumer.Config{NameServers: w.ns, Group: w.group, StartFrom: consumer.StartFromFirstOffset, MaxAttempts: 3,
+		cfg := consumer.Config{NameServers: w.ns, Group: w.group, StartFromFirstOffset: true, MaxAttempts: 3,
 			Subscriptions: []consumer.Subscription{{Topic: w.topic, Expression: expr}}}
 		c, err := consumer.New(cfg, handler, consumer.WithObserver(m))
 		require.NoError(t, err)

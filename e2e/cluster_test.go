@@ -171,7 +171,7 @@ func dlqOnTwoMasters(t *testing.T, tm testenv.TwoMasters, bin string) {
 	})), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store))))
 	// WithDeadLetterSink(nil): the broker a message came from moves it to its own %DLQ%<group>.
 	c, err := consumer.New(consumer.Config{NameServers: ns, Group: group, MaxAttempts: 2, DrainTimeout: 5 * time.Second,
-		Subscriptions: []consumer.Subscription{{Topic: topic}}, StartFrom: consumer.StartFromFirstOffset},
+		Subscriptions: []consumer.Subscription{{Topic: topic}}, StartFromFirstOffset: true},
 		handler, consumer.WithLogger(zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))), consumer.WithDeadLetterSink(nil))
 	require.NoError(t, err)
 	require.NoError(t, c.Start())

@@ -102,4 +102,3 @@ func (o *decisionsByEvent) InFlight(string, int)           {}
 func (o *decisionsByEvent) Lag(string, string, int64)      {}
 func (o *decisionsByEvent) Paused(string, string)          {}
 func (o *decisionsByEvent) Unpaused(string, time.Duration) {}
-func (o *decisionsByEvent) Unsubscribed(string, string)    {}

@@ -82,7 +82,6 @@ func (l *ledger) InFlight(string, int)           {}
 func (l *ledger) Lag(string, string, int64)      {}
 func (l *ledger) Paused(string, string)          {}
 func (l *ledger) Unpaused(string, time.Duration) {}
-func (l *ledger) Unsubscribed(string, string)    {}
 
 func version(d *consumer.Delivery) int {
 	v, _ := strconv.Atoi(d.Msg.GetProperty("VERSION"))

@@ -150,7 +150,7 @@ func (f *fixture) downstream() *downstream {
 	chain := testenv.Must(middleware.Chain(dedup.Handle(h), middleware.Recover(zap.NewNop()), middleware.Classify(),
 		eventID, middleware.Deadline(0), testenv.Must(middleware.Dedup(f.store))))
 	cfg := consumer.Config{NameServers: f.ns, Group: "down-" + f.run, Subscriptions: []consumer.Subscription{{Topic: f.topic}},
-		StartFrom: consumer.StartFromFirstOffset, Orderly: true, SuspendTime: 100 * time.Millisecond, DrainTimeout: 5 * time.Second,
+		StartFromFirstOffset: true, Orderly: true, SuspendTime: 100 * time.Millisecond, DrainTimeout: 5 * time.Second,
 		InstanceName: "down-" + f.run}
 	c, err := consumer.New(cfg, chain)
 	require.NoError(f.t, err)

@@ -256,7 +256,7 @@ func TestOutbox_RelayInTheConsumerProcessSendsSoonAfterTheCommit(t *testing.T) {
 	chain := testenv.Must(middleware.Chain(dedup.Handle(sendEach(ob, f.topic, keyOfEvent)), middleware.Recover(zap.NewNop()),
 		middleware.Classify(), eventID, middleware.Deadline(0), testenv.Must(middleware.Dedup(f.store))))
 	c, err := consumer.New(consumer.Config{NameServers: f.ns, Group: group, InstanceName: group,
-		Subscriptions: []consumer.Subscription{{Topic: inTopic}}, StartFrom: consumer.StartFromFirstOffset},
+		Subscriptions: []consumer.Subscription{{Topic: inTopic}}, StartFromFirstOffset: true},
 		chain, consumer.WithBackground(ob.Run))
 	require.NoError(t, err)
 	require.NoError(t, c.Start())

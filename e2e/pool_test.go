@@ -38,7 +38,6 @@ func (l *burstLedger) InFlight(string, int)           {}
 func (l *burstLedger) Lag(string, string, int64)      {}
 func (l *burstLedger) Paused(string, string)          {}
 func (l *burstLedger) Unpaused(string, time.Duration) {}
-func (l *burstLedger) Unsubscribed(string, string)    {}
 
 // longestGap returns the longest time between two consecutive decisions, and how many gaps were at least min.
 func (l *burstLedger) longestGap(min time.Duration) (time.Duration, int) {

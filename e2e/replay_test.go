@@ -152,7 +152,7 @@ func TestE2E_S5_F18_DLQReplaySafeTwiceToTheDeadLetteredGroupOnly(t *testing.T) {
 	sink := &countingSink{inner: publisher}
 	w.start(consumer.Config{MaxAttempts: 2, DrainTimeout: 5 * time.Second}, handler, consumer.WithLogger(log), consumer.WithDeadLetterSink(sink))
 	other, err := consumer.New(consumer.Config{NameServers: w.ns, Group: group2, MaxAttempts: 2,
-		Subscriptions: []consumer.Subscription{{Topic: topic}}, StartFrom: consumer.StartFromFirstOffset},
+		Subscriptions: []consumer.Subscription{{Topic: topic}}, StartFromFirstOffset: true},
 		testenv.Must(middleware.Chain(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) { return consumer.Processed(), nil },
 			seen.middleware("cg2"))), consumer.WithLogger(log))
 	require.NoError(t, err)

@@ -45,7 +45,7 @@ func TestE2E_ConsumerEnsuresTopicsInStartAndPublishesDeadLettersByDefault(t *tes
 		return consumer.Processed(), nil
 	})
 	c, err := consumer.New(consumer.Config{NameServers: ns, Group: group, MaxAttempts: 3,
-		Subscriptions: []consumer.Subscription{{Topic: topic}}, StartFrom: consumer.StartFromFirstOffset},
+		Subscriptions: []consumer.Subscription{{Topic: topic}}, StartFromFirstOffset: true},
 		handler)
 	require.NoError(t, err)
 	require.NoError(t, c.Start())

@@ -73,7 +73,7 @@ func (w *world) start(cfg consumer.Config, h consumer.Handler, opts ...consumer.
 	w.t.Helper()
 	cfg.NameServers, cfg.Group = w.ns, w.group
 	cfg.Subscriptions = []consumer.Subscription{{Topic: w.topic}}
-	cfg.StartFrom = consumer.StartFromFirstOffset
+	cfg.StartFromFirstOffset = true
 	c, err := consumer.New(cfg, h, opts...)
 	require.NoError(w.t, err)
 	require.NoError(w.t, c.Start())

@@ -113,7 +113,7 @@ func TestNew_RegistersTheAgreedNames(t *testing.T) {
 	m.Lag("cg", "ORDER", 0)
 	m.Paused("cg", "x")
 	m.Unpaused("cg", 0)
-	m.Unsubscribed("cg", "ORDER")
+	m.Decided(d, decision(consumer.KindUnsubscribed, ""))
 	m.HandleDuration.WithLabelValues("cg", "ORDER").Observe(0.01)
 	m.Panics.WithLabelValues("cg", "ORDER").Inc()
 	m.Unidentifiable.WithLabelValues("cg", "ORDER").Inc()

@@ -185,15 +185,10 @@ func (m *Metrics) Unpaused(group string, d time.Duration) {
 	m.ConsumptionPausedSeconds.WithLabelValues(group).Add(d.Seconds())
 }
 
-// Unsubscribed implements consumer.Observer: rmqguard_unsubscribed_total{group,topic} goes up by one.
-func (m *Metrics) Unsubscribed(group, topic string) {
-	m.UnsubscribedMessages.WithLabelValues(group, topic).Inc()
-}
-
 // Decided implements consumer.Observer: the final decision about one message. It counts
 // rmqguard_messages_total by final outcome; for a duplicate rmqguard_duplicates_total by cause; for a dead
 // letter (dead_lettered or dead_letter) rmqguard_dead_letters_total by reason class; for a stale message
-// rmqguard_stale_total; for a processed message
+// rmqguard_stale_total; for an unsubscribed one rmqguard_unsubscribed_total; for a processed message
 // its deliveries in rmqguard_attempts (and rmqguard_lease_takeovers_total when it took over a lease); and rmqguard_batch_retried_total when its batch was retried.
 func (m *Metrics) Decided(d *consumer.Delivery, dec consumer.Decision) {
 	o := dec.Outcome
@@ -205,6 +200,8 @@ func (m *Metrics) Decided(d *consumer.Delivery, dec consumer.Decision) {
 		m.DeadLetters.WithLabelValues(d.Group, d.Topic, o.Cause).Inc()
 	case consumer.KindStale:
 		m.Stale.WithLabelValues(d.Group, d.Topic).Inc()
+	case consumer.KindUnsubscribed:
+		m.UnsubscribedMessages.WithLabelValues(d.Group, d.Topic).Inc()
 	case consumer.KindProcessed:
 		m.Attempts.WithLabelValues(d.Group, d.Topic).Observe(float64(d.Attempt + 1))
 		if o.Cause == causelabel.Takeover {
@@ -239,7 +236,7 @@ func (m *Metrics) Subscribed(group string, topics []string) {
 	m.AfterCommitFailures.WithLabelValues(group)
 	m.LeaseTakeovers.WithLabelValues(group)
 	for _, topic := range topics {
-		for k := consumer.KindUnset; k <= consumer.KindUnsubscribed; k++ {
+		for k := consumer.Kind(0); k <= consumer.KindUnsubscribed; k++ { // from the zero value, unset
 			m.Messages.WithLabelValues(group, topic, k.String())
 		}
 		for _, c := range []string{causelabel.Redelivery, causelabel.Resend, causelabel.Replay, causelabel.Unknown} {

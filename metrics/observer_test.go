@@ -25,7 +25,7 @@ func TestObserver_F19_PauseGaugeAndSeconds_F26_Unsubscribed(t *testing.T) {
 	m.Unpaused("cg", 1500*time.Millisecond)
 	assert.Equal(t, 0.0, testutil.ToFloat64(m.ConsumptionPaused.WithLabelValues("cg")))
 	assert.Equal(t, 1.5, testutil.ToFloat64(m.ConsumptionPausedSeconds.WithLabelValues("cg")))
-	m.Unsubscribed("cg", "ORDER")
+	m.Decided(delivery(0), decision(consumer.KindUnsubscribed, ""))
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.UnsubscribedMessages.WithLabelValues("cg", "ORDER")))
 
 	n, err := testutil.GatherAndCount(reg, "rmqguard_consumption_paused", "rmqguard_consumption_paused_seconds_total", "rmqguard_unsubscribed_total")

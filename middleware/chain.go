@@ -7,6 +7,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/pending"
 )
 
 // ErrChainOrder marks Chain's refusal of a wrong or incomplete order of rmqguard's standard middlewares (a
@@ -30,15 +31,15 @@ func orderErr(format string, args ...any) error {
 
 // incompleteChainError is an order that lacks a middleware a chain around it may still provide (EventID
 // or Classify for Dedup, Dedup for Version or a dedup.Handle handler). Chain returns the chain it built as
-// consumer.Pending with this error; an outer Chain given that handler checks its own middlewares followed
+// wrapped (internal/pending) with this error; an outer Chain given that handler checks its own middlewares followed
 // by kinds as one chain around a handler that is transactional if tx, and wraps h, not the pending handler.
 type incompleteChainError struct {
 	msg    string
-	kinds  []kind                 // the kind of each middleware of the built chain, outermost first (kindUser included)
-	tx     bool                   // the innermost handler is a dedup.Handle handler
-	h      consumer.Handler       // the built chain, without the consumer.Pending layer
-	stores []concurrencyChecker   // the stores of its Dedup middlewares that check the consumer's concurrency
-	probes []consumer.HealthProbe // the stores of its Dedup middlewares that can be probed
+	kinds  []kind               // the kind of each middleware of the built chain, outermost first (kindUser included)
+	tx     bool                 // the innermost handler is a dedup.Handle handler
+	h      consumer.Handler     // the built chain, without the pending layer
+	stores []concurrencyChecker // the stores of its Dedup middlewares that check the consumer's concurrency
+	probes []prober             // the stores of its Dedup middlewares that can be probed
 }
 
 func (e *incompleteChainError) Error() string        { return e.msg }
@@ -55,8 +56,8 @@ func missingErr(format string, args ...any) error {
 // consumer.New alone. See the package doc, "Chain rules".
 func Chain(h consumer.Handler, mws ...Middleware) (consumer.Handler, error) {
 	c := chainKinds{tx: dedup.IsTxHandler(h)}
-	if err := consumer.Refused(h); err != nil {
-		// Only a Pending made by Chain itself carries its chain; an incomplete chain's error wrapped in
+	if err := pending.Refused(h); err != nil {
+		// Only a pending handler made by Chain itself carries its chain; an incomplete chain's error wrapped in
 		// another handler's refusal (a router refusing for a branch) is that handler's, not a chain to complete.
 		inner, ok := err.(*incompleteChainError) // the error itself, not errors.As
 		if !ok {
@@ -77,7 +78,7 @@ func Chain(h consumer.Handler, mws ...Middleware) (consumer.Handler, error) {
 	}
 	if missing != nil {
 		missing.kinds, missing.tx, missing.h, missing.stores, missing.probes = c.kinds, c.tx, h, c.stores, c.probes
-		return consumer.Pending(h, missing), nil
+		return pending.Wrap(h, missing), nil
 	}
 	return withCondition(h, c.stores, c.probes), nil
 }
@@ -92,7 +93,7 @@ type chainKinds struct {
 	pos   map[kind]int // 1-based position of each standard middleware in kinds
 	// stores are the Dedup stores that check the consumer's concurrency (the inner chain's first).
 	stores []concurrencyChecker
-	probes []consumer.HealthProbe // the Dedup stores that can be probed (the inner chain's first)
+	probes []prober // the Dedup stores that can be probed (the inner chain's first)
 }
 
 // collect fills c with the kinds of mws then c.inner, and returns why they can never run: a nil h or
@@ -110,7 +111,7 @@ func (c *chainKinds) collect(h consumer.Handler, mws []Middleware) error {
 		if cc, ok := checkerOf(mw); ok {
 			c.stores = append(c.stores, cc)
 		}
-		if p, ok := mw.store.(consumer.HealthProbe); ok {
+		if p, ok := mw.store.(prober); ok {
 			c.probes = append(c.probes, p)
 		}
 		c.kinds = append(c.kinds, k)

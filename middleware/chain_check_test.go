@@ -16,6 +16,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/pending"
 	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
@@ -113,7 +114,7 @@ func TestChain_UserMiddlewaresAreAllowedAnywhereAndNotCalledByTheCheck(t *testin
 	assert.Zero(t, built, "a refused chain calls no user middleware")
 
 	h := testenv.Must(middleware.Chain(plain, user, middleware.Classify(), user, eventID, user))
-	require.NoError(t, consumer.Refused(h))
+	require.NoError(t, pending.Refused(h))
 	assert.Equal(t, 3, built, "each wrapped once, when the chain is built")
 	o, err := h(context.Background(), delivery("ORDER", "", map[string]string{"EVENT_ID": "e-1"}))
 	require.NoError(t, err)
@@ -124,7 +125,7 @@ func TestChain_RefusedHandlerIsRefusedUnwrapped(t *testing.T) {
 	errX := errors.New("could not build the handler")
 	wrapped := 0
 
-	_, err := middleware.Chain(consumer.Refuse(errX), middleware.Func(func(next consumer.Handler) consumer.Handler { wrapped++; return next }))
+	_, err := middleware.Chain(pending.Refuse[consumer.Handler](errX, consumer.DeadLetter), middleware.Func(func(next consumer.Handler) consumer.Handler { wrapped++; return next }))
 
 	assert.ErrorIs(t, err, errX)
 	assert.Zero(t, wrapped)
@@ -177,7 +178,7 @@ func TestStandard_ProcessesAMessageOnceOnMariaDB(t *testing.T) {
 	h := testenv.Must(middleware.Standard(dedup.Handle(ledger.Handler(func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
 		return consumer.Processed(), nil // the ledger appends the effect
 	})), middleware.StandardConfig{Metrics: m, Store: store}))
-	require.NoError(t, consumer.Refused(h))
+	require.NoError(t, pending.Refused(h))
 	msg := &primitive.MessageExt{MsgId: run + "-msg", Message: primitive.Message{Topic: "ORDER", Body: []byte(`{}`)}}
 	msg.WithProperty("EVENT_ID", run+"-e1")
 
@@ -239,7 +240,7 @@ func TestChain_OneVersionPerAggregateTypeIsAccepted(t *testing.T) {
 	store := new(dedup.Store)
 
 	h := testenv.Must(middleware.Chain(txPlain, middleware.Recover(nil), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store)), orders, payments))
-	require.NoError(t, consumer.Refused(h))
+	require.NoError(t, pending.Refused(h))
 
 	err = testenv.Refused(middleware.Chain(txPlain, middleware.Classify(), eventID, orders, testenv.Must(middleware.Dedup(store)), payments))
 	require.ErrorIs(t, err, middleware.ErrChainOrder)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/pending"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 )
@@ -52,8 +53,8 @@ func TestChain_IncompleteInnerChainIsCompletedByTheOuterOne(t *testing.T) {
 	var wrapped consumer.Handler // what the outer chain's innermost middleware wraps
 	innermost := middleware.Func(func(next consumer.Handler) consumer.Handler { wrapped = next; return next })
 	h := testenv.Must(middleware.Chain(inner, middleware.Recover(nil), middleware.Classify(), newEventID(t), innermost))
-	require.NoError(t, consumer.Refused(h), "consumer.New accepts the composed chain")
-	require.NoError(t, consumer.Refused(wrapped), "the outer chain wraps the inner chain itself, not its pending layer")
+	require.NoError(t, pending.Refused(h), "consumer.New accepts the composed chain")
+	require.NoError(t, pending.Refused(wrapped), "the outer chain wraps the inner chain itself, not its pending layer")
 
 	o, err := h(context.Background(), delivery("ORDER", "", map[string]string{"EVENT_ID": "e-1"}))
 	require.NoError(t, err)
@@ -75,7 +76,7 @@ func TestChain_StillIncompleteStaysPendingUntilCompleted(t *testing.T) {
 	assert.Contains(t, err.Error(), "consumer.New: handler: middleware.Dedup (position 2, in the inner chain) needs middleware.Classify in the chain")
 
 	h := testenv.Must(middleware.Chain(mid, middleware.Recover(nil), middleware.Classify()))
-	require.NoError(t, consumer.Refused(h))
+	require.NoError(t, pending.Refused(h))
 	o, err := h(context.Background(), delivery("ORDER", "", map[string]string{"EVENT_ID": "e-1"}))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
@@ -90,12 +91,12 @@ func TestChain_PendingBranchInARouterRunsOnARealMessage(t *testing.T) {
 	f, dedupMW := newDedup(t)
 	var c txCounter
 	branches := map[string]consumer.Handler{"ORDER": testenv.Must(middleware.Chain(c.handler(), dedupMW))}
-	require.ErrorIs(t, consumer.Refused(branches["ORDER"]), middleware.ErrChainOrder, "the branch alone is incomplete")
+	require.ErrorIs(t, pending.Refused(branches["ORDER"]), middleware.ErrChainOrder, "the branch alone is incomplete")
 	router := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		return branches[d.Topic](ctx, d)
 	}
 	h := testenv.Must(middleware.Chain(router, middleware.Recover(nil), middleware.Classify(), newEventID(t)))
-	require.NoError(t, consumer.Refused(h))
+	require.NoError(t, pending.Refused(h))
 
 	o, err := h(context.Background(), delivery("ORDER", "", map[string]string{"EVENT_ID": "e-1"}))
 
@@ -116,7 +117,7 @@ func TestChain_InnerAndOuterAreCheckedAsOneChain(t *testing.T) {
 	eventID := newEventID(t)
 
 	accepted := testenv.Must(middleware.Chain(testenv.Must(middleware.Chain(txPlain, version)), middleware.Recover(nil), middleware.Classify(), eventID, dedupMW))
-	require.NoError(t, consumer.Refused(accepted), "Dedup outside, Version inside")
+	require.NoError(t, pending.Refused(accepted), "Dedup outside, Version inside")
 
 	for name, tc := range map[string]struct {
 		build func() (consumer.Handler, error)
@@ -155,8 +156,8 @@ func TestChain_ARefusalWrappingAnIncompleteChainStaysRefused(t *testing.T) {
 	branch := testenv.Must(middleware.Chain(c.handler(), dedupMW))
 	router := func(branches ...consumer.Handler) consumer.Handler {
 		for i, b := range branches {
-			if err := consumer.Refused(b); err != nil {
-				return consumer.Refuse(fmt.Errorf("router: branch %d: %w", i+1, err))
+			if err := pending.Refused(b); err != nil {
+				return pending.Refuse[consumer.Handler](fmt.Errorf("router: branch %d: %w", i+1, err), consumer.DeadLetter)
 			}
 		}
 		return branches[0]
@@ -164,7 +165,7 @@ func TestChain_ARefusalWrappingAnIncompleteChainStaysRefused(t *testing.T) {
 
 	for name, h := range map[string]consumer.Handler{
 		"Refuse":  router(plain, branch),
-		"Pending": consumer.Pending(plain, fmt.Errorf("router: %w", consumer.Refused(branch))),
+		"Pending": pending.Wrap(plain, fmt.Errorf("router: %w", pending.Refused(branch))),
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := middleware.Chain(h, middleware.Recover(nil), middleware.Classify(), newEventID(t))

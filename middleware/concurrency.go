@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/pending"
 )
 
 // concurrencyChecker is a dedup store's protocol, which must know how many handlers run at once: a
@@ -16,7 +17,7 @@ type concurrencyChecker interface {
 }
 
 // storeCondition is the condition a chain around such stores carries to consumer.New and Start as a
-// consumer.Pending error (see there): they call CheckConcurrency with the most handlers they run at once.
+// internal/pending condition (see there): they call CheckConcurrency with the most handlers they run at once.
 type storeCondition struct{ stores []concurrencyChecker }
 
 func (c *storeCondition) Error() string {
@@ -71,23 +72,28 @@ func (c leaseCondition) CheckConfig(cfg consumer.Config) error {
 	return nil
 }
 
-// withCondition returns h as a consumer.Pending carrying the stores' condition, or h itself without one.
+// withCondition returns h wrapped (internal/pending) with the stores' condition, or h itself without one.
 // With probes, the condition is also the consumer's default health probe (consumer.WithHealthProbe).
-func withCondition(h consumer.Handler, stores []concurrencyChecker, probes []consumer.HealthProbe) consumer.Handler {
+func withCondition(h consumer.Handler, stores []concurrencyChecker, probes []prober) consumer.Handler {
 	if len(stores) == 0 {
 		return h
 	}
 	if len(probes) > 0 {
-		return consumer.Pending(h, &probingCondition{storeCondition{stores: stores}, probes})
+		return pending.Wrap(h, &probingCondition{storeCondition{stores: stores}, probes})
 	}
-	return consumer.Pending(h, &storeCondition{stores: stores})
+	return pending.Wrap(h, &storeCondition{stores: stores})
+}
+
+// prober is a store the consumer's health gate can probe (*dedup.Store, consumer.WithHealthProbe).
+type prober interface {
+	Probe(ctx context.Context) error
 }
 
 // probingCondition is a storeCondition whose stores can be probed: consumer.New takes it as the probe of its
 // store health gate unless WithHealthProbe names one.
 type probingCondition struct {
 	storeCondition
-	probes []consumer.HealthProbe
+	probes []prober
 }
 
 // Probe returns the first store's probe error, if any.

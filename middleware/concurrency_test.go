@@ -11,6 +11,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/pending"
 	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/internal/txproto"
@@ -40,7 +41,7 @@ func newIdleConsumer(h consumer.Handler) error {
 
 // F40: a chain around a dedup store on the application's pool (no WithTxDSN) carries the store's check to
 // consumer.New, which refuses a pool of 20 for up to 40 handlers with the fix and accepts one of 41; the
-// chain is not refused as such (consumer.Refused says nil), and it carries the check when Standard builds
+// chain is not refused as such (pending.Refused says nil), and it carries the check when Standard builds
 // it, when an outer Chain completes an inner one holding Dedup, and when Dedup holds a layer that forwards
 // the check.
 func TestChain_F40_DedupStoreOnTheApplicationsPoolIsCheckedByConsumerNew(t *testing.T) {
@@ -56,7 +57,7 @@ func TestChain_F40_DedupStoreOnTheApplicationsPoolIsCheckedByConsumerNew(t *test
 		"a layer that forwards the check": testenv.Must(middleware.Standard(txPlain, middleware.StandardConfig{Store: forwarding{store}})),
 	} {
 		t.Run(name, func(t *testing.T) {
-			require.NoError(t, consumer.Refused(h), "a condition, not a refusal")
+			require.NoError(t, pending.Refused(h), "a condition, not a refusal")
 			db.SetMaxOpenConns(20)
 			err := newIdleConsumer(h)
 			require.Error(t, err)
@@ -85,7 +86,7 @@ func TestChain_F40_StoreOnItsOwnPoolOrWithoutACheckIsAccepted(t *testing.T) {
 
 // Dedup around a nil handler, composed by hand, is refused rather than left to panic on the first message.
 func TestDedup_AroundANilHandlerIsRefused(t *testing.T) {
-	err := consumer.Refused(testenv.Must(middleware.Dedup(new(dedup.Store))).Wrap(nil))
+	err := pending.Refused(testenv.Must(middleware.Dedup(new(dedup.Store))).Wrap(nil))
 	require.Error(t, err)
 	assert.Equal(t, "middleware.Dedup: the handler it wraps is nil", err.Error())
 }

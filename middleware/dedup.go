@@ -8,6 +8,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/batch"
+	"github.com/rmqguard/rmqguard/internal/pending"
 	"github.com/rmqguard/rmqguard/internal/txproto"
 	"github.com/rmqguard/rmqguard/retry"
 )
@@ -29,7 +30,7 @@ type dedupMW struct{ store txproto.Store }
 func (w *dedupMW) wrap(next consumer.Handler) consumer.Handler {
 	store := w.store
 	if next == nil { // composed by hand around nothing
-		return consumer.Refuse(errNilNext)
+		return pending.Refuse[consumer.Handler](errNilNext, consumer.DeadLetter)
 	}
 	return func(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {
 		if d.EventID == "" {

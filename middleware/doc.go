@@ -38,25 +38,25 @@
 // A nil h or a zero Middleware is an error wrapping ErrNilDependency. A wrong chain, one that no chain
 // around it can mend (a middleware twice, a needed middleware present but inside the one needing it,
 // Timeout outside Recover), is Chain's error. An incomplete chain, one that only lacks EventID,
-// Classify or Dedup, which a chain around it may provide, comes back as consumer.Pending(chain, err): it
+// Classify or Dedup, which a chain around it may provide, comes back pending (internal/pending): it
 // runs, but consumer.New given it fails with err ("consumer.New: handler: …"), as for a wrong chain. A
 // Chain given such a pending h checks its mws and h's middlewares as one chain (positions counted over
 // both, outermost first; "in the inner chain" marks h's) and wraps h's chain without the pending layer:
 // complete, it is an ordinary handler; so Chain(Chain(txH, Dedup(store)), Recover(nil), Classify(),
 // eventID) is accepted, and a Chain in a router's branch may leave to the chain around the router what
 // every branch needs. A branch hidden from consumer.New (called by your own handler) that no chain
-// completes runs incomplete: build each branch complete, or check it yourself with consumer.Refused.
-// A refused h (consumer.Refuse), or a Pending one not made by Chain (even one whose error wraps a Chain's),
+// completes runs incomplete: build each branch complete. A refused h (dedup.Handle(nil), Dedup's or Lease's
+// Wrap(nil)), or a pending one not made by Chain (even one whose error wraps a Chain's),
 // makes its error Chain's. A complete h is not inspected: its middlewares are
 // not counted with mws. Other middlewares are allowed anywhere and are not called by the check; a chain
 // composed by hand (mw.Wrap(h)) is not checked. A complete chain costs nothing more per message than the
 // wrapped middlewares; a pending one, one call and a nil check more until an outer Chain unwraps it.
 //
 // A chain whose Dedup store has a concurrency check (the store's CheckConcurrency, forwarded by
-// dedup/redisfast's layer), also one an outer Chain completes, comes back as consumer.Pending with that
-// check as its condition: consumer.Refused says nil, and consumer.New and Start refuse a store whose
+// dedup/redisfast's layer), also one an outer Chain completes, comes back pending with that check as its
+// condition: it is not refused, but consumer.New and Start refuse a store whose
 // transactions could hold every connection of the application's pool the handlers also use, naming the
-// fix; New then runs the chain without the Pending layer. An outer Chain given such a complete chain, or a
+// fix; New then runs the chain without the pending layer. An outer Chain given such a complete chain, or a
 // chain composed by hand, does not see the check: pass the store to consumer.WithHealthProbe as well.
 //
 // # Standard
@@ -195,7 +195,7 @@
 // (dedup_batch.go). dedup.HandleBatch handles a batch's new members in one call.
 //
 // A nil store (nil, or a nil *dedup.Store left by a failed dedup.NewStore) is an error wrapping
-// ErrNilDependency. Dedup applied by hand to a nil handler is consumer.Refuse. A store with a concurrency check (a *dedup.Store) makes
+// ErrNilDependency. Dedup applied by hand to a nil handler is refused (consumer.New fails naming it). A store with a concurrency check (a *dedup.Store) makes
 // Chain's chain checked by consumer.New (see Chain).
 //
 // # Lease

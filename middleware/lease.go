@@ -10,6 +10,7 @@ import (
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/batch"
 	"github.com/rmqguard/rmqguard/internal/causelabel"
+	"github.com/rmqguard/rmqguard/internal/pending"
 	"github.com/rmqguard/rmqguard/internal/txproto"
 	"github.com/rmqguard/rmqguard/retry"
 )
@@ -60,7 +61,7 @@ func delayLevelCovering(d time.Duration) int {
 func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
 	store := w.store
 	if next == nil { // composed by hand around nothing
-		return consumer.Refuse(errNilNext)
+		return pending.Refuse[consumer.Handler](errNilNext, consumer.DeadLetter)
 	}
 	held := fmt.Sprintf("lease held by another delivery of the event (its handler is running, or stopped less than %s ago)", w.lease)
 	return func(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {

@@ -23,6 +23,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/causelabel"
+	"github.com/rmqguard/rmqguard/internal/pending"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 )
@@ -57,7 +58,7 @@ func (w *leaseWorld) chain(t *testing.T, store *dedup.Store, lease time.Duration
 	require.NoError(t, err)
 	chain := testenv.Must(middleware.Chain(dedup.Handle(w.ledger.Handler(h)), middleware.Recover(zap.NewNop()), middleware.Classify(),
 		eventID, testenv.Must(middleware.Lease(store, lease))))
-	require.NoError(t, consumer.Refused(chain), "Chain accepts Lease in Dedup's place")
+	require.NoError(t, pending.Refused(chain), "Chain accepts Lease in Dedup's place")
 	return chain
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/causelabel"
+	"github.com/rmqguard/rmqguard/internal/pending"
 	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/internal/txproto"
@@ -115,7 +116,7 @@ func TestLease_RunEndedByAnInnerDeadlineIsATakeoverNotANewClaim(t *testing.T) {
 	}))
 	chain := testenv.Must(middleware.Chain(h, middleware.Recover(nil), middleware.Classify(), eventID,
 		testenv.Must(middleware.Lease(w.store, time.Minute)), middleware.Deadline(200*time.Millisecond)))
-	require.NoError(t, consumer.Refused(chain))
+	require.NoError(t, pending.Refused(chain))
 	ev := testenv.Unique("ev")
 	o, err := chain(context.Background(), w.delivery(ev, ev+"-m1", 0))
 	require.Error(t, err)

@@ -261,7 +261,7 @@ func TestVersion_WithoutTheDedupTransactionSaysWhereToPutIt(t *testing.T) {
 	o, err := mw.Wrap(r.handler)(context.Background(), event("2", 0))
 	require.ErrorIs(t, err, dedup.ErrNoTx)
 	assert.Contains(t, err.Error(), "put middleware.Version after middleware.Dedup")
-	assert.Equal(t, consumer.KindUnset, o.Kind)
+	assert.Equal(t, consumer.Kind(0), o.Kind)
 	assert.Zero(t, r.calls)
 }
 

@@ -141,19 +141,19 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 		return err
 	}
 	cfg := consumer.Config{
-		NameServers:       nameServers,
-		Group:             s.group,
-		Namespace:         namespace,
-		Credentials:       cred,
-		Subscriptions:     []consumer.Subscription{{Topic: s.topic, Expression: strings.Join(shop.EventTypes(), "||")}},
-		MaxAttempts:       o.maxAttempts,
-		ConsumeGoroutines: o.goroutines,
-		HandlerTimeout:    o.handlerTimeout,
-		DrainTimeout:      o.drainTimeout,
-		StartFrom:         consumer.StartFromFirstOffset,
-		LagInterval:       o.lagInterval,
-		Orderly:           o.orderly,
-		SuspendTime:       o.suspendTime,
+		NameServers:          nameServers,
+		Group:                s.group,
+		Namespace:            namespace,
+		Credentials:          cred,
+		Subscriptions:        []consumer.Subscription{{Topic: s.topic, Expression: strings.Join(shop.EventTypes(), "||")}},
+		MaxAttempts:          o.maxAttempts,
+		ConsumeGoroutines:    o.goroutines,
+		HandlerTimeout:       o.handlerTimeout,
+		DrainTimeout:         o.drainTimeout,
+		StartFromFirstOffset: true,
+		LagInterval:          o.lagInterval,
+		Orderly:              o.orderly,
+		SuspendTime:          o.suspendTime,
 	}
 	// Fail on a bad configuration before touching the database or the broker.
 	if err := cfg.Validate(); err != nil {

@@ -49,7 +49,7 @@ func (w *aclWorld) newConsumer(t *testing.T, cred consumer.Credentials, got chan
 	t.Helper()
 	c, err := consumer.New(consumer.Config{
 		NameServers: w.cluster.NameServers, Group: w.group, Namespace: w.cluster.Namespace, Credentials: cred,
-		Subscriptions: []consumer.Subscription{{Topic: w.topic}}, StartFrom: consumer.StartFromFirstOffset, MaxAttempts: 3,
+		Subscriptions: []consumer.Subscription{{Topic: w.topic}}, StartFromFirstOffset: true, MaxAttempts: 3,
 	}, func(_ context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		got <- seen{body: string(d.Msg.Body), topic: d.Topic, group: d.Group, attempt: d.Attempt}
 		return h(d), nil

@@ -79,7 +79,7 @@ func (w *world) deliverUntilAcknowledged(h consumer.Handler, d *consumer.Deliver
 		}
 	}
 	w.t.Errorf("event %s never acknowledged", d.EventID)
-	return consumer.KindUnset
+	return consumer.Kind(0)
 }
 
 // compensateUntilDone runs the compensation job on one order until it is no longer pending; a transient

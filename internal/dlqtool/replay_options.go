@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
@@ -46,7 +45,7 @@ type ReplayOptions struct {
 	// ReplayID identifies the run; default a new random UUID.
 	ReplayID string
 	// Sender sends the replays. Required unless DryRun.
-	Sender consumer.Sender
+	Sender rmq.Sender
 	// Audit records what was sent. Required.
 	Audit Audit
 	// Processed answers the "already processed" check. Required.

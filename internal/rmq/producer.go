@@ -1,11 +1,19 @@
 package rmq
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 )
+
+// Sender is the sending part of the client's producer (a rocketmq.Producer is one): what the consumer's
+// own dead-letter producer, dlq.NewPublisher and the DLQ replay send through.
+type Sender interface {
+	SendSync(ctx context.Context, msgs ...*primitive.Message) (*primitive.SendResult, error)
+}
 
 // StartProducer creates and starts a producer in producer group group on nameServers, with an instance
 // name unique to this process and call (clients are shared per ClientID) and 2 internal send retries.

@@ -56,7 +56,7 @@ func (cb *Callback) Deliver(t testing.TB, orderly bool, msgs ...*primitive.Messa
 }
 
 // Call is Deliver for a callback that may be left unanswered (the consumer stopping): it returns the
-// result and the error the client would get (consumer.ErrStopped when unanswered).
+// result and the error the client would get ("rmqguard consumer: stopped" when unanswered, else nil).
 func (cb *Callback) Call(t testing.TB, orderly bool, msgs ...*primitive.MessageExt) (rmq.ConsumeResult, error) {
 	t.Helper()
 	ctx := primitive.WithConcurrentlyCtx(context.Background(), primitive.NewConsumeConcurrentlyContext())
@@ -159,6 +159,3 @@ func (o *Decisions) Paused(string, string) {}
 
 // Unpaused does nothing.
 func (o *Decisions) Unpaused(string, time.Duration) {}
-
-// Unsubscribed does nothing.
-func (o *Decisions) Unsubscribed(string, string) {}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
+	"github.com/rmqguard/rmqguard/internal/pending"
 )
 
 // Defaults of the environment variables the tests read (the same as deploy/local/env.sh).
@@ -104,10 +105,10 @@ func Must[T any](v T, err error) T {
 }
 
 // Refused returns why a handler is refused: the error of its construction (err), else the refusal
-// consumer.New would report (consumer.Refused).
+// consumer.New would report (pending.Refused).
 func Refused(h consumer.Handler, err error) error {
 	if err != nil {
 		return err
 	}
-	return consumer.Refused(h)
+	return pending.Refused(h)
 }

@@ -110,13 +110,13 @@ func startChainWith(env *environment, o options, b backlog, group string, tr *tr
 		return nil, err
 	}
 	cfg := consumer.Config{
-		NameServers:       env.nameServers,
-		Group:             group,
-		Subscriptions:     []consumer.Subscription{{Topic: b.topic}},
-		ConsumeGoroutines: o.goroutines,
-		BatchSize:         batch,
-		HandlerTimeout:    o.handlerTimeout,
-		StartFrom:         consumer.StartFromFirstOffset,
+		NameServers:          env.nameServers,
+		Group:                group,
+		Subscriptions:        []consumer.Subscription{{Topic: b.topic}},
+		ConsumeGoroutines:    o.goroutines,
+		BatchSize:            batch,
+		HandlerTimeout:       o.handlerTimeout,
+		StartFromFirstOffset: true,
 	}
 	tr.consumer = &consumerCounts{batch: batch}
 	c, err := consumer.New(cfg, handler, consumer.WithHealthProbe(store), consumer.WithObserver(observer{m, tr.consumer, tr}),

@@ -118,7 +118,7 @@ func TestRulesAndDashboard_F41_OneSetOfAcknowledgedOutcomes(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, n, 10, "the ratio rules and the dashboard's range ratio")
 	outcomes := map[string]bool{}
-	for k := consumer.KindUnset; k <= consumer.KindUnsubscribed; k++ {
+	for k := consumer.Kind(0); k <= consumer.KindUnsubscribed; k++ {
 		outcomes[k.String()] = true
 	}
 	for _, o := range strings.Split(acknowledged, "|") {

@@ -30,12 +30,12 @@ const testCeiling = "topics"
 
 // layers lists the folders of each layer, lowest first; a folder holds its sub-packages (tools holds
 // tools/chaos/cmd/chaos). Read from the code: consumer imports retry, internal/rmq and its neighbours
-// (body, letter, batch), metrics, internal/collect and internal/txproto (the dedup stores' transaction
+// (body, letter, batch, pending), metrics, internal/collect and internal/txproto (the dedup stores' transaction
 // protocol) import consumer, dedup imports collect, txproto and internal/migrate, middleware
 // imports dedup and metrics, dlq, outbox and topics use consumer, dedup and internal/rmq (dlq also
 // internal/dlqtool, the operator's DLQ tooling, which uses topics), and internal/testenv serves the tests of all.
 var layers = [][]string{
-	{"internal/rmq", "internal/body", "internal/letter", "internal/batch", "internal/causelabel", "internal/scrape", "internal/mysqlerr", "internal/dedupsql", "internal/outboxsql", "internal/migrate"},
+	{"internal/rmq", "internal/body", "internal/letter", "internal/batch", "internal/causelabel", "internal/pending", "internal/scrape", "internal/mysqlerr", "internal/dedupsql", "internal/outboxsql", "internal/migrate"},
 	{"retry"},
 	{"consumer"},
 	{"metrics", "internal/collect", "internal/dupcause", "internal/txproto"},

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/pending"
 	irmq "github.com/rmqguard/rmqguard/internal/rmq"
 )
 
@@ -21,7 +22,7 @@ func TestNew_RefusedHandlerIsItsErrorAndBuildsNoClient(t *testing.T) {
 		return newFakePush(), nil
 	})
 
-	c, err := consumer.New(validConfig(), consumer.Refuse(errX), factory)
+	c, err := consumer.New(validConfig(), pending.Refuse[consumer.Handler](errX, consumer.DeadLetter), factory)
 
 	require.ErrorIs(t, err, errX)
 	assert.Nil(t, c)
@@ -42,11 +43,11 @@ func TestNew_NeverCallsAPlainHandler(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, c)
 	assert.Zero(t, calls)
-	assert.NoError(t, consumer.Refused(h))
+	assert.NoError(t, pending.Refused(h))
 }
 
 func TestRefuse_OnAMessageIsADeadLetterWithTheReason(t *testing.T) {
-	h := consumer.Refuse(errors.New("middleware.Dedup: store is nil"))
+	h := pending.Refuse[consumer.Handler](errors.New("middleware.Dedup: store is nil"), consumer.DeadLetter)
 
 	o, err := h(context.Background(), consumer.NewDelivery("cg", orderMsg("k-1")))
 
@@ -56,13 +57,13 @@ func TestRefuse_OnAMessageIsADeadLetterWithTheReason(t *testing.T) {
 }
 
 func TestRefuse_NilErrorStillRefuses(t *testing.T) {
-	assert.Error(t, consumer.Refused(consumer.Refuse(nil)))
+	assert.Error(t, pending.Refused(pending.Refuse[consumer.Handler](nil, consumer.DeadLetter)))
 }
 
 func TestPending_RunsTheHandlerButNewRefusesIt(t *testing.T) {
 	errX := errors.New("middleware.Dedup (position 1) needs middleware.EventID before it")
 	runs := 0
-	h := consumer.Pending(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
+	h := pending.Wrap(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
 		runs++
 		return consumer.Processed(), nil
 	}, errX)
@@ -83,15 +84,8 @@ func TestPending_RunsTheHandlerButNewRefusesIt(t *testing.T) {
 	assert.Equal(t, 1, runs)
 }
 
-func TestPending_NilHandlerIsARefusalAndNilErrorStillRefuses(t *testing.T) {
-	errX := errors.New("incomplete")
-	h := consumer.Pending(nil, errX)
-	require.ErrorIs(t, consumer.Refused(h), errX)
-	o, err := h(context.Background(), consumer.NewDelivery("cg", orderMsg("k-1")))
-	require.NoError(t, err)
-	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
-
-	assert.Error(t, consumer.Refused(consumer.Pending(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
+func TestPending_NilErrorStillRefuses(t *testing.T) {
+	assert.Error(t, pending.Refused(pending.Wrap(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
 		return consumer.Processed(), nil
 	}, nil)))
 }
