@@ -2,11 +2,14 @@ package dedup
 
 import "fmt"
 
+// CheckConcurrency is the store's own check of the protocol (Store.CheckConcurrency).
+func (s storeProtocol) CheckConcurrency(handlers int) error { return s.Store.CheckConcurrency(handlers) }
+
 // CheckConcurrency returns an error, naming the fix (dedup.Open or WithTxDSN, or a larger or unbounded db),
 // when handlers transactions at once could take every connection of db: the store has no pool of its own and
 // db is bounded to handlers connections or fewer, or to any number when handlers is 0 (unbounded). consumer.New
-// and Start call it (the package doc, "Pools"); db's other users are not counted.
-func (s storeProtocol) CheckConcurrency(handlers int) error {
+// and Start call it, on the chain's store and on a WithHealthProbe store (the package doc, "Pools").
+func (s *Store) CheckConcurrency(handlers int) error {
 	if s.txdb != nil || s.db == nil { // a pool of its own; or a Store not made by NewStore, which has no pool
 		return nil
 	}
