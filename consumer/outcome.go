@@ -4,7 +4,7 @@ import "fmt"
 
 // Kind names what happened to one message. Its zero value ("unset": no middleware decided) is deliberately
 // not a success: the client's ConsumeSuccess is the zero value of its result type, so an unset outcome must
-// never be mistaken for "done" (DESIGN.md, client facts). It resolves like KindRetry.
+// never be mistaken for "done". It resolves like KindRetry.
 type Kind uint8
 
 const (
