@@ -3,7 +3,9 @@ package dedup
 import "fmt"
 
 // CheckConcurrency is the store's own check of the protocol (Store.CheckConcurrency).
-func (s storeProtocol) CheckConcurrency(handlers int) error { return s.Store.CheckConcurrency(handlers) }
+func (s storeProtocol) CheckConcurrency(handlers int) error {
+	return s.Store.CheckConcurrency(handlers)
+}
 
 // CheckConcurrency returns an error, naming the fix (dedup.Open or WithTxDSN, or a larger or unbounded db),
 // when handlers transactions at once could take every connection of db: the store has no pool of its own and
