@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/internal/letter"
 	"github.com/rmqguard/rmqguard/internal/rmq"
@@ -50,11 +52,13 @@ func (p *Publisher) Close() error {
 	return nil
 }
 
-// NewPublisher returns a Publisher sending through p, a started producer that stays the caller's (Close does
-// not shut it down); StartPublisher builds and owns one instead. With ACL or a namespace, build p with the
-// producer group in the namespace and never the client's namespace option (the package doc, "Namespaces");
-// the letters go to %DLQ%<ns>%<group>. It returns an error if p is nil.
-func NewPublisher(p rmq.Sender) (*Publisher, error) {
+// NewPublisher returns a Publisher sending through p, a started rocketmq.Producer that stays the caller's
+// (Close does not shut it down); StartPublisher builds and owns one instead. With ACL or a namespace, build p
+// with the producer group in the namespace and never the client's namespace option (the package doc,
+// "Namespaces"); the letters go to %DLQ%<ns>%<group>. It returns an error if p is nil.
+func NewPublisher(p interface {
+	SendSync(ctx context.Context, msgs ...*primitive.Message) (*primitive.SendResult, error)
+}) (*Publisher, error) {
 	if p == nil {
 		return nil, errors.New("dlq: NewPublisher: producer is nil")
 	}
