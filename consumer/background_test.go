@@ -33,7 +33,7 @@ func TestWithBackground_RunsFromStartAndStopsAfterTheDrain(t *testing.T) {
 	}
 	cfg := validConfig()
 	cfg.DrainTimeout = 10 * time.Second
-	c, fp := newConsumer(t, cfg, h, consumer.WithBackground(bg))
+	c, fp := newConsumer(t, cfg, consumer.HandlerFunc(h), consumer.WithBackground(bg))
 	require.NoError(t, c.Start())
 	select {
 	case <-started:

@@ -66,7 +66,7 @@ func TestBatch_ResourceFinishedOnceAfterTheLastMemberALostBatchHandledAgainThenA
 			obs := &fakeObserver{}
 			cfg := validConfig()
 			cfg.BatchSize = 8
-			_, fp := newConsumer(t, cfg, h, consumer.WithObserver(obs))
+			_, fp := newConsumer(t, cfg, consumer.HandlerFunc(h), consumer.WithObserver(obs))
 			a, b, c := orderMsg("a"), orderMsg("b"), orderMsg("c")
 			res2, _ := fp.deliver(t, "ORDER", a, b, c)
 			passes := min(fails+1, 2)
@@ -98,10 +98,10 @@ func TestBatch_ResourceFinishedOnceAfterTheLastMemberALostBatchHandledAgainThenA
 	t.Run("BatchSize 1", func(t *testing.T) {
 		var b *ibatch.Batch[consumer.Outcome, string]
 		ran := false
-		_, fp := newConsumer(t, validConfig(), func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		_, fp := newConsumer(t, validConfig(), consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 			b, ran = ibatch.FromContext[consumer.Outcome, string](ctx), true
 			return consumer.Processed(), nil
-		})
+		}))
 		fp.deliver(t, "ORDER", orderMsg("a"))
 		require.True(t, ran)
 		assert.Nil(t, b)
@@ -115,10 +115,10 @@ func TestBatch_SingleMessageCallbackHasNoBatch(t *testing.T) {
 	cfg.BatchSize = 32
 	var b *ibatch.Batch[consumer.Outcome, string]
 	ran := false
-	_, fp := newConsumer(t, cfg, func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	_, fp := newConsumer(t, cfg, consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		b, ran = ibatch.FromContext[consumer.Outcome, string](ctx), true
 		return consumer.Processed(), nil
-	})
+	}))
 	fp.deliver(t, "ORDER", orderMsg("a"))
 	require.True(t, ran)
 	assert.Nil(t, b)
@@ -147,7 +147,7 @@ func TestBatch_ResourceLostToTheStoreHandlesTheCallbackAgain(t *testing.T) {
 			cfg := validConfig()
 			cfg.BatchSize = 8
 			cfg.OutageWait = 500 * time.Millisecond
-			_, fp := newConsumer(t, cfg, h)
+			_, fp := newConsumer(t, cfg, consumer.HandlerFunc(h))
 			res, _ := fp.deliver(t, "ORDER", orderMsg("a"), orderMsg("b"))
 			if lost == 1 {
 				assert.Equal(t, rmq.ConsumeSuccess, res, "handled again once the store is back")
@@ -194,7 +194,7 @@ func TestBatch_F41_DuplicateCausesSetAtFinishReachTheDecisions(t *testing.T) {
 	obs := &fakeObserver{}
 	cfg := validConfig()
 	cfg.BatchSize = 8
-	_, fp := newConsumer(t, cfg, h, consumer.WithObserver(obs))
+	_, fp := newConsumer(t, cfg, consumer.HandlerFunc(h), consumer.WithObserver(obs))
 	msgs := []string{"a", "b", "c", "d", "e"}
 	var ids []string
 	var sent []*primitive.MessageExt
@@ -246,7 +246,7 @@ func TestBatch_F19_FirstPassLostToTheStoreBacksOffAsAMessageAlone(t *testing.T) 
 	cfg := validConfig()
 	cfg.BatchSize = 8
 	cfg.OutageWait = 30 * time.Second
-	_, fp := newConsumer(t, cfg, h)
+	_, fp := newConsumer(t, cfg, consumer.HandlerFunc(h))
 	start := time.Now()
 	res, _ := fp.deliver(t, "ORDER", orderMsg("a"), orderMsg("b"))
 	assert.Equal(t, rmq.ConsumeSuccess, res)

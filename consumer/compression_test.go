@@ -30,7 +30,7 @@ func TestCompression_TheChainSeesTheDecodedBodyAndNoCompressedFlag(t *testing.T)
 		seen, flag = d.Msg.Body, d.Msg.SysFlag
 		return consumer.Processed(), nil
 	}
-	_, fp := newConsumer(t, validConfig(), h)
+	_, fp := newConsumer(t, validConfig(), consumer.HandlerFunc(h))
 	res, _ := fp.deliver(t, "ORDER", storedMsg(testenv.JavaCompressed(t, body.SysFlagZSTD, plainOrder), body.SysFlagCompressed|body.SysFlagZSTD))
 	assert.Equal(t, rmq.ConsumeSuccess, res)
 	assert.Equal(t, plainOrder, seen)
@@ -44,7 +44,7 @@ func TestCompression_AnUnsupportedCodecIsDeadLetteredAtOnceWithTheFlagKept(t *te
 		return consumer.Processed(), nil
 	}
 	// Alone, without a sink: the broker's own DLQ (DelayLevelDLQ) keeps body and SysFlag as stored.
-	_, fp := newConsumer(t, validConfig(), h)
+	_, fp := newConsumer(t, validConfig(), consumer.HandlerFunc(h))
 	flag := body.SysFlagCompressed | 4<<8
 	res, delay := fp.deliver(t, "ORDER", storedMsg([]byte("opaque"), flag))
 	assert.Equal(t, rmq.ConsumeRetryLater, res)
@@ -53,7 +53,7 @@ func TestCompression_AnUnsupportedCodecIsDeadLetteredAtOnceWithTheFlagKept(t *te
 
 	// Published by the consumer (a batch): the letter keeps the stored body and names the flag.
 	p := &fakeProducer{status: primitive.SendOK}
-	c, fpb := newBatchConsumer(t, h, withProducer(p))
+	c, fpb := newBatchConsumer(t, consumer.HandlerFunc(h), withProducer(p))
 	m := storedMsg([]byte("opaque"), flag)
 	m.WithKeys([]string{"b-2"})
 	res, _ = fpb.deliver(t, "ORDER", append(batch("b-1"), m)...)
@@ -67,7 +67,7 @@ func TestCompression_AnUnsupportedCodecIsDeadLetteredAtOnceWithTheFlagKept(t *te
 
 func TestCompression_ALetterOfADecodedBodyIsPlainAndCarriesNoBodySysFlag(t *testing.T) {
 	p := &fakeProducer{status: primitive.SendOK}
-	c, fp := newBatchConsumer(t, b3Poison, withProducer(p))
+	c, fp := newBatchConsumer(t, consumer.HandlerFunc(b3Poison), withProducer(p))
 	m := storedMsg(testenv.JavaCompressed(t, body.SysFlagLZ4, plainOrder), body.SysFlagCompressed|body.SysFlagLZ4)
 	m.WithKeys([]string{"b-3"})
 	res, _ := fp.deliver(t, "ORDER", append(batch("b-1"), m)...)

@@ -58,7 +58,7 @@ func TestNew_F40_ConditionIsCheckedWithTheHandlersTheClientRunsAtOnce(t *testing
 	} {
 		t.Run(name, func(t *testing.T) {
 			cond := &poolCondition{}
-			h := pending.Wrap(processed, cond)
+			h := pending.Wrap(consumer.HandlerFunc(processed), cond)
 			require.NoError(t, pending.Refused(h), "a condition is not a refusal")
 			newConsumer(t, c.cfg, h)
 			assert.Equal(t, []int{c.want}, cond.asked)
@@ -77,18 +77,18 @@ func TestNew_F40_ConditionThatFailsRefusesTheConsumerWithTheFix(t *testing.T) {
 	})
 	cond := &poolCondition{limit: 20}
 
-	_, err := consumer.New(validConfig(), pending.Wrap(processed, cond), factory)
+	_, err := consumer.New(validConfig(), pending.Wrap(consumer.HandlerFunc(processed), cond), factory)
 	require.Error(t, err)
 	assert.Equal(t, "consumer.New: handler: pool of 20: use a pool of its own (40 handlers = ConsumeGoroutines 20 × "+
 		"(1 subscribed topics + %RETRY%cg))", err.Error())
 
-	_, err = consumer.New(validConfig(), processed, consumer.WithHealthProbe(cond), factory)
+	_, err = consumer.New(validConfig(), consumer.HandlerFunc(processed), consumer.WithHealthProbe(cond), factory)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "consumer.New: WithHealthProbe: pool of 20: use a pool of its own")
 
 	orderly := validConfig()
 	orderly.Orderly = true
-	_, err = consumer.New(orderly, pending.Wrap(processed, &poolCondition{limit: 64}), factory)
+	_, err = consumer.New(orderly, pending.Wrap(consumer.HandlerFunc(processed), &poolCondition{limit: 64}), factory)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "(orderly consumption runs one handler per queue it holds)")
 	assert.False(t, built, "no client is built for a refused consumer")
@@ -97,7 +97,7 @@ func TestNew_F40_ConditionThatFailsRefusesTheConsumerWithTheFix(t *testing.T) {
 // F40: Start checks again, so a pool shrunk between New and Start is refused before the client starts.
 func TestStart_F40_ConditionIsCheckedAgain(t *testing.T) {
 	cond := &poolCondition{limit: 64}
-	c, fp := newConsumer(t, validConfig(), pending.Wrap(processed, cond))
+	c, fp := newConsumer(t, validConfig(), pending.Wrap(consumer.HandlerFunc(processed), cond))
 	cond.limit = 20
 
 	err := c.Start()
@@ -112,9 +112,9 @@ func TestStart_F40_ConditionIsCheckedAgain(t *testing.T) {
 // Pending's own error can be a condition.
 func TestRefused_WrappedConditionIsStillARefusal(t *testing.T) {
 	cond := &poolCondition{}
-	wrapped := pending.Wrap(processed, fmt.Errorf("router: %w", cond))
+	wrapped := pending.Wrap(consumer.HandlerFunc(processed), fmt.Errorf("router: %w", cond))
 	require.Error(t, pending.Refused(wrapped))
-	require.Error(t, pending.Refused(pending.Refuse[consumer.Handler](cond, consumer.DeadLetter)))
+	require.Error(t, pending.Refused(pending.Refuse[consumer.Delivery](cond, consumer.DeadLetter)))
 	_, err := consumer.New(validConfig(), wrapped, consumer.WithPushConsumer(func([]rmq.Option) (irmq.PushConsumer, error) {
 		return newFakePush(), nil
 	}))
@@ -124,7 +124,7 @@ func TestRefused_WrappedConditionIsStillARefusal(t *testing.T) {
 
 // A Pending condition runs its handler on every message, as any Pending does.
 func TestPending_ConditionRunsItsHandler(t *testing.T) {
-	o, err := pending.Wrap(processed, &poolCondition{})(context.Background(), consumer.NewDelivery("cg", orderMsg("k-1")))
+	o, err := pending.Wrap(consumer.HandlerFunc(processed), &poolCondition{}).Handle(context.Background(), consumer.NewDelivery("cg", orderMsg("k-1")))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
 }
@@ -136,7 +136,7 @@ func TestNew_F40_AcceptedConditionHandlesMessages(t *testing.T) {
 		runs++
 		return consumer.Processed(), nil
 	}
-	_, fp := newConsumer(t, validConfig(), pending.Wrap(h, &poolCondition{}))
+	_, fp := newConsumer(t, validConfig(), pending.Wrap(consumer.HandlerFunc(h), &poolCondition{}))
 
 	res, _ := fp.deliver(t, "ORDER", orderMsg("k-1"))
 

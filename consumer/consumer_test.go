@@ -129,7 +129,7 @@ func TestConsume_SinkOnlyForDeadLetters(t *testing.T) {
 
 func TestConsume_F4_HandlerSeesRestoredTopicAndAttempt(t *testing.T) {
 	r := &recorder{decide: func(*consumer.Delivery) (consumer.Outcome, error) { return consumer.Processed(), nil }}
-	_, fp := newConsumer(t, validConfig(), r.handle)
+	_, fp := newConsumer(t, validConfig(), consumer.HandlerFunc(r.handle))
 	m := orderMsg("o-1")
 	m.Topic = "%RETRY%cg"
 	m.WithProperty(primitive.PropertyRetryTopic, "ORDER")
@@ -151,7 +151,7 @@ func TestConsume_F7_HandlerContextHasADeadline(t *testing.T) {
 		_, hasDeadline = ctx.Deadline()
 		return consumer.Processed(), nil
 	}
-	_, fp := newConsumer(t, validConfig(), h)
+	_, fp := newConsumer(t, validConfig(), consumer.HandlerFunc(h))
 
 	res, _ := fp.deliver(t, "ORDER", orderMsg("o-1"))
 
@@ -174,7 +174,7 @@ func TestConsume_F10_BatchWithOneFailureRetriesTheBatch(t *testing.T) {
 		}
 		return consumer.Processed(), nil
 	}}
-	_, fp := newBatchConsumer(t, r.handle)
+	_, fp := newBatchConsumer(t, consumer.HandlerFunc(r.handle))
 
 	res, delay := fp.deliver(t, "ORDER", batch("b-1", "b-2", "b-3", "b-4")...)
 
@@ -194,7 +194,7 @@ func TestConsume_F10_BatchAllSucceededIsAcknowledged(t *testing.T) {
 		}
 		return consumer.Processed(), nil
 	}}
-	_, fp := newBatchConsumer(t, r.handle)
+	_, fp := newBatchConsumer(t, consumer.HandlerFunc(r.handle))
 
 	res, _ := fp.deliver(t, "ORDER", batch("b-1", "b-2", "b-3", "b-4")...)
 
@@ -210,7 +210,7 @@ func TestConsume_F10_DeadLetterPublishedBySinkInABatchIsAcknowledged(t *testing.
 		}
 		return consumer.Processed(), nil
 	}}
-	_, fp := newBatchConsumer(t, r.handle, consumer.WithDeadLetterSink(sink))
+	_, fp := newBatchConsumer(t, consumer.HandlerFunc(r.handle), consumer.WithDeadLetterSink(sink))
 
 	res, _ := fp.deliver(t, "ORDER", batch("b-1", "b-2", "b-3", "b-4")...)
 
@@ -231,7 +231,7 @@ func TestConsume_F10_DeadLetterInARetriedBatchIsNotPublished(t *testing.T) {
 		}
 		return consumer.Processed(), nil
 	}}
-	_, fp := newBatchConsumer(t, r.handle, consumer.WithDeadLetterSink(sink))
+	_, fp := newBatchConsumer(t, consumer.HandlerFunc(r.handle), consumer.WithDeadLetterSink(sink))
 
 	res, delay := fp.deliver(t, "ORDER", batch("b-1", "b-2", "b-3", "b-4")...)
 
@@ -250,7 +250,7 @@ func TestConsume_F10_RetriedBatchKeepsTheLargestDelayLevel(t *testing.T) {
 		}
 		return consumer.Processed(), nil
 	}}
-	_, fp := newBatchConsumer(t, r.handle)
+	_, fp := newBatchConsumer(t, consumer.HandlerFunc(r.handle))
 
 	res, delay := fp.deliver(t, "ORDER", batch("b-1", "b-2", "b-3", "b-4")...)
 
@@ -332,7 +332,7 @@ func TestShutdown_F9_DrainTimeoutCancelsInFlightHandlers(t *testing.T) {
 	b := newBlockingHandler()
 	cfg := validConfig()
 	cfg.DrainTimeout = 50 * time.Millisecond
-	c, fp := newConsumer(t, cfg, b.handle)
+	c, fp := newConsumer(t, cfg, consumer.HandlerFunc(b.handle))
 	b.fp = fp
 	require.NoError(t, c.Start())
 
@@ -363,7 +363,7 @@ func TestShutdown_F9_HandlerThatSucceededDespiteCancellationIsAcknowledged(t *te
 	}
 	cfg := validConfig()
 	cfg.DrainTimeout = 50 * time.Millisecond
-	c, fp := newConsumer(t, cfg, h)
+	c, fp := newConsumer(t, cfg, consumer.HandlerFunc(h))
 	result := deliverAsync(fp, "ORDER", orderMsg("o-1"))
 	<-started
 
@@ -385,7 +385,7 @@ func TestShutdown_F9_CancelledHandlerWithSuccessKindAndErrorIsNotAnswered(t *tes
 	}
 	cfg := validConfig()
 	cfg.DrainTimeout = 50 * time.Millisecond
-	c, fp := newConsumer(t, cfg, h)
+	c, fp := newConsumer(t, cfg, consumer.HandlerFunc(h))
 	result := deliverAsync(fp, "ORDER", orderMsg("o-1"))
 	<-started
 
@@ -400,7 +400,7 @@ func TestShutdown_F9_WaitsForInFlightHandlersToFinish(t *testing.T) {
 	b := newBlockingHandler()
 	cfg := validConfig()
 	cfg.DrainTimeout = time.Hour // the handler is released long before; no timing is asserted
-	c, fp := newConsumer(t, cfg, b.handle)
+	c, fp := newConsumer(t, cfg, consumer.HandlerFunc(b.handle))
 	b.fp = fp
 	require.NoError(t, c.Start())
 
@@ -437,7 +437,7 @@ func TestShutdown_ContextEndCancelsInFlightHandlers(t *testing.T) {
 	b := newBlockingHandler()
 	cfg := validConfig()
 	cfg.DrainTimeout = time.Hour
-	c, fp := newConsumer(t, cfg, b.handle)
+	c, fp := newConsumer(t, cfg, consumer.HandlerFunc(b.handle))
 	b.fp = fp
 
 	result := deliverAsync(fp, "ORDER", orderMsg("o-1"))
@@ -454,7 +454,7 @@ func TestShutdown_ContextEndCancelsInFlightHandlers(t *testing.T) {
 
 func TestShutdown_DeliveryAfterShutdownIsRetriedWithoutTheHandler(t *testing.T) {
 	r := &recorder{decide: func(*consumer.Delivery) (consumer.Outcome, error) { return consumer.Processed(), nil }}
-	c, fp := newConsumer(t, validConfig(), r.handle)
+	c, fp := newConsumer(t, validConfig(), consumer.HandlerFunc(r.handle))
 	require.NoError(t, c.Shutdown(context.Background()))
 
 	late := <-deliverAsync(fp, "ORDER", orderMsg("o-1"))
@@ -490,7 +490,7 @@ func TestShutdown_ClientErrorIsReturned(t *testing.T) {
 func TestShutdown_LateCallbackIsReleasedEvenIfTheClientPanicsOnShutdown(t *testing.T) {
 	b := newBlockingHandler()
 	cfg := validConfig()
-	c, fp := newConsumer(t, cfg, b.handle)
+	c, fp := newConsumer(t, cfg, consumer.HandlerFunc(b.handle))
 	b.fp = fp
 	fp.shutdownPanic = "client bug"
 	require.NoError(t, c.Start())

@@ -84,7 +84,7 @@ func TestConsume_F6_FlushSlaveTimeoutInABatchRetriesTheBatch(t *testing.T) {
 	}}
 	cfg := validConfig()
 	cfg.BatchSize, cfg.OutageWait = 4, 300*time.Millisecond // a failed publish in a batch is retried within OutageWait
-	_, fp := newConsumer(t, cfg, r.handle, consumer.WithDeadLetterSink(pub))
+	_, fp := newConsumer(t, cfg, consumer.HandlerFunc(r.handle), consumer.WithDeadLetterSink(pub))
 
 	res, delay := fp.deliver(t, "ORDER", batch("b-1", "b-2", "b-3", "b-4")...)
 

@@ -35,7 +35,7 @@ func TestConsume_F21_DeadLetterIsPublishedByTheConsumerAloneOrInABatch(t *testin
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := &fakeProducer{status: primitive.SendOK}
-			c, fp := newBatchConsumer(t, b3Poison, withProducer(p))
+			c, fp := newBatchConsumer(t, consumer.HandlerFunc(b3Poison), withProducer(p))
 
 			res, delay := fp.deliver(t, "ORDER", msgs...)
 
@@ -54,7 +54,7 @@ func TestConsume_F21_DeadLetterIsPublishedByTheConsumerAloneOrInABatch(t *testin
 
 func TestConsume_F21_FailedPublishInABatchIsRetriedWithinTheBound(t *testing.T) {
 	p := &fakeProducer{status: primitive.SendOK, fail: 2}
-	_, fp := newBatchConsumer(t, b3Poison, withProducer(p))
+	_, fp := newBatchConsumer(t, consumer.HandlerFunc(b3Poison), withProducer(p))
 
 	res, _ := fp.deliver(t, "ORDER", batch("b-1", "b-2", "b-3", "b-4")...)
 
@@ -66,7 +66,7 @@ func TestConsume_F21_PublishNotStoredPastTheBoundRetriesTheBatchNeverDLQsIt(t *t
 	p := &fakeProducer{status: primitive.SendFlushSlaveTimeout}
 	cfg := validConfig()
 	cfg.BatchSize, cfg.HandlerTimeout, cfg.OutageWait = 4, time.Second, 300*time.Millisecond
-	_, fp := newConsumer(t, cfg, b3Poison, withProducer(p))
+	_, fp := newConsumer(t, cfg, consumer.HandlerFunc(b3Poison), withProducer(p))
 
 	res, delay := fp.deliver(t, "ORDER", batch("b-1", "b-2", "b-3", "b-4")...)
 
@@ -77,7 +77,7 @@ func TestConsume_F21_PublishNotStoredPastTheBoundRetriesTheBatchNeverDLQsIt(t *t
 
 func TestConsume_F21_SingleDeadLetterWithNilSinkUsesTheBrokerDLQ(t *testing.T) {
 	p := &fakeProducer{status: primitive.SendOK}
-	c, fp := newConsumer(t, validConfig(), b3Poison, withProducer(p), consumer.WithDeadLetterSink(nil))
+	c, fp := newConsumer(t, validConfig(), consumer.HandlerFunc(b3Poison), withProducer(p), consumer.WithDeadLetterSink(nil))
 
 	res, delay := fp.deliver(t, "ORDER", orderMsg("b-3"))
 
@@ -90,12 +90,12 @@ func TestConsume_F21_SingleDeadLetterWithNilSinkUsesTheBrokerDLQ(t *testing.T) {
 
 func TestConsume_F21_DeadLetterInARetriedBatchIsNotPublishedWithoutSink(t *testing.T) {
 	p := &fakeProducer{status: primitive.SendOK}
-	_, fp := newBatchConsumer(t, func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	_, fp := newBatchConsumer(t, consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		if d.Msg.GetKeys() == "b-4" {
 			return consumer.Retry(0, "busy"), nil
 		}
 		return b3Poison(ctx, d)
-	}, withProducer(p))
+	}), withProducer(p))
 
 	res, delay := fp.deliver(t, "ORDER", batch("b-1", "b-2", "b-3", "b-4")...)
 
@@ -109,7 +109,7 @@ func TestConsume_F26_RetriedMessageWithAnUnsubscribedTagIsAcknowledgedWithoutHan
 	obs := &fakeObserver{}
 	cfg := validConfig()
 	cfg.Subscriptions = []consumer.Subscription{{Topic: "ORDER", Expression: "OrderCreated"}}
-	_, fp := newConsumer(t, cfg, r.handle, consumer.WithObserver(obs))
+	_, fp := newConsumer(t, cfg, consumer.HandlerFunc(r.handle), consumer.WithObserver(obs))
 	retried := func(tag, topic string) *primitive.MessageExt {
 		m := orderMsg(tag + "-" + topic)
 		m.Topic = "%RETRY%cg"
@@ -136,7 +136,7 @@ func TestConsume_F26_TagListAndStarMatch(t *testing.T) {
 	r := &recorder{decide: func(*consumer.Delivery) (consumer.Outcome, error) { return consumer.Processed(), nil }}
 	cfg := validConfig()
 	cfg.Subscriptions = []consumer.Subscription{{Topic: "ORDER", Expression: "OrderCreated || OrderPaid"}, {Topic: "PAYMENT"}}
-	_, fp := newConsumer(t, cfg, r.handle)
+	_, fp := newConsumer(t, cfg, consumer.HandlerFunc(r.handle))
 	for _, tc := range []struct{ topic, tag string }{{"ORDER", "OrderCreated"}, {"ORDER", "OrderPaid"}, {"PAYMENT", "Anything"}, {"PAYMENT", ""}} {
 		m := orderMsg(tc.topic + tc.tag)
 		m.Topic = tc.topic
@@ -153,12 +153,12 @@ func TestConsume_F26_TagListAndStarMatch(t *testing.T) {
 // is acknowledged.
 func TestConsume_F21_EveryDeadLetterOfTheBatchIsPublished(t *testing.T) {
 	p := &fakeProducer{status: primitive.SendOK}
-	_, fp := newBatchConsumer(t, func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	_, fp := newBatchConsumer(t, consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		if d.Msg.GetKeys() == "b-1" {
 			return consumer.DeadLetter("poison"), nil
 		}
 		return b3Poison(ctx, d)
-	}, withProducer(p))
+	}), withProducer(p))
 
 	res, delay := fp.deliver(t, "ORDER", batch("b-1", "b-2", "b-3", "b-4")...)
 
@@ -186,12 +186,12 @@ func TestConsume_F21_LettersAfterAFailedPublishAreNotPublished(t *testing.T) {
 	p := &keyedProducer{fakeProducer: fakeProducer{status: primitive.SendOK}, failing: map[string]bool{"b-1": true}}
 	cfg := validConfig()
 	cfg.BatchSize, cfg.HandlerTimeout, cfg.OutageWait = 4, time.Second, 150*time.Millisecond
-	_, fp := newConsumer(t, cfg, func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	_, fp := newConsumer(t, cfg, consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		if d.Msg.GetKeys() == "b-1" {
 			return consumer.DeadLetter("poison"), nil
 		}
 		return b3Poison(ctx, d)
-	}, consumer.WithDeadLetterProducer(func() (consumer.Producer, error) { return p, nil }))
+	}), consumer.WithDeadLetterProducer(func() (consumer.Producer, error) { return p, nil }))
 
 	res, delay := fp.deliver(t, "ORDER", batch("b-1", "b-2", "b-3", "b-4")...)
 

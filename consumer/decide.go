@@ -110,5 +110,5 @@ func (c *Consumer) handleOne(d *Delivery, b *batch.Batch[Outcome, string]) (Outc
 	defer cancel()
 	c.observer.InFlight(d.Group, 1)
 	defer c.observer.InFlight(d.Group, -1)
-	return c.handler(ctx, d) // a zero Outcome without error is logged at error with the decision
+	return c.handler.Handle(ctx, d) // a zero Outcome without error is logged at error with the decision
 }

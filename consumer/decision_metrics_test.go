@@ -38,7 +38,7 @@ func TestDecision_F21_MetricsCountTheFinalDecisionOnce(t *testing.T) {
 		dedupSeen[d.Msg.MsgId] = true
 		return consumer.Processed(), nil
 	}
-	_, fp := newConsumer(t, cfg, h, consumer.WithObserver(m), consumer.WithDeadLetterSink(sink))
+	_, fp := newConsumer(t, cfg, consumer.HandlerFunc(h), consumer.WithObserver(m), consumer.WithDeadLetterSink(sink))
 	count := func(outcome string) float64 {
 		return testutil.ToFloat64(m.Messages.WithLabelValues("cg", "ORDER", outcome))
 	}
@@ -72,9 +72,9 @@ func TestDecision_F21_MetricsCountTheFinalDecisionOnce(t *testing.T) {
 func TestStart_SubscriptionObserverGetsTheGroupAndTopicsFirst(t *testing.T) {
 	m, err := metrics.New(prometheus.NewRegistry())
 	require.NoError(t, err)
-	c, _ := newConsumer(t, validConfig(), func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
+	c, _ := newConsumer(t, validConfig(), consumer.HandlerFunc(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
 		return consumer.Processed(), nil
-	}, consumer.WithObserver(m))
+	}), consumer.WithObserver(m))
 	require.Zero(t, testutil.CollectAndCount(m.Duplicates), "nothing before Start")
 
 	require.NoError(t, c.Start())

@@ -36,7 +36,7 @@ func TestDecision_F21_BatchDeadLetterWhosePublishFailsIsReportedAsRetry(t *testi
 	core, logs := observer.New(zapcore.InfoLevel)
 	cfg := validConfig()
 	cfg.BatchSize, cfg.HandlerTimeout, cfg.OutageWait = 4, time.Second, 200*time.Millisecond
-	_, fp := newConsumer(t, cfg, b3Poison, consumer.WithObserver(obs), consumer.WithLogger(zap.New(core)),
+	_, fp := newConsumer(t, cfg, consumer.HandlerFunc(b3Poison), consumer.WithObserver(obs), consumer.WithLogger(zap.New(core)),
 		consumer.WithDeadLetterSink(&fakeSink{err: errDLQSend}))
 
 	res, _ := fp.deliver(t, "ORDER", batch("b-1", "b-2", "b-3", "b-4")...)
@@ -69,7 +69,7 @@ func TestDecision_F10_RetriedBatchReportsProcessedMembersAsProcessed(t *testing.
 		}
 		return consumer.Processed(), nil
 	}
-	_, fp := newBatchConsumer(t, h, consumer.WithObserver(obs))
+	_, fp := newBatchConsumer(t, consumer.HandlerFunc(h), consumer.WithObserver(obs))
 
 	res, _ := fp.deliver(t, "ORDER", batch("b-1", "b-2", "b-3")...)
 
@@ -165,7 +165,7 @@ func TestDecision_F9_UnansweredCallbackIsNotReported(t *testing.T) {
 	b := newBlockingHandler()
 	cfg := validConfig()
 	cfg.DrainTimeout = 50 * time.Millisecond
-	c, fp := newConsumer(t, cfg, b.handle, consumer.WithObserver(obs))
+	c, fp := newConsumer(t, cfg, consumer.HandlerFunc(b.handle), consumer.WithObserver(obs))
 	b.fp = fp
 	require.NoError(t, c.Start())
 	result := deliverAsync(fp, "ORDER", orderMsg("o-1"))

@@ -29,10 +29,10 @@ func productionLike() (*zap.Logger, *observer.ObservedLogs) {
 
 // withEventID wraps h so that the delivery carries event ID e-<key>, as middleware.EventID would set it.
 func withEventID(h consumer.Handler) consumer.Handler {
-	return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	return consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		d.EventID = "e-" + d.Msg.GetKeys()
-		return h(ctx, d)
-	}
+		return h.Handle(ctx, d)
+	})
 }
 
 // linesFor returns the log lines that name the message msgID.
@@ -122,7 +122,7 @@ func TestDecisionLog_UnavailableDecisionIsOneWarning(t *testing.T) {
 	log, logs := productionLike()
 	cfg := validConfig()
 	cfg.HandlerTimeout, cfg.OutageWait = time.Second, 200*time.Millisecond
-	c, fp := newConsumer(t, cfg, s.handle, consumer.WithHealthProbe(s), consumer.WithLogger(log))
+	c, fp := newConsumer(t, cfg, consumer.HandlerFunc(s.handle), consumer.WithHealthProbe(s), consumer.WithLogger(log))
 
 	res, _ := fp.deliver(t, "ORDER", orderMsg("o-1"))
 	require.NoError(t, c.Shutdown(context.Background()))
@@ -182,7 +182,7 @@ func TestDecisionLog_BatchOfThreeLogsOneDecisionLinePerMessage(t *testing.T) {
 			return consumer.DeadLetter("bad json"), nil
 		}
 	}
-	_, fp := newConsumer(t, cfg, h, consumer.WithLogger(log), consumer.WithDeadLetterSink(&fakeSink{}))
+	_, fp := newConsumer(t, cfg, consumer.HandlerFunc(h), consumer.WithLogger(log), consumer.WithDeadLetterSink(&fakeSink{}))
 
 	res, _ := fp.deliver(t, "ORDER", batch("b-1", "b-2", "b-3")...)
 
@@ -226,7 +226,7 @@ func TestDecisionLog_LostBatchHandledAgainLogsOneDecisionPerMessage(t *testing.T
 			log, logs := productionLike()
 			cfg := validConfig()
 			cfg.BatchSize = 8
-			_, fp := newConsumer(t, cfg, h, consumer.WithLogger(log))
+			_, fp := newConsumer(t, cfg, consumer.HandlerFunc(h), consumer.WithLogger(log))
 
 			fp.deliver(t, "ORDER", batch("b-1", "b-2", "b-3")...)
 

@@ -17,7 +17,7 @@ import (
 // "corrupt compressed body …", and its dead letter keeps the compressed body and the flag
 // (its letter sets body.PropSysFlag).
 func decompressing(h Handler, zd *body.Decoder) Handler {
-	return func(ctx context.Context, d *Delivery) (Outcome, error) {
+	return HandlerFunc(func(ctx context.Context, d *Delivery) (Outcome, error) {
 		decodedBody, decoded, err := zd.Decode(d.Msg)
 		if err != nil {
 			return undecodable(err), err
@@ -27,8 +27,8 @@ func decompressing(h Handler, zd *body.Decoder) Handler {
 			d.Msg.SysFlag &^= body.SysFlagCompressed
 			d.Msg.RemoveProperty(body.PropSysFlag)
 		}
-		return h(ctx, d)
-	}
+		return h.Handle(ctx, d)
+	})
 }
 
 // undecodable is the outcome of a body the decoder refused: a dead letter whose reason is err's text

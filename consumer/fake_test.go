@@ -296,5 +296,5 @@ func orderMsg(key string) *primitive.MessageExt {
 
 // handlerReturning is a Handler that returns o and err.
 func handlerReturning(o consumer.Outcome, err error) consumer.Handler {
-	return func(context.Context, *consumer.Delivery) (consumer.Outcome, error) { return o, err }
+	return consumer.HandlerFunc(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) { return o, err })
 }

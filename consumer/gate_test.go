@@ -65,7 +65,7 @@ func TestGate_F19_TripsOnceAndResumesOnceUnderManyConcurrentUnavailableCallbacks
 	s := newStore()
 	obs := &fakeObserver{}
 	core, logs := observer.New(zapcore.InfoLevel)
-	c, fp := newConsumer(t, validConfig(), s.handle, consumer.WithHealthProbe(s), consumer.WithObserver(obs),
+	c, fp := newConsumer(t, validConfig(), consumer.HandlerFunc(s.handle), consumer.WithHealthProbe(s), consumer.WithObserver(obs),
 		consumer.WithLogger(zap.New(core)))
 	require.NoError(t, c.Start())
 
@@ -101,7 +101,7 @@ func TestGate_F19_TripsOnceAndResumesOnceUnderManyConcurrentUnavailableCallbacks
 
 func TestGate_F19_CallbacksForFetchedMessagesWaitInsteadOfHittingTheStore(t *testing.T) {
 	s := newStore()
-	c, fp := newConsumer(t, validConfig(), s.handle, consumer.WithHealthProbe(s))
+	c, fp := newConsumer(t, validConfig(), consumer.HandlerFunc(s.handle), consumer.WithHealthProbe(s))
 	first := deliverAsync(fp, "ORDER", orderMsg("o-1"))
 	<-fp.suspended
 	late := deliverAsync(fp, "ORDER", orderMsg("o-2")) // already fetched when pulling was suspended
@@ -123,7 +123,7 @@ func TestGate_F19_WaitPastOutageWaitIsRetryLater(t *testing.T) {
 	cfg.OutageWait = 300 * time.Millisecond
 	m := orderMsg("o-1")
 	m.ReconsumeTimes = 16
-	c, fp := newConsumer(t, cfg, s.handle, consumer.WithHealthProbe(s))
+	c, fp := newConsumer(t, cfg, consumer.HandlerFunc(s.handle), consumer.WithHealthProbe(s))
 
 	res, delay := fp.deliver(t, "ORDER", m)
 
@@ -139,7 +139,7 @@ func TestShutdown_F19_WhilePausedNeitherHangsNorResumes(t *testing.T) {
 	obs := &fakeObserver{}
 	cfg := validConfig()
 	cfg.DrainTimeout = time.Hour // the waiting callback must not hold the drain
-	c, fp := newConsumer(t, cfg, s.handle, consumer.WithHealthProbe(s), consumer.WithObserver(obs))
+	c, fp := newConsumer(t, cfg, consumer.HandlerFunc(s.handle), consumer.WithHealthProbe(s), consumer.WithObserver(obs))
 	require.NoError(t, c.Start())
 	waiting := deliverAsync(fp, "ORDER", orderMsg("o-1"))
 	<-fp.suspended
@@ -166,7 +166,7 @@ func TestGate_F19_WithoutProbeTheHandlerIsTheProbe(t *testing.T) {
 		}
 		return consumer.Processed(), nil
 	}
-	c, fp := newConsumer(t, validConfig(), h)
+	c, fp := newConsumer(t, validConfig(), consumer.HandlerFunc(h))
 
 	res, _ := fp.deliver(t, "ORDER", orderMsg("o-1"))
 
@@ -192,7 +192,7 @@ func TestShutdown_CancelledHandlerIsNeverDeadLetteredNorPublished(t *testing.T) 
 	cfg.DrainTimeout = 50 * time.Millisecond
 	m := orderMsg("o-1")
 	m.ReconsumeTimes = 16
-	c, fp := newConsumer(t, cfg, h, consumer.WithDeadLetterSink(sink))
+	c, fp := newConsumer(t, cfg, consumer.HandlerFunc(h), consumer.WithDeadLetterSink(sink))
 	result := deliverAsync(fp, "ORDER", m)
 	<-started
 
@@ -236,7 +236,7 @@ func TestGate_F19_FailureFromBeforeTheRecoveryRunsAgainAtOnce(t *testing.T) {
 	}
 	cfg := validConfig()
 	cfg.HandlerTimeout, cfg.OutageWait = time.Second, 2*time.Second
-	c, fp := newConsumer(t, cfg, h, consumer.WithHealthProbe(s))
+	c, fp := newConsumer(t, cfg, consumer.HandlerFunc(h), consumer.WithHealthProbe(s))
 	slow := deliverAsync(fp, "ORDER", orderMsg("slow"))
 	<-started
 	tripper := deliverAsync(fp, "ORDER", orderMsg("o-1"))
@@ -275,7 +275,7 @@ func TestGate_F19_PauseAndResumeLinesNameTheGroupReasonAndProbe(t *testing.T) {
 				return s.handle(ctx, d)
 			}
 		}
-		c, fp := newConsumer(t, validConfig(), h, opts...)
+		c, fp := newConsumer(t, validConfig(), consumer.HandlerFunc(h), opts...)
 		result := deliverAsync(fp, "ORDER", orderMsg("o-1"))
 		if withProbe {
 			<-s.probed
@@ -315,7 +315,7 @@ func TestGate_F19_TheChainsStoreIsTheDefaultProbeAndWithHealthProbeNilTurnsItOff
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := newStore()
-			c, fp := newConsumer(t, validConfig(), pending.Wrap(s.handle, chainStore{s}), tc.opts...)
+			c, fp := newConsumer(t, validConfig(), pending.Wrap(consumer.HandlerFunc(s.handle), chainStore{s}), tc.opts...)
 			require.NoError(t, c.Start())
 
 			r := deliverAsync(fp, "ORDER", orderMsg("o-a"))

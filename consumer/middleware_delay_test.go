@@ -25,12 +25,12 @@ func TestConsume_F2_F7_RecoverAndTimeoutRetriesLeaveTheDelayToTheBroker(t *testi
 		return consumer.Outcome{}, ctx.Err()
 	}
 	for name, h := range map[string]consumer.Handler{
-		"panic under Recover":             testenv.Must(middleware.Chain(panics, middleware.Recover(zap.NewNop()))),
-		"panic under Timeout":             testenv.Must(middleware.Chain(panics, middleware.Timeout(time.Hour))),
-		"panic under Timeout in Recover":  testenv.Must(middleware.Chain(panics, middleware.Recover(zap.NewNop()), middleware.Timeout(time.Hour))),
-		"deadline of Timeout":             testenv.Must(middleware.Chain(hangs, middleware.Timeout(10*time.Millisecond))),
-		"deadline of Timeout in Classify": testenv.Must(middleware.Chain(hangs, middleware.Classify(), middleware.Timeout(10*time.Millisecond))),
-		"panic under Classify":            testenv.Must(middleware.Chain(panics, middleware.Recover(zap.NewNop()), middleware.Classify(), middleware.Timeout(time.Hour))),
+		"panic under Recover":             testenv.Must(middleware.Chain(consumer.HandlerFunc(panics), middleware.Recover(zap.NewNop()))),
+		"panic under Timeout":             testenv.Must(middleware.Chain(consumer.HandlerFunc(panics), middleware.Timeout(time.Hour))),
+		"panic under Timeout in Recover":  testenv.Must(middleware.Chain(consumer.HandlerFunc(panics), middleware.Recover(zap.NewNop()), middleware.Timeout(time.Hour))),
+		"deadline of Timeout":             testenv.Must(middleware.Chain(consumer.HandlerFunc(hangs), middleware.Timeout(10*time.Millisecond))),
+		"deadline of Timeout in Classify": testenv.Must(middleware.Chain(consumer.HandlerFunc(hangs), middleware.Classify(), middleware.Timeout(10*time.Millisecond))),
+		"panic under Classify":            testenv.Must(middleware.Chain(consumer.HandlerFunc(panics), middleware.Recover(zap.NewNop()), middleware.Classify(), middleware.Timeout(time.Hour))),
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, fp := newConsumer(t, validConfig(), h)

@@ -39,10 +39,10 @@ func TestConsume_ACL_NamespacedDeliveryShowsNamesWithoutTheNamespace(t *testing.
 	cfg.Namespace = "prod"
 	topic := cfg.Subscriptions[0].Topic
 	var got *consumer.Delivery
-	_, fp := newConsumer(t, cfg, func(_ context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	_, fp := newConsumer(t, cfg, consumer.HandlerFunc(func(_ context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		got = d
 		return consumer.Processed(), nil
-	})
+	}))
 	m := &primitive.MessageExt{Message: primitive.Message{Topic: "%RETRY%prod%" + cfg.Group}, ReconsumeTimes: 1}
 	m.WithProperty(primitive.PropertyRetryTopic, "prod%"+topic)
 	res, _ := fp.deliver(t, topic, m) // the fake keys callbacks by the topic as subscribed

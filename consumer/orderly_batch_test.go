@@ -26,7 +26,7 @@ func TestOrderly_F3_BatchMembersBehindAFailureWait(t *testing.T) {
 		return consumer.Processed(), nil
 	}}
 	obs := &fakeObserver{}
-	_, fp := newOrderlyConsumer(t, cfg, r.handle, consumer.WithObserver(obs))
+	_, fp := newOrderlyConsumer(t, cfg, consumer.HandlerFunc(r.handle), consumer.WithObserver(obs))
 	msgs := batch("v-1", "v-2", "v-3")
 
 	a := deliverOrderly(fp, "ORDER", 2, msgs...)
@@ -71,7 +71,7 @@ func TestOrderly_F3_BatchMembersBehindADeadLetterAreHandled(t *testing.T) {
 		}
 		return consumer.Processed(), nil
 	}}
-	_, fp := newOrderlyConsumer(t, cfg, r.handle, consumer.WithDeadLetterSink(sink))
+	_, fp := newOrderlyConsumer(t, cfg, consumer.HandlerFunc(r.handle), consumer.WithDeadLetterSink(sink))
 	msgs := batch("v-1", "v-2", "v-3")
 	msgs[1].ReconsumeTimes = 2 // its last delivery
 

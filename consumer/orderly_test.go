@@ -134,7 +134,7 @@ func TestOrderly_F3_LastAttemptIsDeadLetteredByPublishThenAcknowledged(t *testin
 	prod := &fakeProducer{status: primitive.SendOK}
 	obs := &fakeObserver{}
 	r := &recorder{decide: func(*consumer.Delivery) (consumer.Outcome, error) { return consumer.Outcome{}, errors.New("db down") }}
-	_, fp := newOrderlyConsumer(t, orderlyConfig(), r.handle, withProducer(prod), consumer.WithObserver(obs))
+	_, fp := newOrderlyConsumer(t, orderlyConfig(), consumer.HandlerFunc(r.handle), withProducer(prod), consumer.WithObserver(obs))
 	msg := orderMsg("v-1")
 	msg.WithTag("Deposit")
 	msg.WithProperty("AGGREGATE_ID", "acc-1")
@@ -209,7 +209,7 @@ func TestOrderly_F3_FailedPublishSuspendsWithoutSpendingAnAttempt(t *testing.T) 
 	prod := &fakeProducer{status: primitive.SendOK, fail: 2}
 	obs := &fakeObserver{}
 	r := &recorder{decide: func(*consumer.Delivery) (consumer.Outcome, error) { return consumer.Outcome{}, errors.New("db down") }}
-	_, fp := newOrderlyConsumer(t, orderlyConfig(), r.handle, withProducer(prod), consumer.WithObserver(obs))
+	_, fp := newOrderlyConsumer(t, orderlyConfig(), consumer.HandlerFunc(r.handle), withProducer(prod), consumer.WithObserver(obs))
 	msg := orderMsg("v-1")
 	msg.ReconsumeTimes = 2 // the last delivery
 
@@ -248,7 +248,7 @@ func TestOrderly_F3_OnlyTheMessagesOwnFailureSpendsAnAttempt(t *testing.T) {
 		}
 		return consumer.Processed(), nil
 	}}
-	_, fp := newOrderlyConsumer(t, cfg, r.handle, consumer.WithDeadLetterSink(sink))
+	_, fp := newOrderlyConsumer(t, cfg, consumer.HandlerFunc(r.handle), consumer.WithDeadLetterSink(sink))
 	msgs := batch("b-1", "b-2", "b-3")
 
 	a := deliverOrderly(fp, "ORDER", 2, msgs...)
@@ -291,7 +291,7 @@ func TestOrderly_F3_F19_OutagePastOutageWaitSuspendsWithoutSpendingAnAttempt(t *
 	cfg := orderlyConfig()
 	cfg.OutageWait = 200 * time.Millisecond
 	obs := &fakeObserver{}
-	_, fp := newOrderlyConsumer(t, cfg, s.handle, consumer.WithHealthProbe(s), consumer.WithObserver(obs))
+	_, fp := newOrderlyConsumer(t, cfg, consumer.HandlerFunc(s.handle), consumer.WithHealthProbe(s), consumer.WithObserver(obs))
 	msg := orderMsg("v-1")
 	msg.ReconsumeTimes = 2 // even on its last delivery it is not dead-lettered
 
@@ -311,7 +311,7 @@ func TestOrderly_F3_F19_OutagePastOutageWaitSuspendsWithoutSpendingAnAttempt(t *
 func TestOrderly_F3_F9_ShutdownNeverAnswersRetryLater(t *testing.T) {
 	t.Run("late callback", func(t *testing.T) {
 		r := &recorder{decide: func(*consumer.Delivery) (consumer.Outcome, error) { return consumer.Processed(), nil }}
-		c, fp := newOrderlyConsumer(t, orderlyConfig(), r.handle)
+		c, fp := newOrderlyConsumer(t, orderlyConfig(), consumer.HandlerFunc(r.handle))
 		require.NoError(t, c.Shutdown(context.Background()))
 		msg := orderMsg("v-1")
 
@@ -327,7 +327,7 @@ func TestOrderly_F3_F9_ShutdownNeverAnswersRetryLater(t *testing.T) {
 		b := newBlockingHandler()
 		cfg := orderlyConfig()
 		cfg.DrainTimeout = 50 * time.Millisecond
-		c, fp := newOrderlyConsumer(t, cfg, b.handle)
+		c, fp := newOrderlyConsumer(t, cfg, consumer.HandlerFunc(b.handle))
 		b.fp = fp
 		require.NoError(t, c.Start())
 		msg := orderMsg("v-1")

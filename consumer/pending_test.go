@@ -22,7 +22,7 @@ func TestNew_RefusedHandlerIsItsErrorAndBuildsNoClient(t *testing.T) {
 		return newFakePush(), nil
 	})
 
-	c, err := consumer.New(validConfig(), pending.Refuse[consumer.Handler](errX, consumer.DeadLetter), factory)
+	c, err := consumer.New(validConfig(), pending.Refuse[consumer.Delivery](errX, consumer.DeadLetter), factory)
 
 	require.ErrorIs(t, err, errX)
 	assert.Nil(t, c)
@@ -38,18 +38,18 @@ func TestNew_NeverCallsAPlainHandler(t *testing.T) {
 	}
 	factory := consumer.WithPushConsumer(func([]rmq.Option) (irmq.PushConsumer, error) { return newFakePush(), nil })
 
-	c, err := consumer.New(validConfig(), h, factory)
+	c, err := consumer.New(validConfig(), consumer.HandlerFunc(h), factory)
 
 	require.NoError(t, err)
 	require.NotNil(t, c)
 	assert.Zero(t, calls)
-	assert.NoError(t, pending.Refused(h))
+	assert.NoError(t, pending.Refused(consumer.HandlerFunc(h)))
 }
 
 func TestRefuse_OnAMessageIsADeadLetterWithTheReason(t *testing.T) {
-	h := pending.Refuse[consumer.Handler](errors.New("middleware.Dedup: store is nil"), consumer.DeadLetter)
+	h := pending.Refuse[consumer.Delivery](errors.New("middleware.Dedup: store is nil"), consumer.DeadLetter)
 
-	o, err := h(context.Background(), consumer.NewDelivery("cg", orderMsg("k-1")))
+	o, err := h.Handle(context.Background(), consumer.NewDelivery("cg", orderMsg("k-1")))
 
 	require.NoError(t, err, "a dead letter, not a retry")
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
@@ -57,16 +57,16 @@ func TestRefuse_OnAMessageIsADeadLetterWithTheReason(t *testing.T) {
 }
 
 func TestRefuse_NilErrorStillRefuses(t *testing.T) {
-	assert.Error(t, pending.Refused(pending.Refuse[consumer.Handler](nil, consumer.DeadLetter)))
+	assert.Error(t, pending.Refused(pending.Refuse[consumer.Delivery](nil, consumer.DeadLetter)))
 }
 
 func TestPending_RunsTheHandlerButNewRefusesIt(t *testing.T) {
 	errX := errors.New("middleware.Dedup (position 1) needs middleware.EventID before it")
 	runs := 0
-	h := pending.Wrap(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
+	h := pending.Wrap(consumer.HandlerFunc(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
 		runs++
 		return consumer.Processed(), nil
-	}, errX)
+	}), errX)
 	factory := consumer.WithPushConsumer(func([]rmq.Option) (irmq.PushConsumer, error) {
 		t.Error("a client was built for a pending handler")
 		return newFakePush(), nil
@@ -78,14 +78,14 @@ func TestPending_RunsTheHandlerButNewRefusesIt(t *testing.T) {
 	assert.Equal(t, "consumer.New: handler: "+errX.Error(), err.Error())
 	assert.Zero(t, runs, "New does not run the handler")
 
-	o, err := h(context.Background(), consumer.NewDelivery("cg", orderMsg("k-1")))
+	o, err := h.Handle(context.Background(), consumer.NewDelivery("cg", orderMsg("k-1")))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind, "on a message it runs, it is not a dead letter")
 	assert.Equal(t, 1, runs)
 }
 
 func TestPending_NilErrorStillRefuses(t *testing.T) {
-	assert.Error(t, pending.Refused(pending.Wrap(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
+	assert.Error(t, pending.Refused(pending.Wrap(consumer.HandlerFunc(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
 		return consumer.Processed(), nil
-	}, nil)))
+	}), nil)))
 }

@@ -24,13 +24,13 @@ func HandleJSON[T any](fn func(ctx context.Context, d *Delivery, msg T) (Outcome
 // See the package doc, "Typed handlers".
 func HandleWith[T any](codec Codec, fn func(ctx context.Context, d *Delivery, msg T) (Outcome, error)) Handler {
 	mustTyped(codec, fn == nil)
-	return func(ctx context.Context, d *Delivery) (Outcome, error) {
+	return HandlerFunc(func(ctx context.Context, d *Delivery) (Outcome, error) {
 		msg, o, err := DecodeAs[T](codec, d)
 		if err != nil {
 			return o, err
 		}
 		return fn(ctx, d, msg)
-	}
+	})
 }
 
 // DecodeAs decodes d.Msg.Body into a new T with codec, the typed handlers' decode step: the T, the zero

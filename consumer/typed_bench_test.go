@@ -23,7 +23,7 @@ func BenchmarkHandleJSON(b *testing.B) {
 		ctx := context.Background()
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := h(ctx, d); err != nil {
+			if _, err := h.Handle(ctx, d); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -34,12 +34,12 @@ func BenchmarkHandleJSON(b *testing.B) {
 		}))
 	})
 	b.Run("by-hand", func(b *testing.B) {
-		run(b, func(_ context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		run(b, consumer.HandlerFunc(func(_ context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 			var p payment
 			if err := json.Unmarshal(d.Msg.Body, &p); err != nil {
 				return consumer.DeadLetter(err.Error()), err
 			}
 			return use(p)
-		})
+		}))
 	})
 }

@@ -52,7 +52,7 @@ func TestHandleJSON_DecodesIntoTheStructAcceptingUnknownFieldsAndABOM(t *testing
 	} {
 		t.Run(name, func(t *testing.T) {
 			var r paymentRecorder
-			o, err := consumer.HandleJSON(r.handle)(context.Background(), typedDelivery(body))
+			o, err := consumer.HandleJSON(r.handle).Handle(context.Background(), typedDelivery(body))
 			require.NoError(t, err)
 			assert.Equal(t, consumer.KindProcessed, o.Kind)
 			assert.Equal(t, 1, r.calls)
@@ -82,7 +82,7 @@ func TestHandleJSON_UndecodableBodyIsDeadLetteredAtOnce(t *testing.T) {
 			for attempt := range 2 {
 				d := typedDelivery(body)
 				d.Attempt, d.MaxAttempts = attempt, 1 // the second is the last delivery
-				o, err := h(context.Background(), d)
+				o, err := h.Handle(context.Background(), d)
 				require.Error(t, err)
 				assert.Equal(t, consumer.KindDeadLetter, o.Kind, "%s", o)
 				assert.Equal(t, causelabel.Permanent, o.Cause)
@@ -116,12 +116,12 @@ func TestHandleWith_UsesTheCodecAndWrapsItsError(t *testing.T) {
 	var r paymentRecorder
 	h := consumer.HandleWith(codec, r.handle)
 
-	o, err := h(context.Background(), typedDelivery("PAY p-9"))
+	o, err := h.Handle(context.Background(), typedDelivery("PAY p-9"))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
 	assert.Equal(t, payment{PaymentID: "p-9"}, r.got, "the codec got a *T")
 
-	o, err = h(context.Background(), typedDelivery(`{"paymentId":"p-1"}`))
+	o, err = h.Handle(context.Background(), typedDelivery(`{"paymentId":"p-1"}`))
 	assert.ErrorIs(t, err, errNotAPayment)
 	assert.ErrorIs(t, err, consumer.ErrUndecodableBody)
 	assert.Equal(t, "undecodable body: not a payment", o.Reason)
@@ -159,7 +159,7 @@ func TestHandleJSON_NullBodyForAPointerTypeIsDeadLetteredNotANilPointer(t *testi
 		return consumer.Processed(), nil
 	})
 	for _, body := range []string{`null`, " null \n"} {
-		o, err := h(context.Background(), typedDelivery(body))
+		o, err := h.Handle(context.Background(), typedDelivery(body))
 		require.Error(t, err, "%q", body)
 		assert.ErrorIs(t, err, consumer.ErrUndecodableBody)
 		assert.Equal(t, consumer.KindDeadLetter, o.Kind)
@@ -171,7 +171,7 @@ func TestHandleJSON_NullBodyForAPointerTypeIsDeadLetteredNotANilPointer(t *testi
 	o, err := consumer.HandleJSON(func(_ context.Context, _ *consumer.Delivery, p *payment) (consumer.Outcome, error) {
 		got = p
 		return consumer.Processed(), nil
-	})(context.Background(), typedDelivery(`{"paymentId":"p-1"}`))
+	}).Handle(context.Background(), typedDelivery(`{"paymentId":"p-1"}`))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
 	require.NotNil(t, got)

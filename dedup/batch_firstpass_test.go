@@ -246,12 +246,12 @@ func (f *fixture) twoStoreRouter(t *testing.T, h dedup.TxHandler) consumer.Handl
 	require.NoError(t, err)
 	a := testenv.Must(middleware.Chain(dedup.Handle(h), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(f.store))))
 	b := testenv.Must(middleware.Chain(dedup.Handle(h), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(other))))
-	return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	return consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		if d.Msg.GetTags() == "B" {
-			return b(ctx, d)
+			return b.Handle(ctx, d)
 		}
-		return a(ctx, d)
-	}
+		return a.Handle(ctx, d)
+	})
 }
 
 // A batch whose members go to two stores (a router with a Dedup per branch) cannot commit its first pass

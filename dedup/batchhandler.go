@@ -23,7 +23,7 @@ type BatchTxHandler func(ctx context.Context, tx *sqlx.Tx, ds []*consumer.Delive
 // refused as Handle refuses a nil handler.
 func HandleBatch(h BatchTxHandler) consumer.Handler {
 	if h == nil {
-		return pending.Refuse[consumer.Handler](errNilBatchHandler, consumer.DeadLetter)
+		return pending.Refuse[consumer.Delivery](errNilBatchHandler, consumer.DeadLetter)
 	}
 	return newBatchHandler(h, func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		return one(h(ctx, tx, []*consumer.Delivery{d}))

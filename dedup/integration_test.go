@@ -79,7 +79,7 @@ func (f *fixture) chain(t testing.TB, h dedup.TxHandler) consumer.Handler {
 
 // handle runs one message through h as the consumer would (testenv.AnswerTo gives the client's answer).
 func (f *fixture) handle(h consumer.Handler, msg *primitive.MessageExt) (consumer.Outcome, error) {
-	return h(context.Background(), consumer.NewDelivery(f.group, msg))
+	return h.Handle(context.Background(), consumer.NewDelivery(f.group, msg))
 }
 
 // orderMsg is a physical message (its own MsgId) carrying an OrderCreated event.
@@ -477,7 +477,7 @@ func TestDedup_GroupsAreIndependent(t *testing.T) {
 	}
 	inventory, accounting := f.group+"-inventory", f.group+"-accounting"
 	for _, g := range []string{inventory, accounting, inventory} {
-		_, err := h(g)(context.Background(), consumer.NewDelivery(g, f.orderMsg(t, ev, f.prefix+"-1")))
+		_, err := h(g).Handle(context.Background(), consumer.NewDelivery(g, f.orderMsg(t, ev, f.prefix+"-1")))
 		require.NoError(t, err)
 	}
 	assert.Equal(t, []string{inventory, accounting}, ran, "each group processes the event once")
@@ -559,12 +559,12 @@ func TestF7_AbandonedHandlerGivesItsConnectionBackAtTheDeadline(t *testing.T) {
 	require.NoError(t, err)
 	hangs := func(d *consumer.Delivery) bool { return strings.HasPrefix(d.EventID, f.prefix+"-hang") }
 	awaitAbandoned := middleware.Func(func(next consumer.Handler) consumer.Handler {
-		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		return consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 			if hangs(d) {
 				defer abandoned.Done()
 			}
-			return next(ctx, d)
-		}
+			return next.Handle(ctx, d)
+		})
 	})
 	h := testenv.Must(middleware.Chain(dedup.Handle(f.ledger.Handler(func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (consumer.Outcome, error) {
 		if hangs(d) {

@@ -49,7 +49,7 @@ func TestDedup_LockWaitTimeoutOnAClaimHeldByAnotherTransactionIsATransientRetry(
 	msg.ReconsumeTimes = 1
 	d := consumer.NewDelivery(f.group, msg)
 	d.MaxAttempts = 3
-	o, err := h(ctx, d)
+	o, err := h.Handle(ctx, d)
 	res := testenv.AnswerTo(t, o, err)
 
 	var me *mysql.MySQLError

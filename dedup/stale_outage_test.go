@@ -44,7 +44,7 @@ func TestVersion_StoreFailingWhileRecordingStaleIsUnavailable(t *testing.T) {
 	handle := func(eventID string, attempt int) consumer.Outcome {
 		d := consumer.NewDelivery(w.group, w.message(eventID, "o-1", 5))
 		d.Attempt, d.MaxAttempts = attempt, 3
-		o, _ := h(ctx, d)
+		o, _ := h.Handle(ctx, d)
 		return o
 	}
 

@@ -3,7 +3,6 @@ package dedup
 import (
 	"context"
 	"errors"
-	"reflect"
 
 	"github.com/jmoiron/sqlx"
 
@@ -42,9 +41,9 @@ type TxHandler func(ctx context.Context, tx *sqlx.Tx, d *consumer.Delivery) (con
 // middleware.Chain and consumer.New fail with "dedup.Handle: the handler function is nil".
 func Handle(h TxHandler) consumer.Handler {
 	if h == nil {
-		return pending.Refuse[consumer.Handler](errNilTxHandler, consumer.DeadLetter)
+		return pending.Refuse[consumer.Delivery](errNilTxHandler, consumer.DeadLetter)
 	}
-	return (&txHandler{h: h}).handle
+	return &txHandler{h: h}
 }
 
 // errNilTxHandler is why Handle(nil) is refused.
@@ -53,7 +52,8 @@ var errNilTxHandler = errors.New("dedup.Handle: the handler function is nil")
 // txHandler is a TxHandler adapted by Handle.
 type txHandler struct{ h TxHandler }
 
-func (t *txHandler) handle(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+// Handle runs the TxHandler in the transaction middleware.Dedup put in ctx.
+func (t *txHandler) Handle(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 	tx, ok := TxFromContext(ctx)
 	if !ok {
 		return consumer.Outcome{}, ErrNoTx
@@ -61,9 +61,9 @@ func (t *txHandler) handle(ctx context.Context, d *consumer.Delivery) (consumer.
 	return t.h(ctx, tx, d)
 }
 
-// IsTxHandler reports whether h was returned by Handle, i.e. needs the transaction of middleware.Dedup. It
-// compares code pointers (every Handle result shares the one of (*txHandler).handle's method value) and never
-// calls h; a handler that wraps a Handle result in a function of its own is not recognised.
+// IsTxHandler reports whether h was returned by Handle, i.e. needs the transaction of middleware.Dedup; a
+// handler that wraps a Handle result in one of its own is not recognised.
 func IsTxHandler(h consumer.Handler) bool {
-	return h != nil && reflect.ValueOf(h).Pointer() == reflect.ValueOf((*txHandler)(nil).handle).Pointer()
+	_, ok := h.(*txHandler)
+	return ok
 }

@@ -24,12 +24,12 @@ func TestIsTxHandler_RecognisesHandleResultsOnly(t *testing.T) {
 		return consumer.Processed(), nil
 	}
 	h := dedup.Handle(tx)
-	hidden := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) { return h(ctx, d) }
+	hidden := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) { return h.Handle(ctx, d) }
 
 	assert.True(t, dedup.IsTxHandler(dedup.Handle(tx)))
 	assert.True(t, dedup.IsTxHandler(typed()))
-	assert.False(t, dedup.IsTxHandler(plain))
-	assert.False(t, dedup.IsTxHandler(hidden), "a function of its own around Handle's result is not recognised")
+	assert.False(t, dedup.IsTxHandler(consumer.HandlerFunc(plain)))
+	assert.False(t, dedup.IsTxHandler(consumer.HandlerFunc(hidden)), "a function of its own around Handle's result is not recognised")
 	assert.False(t, dedup.IsTxHandler(nil))
 	assert.Zero(t, calls, "IsTxHandler never calls the handler")
 }
@@ -40,7 +40,7 @@ func TestHandle_NilHandlerIsRefused(t *testing.T) {
 	h := dedup.Handle(nil)
 	err := pending.Refused(h)
 	assert.ErrorContains(t, err, "dedup.Handle: the handler function is nil")
-	o, herr := h(context.Background(), &consumer.Delivery{})
+	o, herr := h.Handle(context.Background(), &consumer.Delivery{})
 	assert.NoError(t, herr)
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind, "run anyway (hidden from consumer.New), it dead-letters instead of panicking")
 }

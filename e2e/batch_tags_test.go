@@ -97,7 +97,7 @@ func TestE2E_F26_RetriedMessageOfADroppedTagIsAcknowledgedNotHandled(t *testing.
 	start := func(expr string, m *metrics.Metrics) *consumer.Consumer {
 		cfg := consumer.Config{NameServers: w.ns, Group: w.group, StartFromFirstOffset: true, MaxAttempts: 3,
 			Subscriptions: []consumer.Subscription{{Topic: w.topic, Expression: expr}}}
-		c, err := consumer.New(cfg, handler, consumer.WithObserver(m))
+		c, err := consumer.New(cfg, consumer.HandlerFunc(handler), consumer.WithObserver(m))
 		require.NoError(t, err)
 		require.NoError(t, c.Start())
 		t.Cleanup(func() { _ = c.Shutdown(context.Background()) })

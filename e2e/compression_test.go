@@ -52,7 +52,7 @@ func TestE2E_JavaCompressedBodiesReachTheHandlerDecodedOthersAreDeadLetteredWith
 	}
 	publisher, err := dlq.NewPublisher(w.prod)
 	require.NoError(t, err)
-	w.start(consumer.Config{MaxAttempts: 3}, handler, consumer.WithDeadLetterSink(publisher))
+	w.start(consumer.Config{MaxAttempts: 3}, consumer.HandlerFunc(handler), consumer.WithDeadLetterSink(publisher))
 
 	var res dlqtool.ScanResult
 	require.Eventually(t, func() bool {
@@ -110,7 +110,7 @@ func TestE2E_TheBrokersOwnLetterOfAJavaCompressedMessageIsReadableAndReplaysDeco
 	}
 	// WithDeadLetterSink(nil): a message alone is dead-lettered by the broker (DelayLevelDLQ), which copies
 	// the stored body and SysFlag.
-	w.start(consumer.Config{MaxAttempts: 3}, handler, consumer.WithDeadLetterSink(nil))
+	w.start(consumer.Config{MaxAttempts: 3}, consumer.HandlerFunc(handler), consumer.WithDeadLetterSink(nil))
 
 	var res dlqtool.ScanResult
 	require.Eventually(t, func() bool {

@@ -28,7 +28,7 @@ func TestE2E_DLQList_AttemptsOfBrokerLettersIsTheLastReconsumeTimes(t *testing.T
 	w := newWorld(t, 1)
 	var mu sync.Mutex
 	last := map[string]int{} // EVENT_ID → last ReconsumeTimes the handler saw
-	handler := testenv.Must(middleware.Chain(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	handler := testenv.Must(middleware.Chain(consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		id := d.Msg.GetProperty("EVENT_ID")
 		mu.Lock()
 		last[id] = int(d.Msg.ReconsumeTimes)
@@ -37,7 +37,7 @@ func TestE2E_DLQList_AttemptsOfBrokerLettersIsTheLastReconsumeTimes(t *testing.T
 			return consumer.Outcome{}, retry.Permanent(errors.New("unknown SKU"))
 		}
 		return consumer.Outcome{}, errors.New("db down")
-	}, middleware.Classify()))
+	}), middleware.Classify()))
 	c := w.start(consumer.Config{MaxAttempts: 2, DrainTimeout: 5 * time.Second}, handler, consumer.WithDeadLetterSink(nil)) // the broker's letters
 	defer func() { _ = c.Shutdown(context.Background()) }()
 	for _, id := range []string{"e-exhausted", "e-permanent"} {

@@ -45,14 +45,14 @@ type redeliveries struct {
 
 func (r *redeliveries) middleware() middleware.Middleware {
 	return middleware.Func(func(next consumer.Handler) consumer.Handler {
-		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		return consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 			if d.Attempt > 0 {
 				r.mu.Lock()
 				r.topics[d.Topic]++
 				r.mu.Unlock()
 			}
-			return next(ctx, d)
-		}
+			return next.Handle(ctx, d)
+		})
 	})
 }
 
@@ -167,7 +167,7 @@ func TestE2E_F5_MaxAttemptsBecomesMaxReconsumeTimes(t *testing.T) {
 	var mu sync.Mutex
 	attempts := map[string][]int{} // EVENT_ID → ReconsumeTimes seen
 	var wrong []string             // deliveries whose Attempt or MaxAttempts disagree with the client
-	handler := testenv.Must(middleware.Chain(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	handler := testenv.Must(middleware.Chain(consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		id := d.Msg.GetProperty("EVENT_ID")
 		mu.Lock()
 		attempts[id] = append(attempts[id], d.Attempt)
@@ -179,7 +179,7 @@ func TestE2E_F5_MaxAttemptsBecomesMaxReconsumeTimes(t *testing.T) {
 			return consumer.Outcome{}, retry.Permanent(errors.New("unknown SKU"))
 		}
 		return consumer.Outcome{}, errors.New("db down")
-	}, middleware.Classify()))
+	}), middleware.Classify()))
 	c := w.start(consumer.Config{MaxAttempts: 3, DrainTimeout: 5 * time.Second}, handler, consumer.WithDeadLetterSink(nil))
 	defer func() { _ = c.Shutdown(context.Background()) }()
 
@@ -307,12 +307,12 @@ func queueMovesOn(t *testing.T, followers int, deadline []middleware.Middleware,
 	badFirstEnded := make(chan struct{}) // closed when the bad first delivery's Dedup call (its transaction) ended
 	var endOnce sync.Once
 	awaitBadFirst := middleware.Func(func(next consumer.Handler) consumer.Handler {
-		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		return consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 			if d.EventID == bad && d.Attempt == 0 {
 				defer endOnce.Do(func() { close(badFirstEnded) })
 			}
-			return next(ctx, d)
-		}
+			return next.Handle(ctx, d)
+		})
 	})
 
 	var mu sync.Mutex
@@ -323,12 +323,12 @@ func queueMovesOn(t *testing.T, followers int, deadline []middleware.Middleware,
 		eventID, err := middleware.EventID(middleware.EventIDConfig{})
 		require.NoError(t, err)
 		record := middleware.Func(func(next consumer.Handler) consumer.Handler {
-			return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+			return consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 				mu.Lock()
 				seen = append(seen, fmt.Sprintf("%s@%d", d.Msg.GetProperty("EVENT_ID"), d.Attempt))
 				mu.Unlock()
-				return next(ctx, d)
-			}
+				return next.Handle(ctx, d)
+			})
 		})
 		mws := []middleware.Middleware{testenv.Must(middleware.Metrics(m)), record, middleware.Recover(zap.NewNop()), middleware.Classify(), eventID}
 		mws = append(mws, deadline...) // none, or the deadline middleware

@@ -37,7 +37,7 @@ func TestE2E_F7_F5_HandlerTimeoutAndMaxAttemptsReachTheHandler(t *testing.T) {
 	var mu sync.Mutex
 	var calls []handlerCall
 	done := make(chan struct{})
-	handler := testenv.Must(middleware.Chain(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	handler := testenv.Must(middleware.Chain(consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		start := time.Now()
 		deadline, ok := ctx.Deadline()
 		call := handlerCall{attempt: d.Attempt, reconsumeTimes: int(d.Msg.ReconsumeTimes), maxAttempts: d.MaxAttempts,
@@ -61,7 +61,7 @@ func TestE2E_F7_F5_HandlerTimeoutAndMaxAttemptsReachTheHandler(t *testing.T) {
 			close(done)
 		}
 		return o, err
-	}, middleware.Classify()))
+	}), middleware.Classify()))
 	c := w.start(consumer.Config{HandlerTimeout: handlerTimeout, MaxAttempts: maxAttempts, DrainTimeout: 5 * time.Second}, handler)
 
 	msg := primitive.NewMessage(w.topic, []byte(`{}`))

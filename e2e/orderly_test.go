@@ -109,7 +109,7 @@ func (l *ledger) waitApplied(t *testing.T, want ...string) {
 // orderlyHandler applies an account event unless fail says it fails on this delivery; before it decides,
 // it calls hold (if set), which may block.
 func orderlyHandler(l *ledger, fail func(account string, version, attempt int) bool, hold func(d *consumer.Delivery)) consumer.Handler {
-	return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	return consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		if hold != nil {
 			hold(d)
 		}
@@ -122,7 +122,7 @@ func orderlyHandler(l *ledger, fail func(account string, version, attempt int) b
 		s.what = "applied"
 		l.add(s)
 		return consumer.Processed(), nil
-	}
+	})
 }
 
 var errLedgerLocked = errors.New("ledger row locked")

@@ -66,10 +66,10 @@ func newOutageRig(t *testing.T, name string, port int) *outageRig {
 	eventID, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
 	count := middleware.Func(func(next consumer.Handler) consumer.Handler {
-		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		return consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 			r.runs.Add(1)
-			return next(ctx, d)
-		}
+			return next.Handle(ctx, d)
+		})
 	})
 	handler := testenv.Must(middleware.Chain(dedup.Handle(shop.HandleOrderCreated), testenv.Must(middleware.Metrics(m)), count,
 		middleware.Classify(), eventID, middleware.Timeout(10*time.Second), testenv.Must(middleware.Dedup(store))))

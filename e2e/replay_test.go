@@ -48,7 +48,7 @@ type replays struct {
 
 func (r *replays) middleware(group string) middleware.Middleware {
 	return middleware.Func(func(next consumer.Handler) consumer.Handler {
-		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		return consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 			if d.Msg.GetProperty(letter.PropReplayID) != "" {
 				r.mu.Lock()
 				r.got = append(r.got, replayDelivery{group: group, eventID: d.Msg.GetProperty("EVENT_ID"), topic: d.Topic,
@@ -56,8 +56,8 @@ func (r *replays) middleware(group string) middleware.Middleware {
 					tags: d.Msg.GetTags(), trace: d.Msg.GetProperty("traceparent"), attempt: d.Attempt})
 				r.mu.Unlock()
 			}
-			return next(ctx, d)
-		}
+			return next.Handle(ctx, d)
+		})
 	})
 }
 
@@ -153,7 +153,7 @@ func TestE2E_S5_F18_DLQReplaySafeTwiceToTheDeadLetteredGroupOnly(t *testing.T) {
 	w.start(consumer.Config{MaxAttempts: 2, DrainTimeout: 5 * time.Second}, handler, consumer.WithLogger(log), consumer.WithDeadLetterSink(sink))
 	other, err := consumer.New(consumer.Config{NameServers: w.ns, Group: group2, MaxAttempts: 2,
 		Subscriptions: []consumer.Subscription{{Topic: topic}}, StartFromFirstOffset: true},
-		testenv.Must(middleware.Chain(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) { return consumer.Processed(), nil },
+		testenv.Must(middleware.Chain(consumer.HandlerFunc(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) { return consumer.Processed(), nil }),
 			seen.middleware("cg2"))), consumer.WithLogger(log))
 	require.NoError(t, err)
 	require.NoError(t, other.Start())

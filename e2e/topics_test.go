@@ -38,7 +38,7 @@ func TestE2E_ConsumerEnsuresTopicsInStartAndPublishesDeadLettersByDefault(t *tes
 		require.ErrorIs(t, err, rmq.ErrTopicNotExist, "a fresh group has no %s yet", tp)
 	}
 
-	handler := consumer.Handler(func(_ context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	handler := consumer.HandlerFunc(func(_ context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		if string(d.Msg.Body) == "poison" {
 			return consumer.DeadLetter("poison body: not an order"), nil
 		}

@@ -58,7 +58,7 @@ func TestChain_WrongOrIncompleteChainsAreRefusedWithTheFix(t *testing.T) {
 		want string
 		is   error
 	}{
-		"Dedup before EventID": {plain, []middleware.Middleware{recov, classify, testenv.Must(middleware.Dedup(store)), eventID},
+		"Dedup before EventID": {consumer.HandlerFunc(plain), []middleware.Middleware{recov, classify, testenv.Must(middleware.Dedup(store)), eventID},
 			"middleware.Dedup (position 3) needs middleware.EventID before it: move EventID before Dedup", middleware.ErrChainOrder},
 		"Dedup without EventID": {txPlain, []middleware.Middleware{classify, testenv.Must(middleware.Dedup(store))},
 			"middleware.Dedup (position 2) needs middleware.EventID before it: add middleware.EventID before Dedup", middleware.ErrChainOrder},
@@ -70,9 +70,9 @@ func TestChain_WrongOrIncompleteChainsAreRefusedWithTheFix(t *testing.T) {
 			"middleware.Dedup (position 3) needs middleware.Classify (position 4) before it: move Classify before Dedup", middleware.ErrChainOrder},
 		"Classify inside Dedup, in a pending inner chain": {testenv.Must(middleware.Chain(txPlain, classify)), []middleware.Middleware{recov, eventID, testenv.Must(middleware.Dedup(store))},
 			"middleware.Dedup (position 3) needs middleware.Classify (position 4, in the inner chain) before it: move Classify before Dedup", middleware.ErrChainOrder},
-		"Version without Dedup": {plain, []middleware.Middleware{eventID, version},
+		"Version without Dedup": {consumer.HandlerFunc(plain), []middleware.Middleware{eventID, version},
 			"add middleware.Dedup before Version", middleware.ErrChainOrder},
-		"Timeout outside Recover": {plain, []middleware.Middleware{middleware.Timeout(time.Second), recov, classify},
+		"Timeout outside Recover": {consumer.HandlerFunc(plain), []middleware.Middleware{middleware.Timeout(time.Second), recov, classify},
 			"middleware.Timeout (position 1) must be inside middleware.Recover (position 2): move Recover before Timeout", middleware.ErrChainOrder},
 		"dedup.Handle without Dedup": {txPlain, []middleware.Middleware{recov, classify, eventID},
 			"add middleware.Dedup(store) to the chain, after EventID", middleware.ErrChainOrder},
@@ -82,11 +82,11 @@ func TestChain_WrongOrIncompleteChainsAreRefusedWithTheFix(t *testing.T) {
 			"add middleware.Dedup(store) to the chain, after EventID", middleware.ErrChainOrder},
 		"two Dedups": {txPlain, []middleware.Middleware{eventID, testenv.Must(middleware.Dedup(store)), testenv.Must(middleware.Dedup(store))},
 			"middleware.Dedup (position 3) repeats middleware.Dedup (position 2): keep one of them", middleware.ErrChainOrder},
-		"two EventIDs": {plain, []middleware.Middleware{eventID, classify, eventID},
+		"two EventIDs": {consumer.HandlerFunc(plain), []middleware.Middleware{eventID, classify, eventID},
 			"middleware.EventID (position 3) repeats middleware.EventID (position 1)", middleware.ErrChainOrder},
-		"Deadline and Timeout": {plain, []middleware.Middleware{middleware.Deadline(0), middleware.Timeout(time.Second)},
+		"Deadline and Timeout": {consumer.HandlerFunc(plain), []middleware.Middleware{middleware.Deadline(0), middleware.Timeout(time.Second)},
 			"middleware.Timeout (position 2) repeats middleware.Deadline (position 1)", middleware.ErrChainOrder},
-		"zero middleware": {plain, []middleware.Middleware{recov, {}},
+		"zero middleware": {consumer.HandlerFunc(plain), []middleware.Middleware{recov, {}},
 			"the middleware at position 2 is nil", middleware.ErrNilDependency},
 		"nil handler": {nil, []middleware.Middleware{recov},
 			"middleware.Chain: the handler is nil", middleware.ErrNilDependency},
@@ -109,14 +109,14 @@ func TestChain_UserMiddlewaresAreAllowedAnywhereAndNotCalledByTheCheck(t *testin
 	built := 0
 	user := middleware.Func(func(next consumer.Handler) consumer.Handler { built++; return next })
 
-	_, err = middleware.Chain(plain, user, middleware.Timeout(time.Second), user, middleware.Recover(nil), user)
+	_, err = middleware.Chain(consumer.HandlerFunc(plain), user, middleware.Timeout(time.Second), user, middleware.Recover(nil), user)
 	require.ErrorIs(t, err, middleware.ErrChainOrder)
 	assert.Zero(t, built, "a refused chain calls no user middleware")
 
-	h := testenv.Must(middleware.Chain(plain, user, middleware.Classify(), user, eventID, user))
+	h := testenv.Must(middleware.Chain(consumer.HandlerFunc(plain), user, middleware.Classify(), user, eventID, user))
 	require.NoError(t, pending.Refused(h))
 	assert.Equal(t, 3, built, "each wrapped once, when the chain is built")
-	o, err := h(context.Background(), delivery("ORDER", "", map[string]string{"EVENT_ID": "e-1"}))
+	o, err := h.Handle(context.Background(), delivery("ORDER", "", map[string]string{"EVENT_ID": "e-1"}))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
 }
@@ -125,7 +125,7 @@ func TestChain_RefusedHandlerIsRefusedUnwrapped(t *testing.T) {
 	errX := errors.New("could not build the handler")
 	wrapped := 0
 
-	_, err := middleware.Chain(pending.Refuse[consumer.Handler](errX, consumer.DeadLetter), middleware.Func(func(next consumer.Handler) consumer.Handler { wrapped++; return next }))
+	_, err := middleware.Chain(pending.Refuse[consumer.Delivery](errX, consumer.DeadLetter), middleware.Func(func(next consumer.Handler) consumer.Handler { wrapped++; return next }))
 
 	assert.ErrorIs(t, err, errX)
 	assert.Zero(t, wrapped)
@@ -150,7 +150,7 @@ func TestStandard_WrongConfigIsAnErrorWithTheFix(t *testing.T) {
 			"middleware.Dedup: store is nil", middleware.ErrNilDependency},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := middleware.Standard(plain, tc.cfg)
+			_, err := middleware.Standard(consumer.HandlerFunc(plain), tc.cfg)
 
 			require.Error(t, err)
 			if tc.is != nil {
@@ -182,12 +182,12 @@ func TestStandard_ProcessesAMessageOnceOnMariaDB(t *testing.T) {
 	msg := &primitive.MessageExt{MsgId: run + "-msg", Message: primitive.Message{Topic: "ORDER", Body: []byte(`{}`)}}
 	msg.WithProperty("EVENT_ID", run+"-e1")
 
-	o, err := h(context.Background(), consumer.NewDelivery(group, msg))
+	o, err := h.Handle(context.Background(), consumer.NewDelivery(group, msg))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
 
 	msg.ReconsumeTimes = 1
-	o, err = h(context.Background(), consumer.NewDelivery(group, msg))
+	o, err = h.Handle(context.Background(), consumer.NewDelivery(group, msg))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindDuplicate, o.Kind)
 	assert.Equal(t, 1, ledger.Count(t, run+"-e1"), "applied once")
@@ -197,7 +197,7 @@ func TestStandard_ProcessesAMessageOnceOnMariaDB(t *testing.T) {
 func TestRecoverAndLogging_NilLoggerIsANop(t *testing.T) {
 	panics := func(context.Context, *consumer.Delivery) (consumer.Outcome, error) { panic("handler bug") }
 
-	o, err := testenv.Must(middleware.Chain(panics, middleware.Logging(nil), middleware.Recover(nil)))(context.Background(), delivery("ORDER", "", nil))
+	o, err := testenv.Must(middleware.Chain(consumer.HandlerFunc(panics), middleware.Logging(nil), middleware.Recover(nil))).Handle(context.Background(), delivery("ORDER", "", nil))
 
 	require.ErrorIs(t, err, middleware.ErrPanic)
 	assert.Equal(t, consumer.KindRetry, o.Kind)

@@ -56,7 +56,7 @@ func TestChain_IncompleteInnerChainIsCompletedByTheOuterOne(t *testing.T) {
 	require.NoError(t, pending.Refused(h), "consumer.New accepts the composed chain")
 	require.NoError(t, pending.Refused(wrapped), "the outer chain wraps the inner chain itself, not its pending layer")
 
-	o, err := h(context.Background(), delivery("ORDER", "", map[string]string{"EVENT_ID": "e-1"}))
+	o, err := h.Handle(context.Background(), delivery("ORDER", "", map[string]string{"EVENT_ID": "e-1"}))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
 	assert.Equal(t, txCounter{runs: 1, tx: true}, c)
@@ -77,7 +77,7 @@ func TestChain_StillIncompleteStaysPendingUntilCompleted(t *testing.T) {
 
 	h := testenv.Must(middleware.Chain(mid, middleware.Recover(nil), middleware.Classify()))
 	require.NoError(t, pending.Refused(h))
-	o, err := h(context.Background(), delivery("ORDER", "", map[string]string{"EVENT_ID": "e-1"}))
+	o, err := h.Handle(context.Background(), delivery("ORDER", "", map[string]string{"EVENT_ID": "e-1"}))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
 	assert.Equal(t, 1, c.runs)
@@ -93,12 +93,12 @@ func TestChain_PendingBranchInARouterRunsOnARealMessage(t *testing.T) {
 	branches := map[string]consumer.Handler{"ORDER": testenv.Must(middleware.Chain(c.handler(), dedupMW))}
 	require.ErrorIs(t, pending.Refused(branches["ORDER"]), middleware.ErrChainOrder, "the branch alone is incomplete")
 	router := func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-		return branches[d.Topic](ctx, d)
+		return branches[d.Topic].Handle(ctx, d)
 	}
-	h := testenv.Must(middleware.Chain(router, middleware.Recover(nil), middleware.Classify(), newEventID(t)))
+	h := testenv.Must(middleware.Chain(consumer.HandlerFunc(router), middleware.Recover(nil), middleware.Classify(), newEventID(t)))
 	require.NoError(t, pending.Refused(h))
 
-	o, err := h(context.Background(), delivery("ORDER", "", map[string]string{"EVENT_ID": "e-1"}))
+	o, err := h.Handle(context.Background(), delivery("ORDER", "", map[string]string{"EVENT_ID": "e-1"}))
 
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind, "not dead-lettered: %s", o.Reason)
@@ -157,15 +157,15 @@ func TestChain_ARefusalWrappingAnIncompleteChainStaysRefused(t *testing.T) {
 	router := func(branches ...consumer.Handler) consumer.Handler {
 		for i, b := range branches {
 			if err := pending.Refused(b); err != nil {
-				return pending.Refuse[consumer.Handler](fmt.Errorf("router: branch %d: %w", i+1, err), consumer.DeadLetter)
+				return pending.Refuse[consumer.Delivery](fmt.Errorf("router: branch %d: %w", i+1, err), consumer.DeadLetter)
 			}
 		}
 		return branches[0]
 	}
 
 	for name, h := range map[string]consumer.Handler{
-		"Refuse":  router(plain, branch),
-		"Pending": pending.Wrap(plain, fmt.Errorf("router: %w", pending.Refused(branch))),
+		"Refuse":  router(consumer.HandlerFunc(plain), branch),
+		"Pending": pending.Wrap(consumer.HandlerFunc(plain), fmt.Errorf("router: %w", pending.Refused(branch))),
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := middleware.Chain(h, middleware.Recover(nil), middleware.Classify(), newEventID(t))

@@ -25,18 +25,18 @@ import (
 // record returns a middleware that appends name to *log before and name+"/after" after the inner handler.
 func record(name string, log *[]string) middleware.Middleware {
 	return middleware.Func(func(next consumer.Handler) consumer.Handler {
-		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		return consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 			*log = append(*log, name)
-			o, err := next(ctx, d)
+			o, err := next.Handle(ctx, d)
 			*log = append(*log, name+"/after")
 			return o, err
-		}
+		})
 	})
 }
 
 // returning is a handler that returns o and err.
 func returning(o consumer.Outcome, err error) consumer.Handler {
-	return func(context.Context, *consumer.Delivery) (consumer.Outcome, error) { return o, err }
+	return consumer.HandlerFunc(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) { return o, err })
 }
 
 func TestChain_FirstMiddlewareIsOutermost(t *testing.T) {
@@ -46,7 +46,7 @@ func TestChain_FirstMiddlewareIsOutermost(t *testing.T) {
 		return consumer.Processed(), nil
 	}
 
-	o, err := testenv.Must(middleware.Chain(h, record("a", &log), record("b", &log), record("c", &log)))(context.Background(), delivery("ORDER", "", nil))
+	o, err := testenv.Must(middleware.Chain(consumer.HandlerFunc(h), record("a", &log), record("b", &log), record("c", &log))).Handle(context.Background(), delivery("ORDER", "", nil))
 
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
@@ -54,20 +54,22 @@ func TestChain_FirstMiddlewareIsOutermost(t *testing.T) {
 }
 
 func TestChain_NoMiddlewaresIsTheHandler(t *testing.T) {
-	o, err := testenv.Must(middleware.Chain(returning(consumer.Stale("v5 < v7"), nil)))(context.Background(), delivery("ORDER", "", nil))
+	o, err := testenv.Must(middleware.Chain(returning(consumer.Stale("v5 < v7"), nil))).Handle(context.Background(), delivery("ORDER", "", nil))
 
 	require.NoError(t, err)
 	assert.Equal(t, consumer.Stale("v5 < v7"), o)
 }
 
 func TestRecover_F2_PanicBecomesRetryWithErrPanic(t *testing.T) {
-	h := middleware.Recover(zap.NewNop()).Wrap(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := middleware.Recover(zap.NewNop()).Wrap(consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		panic("nil map write in p-1")
-	})
+	}))
 
 	var o consumer.Outcome
 	var err error
-	require.NotPanics(t, func() { o, err = h(context.Background(), delivery("ORDER", "", map[string]string{"KEYS": "p-1"})) })
+	require.NotPanics(t, func() {
+		o, err = h.Handle(context.Background(), delivery("ORDER", "", map[string]string{"KEYS": "p-1"}))
+	})
 
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 	require.ErrorIs(t, err, middleware.ErrPanic)
@@ -77,11 +79,11 @@ func TestRecover_F2_PanicBecomesRetryWithErrPanic(t *testing.T) {
 
 func TestRecover_PanicWithErrorValueKeepsItReachable(t *testing.T) {
 	cause := errors.New("boom")
-	h := middleware.Recover(zap.NewNop()).Wrap(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := middleware.Recover(zap.NewNop()).Wrap(consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		panic(cause)
-	})
+	}))
 
-	o, err := h(context.Background(), delivery("ORDER", "", nil))
+	o, err := h.Handle(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 	assert.ErrorIs(t, err, middleware.ErrPanic)
@@ -90,7 +92,7 @@ func TestRecover_PanicWithErrorValueKeepsItReachable(t *testing.T) {
 
 func TestRecover_NoPanicPassesThrough(t *testing.T) {
 	cause := errors.New("db down")
-	o, err := middleware.Recover(zap.NewNop()).Wrap(returning(consumer.Retry(4, "db down"), cause))(context.Background(), delivery("ORDER", "", nil))
+	o, err := middleware.Recover(zap.NewNop()).Wrap(returning(consumer.Retry(4, "db down"), cause)).Handle(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.Retry(4, "db down"), o)
 	assert.Same(t, cause, err)
@@ -99,13 +101,13 @@ func TestRecover_NoPanicPassesThrough(t *testing.T) {
 func TestTimeout_F7_HandlerIgnoringContextIsRetried(t *testing.T) {
 	release := make(chan struct{})
 	finished := make(chan struct{})
-	h := middleware.Timeout(20 * time.Millisecond).Wrap(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := middleware.Timeout(20 * time.Millisecond).Wrap(consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		defer close(finished)
 		<-release // ignores ctx on purpose, like a hung handler
 		return consumer.Processed(), nil
-	})
+	}))
 
-	o, err := h(context.Background(), delivery("ORDER", "", nil))
+	o, err := h.Handle(context.Background(), delivery("ORDER", "", nil))
 	close(release)
 	<-finished // the late handler's goroutine ends once the handler returns
 
@@ -116,13 +118,13 @@ func TestTimeout_F7_HandlerIgnoringContextIsRetried(t *testing.T) {
 
 func TestTimeout_F7_HandlerContextIsCancelledAtTheDeadline(t *testing.T) {
 	sawErr := make(chan error, 1)
-	h := middleware.Timeout(20 * time.Millisecond).Wrap(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := middleware.Timeout(20 * time.Millisecond).Wrap(consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		<-ctx.Done()
 		sawErr <- ctx.Err()
 		return consumer.Outcome{}, ctx.Err()
-	})
+	}))
 
-	o, err := h(context.Background(), delivery("ORDER", "", nil))
+	o, err := h.Handle(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
@@ -135,12 +137,12 @@ func TestTimeout_KeepsAnEarlierParentDeadline(t *testing.T) {
 	defer cancel()
 	var got time.Time
 	var ok bool
-	h := middleware.Timeout(24 * time.Hour).Wrap(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := middleware.Timeout(24 * time.Hour).Wrap(consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		got, ok = ctx.Deadline()
 		return consumer.Processed(), nil
-	})
+	}))
 
-	o, err := h(ctx, delivery("ORDER", "", nil))
+	o, err := h.Handle(ctx, delivery("ORDER", "", nil))
 
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
@@ -150,20 +152,20 @@ func TestTimeout_KeepsAnEarlierParentDeadline(t *testing.T) {
 
 func TestTimeout_FastHandlerResultPassesThrough(t *testing.T) {
 	cause := errors.New("rejected")
-	o, err := middleware.Timeout(time.Hour).Wrap(returning(consumer.DeadLetter("bad payload"), cause))(context.Background(), delivery("ORDER", "", nil))
+	o, err := middleware.Timeout(time.Hour).Wrap(returning(consumer.DeadLetter("bad payload"), cause)).Handle(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.DeadLetter("bad payload"), o)
 	assert.Same(t, cause, err)
 }
 
 func TestTimeout_F2_PanicInHandlerGoroutineIsErrPanic(t *testing.T) {
-	h := middleware.Timeout(time.Hour).Wrap(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := middleware.Timeout(time.Hour).Wrap(consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		panic("index out of range")
-	})
+	}))
 
 	var o consumer.Outcome
 	var err error
-	require.NotPanics(t, func() { o, err = h(context.Background(), delivery("ORDER", "", nil)) })
+	require.NotPanics(t, func() { o, err = h.Handle(context.Background(), delivery("ORDER", "", nil)) })
 
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 	require.ErrorIs(t, err, middleware.ErrPanic)
@@ -173,7 +175,7 @@ func TestTimeout_F2_PanicInHandlerGoroutineIsErrPanic(t *testing.T) {
 func TestClassify_PermanentErrorIsDeadLetter(t *testing.T) {
 	cause := fmt.Errorf("handler: %w", retry.Permanent(errors.New("unknown event type Foo")))
 
-	o, err := middleware.Classify().Wrap(returning(consumer.Outcome{}, cause))(context.Background(), delivery("ORDER", "", nil))
+	o, err := middleware.Classify().Wrap(returning(consumer.Outcome{}, cause)).Handle(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
 	assert.Contains(t, o.Reason, "unknown event type Foo", "the error is the DLQ reason")
@@ -186,7 +188,7 @@ func TestClassify_PermanentErrorIsDeadLetter(t *testing.T) {
 func TestClassify_F1_PlainErrorIsRetry(t *testing.T) {
 	cause := errors.New("db down")
 
-	o, err := middleware.Classify().Wrap(returning(consumer.Outcome{}, cause))(context.Background(), delivery("ORDER", "", nil))
+	o, err := middleware.Classify().Wrap(returning(consumer.Outcome{}, cause)).Handle(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 	assert.Equal(t, 0, o.DelayLevel)
@@ -195,7 +197,7 @@ func TestClassify_F1_PlainErrorIsRetry(t *testing.T) {
 }
 
 func TestClassify_F1_ErrorWithProcessedOutcomeIsRetry(t *testing.T) {
-	o, err := middleware.Classify().Wrap(returning(consumer.Processed(), errors.New("commit failed")))(context.Background(), delivery("ORDER", "", nil))
+	o, err := middleware.Classify().Wrap(returning(consumer.Processed(), errors.New("commit failed"))).Handle(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 	assert.Error(t, err)
@@ -204,14 +206,14 @@ func TestClassify_F1_ErrorWithProcessedOutcomeIsRetry(t *testing.T) {
 func TestClassify_F15_DeadlockIsRetryNeverDeadLetter(t *testing.T) {
 	cause := fmt.Errorf("reserve: %w", &mysql.MySQLError{Number: 1213, Message: "Deadlock found when trying to get lock"})
 
-	o, err := middleware.Classify().Wrap(returning(consumer.Outcome{}, cause))(context.Background(), delivery("ORDER", "", nil))
+	o, err := middleware.Classify().Wrap(returning(consumer.Outcome{}, cause)).Handle(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 	assert.ErrorIs(t, err, cause)
 }
 
 func TestClassify_KeepsTheInnerDelayLevel(t *testing.T) {
-	o, _ := middleware.Classify().Wrap(returning(consumer.Retry(5, "busy"), errors.New("busy")))(context.Background(), delivery("ORDER", "", nil))
+	o, _ := middleware.Classify().Wrap(returning(consumer.Retry(5, "busy"), errors.New("busy"))).Handle(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 	assert.Equal(t, 5, o.DelayLevel)
@@ -220,7 +222,7 @@ func TestClassify_KeepsTheInnerDelayLevel(t *testing.T) {
 func TestClassify_KeepsAnInnerDeadLetter(t *testing.T) {
 	// A dead letter decided inside (e.g. by EventID) stays one even when its error classifies as transient.
 	in := consumer.DeadLetter("no event id")
-	o, err := middleware.Classify().Wrap(returning(in, context.DeadlineExceeded))(context.Background(), delivery("ORDER", "", nil))
+	o, err := middleware.Classify().Wrap(returning(in, context.DeadlineExceeded)).Handle(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
 	assert.Equal(t, in.Reason, o.Reason)
@@ -233,7 +235,7 @@ func TestClassify_InnerDeadLetterOfAnUnidentifiableMessageIsClassedSo(t *testing
 	require.NoError(t, err)
 	h := testenv.Must(middleware.Chain(returning(consumer.Processed(), nil), middleware.Classify(), eid))
 
-	o, err := h(context.Background(), delivery("ORDER", "", nil))
+	o, err := h.Handle(context.Background(), delivery("ORDER", "", nil))
 
 	require.ErrorIs(t, err, middleware.ErrUnidentifiable)
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
@@ -243,7 +245,7 @@ func TestClassify_InnerDeadLetterOfAnUnidentifiableMessageIsClassedSo(t *testing
 func TestClassify_NilErrorLeavesOutcomeUntouched(t *testing.T) {
 	for _, in := range []consumer.Outcome{consumer.Processed(), consumer.Duplicate(), consumer.Stale("old"), consumer.Retry(3, "later"), {}} {
 		t.Run(in.String(), func(t *testing.T) {
-			o, err := middleware.Classify().Wrap(returning(in, nil))(context.Background(), delivery("ORDER", "", nil))
+			o, err := middleware.Classify().Wrap(returning(in, nil)).Handle(context.Background(), delivery("ORDER", "", nil))
 			require.NoError(t, err)
 			assert.Equal(t, in, o)
 		})
@@ -265,7 +267,7 @@ func TestClassify_F5_LastAttemptRetryBecomesDeadLetterWithReason(t *testing.T) {
 			last := delivery("ORDER", "", nil)
 			last.MaxAttempts, last.Attempt = 3, 3
 
-			o, err := middleware.Classify().Wrap(returning(in.o, in.err))(context.Background(), last)
+			o, err := middleware.Classify().Wrap(returning(in.o, in.err)).Handle(context.Background(), last)
 
 			assert.Equal(t, consumer.KindDeadLetter, o.Kind)
 			assert.Contains(t, o.Reason, "retries exhausted after 4 deliveries")
@@ -280,7 +282,7 @@ func TestClassify_F5_EarlierAttemptsAreRetried(t *testing.T) {
 	d := delivery("ORDER", "", nil)
 	d.MaxAttempts, d.Attempt = 3, 2
 
-	o, _ := middleware.Classify().Wrap(returning(consumer.Outcome{}, errors.New("db down")))(context.Background(), d)
+	o, _ := middleware.Classify().Wrap(returning(consumer.Outcome{}, errors.New("db down"))).Handle(context.Background(), d)
 
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 }
@@ -289,7 +291,7 @@ func TestClassify_F5_SuccessOnTheLastAttemptStaysSuccess(t *testing.T) {
 	d := delivery("ORDER", "", nil)
 	d.MaxAttempts, d.Attempt = 3, 3
 
-	o, err := middleware.Classify().Wrap(returning(consumer.Processed(), nil))(context.Background(), d)
+	o, err := middleware.Classify().Wrap(returning(consumer.Processed(), nil)).Handle(context.Background(), d)
 
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
@@ -309,9 +311,9 @@ func panickingOrderHandler(context.Context, *consumer.Delivery) (consumer.Outcom
 func TestRecover_F28_PanicUnderTimeoutKeepsTheHandlersStackInTheLog(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
 	d := delivery("ORDER", "", map[string]string{"KEYS": "p-1"})
-	h := testenv.Must(middleware.Chain(panickingOrderHandler, middleware.Recover(zap.New(core)), middleware.Timeout(time.Hour)))
+	h := testenv.Must(middleware.Chain(consumer.HandlerFunc(panickingOrderHandler), middleware.Recover(zap.New(core)), middleware.Timeout(time.Hour)))
 
-	o, err := h(context.Background(), d)
+	o, err := h.Handle(context.Background(), d)
 
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 	require.ErrorIs(t, err, middleware.ErrPanic)
@@ -336,7 +338,7 @@ func TestRecover_F28_PanicUnderTimeoutKeepsTheHandlersStackInTheLog(t *testing.T
 func TestRecover_F28_PanicRecoveredDirectlyLogsTheHandlersStack(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
 
-	o, err := middleware.Recover(zap.New(core)).Wrap(panickingOrderHandler)(context.Background(), delivery("ORDER", "", nil))
+	o, err := middleware.Recover(zap.New(core)).Wrap(consumer.HandlerFunc(panickingOrderHandler)).Handle(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 	require.ErrorIs(t, err, middleware.ErrPanic)
@@ -350,7 +352,7 @@ func TestRecover_F28_PanicRecoveredDirectlyLogsTheHandlersStack(t *testing.T) {
 func TestRecover_PlainErrorIsNotLoggedAsAPanic(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
 
-	_, err := middleware.Recover(zap.New(core)).Wrap(returning(consumer.Outcome{}, errors.New("db down")))(context.Background(), delivery("ORDER", "", nil))
+	_, err := middleware.Recover(zap.New(core)).Wrap(returning(consumer.Outcome{}, errors.New("db down"))).Handle(context.Background(), delivery("ORDER", "", nil))
 
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, middleware.ErrPanic)

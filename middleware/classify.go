@@ -21,8 +21,8 @@ func Classify() Middleware {
 type classifyMW struct{}
 
 func (w *classifyMW) wrap(next consumer.Handler) consumer.Handler {
-	return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-		o, err := next(ctx, d)
+	return consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		o, err := next.Handle(ctx, d)
 		if o.Kind == consumer.KindDeadLetter && o.Cause == "" && err != nil {
 			return withCause(o, permanentCause(err)), err
 		}
@@ -51,7 +51,7 @@ func (w *classifyMW) wrap(next consumer.Handler) consumer.Handler {
 			return withCause(letter, exhaustedCause(o, err)), err
 		}
 		return o, err
-	}
+	})
 }
 
 // withCause returns o with its Cause set to c.

@@ -37,7 +37,7 @@ func TestClassify_F19_F20_InfrastructureIsUnavailableOnEveryDelivery(t *testing.
 	} {
 		for _, attempt := range []int{0, 3} {
 			t.Run(fmt.Sprintf("%s/attempt %d", name, attempt), func(t *testing.T) {
-				o, err := middleware.Classify().Wrap(returning(consumer.Outcome{}, cause))(context.Background(), atAttempt(attempt))
+				o, err := middleware.Classify().Wrap(returning(consumer.Outcome{}, cause)).Handle(context.Background(), atAttempt(attempt))
 
 				assert.Equal(t, consumer.KindUnavailable, o.Kind, "never a dead letter, never a spent retry")
 				assert.Same(t, cause, err)
@@ -52,13 +52,13 @@ func TestClassify_F19_F20_InfrastructureIsUnavailableOnEveryDelivery(t *testing.
 func TestClassify_F19_TheMessagesOwnTransientErrorStillExhaustsRetries(t *testing.T) {
 	cause := &mysql.MySQLError{Number: 1213}
 
-	o, _ := middleware.Classify().Wrap(returning(consumer.Outcome{}, cause))(context.Background(), atAttempt(3))
+	o, _ := middleware.Classify().Wrap(returning(consumer.Outcome{}, cause)).Handle(context.Background(), atAttempt(3))
 
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind, "a deadlock is the message's own: the last delivery dead-letters it")
 }
 
 func TestClassify_AnInnerUnavailableIsKept(t *testing.T) {
-	o, _ := middleware.Classify().Wrap(returning(consumer.Unavailable("store down"), nil))(context.Background(), atAttempt(3))
+	o, _ := middleware.Classify().Wrap(returning(consumer.Unavailable("store down"), nil)).Handle(context.Background(), atAttempt(3))
 
 	assert.Equal(t, consumer.Unavailable("store down"), o)
 }
@@ -68,7 +68,7 @@ func TestClassify_CancelledOnTheLastDeliveryIsNeverADeadLetter(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 
-	o, err := middleware.Classify().Wrap(returning(consumer.Outcome{}, ctx.Err()))(ctx, atAttempt(3))
+	o, err := middleware.Classify().Wrap(returning(consumer.Outcome{}, ctx.Err())).Handle(ctx, atAttempt(3))
 
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 	assert.ErrorIs(t, err, context.Canceled)

@@ -105,7 +105,7 @@ func TestDeadlineAndTimeout_CommitAnsweredAfterTheDeadlineIsProcessedOnEveryDeli
 			for _, attempt := range []int{0, lastAttempt} {
 				id := fmt.Sprintf("%s-attempt-%d", f.run, attempt)
 				start := time.Now()
-				o, err := h(context.Background(), f.delivery(id, attempt))
+				o, err := h.Handle(context.Background(), f.delivery(id, attempt))
 				elapsed := time.Since(start)
 
 				require.NoError(t, err, "attempt %d", attempt)
@@ -138,7 +138,7 @@ func TestTimeout_HandlerReturningAfterTheDeadlineWithoutACommitIsATimeoutAndComm
 	})
 
 	start := time.Now()
-	o, err := h(context.Background(), f.delivery(id, 0))
+	o, err := h.Handle(context.Background(), f.delivery(id, 0))
 	assert.Less(t, time.Since(start), 600*time.Millisecond, "Timeout answered at its deadline")
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 	assert.Equal(t, causelabel.Timeout, o.Cause)
@@ -152,7 +152,7 @@ func TestTimeout_HandlerReturningAfterTheDeadlineWithoutACommitIsATimeoutAndComm
 	assert.Zero(t, f.ledger.Count(t, id))
 
 	slow = false
-	o, err = h(context.Background(), f.delivery(id, 1))
+	o, err = h.Handle(context.Background(), f.delivery(id, 1))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
 	assert.Equal(t, 1, f.ledger.Count(t, id), "applied once")
@@ -187,14 +187,14 @@ func TestDeadlineAndTimeout_CommitWhoseAnswerIsLostIsDecidedByTheRowItLeft(t *te
 				id := f.run + "-lost"
 				tc.lose(f.proxy)
 
-				o, err := h(context.Background(), f.delivery(id, lastAttempt))
+				o, err := h.Handle(context.Background(), f.delivery(id, lastAttempt))
 				assert.Equal(t, tc.want, o.Kind, "%s (%v)", o, err)
 				assert.Equal(t, tc.want == consumer.KindProcessed, o.Committed)
 				assert.Equal(t, tc.rows, f.rows(t, id))
 				assert.Equal(t, tc.rows, f.ledger.Count(t, id))
 
 				f.proxy.DelayCommitAnswers(0)
-				o, err = h(context.Background(), f.delivery(id, 1))
+				o, err = h.Handle(context.Background(), f.delivery(id, 1))
 				require.NoError(t, err)
 				assert.True(t, o.Kind.Acknowledges(), "%s", o)
 				assert.Equal(t, 1, f.ledger.Count(t, id), "applied once")
@@ -215,13 +215,13 @@ func TestDeadlineAndTimeout_DuplicateFoundAfterTheDeadlineIsADuplicateOnTheLastD
 			f := newLateCommit(t)
 			h := f.chain(t, tc.deadline)
 			id := f.run + "-dup"
-			o, err := h(context.Background(), f.delivery(id, 0))
+			o, err := h.Handle(context.Background(), f.delivery(id, 0))
 			require.NoError(t, err)
 			require.Equal(t, consumer.KindProcessed, o.Kind)
 			f.proxy.DelayAnswers("SELECT msg_id FROM", time.Second)
 
 			start := time.Now()
-			o, err = h(context.Background(), f.delivery(id, lastAttempt))
+			o, err = h.Handle(context.Background(), f.delivery(id, lastAttempt))
 			require.NoError(t, err)
 			assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond, "the store answered after the deadline")
 			assert.Equal(t, consumer.KindDuplicate, o.Kind, "%s", o)
@@ -402,7 +402,7 @@ func TestDeadlineAndTimeout_StaleDecisionRecordedAfterTheDeadlineIsAcknowledgedO
 				})
 				id := f.run + "-stale"
 
-				o, err := h(context.Background(), f.delivery(id, lastAttempt))
+				o, err := h.Handle(context.Background(), f.delivery(id, lastAttempt))
 				time.Sleep(time.Second) // a statement the client gave up on has reached the server
 
 				assert.Equal(t, tc.want, o.Kind, "%s (%v)", o, err)

@@ -24,19 +24,19 @@ type deadlineMW struct{ own *ownDeadline }
 
 func (w *deadlineMW) wrap(next consumer.Handler) consumer.Handler {
 	own := w.own
-	return func(ctx context.Context, dl *consumer.Delivery) (consumer.Outcome, error) {
+	return consumer.HandlerFunc(func(ctx context.Context, dl *consumer.Delivery) (consumer.Outcome, error) {
 		run := startRun(ctx, own)
 		if run.ownIsEarlier() {
 			var cancel context.CancelFunc
 			ctx, cancel = run.withDeadline(ctx)
 			defer cancel()
 		}
-		o, err := next(ctx, dl)
+		o, err := next.Handle(ctx, dl)
 		if ctx.Err() == nil || final(o, err) {
 			return o, err
 		}
 		return run.expired(ctx, "handler returned after its deadline", err)
-	}
+	})
 }
 
 // ownDeadline is the deadline a middleware sets itself: its name for errors, e.g. "middleware.Deadline(10s)",

@@ -33,14 +33,14 @@ func honoursCtx(ctx context.Context, _ *consumer.Delivery) (consumer.Outcome, er
 // ends, so that Timeout's answer cannot be the handler's own (its select would pick either at random).
 func slowHandler(t *testing.T, middlewareName string) consumer.Handler {
 	if !strings.HasPrefix(middlewareName, "Timeout") {
-		return honoursCtx
+		return consumer.HandlerFunc(honoursCtx)
 	}
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
-	return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	return consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		<-release
 		return consumer.Outcome{}, ctx.Err()
-	}
+	})
 }
 
 // requireTimedOut checks the outcome of a run that missed its deadline and returns the error's text.
@@ -56,13 +56,13 @@ func requireTimedOut(t *testing.T, o consumer.Outcome, err error) string {
 
 func TestDeadline_F7_HandlerHonouringItsContextEndsAtTheDeadline(t *testing.T) {
 	var cause error
-	h := middleware.Deadline(20 * time.Millisecond).Wrap(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := middleware.Deadline(20 * time.Millisecond).Wrap(consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		o, err := honoursCtx(ctx, d)
 		cause = context.Cause(ctx)
 		return o, fmt.Errorf("claim: %w", err)
-	})
+	}))
 
-	o, err := h(context.Background(), delivery("ORDER", "", nil))
+	o, err := h.Handle(context.Background(), delivery("ORDER", "", nil))
 
 	msg := requireTimedOut(t, o, err)
 	assert.Contains(t, msg, "handler returned after its deadline, middleware.Deadline(20ms)")
@@ -75,13 +75,13 @@ func TestDeadline_F7_HandlerHonouringItsContextEndsAtTheDeadline(t *testing.T) {
 // handler does, with the timeout outcome, whatever the handler said.
 func TestDeadline_F7_HandlerIgnoringItsContextReturnsLateWithTheTimeoutOutcome(t *testing.T) {
 	finished := false
-	h := middleware.Deadline(10 * time.Millisecond).Wrap(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := middleware.Deadline(10 * time.Millisecond).Wrap(consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		time.Sleep(60 * time.Millisecond) // ignores ctx
 		finished = true
 		return consumer.Processed(), nil
-	})
+	}))
 
-	o, err := h(context.Background(), delivery("ORDER", "", nil))
+	o, err := h.Handle(context.Background(), delivery("ORDER", "", nil))
 
 	assert.True(t, finished, "the handler ran on the caller's goroutine to its end")
 	msg := requireTimedOut(t, o, err)
@@ -93,13 +93,13 @@ func TestDeadline_F7_HandlerIgnoringItsContextReturnsLateWithTheTimeoutOutcome(t
 func TestTimeout_F7_ReturnsAtTheDeadlineWhileTheHandlerStillRuns(t *testing.T) {
 	release := make(chan struct{})
 	finished := make(chan struct{})
-	h := middleware.Timeout(10 * time.Millisecond).Wrap(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := middleware.Timeout(10 * time.Millisecond).Wrap(consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		defer close(finished)
 		<-release // ignores ctx
 		return consumer.Processed(), nil
-	})
+	}))
 
-	o, err := h(context.Background(), delivery("ORDER", "", nil))
+	o, err := h.Handle(context.Background(), delivery("ORDER", "", nil))
 
 	select {
 	case <-finished:
@@ -123,7 +123,7 @@ func TestDeadline_F7_ErrorNamesTheParentsDeadlineWhenThatFired(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 			defer cancel()
 
-			o, err := mw.Wrap(slowHandler(t, name))(ctx, delivery("ORDER", "", nil))
+			o, err := mw.Wrap(slowHandler(t, name)).Handle(ctx, delivery("ORDER", "", nil))
 
 			msg := requireTimedOut(t, o, err)
 			assert.Contains(t, msg, "the parent context's (the consumer's HandlerTimeout: ")
@@ -137,12 +137,12 @@ func TestDeadline_ParentCancelledIsHandlerCancelledNotATimeout(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			slow := slowHandler(t, name)
-			h := mw.Wrap(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+			h := mw.Wrap(consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 				cancel() // the consumer is stopping
-				return slow(ctx, d)
-			})
+				return slow.Handle(ctx, d)
+			}))
 
-			o, err := h(ctx, delivery("ORDER", "", nil))
+			o, err := h.Handle(ctx, delivery("ORDER", "", nil))
 
 			assert.Equal(t, consumer.Retry(0, "handler cancelled"), o)
 			require.ErrorIs(t, err, context.Canceled)
@@ -154,13 +154,13 @@ func TestDeadline_ParentCancelledIsHandlerCancelledNotATimeout(t *testing.T) {
 func TestDeadline_ResultBeforeTheDeadlinePassesThroughUnderTheEarlierDeadline(t *testing.T) {
 	cause := errors.New("rejected")
 	var got time.Time
-	h := middleware.Deadline(time.Minute).Wrap(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := middleware.Deadline(time.Minute).Wrap(consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		got, _ = ctx.Deadline()
 		return consumer.DeadLetter("bad payload"), cause
-	})
+	}))
 	before := time.Now()
 
-	o, err := h(context.Background(), delivery("ORDER", "", nil))
+	o, err := h.Handle(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.DeadLetter("bad payload"), o)
 	assert.Same(t, cause, err)
@@ -169,19 +169,19 @@ func TestDeadline_ResultBeforeTheDeadlinePassesThroughUnderTheEarlierDeadline(t 
 	parent, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	want, _ := parent.Deadline()
-	_, _ = h(parent, delivery("ORDER", "", nil))
+	_, _ = h.Handle(parent, delivery("ORDER", "", nil))
 	assert.True(t, got.Equal(want), "the parent's earlier deadline %v is kept, got %v", want, got)
 }
 
 // A late error cannot change the message's class: a permanent error returned after the deadline is a
 // timeout retry, as Timeout, which never sees it, would report.
 func TestDeadline_LateErrorIsKeptAsTextAndDoesNotClassify(t *testing.T) {
-	h := testenv.Must(middleware.Chain(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := testenv.Must(middleware.Chain(consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		<-ctx.Done()
 		return consumer.Outcome{}, retry.Permanent(errors.New("invalid payload"))
-	}, middleware.Classify(), middleware.Deadline(10*time.Millisecond)))
+	}), middleware.Classify(), middleware.Deadline(10*time.Millisecond)))
 
-	o, err := h(context.Background(), delivery("ORDER", "", nil))
+	o, err := h.Handle(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.KindRetry, o.Kind, "not dead-lettered as permanent")
 	assert.Equal(t, causelabel.Timeout, o.Cause)
@@ -194,9 +194,9 @@ func TestDeadline_LateErrorIsKeptAsTextAndDoesNotClassify(t *testing.T) {
 // the handler's own frame.
 func TestRecover_F28_PanicUnderDeadlineKeepsTheHandlersStackInTheLog(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	h := testenv.Must(middleware.Chain(panickingOrderHandler, middleware.Recover(zap.New(core)), middleware.Classify(), middleware.Deadline(time.Hour)))
+	h := testenv.Must(middleware.Chain(consumer.HandlerFunc(panickingOrderHandler), middleware.Recover(zap.New(core)), middleware.Classify(), middleware.Deadline(time.Hour)))
 
-	o, err := h(context.Background(), delivery("ORDER", "", nil))
+	o, err := h.Handle(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 	assert.Equal(t, causelabel.Panic, o.Cause)
@@ -209,7 +209,7 @@ func TestRecover_F28_PanicUnderDeadlineKeepsTheHandlersStackInTheLog(t *testing.
 
 // The handler's error is left out when it is the context's own error, which the message already says.
 func TestDeadline_HandlerReturningTheContextsErrorIsNotRepeated(t *testing.T) {
-	o, err := middleware.Deadline(10*time.Millisecond).Wrap(honoursCtx)(context.Background(), delivery("ORDER", "", nil))
+	o, err := middleware.Deadline(10*time.Millisecond).Wrap(consumer.HandlerFunc(honoursCtx)).Handle(context.Background(), delivery("ORDER", "", nil))
 
 	msg := requireTimedOut(t, o, err)
 	assert.Equal(t, "handler returned after its deadline, middleware.Deadline(10ms): context deadline exceeded", msg)
@@ -222,12 +222,12 @@ func TestDeadline_LateOutcomeThatDoesNotAcknowledgeIsATimeoutEvenIfMarkedCommitt
 	for _, late := range []consumer.Outcome{consumer.DeadLetter("decided late"), consumer.Retry(3, "decided late")} {
 		t.Run(late.Kind.String(), func(t *testing.T) {
 			late.Committed = true
-			h := testenv.Must(middleware.Chain(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+			h := testenv.Must(middleware.Chain(consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 				<-ctx.Done()
 				return late, nil
-			}, middleware.Classify(), middleware.Deadline(10*time.Millisecond)))
+			}), middleware.Classify(), middleware.Deadline(10*time.Millisecond)))
 
-			o, err := h(context.Background(), delivery("ORDER", "", nil))
+			o, err := h.Handle(context.Background(), delivery("ORDER", "", nil))
 
 			assert.Equal(t, consumer.KindRetry, o.Kind, "%s", o)
 			assert.Equal(t, causelabel.Timeout, o.Cause)

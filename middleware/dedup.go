@@ -30,9 +30,9 @@ type dedupMW struct{ store txproto.Store }
 func (w *dedupMW) wrap(next consumer.Handler) consumer.Handler {
 	store := w.store
 	if next == nil { // composed by hand around nothing
-		return pending.Refuse[consumer.Handler](errNilNext, consumer.DeadLetter)
+		return pending.Refuse[consumer.Delivery](errNilNext, consumer.DeadLetter)
 	}
-	return func(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {
+	return consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {
 		if d.EventID == "" {
 			return consumer.Outcome{}, retry.Permanent(fmt.Errorf("dedup: %w (put middleware.EventID before middleware.Dedup)", ErrUnidentifiable))
 		}
@@ -58,7 +58,7 @@ func (w *dedupMW) wrap(next consumer.Handler) consumer.Handler {
 			}
 			return consumer.Outcome{}, err
 		}
-		o, err = next(txproto.WithTxn(ctx, txn), d)
+		o, err = next.Handle(txproto.WithTxn(ctx, txn), d)
 		if err == nil && o.Kind == consumer.KindStale {
 			return stale(ctx, store, txn, d, o)
 		}
@@ -76,7 +76,7 @@ func (w *dedupMW) wrap(next consumer.Handler) consumer.Handler {
 		}
 		o.Committed = true
 		return o, nil
-	}
+	})
 }
 
 // abandoned is the error of d's handler that returned after a Timeout around Dedup had abandoned it at

@@ -95,7 +95,7 @@ func (m *member) run(ctx context.Context, store txproto.Store, next consumer.Han
 		m.rollback(err)
 		return consumer.Outcome{}, err
 	}
-	o, err := next(txproto.WithTxn(ctx, m.bt.txn), d)
+	o, err := next.Handle(txproto.WithTxn(ctx, m.bt.txn), d)
 	if err == nil && ctx.Err() != nil {
 		// The member's deadline passed while its handler ran (a handler that ignores its context, under
 		// Deadline): not kept, as a message alone would not commit after its deadline.

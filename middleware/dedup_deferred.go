@@ -319,7 +319,7 @@ func (m *deferredMember) call(ctx context.Context) (o consumer.Outcome, err erro
 			o, err = panicRetry(), newPanicError(p)
 		}
 	}()
-	return m.next(ctx, m.d)
+	return m.next.Handle(ctx, m.d)
 }
 
 // notKept is the error of m not kept, asking for a careful pass.

@@ -197,7 +197,7 @@ func TestDedupFakeDB_ProcessedCommits(t *testing.T) {
 	f, mw := newDedup(t)
 	h := &countingHandler{o: consumer.Processed()}
 
-	o, err := mw.Wrap(h.handle)(context.Background(), identified("e-1"))
+	o, err := mw.Wrap(consumer.HandlerFunc(h.handle)).Handle(context.Background(), identified("e-1"))
 
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
@@ -215,7 +215,7 @@ func TestDedupFakeDB_DuplicateKeyOnClaimIsDuplicateWithoutRunningTheHandler(t *t
 	f.claimErr = &mysql.MySQLError{Number: 1062, Message: "Duplicate entry 'cg-e-1' for key 'processed_event.PRIMARY'"}
 	h := &countingHandler{o: consumer.Processed()}
 
-	o, err := mw.Wrap(h.handle)(context.Background(), identified("e-1"))
+	o, err := mw.Wrap(consumer.HandlerFunc(h.handle)).Handle(context.Background(), identified("e-1"))
 
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindDuplicate, o.Kind)
@@ -231,7 +231,7 @@ func TestDedupFakeDB_HandlerErrorRollsBackAndRetries(t *testing.T) {
 	cause := errors.New("second step failed")
 	h := &countingHandler{err: cause}
 
-	o, err := mw.Wrap(h.handle)(context.Background(), identified("e-1"))
+	o, err := mw.Wrap(consumer.HandlerFunc(h.handle)).Handle(context.Background(), identified("e-1"))
 
 	require.ErrorIs(t, err, cause)
 	assert.Equal(t, rmq.ConsumeRetryLater, testenv.AnswerTo(t, o, err).Result)
@@ -244,7 +244,7 @@ func TestDedupFakeDB_ErrorWithProcessedOutcomeStillRollsBack(t *testing.T) {
 	f, mw := newDedup(t)
 	h := &countingHandler{o: consumer.Processed(), err: errors.New("late failure")}
 
-	_, err := mw.Wrap(h.handle)(context.Background(), identified("e-1"))
+	_, err := mw.Wrap(consumer.HandlerFunc(h.handle)).Handle(context.Background(), identified("e-1"))
 
 	require.Error(t, err)
 	_, commits, rollbacks := f.counts()
@@ -256,7 +256,7 @@ func TestDedupFakeDB_StaleRollsBackAndIsAcknowledged(t *testing.T) {
 	f, mw := newDedup(t)
 	h := &countingHandler{o: consumer.Stale("v5 < v7")}
 
-	o, err := mw.Wrap(h.handle)(context.Background(), identified("e-5"))
+	o, err := mw.Wrap(consumer.HandlerFunc(h.handle)).Handle(context.Background(), identified("e-5"))
 
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindStale, o.Kind)
@@ -270,7 +270,7 @@ func TestDedupFakeDB_UnsetOutcomeRollsBack(t *testing.T) {
 	f, mw := newDedup(t)
 	h := &countingHandler{}
 
-	o, err := mw.Wrap(h.handle)(context.Background(), identified("e-1"))
+	o, err := mw.Wrap(consumer.HandlerFunc(h.handle)).Handle(context.Background(), identified("e-1"))
 
 	require.NoError(t, err)
 	assert.Equal(t, rmq.ConsumeRetryLater, testenv.AnswerTo(t, o, err).Result)
@@ -283,7 +283,7 @@ func TestDedupFakeDB_DeadlockOnClaimIsTransientNotDuplicate(t *testing.T) {
 	f.claimErr = &mysql.MySQLError{Number: 1213, Message: "Deadlock found when trying to get lock"}
 	h := &countingHandler{o: consumer.Processed()}
 
-	o, err := middleware.Classify().Wrap(mw.Wrap(h.handle))(context.Background(), identified("e-1"))
+	o, err := middleware.Classify().Wrap(mw.Wrap(consumer.HandlerFunc(h.handle))).Handle(context.Background(), identified("e-1"))
 
 	require.Error(t, err)
 	assert.Equal(t, retry.ClassTransient, retry.Classify(err))
@@ -298,7 +298,7 @@ func TestDedupFakeDB_CommitFailureIsNeverAcknowledged(t *testing.T) {
 	f.commitErr = mysql.ErrInvalidConn
 	h := &countingHandler{o: consumer.Processed()}
 
-	o, err := mw.Wrap(h.handle)(context.Background(), identified("e-1"))
+	o, err := mw.Wrap(consumer.HandlerFunc(h.handle)).Handle(context.Background(), identified("e-1"))
 
 	require.ErrorIs(t, err, mysql.ErrInvalidConn)
 	assert.Equal(t, rmq.ConsumeRetryLater, testenv.AnswerTo(t, o, err).Result)
@@ -313,7 +313,7 @@ func TestDedupFakeDB_ClaimLostUnderTheHandlerIsNotCommitted(t *testing.T) {
 	f.claimLost = true
 	h := &countingHandler{o: consumer.Processed()}
 
-	o, err := mw.Wrap(h.handle)(context.Background(), identified("e-1"))
+	o, err := mw.Wrap(consumer.HandlerFunc(h.handle)).Handle(context.Background(), identified("e-1"))
 
 	require.ErrorIs(t, err, dedup.ErrClaimLost)
 	assert.Equal(t, retry.ClassTransient, retry.Classify(err))
@@ -328,7 +328,7 @@ func TestDedupFakeDB_BeginFailureDoesNotRunTheHandler(t *testing.T) {
 	f.beginErr = driver.ErrBadConn
 	h := &countingHandler{o: consumer.Processed()}
 
-	o, err := mw.Wrap(h.handle)(context.Background(), identified("e-1"))
+	o, err := mw.Wrap(consumer.HandlerFunc(h.handle)).Handle(context.Background(), identified("e-1"))
 
 	require.Error(t, err)
 	assert.Equal(t, rmq.ConsumeRetryLater, testenv.AnswerTo(t, o, err).Result)
@@ -339,7 +339,7 @@ func TestDedupFakeDB_MissingEventIDIsPermanentAndUnidentifiable(t *testing.T) {
 	f, mw := newDedup(t)
 	h := &countingHandler{o: consumer.Processed()}
 
-	o, err := middleware.Classify().Wrap(mw.Wrap(h.handle))(context.Background(), delivery("ORDER", "", nil))
+	o, err := middleware.Classify().Wrap(mw.Wrap(consumer.HandlerFunc(h.handle))).Handle(context.Background(), delivery("ORDER", "", nil))
 
 	require.ErrorIs(t, err, middleware.ErrUnidentifiable)
 	assert.Equal(t, retry.ClassPermanent, retry.Classify(err))
@@ -354,7 +354,7 @@ func TestDedupFakeDB_PanicRollsBackTheTransaction(t *testing.T) {
 	panicking := func(context.Context, *consumer.Delivery) (consumer.Outcome, error) { panic("handler bug") }
 
 	// Composed by hand: Chain would refuse Dedup without EventID, and the delivery is identified already.
-	o, err := middleware.Recover(zap.NewNop()).Wrap(mw.Wrap(panicking))(context.Background(), identified("p-1"))
+	o, err := middleware.Recover(zap.NewNop()).Wrap(mw.Wrap(consumer.HandlerFunc(panicking))).Handle(context.Background(), identified("p-1"))
 
 	require.ErrorIs(t, err, middleware.ErrPanic)
 	assert.Equal(t, consumer.KindRetry, o.Kind)
@@ -370,7 +370,7 @@ func TestDedupHandle_WithoutDedupIsErrNoTx(t *testing.T) {
 		return consumer.Processed(), nil
 	})
 
-	o, err := h(context.Background(), identified("e-1"))
+	o, err := h.Handle(context.Background(), identified("e-1"))
 
 	require.ErrorIs(t, err, dedup.ErrNoTx)
 	assert.Equal(t, rmq.ConsumeRetryLater, testenv.AnswerTo(t, o, err).Result)

@@ -30,10 +30,10 @@ func TestRecoverAndTimeout_F2_F7_RetriesAskForDelayLevelZero(t *testing.T) {
 	cancel()
 	d := delivery("ORDER", "", nil)
 
-	recovered, _ := middleware.Recover(zap.NewNop()).Wrap(panics)(context.Background(), d)
-	timeoutPanic, _ := middleware.Timeout(time.Hour).Wrap(panics)(context.Background(), d)
-	timedOut, _ := middleware.Timeout(time.Millisecond).Wrap(ignoresCtx)(context.Background(), d)
-	stopped, _ := middleware.Timeout(time.Hour).Wrap(ignoresCtx)(cancelled, d)
+	recovered, _ := middleware.Recover(zap.NewNop()).Wrap(consumer.HandlerFunc(panics)).Handle(context.Background(), d)
+	timeoutPanic, _ := middleware.Timeout(time.Hour).Wrap(consumer.HandlerFunc(panics)).Handle(context.Background(), d)
+	timedOut, _ := middleware.Timeout(time.Millisecond).Wrap(consumer.HandlerFunc(ignoresCtx)).Handle(context.Background(), d)
+	stopped, _ := middleware.Timeout(time.Hour).Wrap(consumer.HandlerFunc(ignoresCtx)).Handle(cancelled, d)
 	close(release)
 	<-returned
 	<-returned

@@ -29,7 +29,7 @@ func TestClassify_F5_ExhaustedReasonNamesTheLastFailure(t *testing.T) {
 			d := delivery("ORDER", "", nil)
 			d.MaxAttempts, d.Attempt = 3, 3
 
-			o, err := middleware.Classify().Wrap(returning(in, nil))(context.Background(), d)
+			o, err := middleware.Classify().Wrap(returning(in, nil)).Handle(context.Background(), d)
 
 			require.NoError(t, err)
 			letter := consumer.DeadLetter(want)
@@ -87,7 +87,7 @@ func TestLogging_ReasonOnlyWhenThereIsOne(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			core, logs := observer.New(zapcore.DebugLevel)
 
-			_, _ = middleware.Logging(zap.New(core)).Wrap(returning(tc.o, nil))(context.Background(), delivery("ORDER", "", nil))
+			_, _ = middleware.Logging(zap.New(core)).Wrap(returning(tc.o, nil)).Handle(context.Background(), delivery("ORDER", "", nil))
 
 			require.Equal(t, 1, logs.Len())
 			got, present := logs.All()[0].ContextMap()["reason"]
@@ -107,13 +107,13 @@ func TestTimeout_ZeroKeepsOnlyTheParentDeadline(t *testing.T) {
 	defer cancel()
 	var got time.Time
 	var ctxErr error
-	h := middleware.Timeout(0).Wrap(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	h := middleware.Timeout(0).Wrap(consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		got, _ = ctx.Deadline()
 		ctxErr = ctx.Err()
 		return consumer.Processed(), nil
-	})
+	}))
 
-	o, err := h(ctx, delivery("ORDER", "", nil))
+	o, err := h.Handle(ctx, delivery("ORDER", "", nil))
 
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
@@ -124,15 +124,15 @@ func TestTimeout_ZeroKeepsOnlyTheParentDeadline(t *testing.T) {
 // A panic whose value is an error keeps that error reachable with errors.Is; other values do not pretend to.
 func TestRecover_PanicErrorUnwrapsToAnErrorValue(t *testing.T) {
 	cause := errors.New("boom")
-	_, err := middleware.Recover(zap.NewNop()).Wrap(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
+	_, err := middleware.Recover(zap.NewNop()).Wrap(consumer.HandlerFunc(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
 		panic(cause)
-	})(context.Background(), delivery("ORDER", "", nil))
+	})).Handle(context.Background(), delivery("ORDER", "", nil))
 	assert.ErrorIs(t, err, cause)
 	assert.ErrorIs(t, err, middleware.ErrPanic)
 
-	_, err = middleware.Recover(zap.NewNop()).Wrap(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
+	_, err = middleware.Recover(zap.NewNop()).Wrap(consumer.HandlerFunc(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
 		panic("a string")
-	})(context.Background(), delivery("ORDER", "", nil))
+	})).Handle(context.Background(), delivery("ORDER", "", nil))
 	var pe *middleware.PanicError
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, "a string", pe.Value)

@@ -170,7 +170,7 @@ type eventIDMW struct{ cfg EventIDConfig }
 
 func (w *eventIDMW) wrap(next consumer.Handler) consumer.Handler {
 	cfg := w.cfg
-	return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	return consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		id, err := extractID(cfg, d)
 		if err != nil {
 			return withCause(consumer.DeadLetter(err.Error()), causelabel.Unidentifiable), retry.Permanent(err)
@@ -178,8 +178,8 @@ func (w *eventIDMW) wrap(next consumer.Handler) consumer.Handler {
 		d.EventID = id
 		d.EventType = first(cfg.TypeExtractors, d)
 		d.AggregateID = first(cfg.AggregateExtractors, d)
-		return next(ctx, d)
-	}
+		return next.Handle(ctx, d)
+	})
 }
 
 // miss is one extractor that found nothing, kept to explain a dead letter (no event ID, no aggregate version).

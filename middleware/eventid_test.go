@@ -30,7 +30,7 @@ func runEventID(t *testing.T, cfg middleware.EventIDConfig, d *consumer.Delivery
 	mw, err := middleware.EventID(cfg)
 	require.NoError(t, err)
 	s := &seen{}
-	o, herr := mw.Wrap(s.handle)(context.Background(), d)
+	o, herr := mw.Wrap(consumer.HandlerFunc(s.handle)).Handle(context.Background(), d)
 	return o, herr, s
 }
 
@@ -69,13 +69,13 @@ func TestEventID_F11_TwoPhysicalMessagesSameBusinessIDShareTheKey(t *testing.T) 
 	mw, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
 	s := &seen{}
-	h := mw.Wrap(s.handle)
+	h := mw.Wrap(consumer.HandlerFunc(s.handle))
 	props := map[string]string{"EVENT_ID": "evt-9", "KEYS": "pay-123"}
 	m1, m2 := msg("ORDER", "", props), msg("ORDER", "", props)
 	m1.MsgId, m2.MsgId = "AC11000100002A9F0000000000000001", "AC11000100002A9F0000000000000002"
 
-	_, err1 := h(context.Background(), consumer.NewDelivery("cg", m1))
-	_, err2 := h(context.Background(), consumer.NewDelivery("cg", m2))
+	_, err1 := h.Handle(context.Background(), consumer.NewDelivery("cg", m1))
+	_, err2 := h.Handle(context.Background(), consumer.NewDelivery("cg", m2))
 
 	require.NoError(t, err1)
 	require.NoError(t, err2)
@@ -282,7 +282,7 @@ func TestEventID_DeadLetterSurvivesClassify(t *testing.T) {
 	require.NoError(t, err)
 	s := &seen{}
 
-	o, herr := testenv.Must(middleware.Chain(s.handle, middleware.Classify(), mw))(context.Background(), delivery("ORDER", "", nil))
+	o, herr := testenv.Must(middleware.Chain(consumer.HandlerFunc(s.handle), middleware.Classify(), mw)).Handle(context.Background(), delivery("ORDER", "", nil))
 
 	requireUnidentifiable(t, o, herr, s)
 }

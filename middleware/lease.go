@@ -61,10 +61,10 @@ func delayLevelCovering(d time.Duration) int {
 func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
 	store := w.store
 	if next == nil { // composed by hand around nothing
-		return pending.Refuse[consumer.Handler](errNilNext, consumer.DeadLetter)
+		return pending.Refuse[consumer.Delivery](errNilNext, consumer.DeadLetter)
 	}
 	held := fmt.Sprintf("lease held by another delivery of the event (its handler is running, or stopped less than %s ago)", w.lease)
-	return func(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {
+	return consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {
 		if d.EventID == "" {
 			return consumer.Outcome{}, retry.Permanent(fmt.Errorf("lease: %w (put middleware.EventID before middleware.Lease)", ErrUnidentifiable))
 		}
@@ -110,7 +110,7 @@ func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
 			return consumer.Outcome{}, err
 		}
 		hctx := txproto.WithTxn(lctx, txn)
-		o, err = next(hctx, d)
+		o, err = next.Handle(hctx, d)
 		if err == nil && o.Kind == consumer.KindStale {
 			end = release
 			return stale(ctx, store, txn, d, o)
@@ -145,7 +145,7 @@ func (w *leaseMW) wrap(next consumer.Handler) consumer.Handler {
 			o.Cause = causelabel.Takeover
 		}
 		return o, nil
-	}
+	})
 }
 
 // unknownEffect reports whether a run that failed may have made its call all the same: it ended at a

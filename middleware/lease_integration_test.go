@@ -125,7 +125,7 @@ func TestLease_SecondCopyWhileTheFirstHoldsALiveLeaseIsRetriedNeverRunConcurrent
 	}
 	first := make(chan result, 1)
 	go func() {
-		o, err := chain(context.Background(), w.delivery(ev, ev+"-m1", 0))
+		o, err := chain.Handle(context.Background(), w.delivery(ev, ev+"-m1", 0))
 		first <- result{o, err}
 	}()
 	<-entered
@@ -135,7 +135,7 @@ func TestLease_SecondCopyWhileTheFirstHoldsALiveLeaseIsRetriedNeverRunConcurrent
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			o, err := chain(context.Background(), w.delivery(ev, msgID, i%2))
+			o, err := chain.Handle(context.Background(), w.delivery(ev, msgID, i%2))
 			requireLeaseHeld(t, o, err)
 			assert.Equal(t, 4, o.DelayLevel, "the retry comes when the 30 s lease has run out (level 4 = 30 s)")
 		}()
@@ -152,7 +152,7 @@ func TestLease_SecondCopyWhileTheFirstHoldsALiveLeaseIsRetriedNeverRunConcurrent
 	assert.True(t, r.o.Committed)
 	assert.Empty(t, r.o.Cause, "not a takeover")
 
-	o, err := chain(context.Background(), w.delivery(ev, ev+"-m2", 1))
+	o, err := chain.Handle(context.Background(), w.delivery(ev, ev+"-m2", 1))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindDuplicate, o.Kind, "the retried copy finds the event done")
 	assert.EqualValues(t, 1, calls.Load(), "the handler ran once")
@@ -199,7 +199,7 @@ func runLeaseHolder() {
 	chain := testenv.Must(middleware.Chain(h, middleware.Classify(), eventID, testenv.Must(middleware.Lease(store, lease))))
 	m := &primitive.MessageExt{MsgId: os.Getenv("EVENT") + "-m1", Message: primitive.Message{Topic: "PAYMENT", Body: []byte(`{}`)}}
 	m.WithProperty("EVENT_ID", os.Getenv("EVENT"))
-	_, err = chain(context.Background(), consumer.NewDelivery(os.Getenv("GROUP"), m))
+	_, err = chain.Handle(context.Background(), consumer.NewDelivery(os.Getenv("GROUP"), m))
 	fail(fmt.Errorf("the chain returned: %v", err))
 }
 
@@ -245,7 +245,7 @@ func TestLease_HolderKilledMinus9_AfterTheLeaseExpiresOneRedeliveryTakesOverAndI
 		time.Sleep(200 * time.Millisecond) // the call, while the other redeliveries arrive
 		return consumer.Processed(), nil
 	})
-	o, err := chain(context.Background(), w.delivery(ev, ev+"-m1", 1))
+	o, err := chain.Handle(context.Background(), w.delivery(ev, ev+"-m1", 1))
 	requireLeaseHeld(t, o, err)
 	assert.Zero(t, calls.Load(), "the dead holder's lease is live: nobody calls")
 	assert.Equal(t, 0, w.rows(t, "processed_event", ev), "the holder's transaction was rolled back with its process")
@@ -258,7 +258,7 @@ func TestLease_HolderKilledMinus9_AfterTheLeaseExpiresOneRedeliveryTakesOverAndI
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			o, err := chain(context.Background(), w.delivery(ev, fmt.Sprintf("%s-m%d", ev, 1+i%2), 2))
+			o, err := chain.Handle(context.Background(), w.delivery(ev, fmt.Sprintf("%s-m%d", ev, 1+i%2), 2))
 			require.NoError(t, err)
 			outcomes[i] = o
 		}()
@@ -298,7 +298,7 @@ func TestLease_FailedHandlerReleasesItsLeaseSoTheRetryRunsAtOnce(t *testing.T) {
 		return consumer.Processed(), nil
 	})
 	ev := testenv.Unique("ev")
-	o, err := chain(context.Background(), w.delivery(ev, ev+"-m1", 0))
+	o, err := chain.Handle(context.Background(), w.delivery(ev, ev+"-m1", 0))
 	require.Error(t, err)
 	assert.Equal(t, consumer.KindRetry, o.Kind)
 	assert.Empty(t, o.Cause, "a retry of the handler's own failure, not a held lease")
@@ -306,7 +306,7 @@ func TestLease_FailedHandlerReleasesItsLeaseSoTheRetryRunsAtOnce(t *testing.T) {
 	assert.Equal(t, 0, w.rows(t, "processed_event", ev), "rolled back: no DONE row")
 	assert.Equal(t, 0, w.ledger.Count(t, ev), "rolled back: no business write")
 
-	o, err = chain(context.Background(), w.delivery(ev, ev+"-m1", 1))
+	o, err = chain.Handle(context.Background(), w.delivery(ev, ev+"-m1", 1))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind, "the retry runs at once: %s", o)
 	assert.Equal(t, []bool{false, false}, tookOver, "neither run is a takeover")
@@ -332,14 +332,14 @@ func TestLease_DoneCommitsWithTheBusinessWrites_ALostCommitLeavesNeitherAndATake
 	}
 	ev := testenv.Unique("ev")
 	proxy.DropCommits()
-	o, err := w.chain(t, proxied, time.Minute, h)(context.Background(), w.delivery(ev, ev+"-m1", 0))
+	o, err := w.chain(t, proxied, time.Minute, h).Handle(context.Background(), w.delivery(ev, ev+"-m1", 0))
 	require.Error(t, err)
 	assert.Equal(t, consumer.KindUnavailable, o.Kind, "a lost COMMIT is the store's failure: %s", o)
 	assert.Equal(t, 0, w.rows(t, "processed_event", ev), "no DONE row")
 	assert.Equal(t, 0, w.ledger.Count(t, ev), "no business write")
 	w.waitExpired(t, ev)
 
-	o, err = w.chain(t, w.store, time.Minute, h)(context.Background(), w.delivery(ev, ev+"-m1", 0))
+	o, err = w.chain(t, w.store, time.Minute, h).Handle(context.Background(), w.delivery(ev, ev+"-m1", 0))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
 	assert.Equal(t, causelabel.Takeover, o.Cause)
@@ -367,7 +367,7 @@ func TestLease_StoreOutageWhileClaimingIsUnavailableNotAnAttempt(t *testing.T) {
 	proxy.Close() // the store is gone
 	ev := testenv.Unique("ev")
 	d := w.delivery(ev, ev+"-m1", 16) // even on the last delivery
-	o, err := chain(context.Background(), d)
+	o, err := chain.Handle(context.Background(), d)
 	require.Error(t, err)
 	assert.Equal(t, consumer.KindUnavailable, o.Kind, "%s", o)
 	assert.Zero(t, calls.Load())
@@ -437,13 +437,13 @@ func TestLease_LeaseShorterThanTheHandlerIsTakenOverAndTheFirstCommitsNothing(t 
 	}
 	first, second := make(chan result, 1), make(chan result, 1)
 	go func() {
-		o, err := chain(context.Background(), w.delivery(ev, ev+"-m1", 0))
+		o, err := chain.Handle(context.Background(), w.delivery(ev, ev+"-m1", 0))
 		first <- result{o, err}
 	}()
 	<-entered
 	w.waitExpired(t, ev)
 	go func() {
-		o, err := chain(context.Background(), w.delivery(ev, ev+"-m2", 0))
+		o, err := chain.Handle(context.Background(), w.delivery(ev, ev+"-m2", 0))
 		second <- result{o, err}
 	}()
 	time.Sleep(500 * time.Millisecond) // the taker has taken the lease and waits at the dedup claim
@@ -486,7 +486,7 @@ func BenchmarkLease_NewEventsOnMariaDB(b *testing.B) {
 				i++
 				m := &primitive.MessageExt{MsgId: "m", Message: primitive.Message{Topic: "PAYMENT"}}
 				m.WithProperty("EVENT_ID", fmt.Sprintf("%s-%d", run, i))
-				o, err := chain(context.Background(), consumer.NewDelivery(group, m))
+				o, err := chain.Handle(context.Background(), consumer.NewDelivery(group, m))
 				if err != nil || o.Kind != consumer.KindProcessed {
 					b.Fatalf("outcome %v, err %v", o, err)
 				}

@@ -25,12 +25,12 @@ type loggingMW struct{ log *zap.Logger }
 
 func (w *loggingMW) wrap(next consumer.Handler) consumer.Handler {
 	log := w.log
-	return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	return consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		if !log.Core().Enabled(zapcore.DebugLevel) {
-			return next(ctx, d) // no line is written: no need to time the run
+			return next.Handle(ctx, d) // no line is written: no need to time the run
 		}
 		start := time.Now()
-		o, err := next(ctx, d)
+		o, err := next.Handle(ctx, d)
 		if ce := log.Check(zapcore.DebugLevel, "handler run"); ce != nil {
 			fields := []zap.Field{
 				zap.String("group", d.Group), zap.String("topic", d.Topic), zap.String("msg_id", d.Msg.MsgId),
@@ -46,5 +46,5 @@ func (w *loggingMW) wrap(next consumer.Handler) consumer.Handler {
 			ce.Write(fields...)
 		}
 		return o, err
-	}
+	})
 }

@@ -35,7 +35,7 @@ func TestLogging_IsOneDebugLinePerRun(t *testing.T) {
 			d := delivery("ORDER", `{"card":"4111-1111"}`, map[string]string{"KEYS": "o-1"})
 			d.EventID = "e-1"
 
-			o, err := middleware.Logging(zap.New(core)).Wrap(returning(tc.o, tc.err))(context.Background(), d)
+			o, err := middleware.Logging(zap.New(core)).Wrap(returning(tc.o, tc.err)).Handle(context.Background(), d)
 
 			assert.Equal(t, tc.o, o)
 			assert.Equal(t, tc.err, err)
@@ -76,10 +76,10 @@ func TestLogging_WritesNothingAboveDebug(t *testing.T) {
 		{consumer.Retry(0, "db down"), errors.New("db down")},
 		{consumer.DeadLetter("poison"), errors.New("poison")},
 	} {
-		o, err := h.Wrap(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
+		o, err := h.Wrap(consumer.HandlerFunc(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
 			ran++
 			return tc.o, tc.err
-		})(context.Background(), delivery("ORDER", "", nil))
+		})).Handle(context.Background(), delivery("ORDER", "", nil))
 		assert.Equal(t, tc.o, o, "the outcome passes through")
 		assert.Equal(t, tc.err, err)
 	}
@@ -90,12 +90,12 @@ func TestLogging_WritesNothingAboveDebug(t *testing.T) {
 // The run is timed from its start, not from the zero time.
 func TestLogging_DurationIsTheRunsWallTime(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	h := middleware.Logging(zap.New(core)).Wrap(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
+	h := middleware.Logging(zap.New(core)).Wrap(consumer.HandlerFunc(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
 		time.Sleep(5 * time.Millisecond)
 		return consumer.Retry(0, "db down"), errors.New("db down")
-	})
+	}))
 
-	_, _ = h(context.Background(), delivery("ORDER", "", nil))
+	_, _ = h.Handle(context.Background(), delivery("ORDER", "", nil))
 
 	require.Equal(t, 1, logs.Len())
 	duration, ok := logs.All()[0].ContextMap()["duration"].(time.Duration)

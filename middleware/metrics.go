@@ -27,9 +27,9 @@ type metricsMW struct{ m *metrics.Metrics }
 func (w *metricsMW) wrap(next consumer.Handler) consumer.Handler {
 	m := w.m
 	durations := newDurationSeries(m.HandleDuration)
-	return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	return consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		start := time.Now()
-		o, err := next(ctx, d)
+		o, err := next.Handle(ctx, d)
 		durations.observer(d.Group, d.Topic).Observe(time.Since(start).Seconds())
 		if err != nil {
 			m.Errors.WithLabelValues(d.Group, d.Topic, retry.Classify(err).String()).Inc()
@@ -41,5 +41,5 @@ func (w *metricsMW) wrap(next consumer.Handler) consumer.Handler {
 			}
 		}
 		return o, err
-	}
+	})
 }

@@ -51,14 +51,14 @@ func TestMetrics_CountsPanicsUnidentifiableAndErrorsButNotMessages(t *testing.T)
 	m := newMetrics(t)
 	eid, err := middleware.EventID(middleware.EventIDConfig{})
 	require.NoError(t, err)
-	h := testenv.Must(middleware.Chain(scripted, testenv.Must(middleware.Metrics(m)), middleware.Recover(zap.NewNop()), middleware.Classify(), eid))
+	h := testenv.Must(middleware.Chain(consumer.HandlerFunc(scripted), testenv.Must(middleware.Metrics(m)), middleware.Recover(zap.NewNop()), middleware.Classify(), eid))
 
 	for _, id := range []string{"ok-1", "ok-2", "dup", "dup", "dup", "stale", "panic", "fail", "poison", ""} {
 		props := map[string]string{}
 		if id != "" {
 			props["EVENT_ID"] = id
 		}
-		_, _ = h(context.Background(), delivery("ORDER", "", props))
+		_, _ = h.Handle(context.Background(), delivery("ORDER", "", props))
 	}
 
 	count := func(c prometheus.Collector) float64 { return testutil.ToFloat64(c) }
@@ -80,7 +80,7 @@ func TestMetrics_F4_LabelsUseTheRestoredTopic(t *testing.T) {
 	retried := msg("%RETRY%cg", "", map[string]string{"EVENT_ID": "e-1", "RETRY_TOPIC": "ORDER"})
 	retried.ReconsumeTimes = 1
 
-	_, err := h(context.Background(), consumer.NewDelivery("cg", retried))
+	_, err := h.Handle(context.Background(), consumer.NewDelivery("cg", retried))
 
 	require.Error(t, err)
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.Errors.WithLabelValues("cg", "ORDER", "unknown")))
@@ -92,7 +92,7 @@ func TestMetrics_ReturnsTheInnerResultUnchanged(t *testing.T) {
 	m := newMetrics(t)
 	cause := errors.New("db down")
 
-	o, err := testenv.Must(middleware.Metrics(m)).Wrap(returning(consumer.Retry(3, "db down"), cause))(context.Background(), delivery("ORDER", "", nil))
+	o, err := testenv.Must(middleware.Metrics(m)).Wrap(returning(consumer.Retry(3, "db down"), cause)).Handle(context.Background(), delivery("ORDER", "", nil))
 
 	assert.Equal(t, consumer.Retry(3, "db down"), o)
 	assert.Same(t, cause, err)
@@ -110,7 +110,7 @@ func TestMetrics_OneDurationSeriesPerGroupAndTopicBeyondTheKeptOnes(t *testing.T
 			for i := w; i < groups*topics*perPair; i += 4 {
 				pair := i % (groups * topics)
 				d := consumer.NewDelivery(fmt.Sprintf("cg-%d", pair%groups), msg(fmt.Sprintf("T-%d", pair/groups), "", nil))
-				_, _ = h(context.Background(), d)
+				_, _ = h.Handle(context.Background(), d)
 			}
 		}()
 	}

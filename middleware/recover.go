@@ -66,7 +66,7 @@ type recoverMW struct{ log *zap.Logger }
 
 func (w *recoverMW) wrap(next consumer.Handler) consumer.Handler {
 	log := w.log
-	return func(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {
+	return consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {
 		defer func() {
 			if r := recover(); r != nil {
 				o, err = panicRetry(), newPanicError(r)
@@ -75,8 +75,8 @@ func (w *recoverMW) wrap(next consumer.Handler) consumer.Handler {
 				logIfPanic(log, d, err)
 			}
 		}()
-		return next(ctx, d)
-	}
+		return next.Handle(ctx, d)
+	})
 }
 
 // logIfPanic writes the one log line of a recovered panic when err is (or wraps) a *PanicError. It is

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/middleware"
 )
 
@@ -22,7 +23,7 @@ func TestRecover_PanicLineCarriesItsStackOnceUnderProductionOptions(t *testing.T
 	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(&buf), zapcore.DebugLevel)
 	log := zap.New(core, zap.AddStacktrace(zapcore.ErrorLevel))
 
-	_, err := middleware.Recover(log).Wrap(panickingOrderHandler)(context.Background(), delivery("ORDER", "", nil))
+	_, err := middleware.Recover(log).Wrap(consumer.HandlerFunc(panickingOrderHandler)).Handle(context.Background(), delivery("ORDER", "", nil))
 	require.ErrorIs(t, err, middleware.ErrPanic)
 
 	lines := bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n"))

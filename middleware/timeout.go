@@ -24,7 +24,7 @@ type timeoutMW struct {
 
 func (w *timeoutMW) wrap(next consumer.Handler) consumer.Handler {
 	d, own := w.d, w.own
-	return func(ctx context.Context, dl *consumer.Delivery) (consumer.Outcome, error) {
+	return consumer.HandlerFunc(func(ctx context.Context, dl *consumer.Delivery) (consumer.Outcome, error) {
 		run := startRun(ctx, own)
 		var cancel context.CancelFunc
 		if d > 0 {
@@ -48,7 +48,7 @@ func (w *timeoutMW) wrap(next consumer.Handler) consumer.Handler {
 			}
 			return run.expired(ctx, "handler returned after its deadline", r.err)
 		}
-	}
+	})
 }
 
 // timeoutCall is one message's run under Timeout, on a goroutine of its own. It is also the context the
@@ -85,5 +85,5 @@ func (c *timeoutCall) run() {
 		}
 		c.done <- r
 	}()
-	r.o, r.err = c.next(c, c.dl)
+	r.o, r.err = c.next.Handle(c, c.dl)
 }

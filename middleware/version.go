@@ -33,9 +33,9 @@ type versionMW struct{ v *versionCheck }
 
 func (w *versionMW) wrap(next consumer.Handler) consumer.Handler {
 	v := w.v
-	return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	return consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		return v.handle(ctx, d, next)
-	}
+	})
 }
 
 // versionCheck is one Version middleware's configuration.
@@ -52,14 +52,14 @@ func (v *versionCheck) handle(ctx context.Context, d *consumer.Delivery, next co
 		return consumer.Outcome{}, fmt.Errorf("version: %w (put middleware.Version after middleware.Dedup)", dedup.ErrNoTx)
 	}
 	if len(v.types) > 0 && !v.types[d.EventType] {
-		return next(ctx, d)
+		return next.Handle(ctx, d)
 	}
 	version, unchecked := v.identify(d)
 	if unchecked != "" {
 		if v.cfg.Require || version < 0 {
 			return withCause(consumer.DeadLetter(unchecked), causelabel.Permanent), nil
 		}
-		return next(ctx, d)
+		return next.Handle(ctx, d)
 	}
 	stored, err := v.stored(ctx, d)
 	if err != nil {
@@ -74,7 +74,7 @@ func (v *versionCheck) handle(ctx context.Context, d *consumer.Delivery, next co
 	case version > stored+1 && v.cfg.OnGap == GapDeadLetter:
 		return withCause(consumer.DeadLetter(gapReason(name, version, stored, d)), causelabel.VersionGap), nil
 	}
-	o, err := next(ctx, d)
+	o, err := next.Handle(ctx, d)
 	if err != nil || (o.Kind != consumer.KindProcessed && o.Kind != consumer.KindDuplicate) || v.cfg.Load != nil {
 		return o, err // only an outcome Dedup commits moves the version
 	}

@@ -27,10 +27,10 @@ type versionRig struct {
 
 func newVersionRig(stored int64) *versionRig {
 	r := &versionRig{stored: stored}
-	r.handler = func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
+	r.handler = consumer.HandlerFunc(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
 		r.calls++
 		return consumer.Processed(), nil
-	}
+	})
 	return r
 }
 
@@ -53,7 +53,7 @@ func (r *versionRig) run(t *testing.T, cfg middleware.VersionConfig, d *consumer
 	}
 	mw, err := middleware.Version(nil, cfg)
 	require.NoError(t, err)
-	return mw.Wrap(r.handler)(testenv.WithTx(context.Background(), &sqlx.Tx{}), d)
+	return mw.Wrap(r.handler).Handle(testenv.WithTx(context.Background(), &sqlx.Tx{}), d)
 }
 
 // event is an OrderPaid delivery of aggregate o-1 at version (omitted when ""), on delivery attempt+1 of 17.
@@ -101,7 +101,7 @@ func TestVersion_NextVersionRunsTheHandler(t *testing.T) {
 func TestVersion_HandlerErrorsAndOutcomesPassThrough(t *testing.T) {
 	r := newVersionRig(6)
 	boom := errors.New("boom")
-	r.handler = func(context.Context, *consumer.Delivery) (consumer.Outcome, error) { return consumer.Outcome{}, boom }
+	r.handler = consumer.HandlerFunc(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) { return consumer.Outcome{}, boom })
 	_, err := r.run(t, middleware.VersionConfig{}, event("7", 0))
 	assert.ErrorIs(t, err, boom)
 
@@ -173,7 +173,7 @@ func TestVersion_GapOnTheLastDeliveryFollowsOnGap(t *testing.T) {
 	mw, err := middleware.Version(nil, middleware.VersionConfig{AggregateType: "order", Load: r.load, GapRetries: 10})
 	require.NoError(t, err)
 	h := middleware.Classify().Wrap(mw.Wrap(r.handler)) // by hand: Chain refuses Version without Dedup; the context has the tx
-	o, err := h(testenv.WithTx(context.Background(), &sqlx.Tx{}), last())
+	o, err := h.Handle(testenv.WithTx(context.Background(), &sqlx.Tx{}), last())
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
 	assert.Equal(t, causelabel.VersionGap, o.Cause, "not exhausted")
@@ -258,7 +258,7 @@ func TestVersion_WithoutTheDedupTransactionSaysWhereToPutIt(t *testing.T) {
 	r := newVersionRig(1)
 	mw, err := middleware.Version(nil, middleware.VersionConfig{AggregateType: "order", Load: r.load})
 	require.NoError(t, err)
-	o, err := mw.Wrap(r.handler)(context.Background(), event("2", 0))
+	o, err := mw.Wrap(r.handler).Handle(context.Background(), event("2", 0))
 	require.ErrorIs(t, err, dedup.ErrNoTx)
 	assert.Contains(t, err.Error(), "put middleware.Version after middleware.Dedup")
 	assert.Equal(t, consumer.Kind(0), o.Kind)

@@ -13,7 +13,7 @@ import (
 // creates them (ExampleEnsure) and the consumer's keys may not, Config.SkipTopicEnsure turns that off.
 // Compiled, not run (it needs a broker).
 func Example_consumer() {
-	handler := consumer.Handler(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
+	handler := consumer.HandlerFunc(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) {
 		return consumer.Processed(), nil // the chain: see the middleware package's Example_wiring
 	})
 	cfg := consumer.Config{NameServers: []string{"127.0.0.1:9876"}, Group: "inventory",

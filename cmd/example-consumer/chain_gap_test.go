@@ -47,7 +47,7 @@ func TestChain_GapRetriesFlagCountsDeliveries(t *testing.T) {
 		require.NoError(t, err)
 		h, err := chain(sh, store, nil, m, zap.NewNop(), runOptions{gapRetries: gapRetries, gapDelayLevel: 1, handlerTimeout: 5 * time.Second})
 		require.NoError(t, err)
-		o, _ := h(t.Context(), paid(attempt))
+		o, _ := h.Handle(t.Context(), paid(attempt))
 		return o.Kind
 	}
 

@@ -82,7 +82,7 @@ func TestPaidOrder_LoyaltyAndNotificationOnceThroughTheOutbox(t *testing.T) {
 		}
 		d := consumer.NewDelivery(group, ext)
 		d.MaxAttempts = 3
-		o, err := h(ctx, d)
+		o, err := h.Handle(ctx, d)
 		require.NoError(t, err)
 		return o.Kind
 	}

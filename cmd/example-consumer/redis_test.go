@@ -86,7 +86,7 @@ func TestExampleConsumer_WiresTheRedisFastPath(t *testing.T) {
 		d := consumer.NewDelivery(group, &primitive.MessageExt{MsgId: testenv.Unique("msg"),
 			Message: primitive.Message{Topic: "SHOP_TEST", Body: []byte("{}")}})
 		d.EventID = eventID
-		o, err := h(t.Context(), d)
+		o, err := h.Handle(t.Context(), d)
 		require.NoError(t, err)
 		return o
 	}

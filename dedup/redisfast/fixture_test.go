@@ -107,7 +107,7 @@ func (f *fixture) msg(eventID string) *primitive.MessageExt {
 }
 
 func (f *fixture) handle(h consumer.Handler, m *primitive.MessageExt) (consumer.Outcome, error) {
-	return h(context.Background(), consumer.NewDelivery(f.group, m))
+	return h.Handle(context.Background(), consumer.NewDelivery(f.group, m))
 }
 
 // key is the done key of eventID in the fixture's group.

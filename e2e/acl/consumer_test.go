@@ -50,10 +50,10 @@ func (w *aclWorld) newConsumer(t *testing.T, cred consumer.Credentials, got chan
 	c, err := consumer.New(consumer.Config{
 		NameServers: w.cluster.NameServers, Group: w.group, Namespace: w.cluster.Namespace, Credentials: cred,
 		Subscriptions: []consumer.Subscription{{Topic: w.topic}}, StartFromFirstOffset: true, MaxAttempts: 3,
-	}, func(_ context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	}, consumer.HandlerFunc(func(_ context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 		got <- seen{body: string(d.Msg.Body), topic: d.Topic, group: d.Group, attempt: d.Attempt}
 		return h(d), nil
-	}, opts...)
+	}), opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Shutdown(context.Background()) })
 	return c

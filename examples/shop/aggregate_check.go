@@ -20,12 +20,12 @@ import (
 // the event's type does not know are accepted. Other event types, and an empty AggregateID, pass.
 func CheckOrderAggregate() middleware.Middleware {
 	return middleware.Func(func(next consumer.Handler) consumer.Handler {
-		return func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+		return consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
 			if o, err := checkOrderAggregate(d); err != nil {
 				return o, err
 			}
-			return next(ctx, d)
-		}
+			return next.Handle(ctx, d)
+		})
 	})
 }
 

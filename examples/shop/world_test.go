@@ -155,6 +155,6 @@ func (w *world) through(h consumer.Handler, d *consumer.Delivery) consumer.Outco
 	w.t.Helper()
 	fresh := consumer.NewDelivery(d.Group, d.Msg)
 	fresh.Attempt, fresh.MaxAttempts = d.Attempt, d.MaxAttempts
-	o, _ := h(w.ctx, fresh)
+	o, _ := h.Handle(w.ctx, fresh)
 	return o
 }

@@ -1,6 +1,6 @@
 // Package pending carries the error of a handler that is not ready to run to consumer.New, which refuses
 // it where the consumer is built instead of failing messages. It works on any handler type of the shape
-// func(context.Context, *D) (O, error): H is consumer.Handler, D consumer.Delivery, O consumer.Outcome.
+// an interface with the method Handle(context.Context, *D) (O, error): H is consumer.Handler, D consumer.Delivery, O consumer.Outcome.
 //
 // Refuse returns a handler that stands for one which could not be built, because of err (e.g.
 // dedup.Handle(nil)): consumer.New given it (or given a refused handler outermost) returns err wrapped as
@@ -25,20 +25,17 @@
 // Config (defaults applied) and fail with its error (middleware.Lease's lease against HandlerTimeout and
 // BatchSize).
 //
-// Inspect returns what Refuse or Wrap put in a handler; it compares code pointers: every Refuse result
-// shares the one of the (*refusal).handle method value its fn makes, every Wrap result the one of
-// (*wrapped).handle's.
+// Inspect returns what Refuse or Wrap put in a handler, recognising their results by their types.
 package pending
 
 import (
 	"context"
 	"errors"
-	"reflect"
 )
 
 // Handler is the shape of the handlers this package works on (consumer.Handler).
 type Handler[D, O any] interface {
-	~func(context.Context, *D) (O, error)
+	Handle(ctx context.Context, d *D) (O, error)
 }
 
 // errNoReason is the error of a refusal or a wrapped handler without a reason.
@@ -50,83 +47,48 @@ type refusal[D, O any] struct {
 	deadLetter func(reason string) O
 }
 
-// handle answers a nil delivery (Inspect asking) with the refusal's error; a real message (a chain that
-// bypassed New's check, e.g. a refused handler wrapped by hand) becomes a dead letter whose reason is
-// that error.
-func (r *refusal[D, O]) handle(_ context.Context, d *D) (O, error) {
-	if d == nil {
-		var zero O
-		return zero, r.err
-	}
+// Handle dead-letters a message that reached a refused handler (a chain that bypassed New's check, e.g. a
+// refused handler wrapped by hand) with the refusal's error as the reason.
+func (r *refusal[D, O]) Handle(context.Context, *D) (O, error) {
 	return r.deadLetter("handler could not be built: " + r.err.Error()), nil
 }
 
 // Refuse returns an H standing for a handler that could not be built because of err; deadLetter
 // (consumer.DeadLetter) makes its outcome should it run on a message. See the package doc.
-func Refuse[H Handler[D, O], D, O any](err error, deadLetter func(reason string) O) H {
+func Refuse[D, O any](err error, deadLetter func(reason string) O) Handler[D, O] {
 	if err == nil {
 		err = errNoReason
 	}
-	return (&refusal[D, O]{err: err, deadLetter: deadLetter}).fn()
+	return &refusal[D, O]{err: err, deadLetter: deadLetter}
 }
-
-// fn returns r.handle: the one place a refusal's method value is made, so that every one shares its code
-// pointer (a generic method value made in two places may not).
-//
-//go:noinline
-func (r *refusal[D, O]) fn() func(context.Context, *D) (O, error) { return r.handle }
 
 // wrapped is a handler that runs but that New refuses: h is the handler, err why it is not complete.
 type wrapped[D, O any] struct {
-	h   func(context.Context, *D) (O, error)
+	h   Handler[D, O]
 	err error
 }
 
-// innerKey is the context key under which Inspect asks a wrapped handler for h (a *any to fill).
-type innerKey struct{}
-
-// handle answers a nil delivery (Inspect asking) with err, and h when ctx asks for it; it runs h on a
-// real message.
-func (w *wrapped[D, O]) handle(ctx context.Context, d *D) (O, error) {
-	if d == nil {
-		if inner, ok := ctx.Value(innerKey{}).(*func(context.Context, *D) (O, error)); ok {
-			*inner = w.h
-		}
-		var zero O
-		return zero, w.err
-	}
-	return w.h(ctx, d)
-}
+// Handle runs the wrapped handler.
+func (w *wrapped[D, O]) Handle(ctx context.Context, d *D) (O, error) { return w.h.Handle(ctx, d) }
 
 // Wrap returns an H that runs h (not nil) but that New refuses with err: a part of a handler incomplete
 // alone and meant to be completed by what wraps it, or h with a condition on the consumer. See the package
 // doc.
-func Wrap[H Handler[D, O], D, O any](h H, err error) H {
+func Wrap[D, O any](h Handler[D, O], err error) Handler[D, O] {
 	if err == nil {
 		err = errNoReason
 	}
-	return (&wrapped[D, O]{h: h, err: err}).fn()
+	return &wrapped[D, O]{h: h, err: err}
 }
 
-// fn returns w.handle, made in one place as refusal's fn says.
-//
-//go:noinline
-func (w *wrapped[D, O]) fn() func(context.Context, *D) (O, error) { return w.handle }
-
-// Inspect returns the error of a handler made by Refuse or Wrap, with, for Wrap's, the handler it runs
+// Inspect returns the error of a handler made by Refuse or Wrap with, for Wrap's, the handler it runs
 // (wrapped true); for any other handler, which it never calls, nil, nil and false.
-func Inspect[H Handler[D, O], D, O any](h H) (inner H, err error, isWrapped bool) {
-	if h == nil {
-		return nil, nil, false
-	}
-	switch reflect.ValueOf(h).Pointer() {
-	case reflect.ValueOf((*refusal[D, O])(nil).fn()).Pointer():
-		_, err := h(context.Background(), nil) // this package's code: answers a nil delivery with its error
-		return nil, err, false
-	case reflect.ValueOf((*wrapped[D, O])(nil).fn()).Pointer():
-		var in func(context.Context, *D) (O, error)
-		_, err := h(context.WithValue(context.Background(), innerKey{}, &in), nil)
-		return in, err, true
+func Inspect[D, O any](h Handler[D, O]) (inner Handler[D, O], err error, isWrapped bool) {
+	switch p := h.(type) {
+	case *refusal[D, O]:
+		return nil, p.err, false
+	case *wrapped[D, O]:
+		return p.h, p.err, true
 	}
 	return nil, nil, false
 }
@@ -139,7 +101,7 @@ type Condition interface {
 
 // Refused returns the error of a handler made by Refuse or Wrap (nil for a Wrap whose error itself is a
 // Condition; a refusal's never is), or nil for any other handler, which it never calls.
-func Refused[H Handler[D, O], D, O any](h H) error {
+func Refused[D, O any](h Handler[D, O]) error {
 	_, err, wrapped := Inspect(h)
 	if _, ok := err.(Condition); ok && wrapped {
 		return nil

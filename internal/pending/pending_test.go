@@ -13,14 +13,17 @@ import (
 type (
 	delivery struct{ id string }
 	outcome  struct{ reason string }
-	handler  func(context.Context, *delivery) (outcome, error)
+	handler  = Handler[delivery, outcome]
+	fn       func(context.Context, *delivery) (outcome, error)
 )
+
+func (f fn) Handle(ctx context.Context, d *delivery) (outcome, error) { return f(ctx, d) }
 
 func deadLetter(reason string) outcome { return outcome{reason: reason} }
 
 func TestInspect_RecognisesARefusalMadeElsewhereAndReturnsItsError(t *testing.T) {
 	errX := errors.New("dedup.Handle: the handler function is nil")
-	h := Refuse[handler](errX, deadLetter)
+	h := Refuse[delivery](errX, deadLetter)
 
 	inner, err, wrapped := Inspect(h)
 
@@ -33,19 +36,19 @@ func TestInspect_RecognisesARefusalMadeElsewhereAndReturnsItsError(t *testing.T)
 func TestInspect_ReturnsTheHandlerAWrapRunsWithItsError(t *testing.T) {
 	errX := errors.New("incomplete")
 	runs := 0
-	h := Wrap(handler(func(context.Context, *delivery) (outcome, error) { runs++; return outcome{}, nil }), errX)
+	h := Wrap(fn(func(context.Context, *delivery) (outcome, error) { runs++; return outcome{}, nil }), errX)
 
 	inner, err, wrapped := Inspect(h)
 
 	require.ErrorIs(t, err, errX)
 	require.True(t, wrapped)
-	_, _ = inner(context.Background(), &delivery{})
+	_, _ = inner.Handle(context.Background(), &delivery{})
 	assert.Equal(t, 1, runs, "inner is the wrapped handler, and Inspect did not run it")
 }
 
 func TestInspect_NeverCallsAnotherHandler(t *testing.T) {
 	calls := 0
-	h := handler(func(context.Context, *delivery) (outcome, error) { calls++; return outcome{}, nil })
+	h := fn(func(context.Context, *delivery) (outcome, error) { calls++; return outcome{}, nil })
 
 	inner, err, wrapped := Inspect(h)
 
@@ -53,7 +56,7 @@ func TestInspect_NeverCallsAnotherHandler(t *testing.T) {
 	assert.Nil(t, inner)
 	assert.False(t, wrapped)
 	assert.NoError(t, Refused(h))
-	assert.NoError(t, Refused[handler](nil))
+	assert.NoError(t, Refused[delivery, outcome](nil))
 	assert.Zero(t, calls)
 }
 
@@ -64,16 +67,16 @@ func (condition) Error() string                { return "a condition" }
 func (condition) CheckConcurrency(_ int) error { return nil }
 
 func TestRefused_IsNilForAConditionButItsErrorForAnyOtherWrap(t *testing.T) {
-	h := handler(func(context.Context, *delivery) (outcome, error) { return outcome{}, nil })
+	h := fn(func(context.Context, *delivery) (outcome, error) { return outcome{}, nil })
 
 	assert.NoError(t, Refused(Wrap(h, condition{})))
 	assert.Error(t, Refused(Wrap(h, errors.New("router: "+condition{}.Error()))))
 	assert.Error(t, Refused(Wrap(h, nil)), "a nil error still refuses")
-	assert.Error(t, Refused(Refuse[handler](condition{}, deadLetter)), "a refusal is never a condition")
+	assert.Error(t, Refused(Refuse[delivery](condition{}, deadLetter)), "a refusal is never a condition")
 }
 
 func TestRefuse_OnADeliveryIsItsDeadLetter(t *testing.T) {
-	o, err := Refuse[handler](errors.New("store is nil"), deadLetter)(context.Background(), &delivery{id: "m1"})
+	o, err := Refuse[delivery](errors.New("store is nil"), deadLetter).Handle(context.Background(), &delivery{id: "m1"})
 
 	require.NoError(t, err)
 	assert.Equal(t, "handler could not be built: store is nil", o.reason)

@@ -95,7 +95,7 @@ func AnswerTo(t testing.TB, o consumer.Outcome, err error) Answer {
 	const topic = "TESTENV_ANSWER"
 	cfg := consumer.Config{Group: "testenv-answer", Subscriptions: []consumer.Subscription{{Topic: topic}},
 		OutageWait: time.Millisecond}
-	cb := NewCallback(t, cfg, func(context.Context, *consumer.Delivery) (consumer.Outcome, error) { return o, err })
+	cb := NewCallback(t, cfg, consumer.HandlerFunc(func(context.Context, *consumer.Delivery) (consumer.Outcome, error) { return o, err }))
 	cc := primitive.NewConsumeConcurrentlyContext()
 	msg := &primitive.MessageExt{MsgId: Unique("answer"), Message: primitive.Message{Topic: topic}}
 	res, cerr := cb.call(t, primitive.WithConcurrentlyCtx(context.Background(), cc), []*primitive.MessageExt{msg})
