@@ -10,7 +10,7 @@
 // timeout, and with Orderly the client's orderly consumption and SuspendTime. It subscribes every topic but does not start consuming: call Start.
 // A nil h is such an error (Field "Handler"); a refused or pending h (dedup.Handle(nil) is refused;
 // middleware.Chain returns an incomplete chain pending) is its error wrapped as "consumer.New: handler:
-// <err>". New recognises those by identity and never calls a handler of yours. A chain's condition (a chain around a
+// <err>". New recognises those by their types and never calls a handler of yours. A chain's condition (a chain around a
 // dedup store) and a WithHealthProbe probe with a CheckConcurrency method (*dedup.Store) are checked
 // against the most handlers the consumer runs at once (ConsumeGoroutines for each subscribed topic and
 // %RETRY%<group>; 0 in orderly mode, which runs one per queue it holds; internal/pending's doc holds the

@@ -4,7 +4,7 @@
 //
 // Refuse returns a handler that stands for one which could not be built, because of err (e.g.
 // dedup.Handle(nil)): consumer.New given it (or given a refused handler outermost) returns err wrapped as
-// "consumer.New: handler: <err>", so the mistake fails at construction. New recognises it by identity,
+// "consumer.New: handler: <err>", so the mistake fails at construction. New recognises it by its type,
 // without calling user code and at no cost per message. If it ever runs on a message (it was wrapped by
 // hand in another handler, which hides it from New), it dead-letters the message with the reason
 // "handler could not be built: <err>" and no error, so nothing is retried forever nor acknowledged as
