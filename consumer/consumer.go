@@ -45,8 +45,15 @@ type options struct {
 
 // WithLogger sets the logger for the consumer's own lines: one per message at its final decision (debug
 // for success, info for a retry, warn and error where a person must look) and its own events. Default:
-// zap.NewNop(). Mind zap's sampler in bursts. See the package doc, "Logs".
-func WithLogger(l *zap.Logger) Option { return func(o *options) { o.logger = withoutStacks(l) } }
+// zap.NewProduction() (JSON on stderr, info and above). Mind zap's sampler in bursts. See the package doc,
+// "Logs".
+func WithLogger(l *zap.Logger) Option {
+	return func(o *options) {
+		if l != nil {
+			o.logger = withoutStacks(l)
+		}
+	}
+}
 
 // WithDeadLetterSink makes s publish the consumer's dead letters instead of its own producer (producer
 // group "<group>-rmqguard-dlq", started on the first letter, shut down by Shutdown), which by default
@@ -131,10 +138,17 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 		return nil, fmt.Errorf("consumer.New: handler: %w", err)
 	}
 	cfg = cfg.withDefaults()
-	o := options{logger: zap.NewNop(), push: newClientPushConsumer, observer: nopObserver{}, ensure: ensureGroupTopics,
+	o := options{push: newClientPushConsumer, observer: nopObserver{}, ensure: ensureGroupTopics,
 		producer: func() (letterSender, error) { return newClientProducer(cfg) }}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.logger == nil {
+		l, err := zap.NewProduction()
+		if err != nil {
+			return nil, fmt.Errorf("consumer.New: the default logger: %w", err)
+		}
+		o.logger = withoutStacks(l)
 	}
 	if err := checkSinkOptions(o); err != nil {
 		return nil, err

@@ -195,7 +195,8 @@
 //
 // # Logs
 //
-// WithLogger sets the logger for the consumer's own lines. Default: zap.NewNop().
+// WithLogger sets the logger for the consumer's own lines. Default: zap.NewProduction(), JSON lines on stderr
+// at info and above.
 //
 // Each message gets one line, at its final decision (what the broker was told, after a batch is combined
 // and its dead letters published; a batch handled twice or a run repeated after a wait for the store

@@ -129,6 +129,8 @@ func TestE2E_READMEMinimalConsumerAppliesEachEventOnce(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("the minimal consumer did not stop within 60 s of SIGTERM; log:\n%s", &logs)
 	}
+	// No WithLogger: the default logger wrote the dead letter's decision line to stderr.
+	assert.Contains(t, logs.String(), `"event_id":"`+poison+`"`, "the consumer's own lines reach stderr by default")
 }
 
 // scratchDatabase creates database name on the test server (the test user may create rmqguard_scratch_%

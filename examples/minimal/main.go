@@ -12,7 +12,6 @@ import (
 
 	_ "github.com/go-sql-driver/mysql" // the database/sql driver dedup.Open uses
 	"github.com/jmoiron/sqlx"
-	"go.uber.org/zap"
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
@@ -42,8 +41,6 @@ func main() {
 func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	logger := zap.Must(zap.NewProduction())
-	consumer.BridgeClientLog(logger) // the RocketMQ client's own lines into this log, its chatter at debug
 	store, err := dedup.Open(ctx, os.Getenv("RMQGUARD_MYSQL_DSN"))
 	if err != nil {
 		return err
@@ -54,7 +51,7 @@ func run() error {
 		return err // a wrong chain names the fix
 	}
 	c, err := consumer.New(consumer.Config{NameServers: []string{os.Getenv("RMQGUARD_NAMESRV")}, Group: "inventory",
-		Subscriptions: []consumer.Subscription{{Topic: "ORDER", Expression: "OrderCreated"}}}, handler, consumer.WithLogger(logger))
+		Subscriptions: []consumer.Subscription{{Topic: "ORDER", Expression: "OrderCreated"}}}, handler)
 	if err != nil {
 		return err // an invalid Config names the field
 	}
