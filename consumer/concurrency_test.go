@@ -13,6 +13,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/internal/pending"
 	irmq "github.com/rmqguard/rmqguard/internal/rmq"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
 // poolCondition stands for a store that can serve at most limit handlers at once (0: any number); it
@@ -124,7 +125,7 @@ func TestRefused_WrappedConditionIsStillARefusal(t *testing.T) {
 
 // A Pending condition runs its handler on every message, as any Pending does.
 func TestPending_ConditionRunsItsHandler(t *testing.T) {
-	o, err := pending.Wrap(consumer.HandlerFunc(processed), &poolCondition{}).Handle(context.Background(), consumer.NewDelivery("cg", orderMsg("k-1")))
+	o, err := pending.Wrap(consumer.HandlerFunc(processed), &poolCondition{}).Handle(context.Background(), testenv.NewDelivery("cg", orderMsg("k-1")))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
 }

@@ -3,6 +3,7 @@ package consumer_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -58,7 +59,7 @@ func TestConsume_F1_ZeroOutcomeWithoutErrorIsRetryLater(t *testing.T) {
 
 func TestConsume_SuccessKindsAreAcknowledged(t *testing.T) {
 	for _, o := range []consumer.Outcome{consumer.Processed(), consumer.Duplicate(), consumer.Stale("v5 < v7")} {
-		t.Run(o.String(), func(t *testing.T) {
+		t.Run(fmt.Sprint(o.Kind, " ", o.Reason), func(t *testing.T) {
 			_, fp := newConsumer(t, validConfig(), handlerReturning(o, nil))
 			res, _ := fp.deliver(t, "ORDER", orderMsg("o-1"))
 			assert.Equal(t, rmq.ConsumeSuccess, res)

@@ -38,13 +38,13 @@ type Delivery struct {
 	Version int64
 }
 
-// NewDelivery builds the Delivery of msg for consumer group: it restores the original topic from the
+// newDelivery builds the Delivery of msg for consumer group: it restores the original topic from the
 // RETRY_TOPIC property when msg arrived on %RETRY%<group>, and sets Attempt from ReconsumeTimes.
-func NewDelivery(group string, msg *primitive.MessageExt) *Delivery {
+func newDelivery(group string, msg *primitive.MessageExt) *Delivery {
 	return &Delivery{
 		Msg:     msg,
 		Group:   group,
-		Topic:   originalTopic(msg),
+		Topic:   rmq.OriginalTopic(msg),
 		Attempt: int(msg.ReconsumeTimes),
 	}
 }
@@ -52,15 +52,3 @@ func NewDelivery(group string, msg *primitive.MessageExt) *Delivery {
 // LastAttempt reports whether this is the last delivery the broker makes before dead-lettering the message:
 // MaxAttempts is known and Attempt has reached it.
 func (d *Delivery) LastAttempt() bool { return d.MaxAttempts > 0 && d.Attempt >= d.MaxAttempts }
-
-// originalTopic returns the business topic of msg: the RETRY_TOPIC property when msg sits on a
-// %RETRY% or %DLQ% topic and carries one, else msg.Topic. The client restores the topic of retried
-// messages itself in most paths; this makes the rule hold for every path.
-func originalTopic(msg *primitive.MessageExt) string {
-	if rmq.IsSystemTopic(msg.Topic) {
-		if t := msg.GetProperty(primitive.PropertyRetryTopic); t != "" {
-			return t
-		}
-	}
-	return msg.Topic
-}

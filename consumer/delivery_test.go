@@ -7,13 +7,14 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
 func TestNewDelivery_F4_RetryTopicRestored(t *testing.T) {
 	m := &primitive.MessageExt{Message: primitive.Message{Topic: "%RETRY%cg"}, ReconsumeTimes: 3}
 	m.WithProperty(primitive.PropertyRetryTopic, "ORDER")
 
-	d := consumer.NewDelivery("cg", m)
+	d := testenv.NewDelivery("cg", m)
 
 	assert.Equal(t, "ORDER", d.Topic)
 	assert.Equal(t, 3, d.Attempt, "Attempt is ReconsumeTimes")
@@ -26,7 +27,7 @@ func TestNewDelivery_F4_NormalMessageKeepsItsTopic(t *testing.T) {
 	m := &primitive.MessageExt{Message: primitive.Message{Topic: "ORDER"}}
 	m.WithProperty(primitive.PropertyRetryTopic, "OTHER") // only honoured on %RETRY%/%DLQ% topics
 
-	d := consumer.NewDelivery("cg", m)
+	d := testenv.NewDelivery("cg", m)
 
 	assert.Equal(t, "ORDER", d.Topic)
 	assert.Equal(t, 0, d.Attempt)
@@ -34,13 +35,13 @@ func TestNewDelivery_F4_NormalMessageKeepsItsTopic(t *testing.T) {
 
 func TestNewDelivery_F4_RetryTopicWithoutPropertyIsKept(t *testing.T) {
 	m := &primitive.MessageExt{Message: primitive.Message{Topic: "%RETRY%cg"}}
-	assert.Equal(t, "%RETRY%cg", consumer.NewDelivery("cg", m).Topic)
+	assert.Equal(t, "%RETRY%cg", testenv.NewDelivery("cg", m).Topic)
 }
 
 func TestNewDelivery_F18_DLQTopicRestored(t *testing.T) {
 	m := &primitive.MessageExt{Message: primitive.Message{Topic: "%DLQ%cg"}}
 	m.WithProperty(primitive.PropertyRetryTopic, "ORDER")
-	assert.Equal(t, "ORDER", consumer.NewDelivery("cg", m).Topic)
+	assert.Equal(t, "ORDER", testenv.NewDelivery("cg", m).Topic)
 }
 
 // F5: the last delivery is the one whose Attempt (ReconsumeTimes) has reached MaxAttempts; with

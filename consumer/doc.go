@@ -219,11 +219,12 @@
 //
 // # Typed handlers
 //
-// HandleWith returns a Handler that decodes each body into a new T with codec (DecodeAs) and calls fn with
-// it. Use it for handlers that do not write through the dedup transaction (e.g. ones that call an
-// idempotent HTTP API); a handler that writes through it uses dedup.HandleWith. fn gets the whole
+// HandleJSON returns a Handler that decodes each JSON body into a new T (DecodeAs with JSON{}) and calls
+// fn with it. Use it for handlers that do not write through the dedup transaction (e.g. ones that call an
+// idempotent HTTP API); a handler that writes through it uses dedup.HandleJSON. fn gets the whole
 // delivery too: the event ID is d.EventID (filled by middleware.EventID, not taken from msg), and
-// d.Msg.Body is still the raw body; its results mean what a Handler's do.
+// d.Msg.Body is still the raw body; its results mean what a Handler's do. For another codec, call
+// DecodeAs in your handler: it returns the outcome to return when the body does not decode.
 //
 // T is the message's value type, e.g. a struct: the codec decodes into a *T, and fn gets the T. A body the
 // codec cannot decode (for JSON also an empty body and null) never reaches fn: the handler returns a dead letter
@@ -231,11 +232,11 @@
 // ErrUndecodableBody, so the message goes to %DLQ%<group> at once instead of being retried, on every
 // delivery.
 //
-// A nil codec or fn is a wiring mistake: HandleWith panics at construction, naming it, rather than
-// failing every message.
+// A nil fn is a wiring mistake: HandleJSON panics at construction, naming it, rather than failing every
+// message.
 //
 // DecodeAs decodes d.Msg.Body into a new T with codec; it is the decode step of every typed handler
-// (HandleWith, dedup.HandleWith), for handlers that route several types themselves. On success it returns
+// (HandleJSON, dedup.HandleWith), for handlers that route several types or use another codec. On success it returns
 // the T, the zero Outcome and nil. When T is a pointer type, a body the codec decodes to a nil T (JSON
 // "null") counts as undecodable ("the body decodes to a nil *Order"): the handler would dereference it.
 // When the codec fails it returns the zero T, the outcome to return —

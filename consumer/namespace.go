@@ -11,7 +11,7 @@ import (
 // namespace, delivers topics as "ns%T" (and the broker's RETRY_TOPIC says "ns%T"), so the namespace is
 // taken off the topic; Group stays the group without namespace; Namespace is set for its dead letter.
 func newNamespacedDelivery(cfg Config, msg *primitive.MessageExt) *Delivery {
-	d := NewDelivery(cfg.Group, msg)
+	d := newDelivery(cfg.Group, msg)
 	d.Namespace = cfg.Namespace
 	d.Topic = irmq.WithoutNamespace(cfg.Namespace, d.Topic)
 	return d

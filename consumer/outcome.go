@@ -1,7 +1,5 @@
 package consumer
 
-import "fmt"
-
 // Kind names what happened to one message. Its zero value ("unset": no middleware decided) is deliberately
 // not a success: the client's ConsumeSuccess is the zero value of its result type, so an unset outcome must
 // never be mistaken for "done". It resolves like KindRetry.
@@ -113,11 +111,3 @@ func DeadLetter(reason string) Outcome { return Outcome{Kind: KindDeadLetter, Re
 // unwritable (reason says how): consumption pauses and the message is handled again when the store is
 // back, without spending an attempt.
 func Unavailable(reason string) Outcome { return Outcome{Kind: KindUnavailable, Reason: reason} }
-
-// String renders the outcome as "kind" or "kind: reason".
-func (o Outcome) String() string {
-	if o.Reason == "" {
-		return o.Kind.String()
-	}
-	return fmt.Sprintf("%s: %s", o.Kind, o.Reason)
-}

@@ -12,6 +12,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/internal/pending"
 	irmq "github.com/rmqguard/rmqguard/internal/rmq"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
 func TestNew_RefusedHandlerIsItsErrorAndBuildsNoClient(t *testing.T) {
@@ -49,7 +50,7 @@ func TestNew_NeverCallsAPlainHandler(t *testing.T) {
 func TestRefuse_OnAMessageIsADeadLetterWithTheReason(t *testing.T) {
 	h := pending.Refuse[consumer.Delivery](errors.New("middleware.Dedup: store is nil"), consumer.DeadLetter)
 
-	o, err := h.Handle(context.Background(), consumer.NewDelivery("cg", orderMsg("k-1")))
+	o, err := h.Handle(context.Background(), testenv.NewDelivery("cg", orderMsg("k-1")))
 
 	require.NoError(t, err, "a dead letter, not a retry")
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
@@ -78,7 +79,7 @@ func TestPending_RunsTheHandlerButNewRefusesIt(t *testing.T) {
 	assert.Equal(t, "consumer.New: handler: "+errX.Error(), err.Error())
 	assert.Zero(t, runs, "New does not run the handler")
 
-	o, err := h.Handle(context.Background(), consumer.NewDelivery("cg", orderMsg("k-1")))
+	o, err := h.Handle(context.Background(), testenv.NewDelivery("cg", orderMsg("k-1")))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind, "on a message it runs, it is not a dead letter")
 	assert.Equal(t, 1, runs)

@@ -13,19 +13,16 @@ import (
 // message is dead-lettered at once with the reason "undecodable body: <the codec's error>".
 var ErrUndecodableBody = errors.New("undecodable body")
 
-// HandleJSON is HandleWith(JSON{}, fn): bodies are JSON, fields fn's type does not know are ignored.
+// HandleJSON returns a Handler that decodes each JSON body into a new T (DecodeAs with JSON{}) and calls fn
+// with it, for handlers that do not write through the dedup transaction (those use dedup.HandleJSON).
+// Fields T does not know are ignored; a body that does not decode is dead-lettered at once. A nil fn
+// panics here. See the package doc, "Typed handlers".
 func HandleJSON[T any](fn func(ctx context.Context, d *Delivery, msg T) (Outcome, error)) Handler {
-	return HandleWith(JSON{}, fn)
-}
-
-// HandleWith returns a Handler that decodes each body into a new T with codec (DecodeAs) and calls fn
-// with it (d.EventID and the raw d.Msg.Body as for any Handler), for handlers that do not write through
-// the dedup transaction (those use dedup.HandleWith). A body the codec refuses is dead-lettered at once.
-// See the package doc, "Typed handlers".
-func HandleWith[T any](codec Codec, fn func(ctx context.Context, d *Delivery, msg T) (Outcome, error)) Handler {
-	mustTyped(codec, fn == nil)
+	if fn == nil {
+		panic("consumer.HandleJSON: the handler function is nil")
+	}
 	return HandlerFunc(func(ctx context.Context, d *Delivery) (Outcome, error) {
-		msg, o, err := DecodeAs[T](codec, d)
+		msg, o, err := DecodeAs[T](JSON{}, d)
 		if err != nil {
 			return o, err
 		}
@@ -55,14 +52,4 @@ func DecodeAs[T any](codec Codec, d *Delivery) (T, Outcome, error) {
 func isNilPointer[T any](v *T) bool {
 	rv := reflect.ValueOf(v).Elem()
 	return rv.Kind() == reflect.Pointer && rv.IsNil()
-}
-
-// mustTyped panics when a typed handler is built without a codec or without its function.
-func mustTyped(codec Codec, nilFn bool) {
-	switch {
-	case codec == nil:
-		panic("consumer.HandleWith: codec is nil (consumer.JSON{} decodes JSON bodies)")
-	case nilFn:
-		panic("consumer.HandleWith: the handler function is nil")
-	}
 }

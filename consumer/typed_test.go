@@ -26,12 +26,12 @@ type payment struct {
 
 // typedDelivery is a first delivery of body with event ID "e-1" already extracted.
 func typedDelivery(body string) *consumer.Delivery {
-	d := consumer.NewDelivery("cg", &primitive.MessageExt{MsgId: "m-1", Message: primitive.Message{Topic: "PAY", Body: []byte(body)}})
+	d := testenv.NewDelivery("cg", &primitive.MessageExt{MsgId: "m-1", Message: primitive.Message{Topic: "PAY", Body: []byte(body)}})
 	d.EventID = "e-1"
 	return d
 }
 
-// paymentRecorder is a typed handler function (HandleWith's fn) that keeps what it was called with.
+// paymentRecorder is a typed handler function (HandleJSON's fn) that keeps what it was called with.
 type paymentRecorder struct {
 	calls int
 	got   payment
@@ -104,7 +104,7 @@ type codecFunc func(body []byte, v any) error
 
 func (f codecFunc) Decode(body []byte, v any) error { return f(body, v) }
 
-func TestHandleWith_UsesTheCodecAndWrapsItsError(t *testing.T) {
+func TestDecodeAs_UsesTheCodecAndWrapsItsError(t *testing.T) {
 	codec := codecFunc(func(body []byte, v any) error {
 		p, ok := v.(*payment)
 		if !ok || !strings.HasPrefix(string(body), "PAY ") {
@@ -113,28 +113,22 @@ func TestHandleWith_UsesTheCodecAndWrapsItsError(t *testing.T) {
 		p.PaymentID = strings.TrimPrefix(string(body), "PAY ")
 		return nil
 	})
-	var r paymentRecorder
-	h := consumer.HandleWith(codec, r.handle)
 
-	o, err := h.Handle(context.Background(), typedDelivery("PAY p-9"))
+	p, o, err := consumer.DecodeAs[payment](codec, typedDelivery("PAY p-9"))
 	require.NoError(t, err)
-	assert.Equal(t, consumer.KindProcessed, o.Kind)
-	assert.Equal(t, payment{PaymentID: "p-9"}, r.got, "the codec got a *T")
+	assert.Equal(t, consumer.Outcome{}, o)
+	assert.Equal(t, payment{PaymentID: "p-9"}, p, "the codec got a *T")
 
-	o, err = h.Handle(context.Background(), typedDelivery(`{"paymentId":"p-1"}`))
+	_, o, err = consumer.DecodeAs[payment](codec, typedDelivery(`{"paymentId":"p-1"}`))
 	assert.ErrorIs(t, err, errNotAPayment)
 	assert.ErrorIs(t, err, consumer.ErrUndecodableBody)
+	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
 	assert.Equal(t, "undecodable body: not a payment", o.Reason)
-	assert.Equal(t, 1, r.calls)
 }
 
-func TestHandleWith_NilCodecOrHandlerFailsAtConstruction(t *testing.T) {
-	var r paymentRecorder
-	assert.PanicsWithValue(t, "consumer.HandleWith: codec is nil (consumer.JSON{} decodes JSON bodies)", func() {
-		consumer.HandleWith(nil, r.handle)
-	})
-	assert.PanicsWithValue(t, "consumer.HandleWith: the handler function is nil", func() {
-		consumer.HandleWith[payment](consumer.JSON{}, nil)
+func TestHandleJSON_NilHandlerFailsAtConstruction(t *testing.T) {
+	assert.PanicsWithValue(t, "consumer.HandleJSON: the handler function is nil", func() {
+		consumer.HandleJSON[payment](nil)
 	})
 }
 
@@ -153,19 +147,14 @@ func TestJSON_DoesNotChangeTheBody(t *testing.T) {
 // through Recover, on every delivery). It is an undecodable body instead: a dead letter at once, and the
 // handler never runs.
 func TestHandleJSON_NullBodyForAPointerTypeIsDeadLetteredNotANilPointer(t *testing.T) {
-	calls := 0
-	h := consumer.HandleWith(codecFunc(json.Unmarshal), func(_ context.Context, _ *consumer.Delivery, p *payment) (consumer.Outcome, error) {
-		calls++
-		return consumer.Processed(), nil
-	})
 	for _, body := range []string{`null`, " null \n"} {
-		o, err := h.Handle(context.Background(), typedDelivery(body))
+		p, o, err := consumer.DecodeAs[*payment](codecFunc(json.Unmarshal), typedDelivery(body))
 		require.Error(t, err, "%q", body)
+		assert.Nil(t, p)
 		assert.ErrorIs(t, err, consumer.ErrUndecodableBody)
 		assert.Equal(t, consumer.KindDeadLetter, o.Kind)
 		assert.Equal(t, "undecodable body: the body decodes to a nil *consumer_test.payment", o.Reason)
 	}
-	assert.Zero(t, calls)
 
 	var got *payment
 	o, err := consumer.HandleJSON(func(_ context.Context, _ *consumer.Delivery, p *payment) (consumer.Outcome, error) {

@@ -121,7 +121,7 @@ func TestF25_AfterCommitHookNeverRunsOnRollbackRetryOrLostClaim(t *testing.T) {
 func TestF25_AfterCommitHookNeverRunsWhenCommitFails(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	d := consumer.NewDelivery(f.group, f.orderMsg(t, f.prefix+"-e", f.prefix+"-1"))
+	d := testenv.NewDelivery(f.group, f.orderMsg(t, f.prefix+"-e", f.prefix+"-1"))
 	d.EventID = f.prefix + "-e"
 	txn, err := f.store.Protocol().Begin(ctx)
 	require.NoError(t, err)

@@ -166,7 +166,7 @@ func TestStore_F41_DuplicateCausesOfSeveralInOneRead(t *testing.T) {
 	require.Equal(t, consumer.KindProcessed, o.Kind)
 
 	delivery := func(m *primitive.MessageExt, eventID string) *consumer.Delivery {
-		d := consumer.NewDelivery(f.group, m)
+		d := testenv.NewDelivery(f.group, m)
 		d.EventID = eventID
 		return d
 	}

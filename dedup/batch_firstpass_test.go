@@ -367,7 +367,7 @@ func TestClaimBatch_EventIDsTheKeyTakesForOneAreOneEvent(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	delivery := func(id string) *consumer.Delivery {
-		d := consumer.NewDelivery(f.group, f.orderMsg(t, id, id))
+		d := testenv.NewDelivery(f.group, f.orderMsg(t, id, id))
 		d.EventID = id
 		return d
 	}

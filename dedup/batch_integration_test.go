@@ -455,7 +455,7 @@ func TestBatch_DuplicateAndOwnRollbackToAreNoDoubt(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, store.Close()) })
 	ctx := context.Background()
-	done := consumer.NewDelivery(f.group, f.orderMsg(t, f.prefix+"-done", f.prefix+"-done"))
+	done := testenv.NewDelivery(f.group, f.orderMsg(t, f.prefix+"-done", f.prefix+"-done"))
 	done.EventID = f.prefix + "-done"
 	txn, err := store.Protocol().Begin(ctx)
 	require.NoError(t, err)
@@ -470,7 +470,7 @@ func TestBatch_DuplicateAndOwnRollbackToAreNoDoubt(t *testing.T) {
 	require.ErrorIs(t, store.Protocol().Claim(ctx, txn, done), dedup.ErrDuplicate)
 	assert.False(t, dedup.DoubtSinceBegin(txn), "a 1062 is a statement-level rollback only")
 
-	failing := consumer.NewDelivery(f.group, f.orderMsg(t, f.prefix+"-failing", f.prefix+"-failing"))
+	failing := testenv.NewDelivery(f.group, f.orderMsg(t, f.prefix+"-failing", f.prefix+"-failing"))
 	failing.EventID = f.prefix + "-failing"
 	sp, err := txn.Savepoint(ctx)
 	require.NoError(t, err)

@@ -80,7 +80,7 @@ func compensationRace(t *testing.T, db *sqlx.DB, d raceDomain, order string) (ms
 		m.WithProperty("ACTION_ID", fmt.Sprintf("%s-%d", prefix, i))
 		m.WithProperty("ACTION_INDEX", fmt.Sprint(i))
 		for {
-			o, err := chain.Handle(context.Background(), consumer.NewDelivery(group, m))
+			o, err := chain.Handle(context.Background(), testenv.NewDelivery(group, m))
 			res := testenv.AnswerTo(t, o, err)
 			if res.Result == rmq.ConsumeSuccess {
 				assert.Equal(t, consumer.KindProcessed, o.Kind, "message %d: %v", i, o)

@@ -79,7 +79,7 @@ func (f *fixture) chain(t testing.TB, h dedup.TxHandler) consumer.Handler {
 
 // handle runs one message through h as the consumer would (testenv.AnswerTo gives the client's answer).
 func (f *fixture) handle(h consumer.Handler, msg *primitive.MessageExt) (consumer.Outcome, error) {
-	return h.Handle(context.Background(), consumer.NewDelivery(f.group, msg))
+	return h.Handle(context.Background(), testenv.NewDelivery(f.group, msg))
 }
 
 // orderMsg is a physical message (its own MsgId) carrying an OrderCreated event.
@@ -477,7 +477,7 @@ func TestDedup_GroupsAreIndependent(t *testing.T) {
 	}
 	inventory, accounting := f.group+"-inventory", f.group+"-accounting"
 	for _, g := range []string{inventory, accounting, inventory} {
-		_, err := h(g).Handle(context.Background(), consumer.NewDelivery(g, f.orderMsg(t, ev, f.prefix+"-1")))
+		_, err := h(g).Handle(context.Background(), testenv.NewDelivery(g, f.orderMsg(t, ev, f.prefix+"-1")))
 		require.NoError(t, err)
 	}
 	assert.Equal(t, []string{inventory, accounting}, ran, "each group processes the event once")

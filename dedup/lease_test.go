@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/internal/txproto"
@@ -32,7 +31,7 @@ func TestClaimLease_MissingLeaseTableNamesTheFixAndSpendsNoAttempt(t *testing.T)
 	require.NoError(t, err, "stores without lease mode keep working")
 
 	m := &primitive.MessageExt{MsgId: "m1", Message: primitive.Message{Topic: "PAYMENT"}}
-	d := consumer.NewDelivery("cg", m)
+	d := testenv.NewDelivery("cg", m)
 	d.EventID = testenv.Unique("ev")
 	_, err = store.Protocol().(txproto.Leaser).ClaimLease(ctx, d, time.Minute)
 	require.ErrorIs(t, err, dedup.ErrSchema)

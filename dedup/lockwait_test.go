@@ -37,7 +37,7 @@ func TestDedup_LockWaitTimeoutOnAClaimHeldByAnotherTransactionIsATransientRetry(
 
 	ev, order := f.prefix+"-e", f.prefix+"-1"
 	ctx := context.Background()
-	holder := consumer.NewDelivery(f.group, f.orderMsg(t, ev, order))
+	holder := testenv.NewDelivery(f.group, f.orderMsg(t, ev, order))
 	holder.EventID = ev
 	other, err := f.store.Protocol().Begin(ctx)
 	require.NoError(t, err)
@@ -47,7 +47,7 @@ func TestDedup_LockWaitTimeoutOnAClaimHeldByAnotherTransactionIsATransientRetry(
 	h := f.chain(t, handleOrderCreated)
 	msg := f.orderMsg(t, ev, order)
 	msg.ReconsumeTimes = 1
-	d := consumer.NewDelivery(f.group, msg)
+	d := testenv.NewDelivery(f.group, msg)
 	d.MaxAttempts = 3
 	o, err := h.Handle(ctx, d)
 	res := testenv.AnswerTo(t, o, err)

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/internal/testenv"
@@ -64,7 +63,7 @@ func readOnlyDropsTheConnection(t *testing.T, ctx context.Context, in *testenv.I
 		txn, err := store.Protocol().Begin(ctx)
 		require.NoError(t, err)
 		id := connectionID(t, ctx, txn.SQLTx())
-		d := consumer.NewDelivery("cg", &primitive.MessageExt{Message: primitive.Message{Topic: "ORDER"}, MsgId: "m-" + eventID})
+		d := testenv.NewDelivery("cg", &primitive.MessageExt{Message: primitive.Message{Topic: "ORDER"}, MsgId: "m-" + eventID})
 		d.EventID = eventID
 		err = store.Protocol().Claim(ctx, txn, d)
 		_ = txn.RollbackAfter(err)

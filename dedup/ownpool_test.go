@@ -215,7 +215,7 @@ func TestStore_CloseWhileATransactionRunsLetsItCommit(t *testing.T) {
 	store, err := dedup.NewStore(f.db, dedup.WithTxDSN(testenv.MySQLDSN()))
 	require.NoError(t, err)
 	ctx := context.Background()
-	d := consumer.NewDelivery(f.group, f.orderMsg(t, f.prefix+"-e", f.prefix+"-1"))
+	d := testenv.NewDelivery(f.group, f.orderMsg(t, f.prefix+"-e", f.prefix+"-1"))
 	d.EventID = f.prefix + "-e"
 	txn, err := store.Protocol().Begin(ctx)
 	require.NoError(t, err)

@@ -121,7 +121,7 @@ func TestTablePrefix_TwoStoresInOneDatabaseAreIndependent(t *testing.T) {
 		msg.WithProperty("EVENT_ID", ev)
 		msg.WithProperty("AGGREGATE_ID", "o-1")
 		msg.WithProperty("AGGREGATE_VERSION", "1")
-		o, err := h.Handle(ctx, consumer.NewDelivery(group, msg))
+		o, err := h.Handle(ctx, testenv.NewDelivery(group, msg))
 		require.NoError(t, err)
 		return o.Kind
 	}

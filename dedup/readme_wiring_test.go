@@ -63,7 +63,7 @@ func TestReadmeWiring_ConcurrentEventsOfOneOrderApplyOneAndAreStaleOrDuplicate(t
 	require.NoError(t, db.Get(&stale, `SELECT COUNT(*) FROM processed_event WHERE consumer_group = ? AND result_status = 'STALE'`, group))
 	assert.Equal(t, n-1, stale)
 
-	o, err := h.Handle(context.Background(), consumer.NewDelivery(group, message(n, 1)))
+	o, err := h.Handle(context.Background(), testenv.NewDelivery(group, message(n, 1)))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindStale, o.Kind, "a late v1")
 }

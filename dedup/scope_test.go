@@ -32,7 +32,7 @@ func TestF24_RenamedGroupWithTheSameScopeAppliesNothingTwice(t *testing.T) {
 		group string
 		want  consumer.Kind
 	}{{f.group, consumer.KindProcessed}, {f.group + "-v2", consumer.KindDuplicate}} {
-		o, err := h.Handle(context.Background(), consumer.NewDelivery(g.group, f.orderMsg(t, ev, ev)))
+		o, err := h.Handle(context.Background(), testenv.NewDelivery(g.group, f.orderMsg(t, ev, ev)))
 		require.NoError(t, err)
 		assert.Equal(t, g.want, o.Kind, g.group)
 	}

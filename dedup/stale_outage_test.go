@@ -42,7 +42,7 @@ func TestVersion_StoreFailingWhileRecordingStaleIsUnavailable(t *testing.T) {
 	}), middleware.Classify(), eventID, testenv.Must(middleware.Dedup(store)), version))
 	w := &versionWorld{group: testenv.Unique("cg"), prefix: testenv.Unique("v")}
 	handle := func(eventID string, attempt int) consumer.Outcome {
-		d := consumer.NewDelivery(w.group, w.message(eventID, "o-1", 5))
+		d := testenv.NewDelivery(w.group, w.message(eventID, "o-1", 5))
 		d.Attempt, d.MaxAttempts = attempt, 3
 		o, _ := h.Handle(ctx, d)
 		return o

@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/dedupsql"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/internal/txproto"
 	"github.com/rmqguard/rmqguard/retry"
 )
@@ -23,7 +23,7 @@ func claimOnce(t *testing.T, f *fixture, group, eventID string) error {
 	txn, err := f.store.Protocol().Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = txn.Rollback() }()
-	d := consumer.NewDelivery(group, &primitive.MessageExt{MsgId: "m", Message: primitive.Message{Topic: "ORDER"}})
+	d := testenv.NewDelivery(group, &primitive.MessageExt{MsgId: "m", Message: primitive.Message{Topic: "ORDER"}})
 	d.EventID = eventID
 	if err := f.store.Protocol().Claim(ctx, txn, d); err != nil {
 		return err

@@ -47,7 +47,7 @@ func BenchmarkVersion(b *testing.B) {
 				aggregate := fmt.Sprintf("a%d", goroutines.Add(1))
 				for v := int64(1); pb.Next(); v++ {
 					msg := w.message(fmt.Sprintf("%s-v%d", aggregate, v), aggregate, v)
-					if o, err := h.Handle(context.Background(), consumer.NewDelivery(w.group, msg)); err != nil || o.Kind != consumer.KindProcessed {
+					if o, err := h.Handle(context.Background(), testenv.NewDelivery(w.group, msg)); err != nil || o.Kind != consumer.KindProcessed {
 						b.Errorf("outcome %v, err %v", o, err)
 						return
 					}

@@ -71,7 +71,7 @@ func (w *versionWorld) send(t *testing.T, eventID, id string, version int64, att
 	t.Helper()
 	msg := w.message(eventID, id, version)
 	msg.ReconsumeTimes = int32(attempt)
-	d := consumer.NewDelivery(w.group, msg)
+	d := testenv.NewDelivery(w.group, msg)
 	d.MaxAttempts = 16
 	o, err := w.h.Handle(context.Background(), d)
 	require.NoError(t, err, "%s v%d", eventID, version)
@@ -322,7 +322,7 @@ func TestVersion_ConcurrentEventsOfOneAggregateApplyOneVersionOnce(t *testing.T)
 			byKind[k]++
 			if k == consumer.KindRetry {
 				msgs[i].ReconsumeTimes = 1
-				o, err := w.h.Handle(context.Background(), consumer.NewDelivery(w.group, msgs[i]))
+				o, err := w.h.Handle(context.Background(), testenv.NewDelivery(w.group, msgs[i]))
 				require.NoError(t, err)
 				assert.Equal(t, consumer.KindStale, o.Kind, "%s: a retried loser is stale on its redelivery", c.id)
 			}
@@ -376,7 +376,7 @@ func (w *versionWorld) concurrently(msgs []*primitive.MessageExt, kinds []consum
 		go func() {
 			defer wg.Done()
 			<-start
-			o, _ := w.h.Handle(context.Background(), consumer.NewDelivery(w.group, msg))
+			o, _ := w.h.Handle(context.Background(), testenv.NewDelivery(w.group, msg))
 			kinds[i] = o.Kind
 		}()
 	}
@@ -437,7 +437,7 @@ func TestAggregateVersion_ReadAdvanceAndRecordStale(t *testing.T) {
 		assert.True(t, retry.Classify(err) == retry.ClassPermanent, "%v", err)
 	})
 
-	d := consumer.NewDelivery(w.group, w.message("stale-1", "o-1", 1))
+	d := testenv.NewDelivery(w.group, w.message("stale-1", "o-1", 1))
 	d.EventID = w.prefix + "-stale-1"
 	require.NoError(t, w.store.Protocol().RecordStale(ctx, d))
 	require.ErrorIs(t, w.store.Protocol().RecordStale(ctx, d), dedup.ErrDuplicate, "a second record (a concurrent delivery) finds the first")
@@ -489,7 +489,7 @@ func TestVersion_FailureToRecordStaleIsRetried(t *testing.T) {
 	w.seed(t, "o-1", 3)
 
 	msg := w.message("late", "o-1", 2)
-	o, err := w.h.Handle(context.Background(), consumer.NewDelivery(w.group, msg))
+	o, err := w.h.Handle(context.Background(), testenv.NewDelivery(w.group, msg))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "decided stale")
 	assert.Equal(t, consumer.KindRetry, o.Kind, "not acknowledged")
@@ -498,7 +498,7 @@ func TestVersion_FailureToRecordStaleIsRetried(t *testing.T) {
 	_, err = db.Exec(`DROP TRIGGER refuse_stale`)
 	require.NoError(t, err)
 	msg.ReconsumeTimes = 1
-	o, err = w.h.Handle(context.Background(), consumer.NewDelivery(w.group, msg))
+	o, err = w.h.Handle(context.Background(), testenv.NewDelivery(w.group, msg))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindStale, o.Kind)
 	assert.Equal(t, dedupsql.ResultStale, w.status(t, "late"))
@@ -551,7 +551,7 @@ func TestVersion_ConcurrentDeliveriesOfOneStaleEventCountOneStale(t *testing.T) 
 			if i == 1 {
 				<-entered // the first delivery holds its claim
 			}
-			d := consumer.NewDelivery(w.group, msg)
+			d := testenv.NewDelivery(w.group, msg)
 			d.MaxAttempts = 16
 			o, err := w.h.Handle(context.Background(), d)
 			assert.NoError(t, err)
@@ -595,7 +595,7 @@ func TestF15_RollbackUnderTheHandlerWithVersionCommitsNothing(t *testing.T) {
 	}{{"old", 4}, {"new", 1}} {
 		underneath = true
 		msg := w.message("e-"+c.id, c.id, c.version)
-		d := consumer.NewDelivery(w.group, msg)
+		d := testenv.NewDelivery(w.group, msg)
 		d.MaxAttempts = 16
 		o, err := w.h.Handle(context.Background(), d)
 		assert.Error(t, err, c.id)
@@ -607,7 +607,7 @@ func TestF15_RollbackUnderTheHandlerWithVersionCommitsNothing(t *testing.T) {
 
 		underneath = false
 		msg.ReconsumeTimes = 1
-		o, err = w.h.Handle(context.Background(), consumer.NewDelivery(w.group, msg))
+		o, err = w.h.Handle(context.Background(), testenv.NewDelivery(w.group, msg))
 		require.NoError(t, err)
 		assert.Equal(t, consumer.KindProcessed, o.Kind, c.id)
 		v, _ = w.stored(t, c.id)
@@ -630,7 +630,7 @@ func TestF12_GapAndItsMissingEventAtOnce(t *testing.T) {
 		assert.Equal(t, consumer.KindProcessed, kinds[1], "%s: v2 applies", id)
 		if kinds[0] == consumer.KindRetry {
 			msgs[0].ReconsumeTimes = 1
-			o, err := w.h.Handle(context.Background(), consumer.NewDelivery(w.group, msgs[0]))
+			o, err := w.h.Handle(context.Background(), testenv.NewDelivery(w.group, msgs[0]))
 			require.NoError(t, err)
 			kinds[0] = o.Kind
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dlq"
 	deadletter "github.com/rmqguard/rmqguard/internal/letter"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
 func retriedDelivery() *consumer.Delivery {
@@ -26,7 +27,7 @@ func retriedDelivery() *consumer.Delivery {
 	msg.WithProperty(primitive.PropertyRealTopic, "%RETRY%cg")
 	msg.WithProperty(primitive.PropertyDelayTimeLevel, "3")
 	msg.WithProperty(primitive.PropertyTimerDeliverMS, "1700000000000")
-	return consumer.NewDelivery("cg", msg)
+	return testenv.NewDelivery("cg", msg)
 }
 
 func TestLetter_F18_KeepsBusinessDataAndOriginTopicDropsSystemProperties(t *testing.T) {

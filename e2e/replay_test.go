@@ -180,7 +180,7 @@ func TestE2E_S5_F18_DLQReplaySafeTwiceToTheDeadLetteredGroupOnly(t *testing.T) {
 	mu.Lock()
 	msgB := processed[evB]
 	mu.Unlock()
-	require.NoError(t, publisher.DeadLetter(ctx, consumer.NewDelivery(group, msgB), "injected: letter of a processed event"))
+	require.NoError(t, publisher.DeadLetter(ctx, testenv.NewDelivery(group, msgB), "injected: letter of a processed event"))
 	// C's letter has no origin topic (no RETRY_TOPIC), as a letter written by another tool might.
 	noOrigin := event(evC)
 	noOrigin.Topic = rmq.DLQTopic(group)
@@ -419,7 +419,7 @@ func TestE2E_S5_DLQReplayFromExportFile(t *testing.T) {
 	mu.Lock()
 	msgDone := processed[evDone]
 	mu.Unlock()
-	require.NoError(t, publisher.DeadLetter(ctx, consumer.NewDelivery(group, msgDone), "injected: letter of a processed event"))
+	require.NoError(t, publisher.DeadLetter(ctx, testenv.NewDelivery(group, msgDone), "injected: letter of a processed event"))
 
 	file := filepath.Join(t.TempDir(), "letters.jsonl")
 	out, code := cli(t, bin, "dlq", "export", "--namesrv", w.ns[0], "--group", group, "-o", file)

@@ -13,13 +13,14 @@ import (
 
 	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/internal/causelabel"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/metrics"
 )
 
 // delivery is a message of group cg on ORDER at ReconsumeTimes attempt.
 func delivery(attempt int32) *consumer.Delivery {
 	msg := &primitive.MessageExt{Message: primitive.Message{Topic: "ORDER"}, MsgId: "m", ReconsumeTimes: attempt}
-	return consumer.NewDelivery("cg", msg)
+	return testenv.NewDelivery("cg", msg)
 }
 
 func decision(k consumer.Kind, c string) consumer.Decision {

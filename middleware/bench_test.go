@@ -53,7 +53,7 @@ func benchmarkChain(b *testing.B, deadline func(time.Duration) middleware.Middle
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		o, err := h.Handle(ctx, consumer.NewDelivery("cg", msg))
+		o, err := h.Handle(ctx, testenv.NewDelivery("cg", msg))
 		if err != nil || o.Kind != consumer.KindProcessed {
 			b.Fatalf("outcome %v, err %v", o, err)
 		}
@@ -96,7 +96,7 @@ func BenchmarkChain_NoIO_UnderHandlerTimeout(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				o, err := h.Handle(ctx, consumer.NewDelivery("cg", msg))
+				o, err := h.Handle(ctx, testenv.NewDelivery("cg", msg))
 				cancel()
 				if err != nil || o.Kind != consumer.KindProcessed {
 					b.Fatalf("outcome %v, err %v", o, err)

@@ -182,12 +182,12 @@ func TestStandard_ProcessesAMessageOnceOnMariaDB(t *testing.T) {
 	msg := &primitive.MessageExt{MsgId: run + "-msg", Message: primitive.Message{Topic: "ORDER", Body: []byte(`{}`)}}
 	msg.WithProperty("EVENT_ID", run+"-e1")
 
-	o, err := h.Handle(context.Background(), consumer.NewDelivery(group, msg))
+	o, err := h.Handle(context.Background(), testenv.NewDelivery(group, msg))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
 
 	msg.ReconsumeTimes = 1
-	o, err = h.Handle(context.Background(), consumer.NewDelivery(group, msg))
+	o, err = h.Handle(context.Background(), testenv.NewDelivery(group, msg))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindDuplicate, o.Kind)
 	assert.Equal(t, 1, ledger.Count(t, run+"-e1"), "applied once")

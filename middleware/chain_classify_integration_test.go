@@ -42,7 +42,7 @@ func TestDedup_DeadLetterFromAClassifyInsideIsRolledBackOnMariaDB(t *testing.T) 
 	msg := &primitive.MessageExt{MsgId: run + "-msg", Message: primitive.Message{Topic: "ORDER", Body: []byte(`{}`)}}
 	msg.WithProperty("EVENT_ID", run+"-e1")
 
-	o, err := h.Handle(context.Background(), consumer.NewDelivery(group, msg))
+	o, err := h.Handle(context.Background(), testenv.NewDelivery(group, msg))
 
 	require.ErrorIs(t, err, errBad)
 	assert.Equal(t, consumer.KindDeadLetter, o.Kind)

@@ -78,7 +78,7 @@ func (f *lateCommit) msg(id string, attempt int) *primitive.MessageExt {
 
 // delivery is the Delivery the consumer builds for msg, with MaxAttempts lastAttempt.
 func (f *lateCommit) delivery(id string, attempt int) *consumer.Delivery {
-	d := consumer.NewDelivery(f.group, f.msg(id, attempt))
+	d := testenv.NewDelivery(f.group, f.msg(id, attempt))
 	d.MaxAttempts = lastAttempt
 	return d
 }

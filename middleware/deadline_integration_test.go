@@ -55,7 +55,7 @@ func TestDeadline_F7_SlowTransactionIsRolledBackAtTheDeadlineAndAppliedOnceOnRed
 	}
 
 	start := time.Now()
-	o, err := h.Handle(context.Background(), consumer.NewDelivery(group, msg))
+	o, err := h.Handle(context.Background(), testenv.NewDelivery(group, msg))
 
 	assert.Less(t, time.Since(start), 10*time.Second, "the handler was ended at the deadline, not after its 30 s")
 	assert.Equal(t, consumer.KindRetry, o.Kind)
@@ -67,7 +67,7 @@ func TestDeadline_F7_SlowTransactionIsRolledBackAtTheDeadlineAndAppliedOnceOnRed
 
 	slow = false
 	msg.ReconsumeTimes = 1
-	o, err = h.Handle(context.Background(), consumer.NewDelivery(group, msg))
+	o, err = h.Handle(context.Background(), testenv.NewDelivery(group, msg))
 	require.NoError(t, err)
 	assert.Equal(t, consumer.KindProcessed, o.Kind)
 	assert.Equal(t, 1, dedupRows())

@@ -74,8 +74,8 @@ func TestEventID_F11_TwoPhysicalMessagesSameBusinessIDShareTheKey(t *testing.T) 
 	m1, m2 := msg("ORDER", "", props), msg("ORDER", "", props)
 	m1.MsgId, m2.MsgId = "AC11000100002A9F0000000000000001", "AC11000100002A9F0000000000000002"
 
-	_, err1 := h.Handle(context.Background(), consumer.NewDelivery("cg", m1))
-	_, err2 := h.Handle(context.Background(), consumer.NewDelivery("cg", m2))
+	_, err1 := h.Handle(context.Background(), testenv.NewDelivery("cg", m1))
+	_, err2 := h.Handle(context.Background(), testenv.NewDelivery("cg", m2))
 
 	require.NoError(t, err1)
 	require.NoError(t, err2)
@@ -268,7 +268,7 @@ func TestEventID_F4_ExtractionSeesTheRestoredTopic(t *testing.T) {
 	m := msg("%RETRY%cg", "", map[string]string{"EVENT_ID": "e-1", "RETRY_TOPIC": "ORDER"})
 	m.ReconsumeTimes = 2
 
-	_, err, s := runEventID(t, cfg, consumer.NewDelivery("cg", m))
+	_, err, s := runEventID(t, cfg, testenv.NewDelivery("cg", m))
 
 	require.NoError(t, err)
 	assert.Equal(t, "ORDER", gotTopic)

@@ -66,7 +66,7 @@ func (w *leaseWorld) chain(t *testing.T, store *dedup.Store, lease time.Duration
 func (w *leaseWorld) delivery(id, msgID string, attempt int) *consumer.Delivery {
 	m := &primitive.MessageExt{MsgId: msgID, ReconsumeTimes: int32(attempt), Message: primitive.Message{Topic: "PAYMENT", Body: []byte(`{}`)}}
 	m.WithProperty("EVENT_ID", id)
-	d := consumer.NewDelivery(w.group, m)
+	d := testenv.NewDelivery(w.group, m)
 	d.MaxAttempts = 16
 	return d
 }
@@ -199,7 +199,7 @@ func runLeaseHolder() {
 	chain := testenv.Must(middleware.Chain(h, middleware.Classify(), eventID, testenv.Must(middleware.Lease(store, lease))))
 	m := &primitive.MessageExt{MsgId: os.Getenv("EVENT") + "-m1", Message: primitive.Message{Topic: "PAYMENT", Body: []byte(`{}`)}}
 	m.WithProperty("EVENT_ID", os.Getenv("EVENT"))
-	_, err = chain.Handle(context.Background(), consumer.NewDelivery(os.Getenv("GROUP"), m))
+	_, err = chain.Handle(context.Background(), testenv.NewDelivery(os.Getenv("GROUP"), m))
 	fail(fmt.Errorf("the chain returned: %v", err))
 }
 
@@ -486,7 +486,7 @@ func BenchmarkLease_NewEventsOnMariaDB(b *testing.B) {
 				i++
 				m := &primitive.MessageExt{MsgId: "m", Message: primitive.Message{Topic: "PAYMENT"}}
 				m.WithProperty("EVENT_ID", fmt.Sprintf("%s-%d", run, i))
-				o, err := chain.Handle(context.Background(), consumer.NewDelivery(group, m))
+				o, err := chain.Handle(context.Background(), testenv.NewDelivery(group, m))
 				if err != nil || o.Kind != consumer.KindProcessed {
 					b.Fatalf("outcome %v, err %v", o, err)
 				}

@@ -3,6 +3,7 @@ package middleware_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -30,7 +31,7 @@ func TestLogging_IsOneDebugLinePerRun(t *testing.T) {
 		{consumer.DeadLetter("poison"), errors.New("poison")},
 		{consumer.Outcome{}, nil},
 	} {
-		t.Run(tc.o.String(), func(t *testing.T) {
+		t.Run(fmt.Sprint(tc.o.Kind, " ", tc.o.Reason), func(t *testing.T) {
 			core, logs := observer.New(zapcore.DebugLevel)
 			d := delivery("ORDER", `{"card":"4111-1111"}`, map[string]string{"KEYS": "o-1"})
 			d.EventID = "e-1"

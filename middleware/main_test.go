@@ -8,6 +8,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
 // TestMain fails the package when a test leaves a goroutine behind (e.g. a Timeout handler never released).
@@ -32,5 +33,5 @@ func msg(topic string, body string, props map[string]string) *primitive.MessageE
 
 // delivery is the Delivery the consumer would build for msg in group "cg".
 func delivery(topic, body string, props map[string]string) *consumer.Delivery {
-	return consumer.NewDelivery("cg", msg(topic, body, props))
+	return testenv.NewDelivery("cg", msg(topic, body, props))
 }

@@ -80,7 +80,7 @@ func TestMetrics_F4_LabelsUseTheRestoredTopic(t *testing.T) {
 	retried := msg("%RETRY%cg", "", map[string]string{"EVENT_ID": "e-1", "RETRY_TOPIC": "ORDER"})
 	retried.ReconsumeTimes = 1
 
-	_, err := h.Handle(context.Background(), consumer.NewDelivery("cg", retried))
+	_, err := h.Handle(context.Background(), testenv.NewDelivery("cg", retried))
 
 	require.Error(t, err)
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.Errors.WithLabelValues("cg", "ORDER", "unknown")))
@@ -109,7 +109,7 @@ func TestMetrics_OneDurationSeriesPerGroupAndTopicBeyondTheKeptOnes(t *testing.T
 			defer wg.Done()
 			for i := w; i < groups*topics*perPair; i += 4 {
 				pair := i % (groups * topics)
-				d := consumer.NewDelivery(fmt.Sprintf("cg-%d", pair%groups), msg(fmt.Sprintf("T-%d", pair/groups), "", nil))
+				d := testenv.NewDelivery(fmt.Sprintf("cg-%d", pair%groups), msg(fmt.Sprintf("T-%d", pair/groups), "", nil))
 				_, _ = h.Handle(context.Background(), d)
 			}
 		}()

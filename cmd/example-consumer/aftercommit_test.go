@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/examples/shop/shoptest"
 	"github.com/rmqguard/rmqguard/internal/testenv"
@@ -36,7 +35,7 @@ func TestExampleConsumer_F36_EveryFailedAfterCommitHookIsLoggedAndCounted(t *tes
 	t.Cleanup(func() { require.NoError(t, store.Close()) })
 
 	group, ev := testenv.Unique("example-ac"), testenv.Unique("ev")
-	d := consumer.NewDelivery(group, &primitive.MessageExt{MsgId: testenv.Unique("msg"), Message: primitive.Message{Topic: "ORDER"}})
+	d := testenv.NewDelivery(group, &primitive.MessageExt{MsgId: testenv.Unique("msg"), Message: primitive.Message{Topic: "ORDER"}})
 	d.EventID = ev
 	ctx := context.Background()
 	txn, err := store.Protocol().Begin(ctx)

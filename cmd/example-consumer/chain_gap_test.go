@@ -36,7 +36,7 @@ func TestChain_GapRetriesFlagCountsDeliveries(t *testing.T) {
 		ext.WithProperty(shop.PropEventType, shop.EventOrderPaid)
 		ext.WithProperty(shop.PropAggregateID, no)
 		ext.WithProperty(shop.PropAggregateVersion, "2")
-		d := consumer.NewDelivery(run+"-cg", ext)
+		d := testenv.NewDelivery(run+"-cg", ext)
 		d.MaxAttempts = 5
 		return d
 	}

@@ -80,7 +80,7 @@ func TestPaidOrder_LoyaltyAndNotificationOnceThroughTheOutbox(t *testing.T) {
 		if version > 0 {
 			ext.WithProperty(shop.PropAggregateVersion, strconv.FormatInt(version, 10))
 		}
-		d := consumer.NewDelivery(group, ext)
+		d := testenv.NewDelivery(group, ext)
 		d.MaxAttempts = 3
 		o, err := h.Handle(ctx, d)
 		require.NoError(t, err)

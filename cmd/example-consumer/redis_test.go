@@ -83,7 +83,7 @@ func TestExampleConsumer_WiresTheRedisFastPath(t *testing.T) {
 	}))
 	group, eventID := testenv.Unique("cg"), testenv.Unique("ev")
 	deliver := func() consumer.Outcome {
-		d := consumer.NewDelivery(group, &primitive.MessageExt{MsgId: testenv.Unique("msg"),
+		d := testenv.NewDelivery(group, &primitive.MessageExt{MsgId: testenv.Unique("msg"),
 			Message: primitive.Message{Topic: "SHOP_TEST", Body: []byte("{}")}})
 		d.EventID = eventID
 		o, err := h.Handle(t.Context(), d)

@@ -72,7 +72,7 @@ func TestRedisFast_DuplicateOfAnUncommittedClaimInTheSameTransactionWritesNoDone
 	f := newFixture(t, testenv.Redis(t), time.Minute)
 	ctx := context.Background()
 	ev := f.prefix + "-e"
-	first, second := consumer.NewDelivery(f.group, f.msg(ev)), consumer.NewDelivery(f.group, f.msg(ev))
+	first, second := testenv.NewDelivery(f.group, f.msg(ev)), testenv.NewDelivery(f.group, f.msg(ev))
 	first.EventID, second.EventID = ev, ev
 
 	txn, err := f.layer.Protocol().Begin(ctx)
@@ -88,7 +88,7 @@ func TestRedisFast_DuplicateOfAnUncommittedClaimInTheSameTransactionWritesNoDone
 	processed, err := f.store.Processed(ctx, f.group, ev)
 	require.NoError(t, err)
 	require.False(t, processed, "nothing committed")
-	again := consumer.NewDelivery(f.group, f.msg(ev))
+	again := testenv.NewDelivery(f.group, f.msg(ev))
 	again.EventID = ev
 	_, done := f.layer.Protocol().Done(ctx, again)
 	assert.False(t, done, "Redis answers done for an event whose row never committed: its redelivery would be lost")

@@ -107,12 +107,12 @@ func (f *fixture) msg(eventID string) *primitive.MessageExt {
 }
 
 func (f *fixture) handle(h consumer.Handler, m *primitive.MessageExt) (consumer.Outcome, error) {
-	return h.Handle(context.Background(), consumer.NewDelivery(f.group, m))
+	return h.Handle(context.Background(), testenv.NewDelivery(f.group, m))
 }
 
 // key is the done key of eventID in the fixture's group.
 func (f *fixture) key(eventID string) string {
-	d := consumer.NewDelivery(f.group, f.msg(eventID))
+	d := testenv.NewDelivery(f.group, f.msg(eventID))
 	d.EventID = eventID // what middleware.EventID sets
 	return f.layer.Protocol().(txproto.Keyed).Key(d)
 }

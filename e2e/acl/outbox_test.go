@@ -58,7 +58,7 @@ func TestACL_OutboxRelaySendsToTheTopicInItsNamespace(t *testing.T) {
 	}), eventID, testenv.Must(middleware.Dedup(store))))
 	in := &primitive.MessageExt{Message: primitive.Message{Topic: "UPSTREAM", Body: []byte("{}")}, MsgId: "m-1"}
 	in.WithProperty("EVENT_ID", "upstream-1")
-	o, err := h.Handle(w.ctx, consumer.NewDelivery("upstream-group", in))
+	o, err := h.Handle(w.ctx, testenv.NewDelivery("upstream-group", in))
 	require.NoError(t, err)
 	require.Equal(t, consumer.KindProcessed, o.Kind)
 	require.NotEmpty(t, sent)

@@ -22,7 +22,7 @@ func TestLedger_ShowsADoubleApplyThatTheBusinessKeyHides(t *testing.T) {
 	l := testenv.NewLedger(t, db, run)
 	msg := &primitive.MessageExt{MsgId: testenv.Unique("msg"), Message: primitive.Message{Topic: "ORDER",
 		Body: []byte(`{"eventId":"` + run + `-e","orderNo":"` + run + `-o","skuId":"sku-1","quantity":1,"amountCents":100}`)}}
-	d := consumer.NewDelivery("cg", msg)
+	d := testenv.NewDelivery("cg", msg)
 	d.EventID = run + "-e"
 	h := l.Handler(shop.HandleOrderCreated)
 
@@ -49,7 +49,7 @@ func TestLedger_FailedHandlerAppendsNothing(t *testing.T) {
 	db := shoptest.MySQL(t)
 	run := testenv.Unique("ledger")
 	l := testenv.NewLedger(t, db, run)
-	d := consumer.NewDelivery("cg", &primitive.MessageExt{Message: primitive.Message{Topic: "ORDER", Body: []byte(`not json`)}})
+	d := testenv.NewDelivery("cg", &primitive.MessageExt{Message: primitive.Message{Topic: "ORDER", Body: []byte(`not json`)}})
 	d.EventID = run + "-e"
 	tx, err := db.Beginx()
 	require.NoError(t, err)

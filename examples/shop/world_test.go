@@ -62,7 +62,7 @@ func (w *world) delivery(eventType, eventID, aggregate string, version int64, bo
 	if version > 0 {
 		msg.WithProperty(shop.PropAggregateVersion, strconv.FormatInt(version, 10))
 	}
-	d := consumer.NewDelivery(w.group, ext)
+	d := testenv.NewDelivery(w.group, ext)
 	d.EventID, d.EventType, d.AggregateID, d.Version = eventID, eventType, aggregate, version
 	d.MaxAttempts = 3
 	return d
@@ -153,7 +153,7 @@ func (w *world) chain(gapRetries int) consumer.Handler {
 // through runs d through h as a fresh delivery (the chain fills in the event's identity again).
 func (w *world) through(h consumer.Handler, d *consumer.Delivery) consumer.Outcome {
 	w.t.Helper()
-	fresh := consumer.NewDelivery(d.Group, d.Msg)
+	fresh := testenv.NewDelivery(d.Group, d.Msg)
 	fresh.Attempt, fresh.MaxAttempts = d.Attempt, d.MaxAttempts
 	o, _ := h.Handle(w.ctx, fresh)
 	return o

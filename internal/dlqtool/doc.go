@@ -19,7 +19,7 @@
 // # Replay
 //
 // A replay goes to the group's retry topic, so that only that group receives it (the broker delivers a
-// group's retry topic to that group alone); the client and consumer.NewDelivery restore RETRY_TOPIC as the
+// group's retry topic to that group alone); the client and the consumer restore RETRY_TOPIC as the
 // visible topic. The names are already the broker's, so the producer must have no namespace option. The
 // broker stores it with ReconsumeTimes 0, so the group's full retry budget applies again. A group that does
 // not subscribe the topic cannot hand the message to a handler (the client retries it until it is

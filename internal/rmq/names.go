@@ -106,3 +106,15 @@ func splitSystemPrefix(resource string) (prefix, name string) {
 	}
 	return "", resource
 }
+
+// OriginalTopic returns the business topic of msg: the RETRY_TOPIC property when msg sits on a
+// %RETRY% or %DLQ% topic and carries one, else msg.Topic. The client restores the topic of retried
+// messages itself in most paths; this makes the rule hold for every path.
+func OriginalTopic(msg *primitive.MessageExt) string {
+	if IsSystemTopic(msg.Topic) {
+		if t := msg.GetProperty(primitive.PropertyRetryTopic); t != "" {
+			return t
+		}
+	}
+	return msg.Topic
+}

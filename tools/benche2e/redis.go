@@ -13,9 +13,9 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/dedup/redisfast"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/internal/txproto"
 )
 
@@ -83,7 +83,7 @@ func markDone(ctx context.Context, rdb *redis.Client, layer *redisfast.Layer, gr
 	for from := 0; from < b.n; from += redisChunk {
 		pipe := rdb.Pipeline()
 		for i := from; i < min(from+redisChunk, b.n); i++ {
-			d := consumer.NewDelivery(group, &primitive.MessageExt{Message: primitive.Message{Topic: b.topic}})
+			d := testenv.NewDelivery(group, &primitive.MessageExt{Message: primitive.Message{Topic: b.topic}})
 			d.EventID = b.prefix + strconv.Itoa(i)
 			pipe.Set(ctx, key.Key(d), "prefilled", redisTTL)
 		}

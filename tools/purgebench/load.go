@@ -18,6 +18,7 @@ import (
 	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/examples/shop"
 	"github.com/rmqguard/rmqguard/internal/mysqlerr"
+	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
 )
 
@@ -118,7 +119,7 @@ func (l *load) claimOne() error {
 	msg := &primitive.MessageExt{MsgId: id, Message: primitive.Message{Topic: "BENCH", Body: body}}
 	msg.WithProperty("EVENT_ID", id)
 	// A background context: the phase's end must not cancel a claim half-way and count it as an error.
-	o, err := l.handler.Handle(context.Background(), consumer.NewDelivery(l.scope, msg))
+	o, err := l.handler.Handle(context.Background(), testenv.NewDelivery(l.scope, msg))
 	if err == nil && o.Kind != consumer.KindProcessed {
 		err = fmt.Errorf("outcome %v", o)
 	}
