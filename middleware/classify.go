@@ -21,37 +21,44 @@ func Classify() Middleware {
 type classifyMW struct{}
 
 func (w *classifyMW) wrap(next consumer.Handler) consumer.Handler {
-	return consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-		o, err := next.Handle(ctx, d)
-		if o.Kind == consumer.KindDeadLetter && o.Cause == "" && err != nil {
-			return withCause(o, permanentCause(err)), err
-		}
-		if o.Kind == consumer.KindDeadLetter || o.Kind == consumer.KindUnavailable || (err == nil && o.Kind.Acknowledges()) {
-			return o, err
-		}
-		if err != nil {
-			switch retry.Classify(err) {
-			case retry.ClassPermanent:
-				return withCause(consumer.DeadLetter(err.Error()), permanentCause(err)), err
-			case retry.ClassInfrastructure:
-				return consumer.Unavailable(err.Error()), err
-			}
-			delay := 0
-			if o.Kind == consumer.KindRetry {
-				delay = o.DelayLevel
-			}
-			o = withCause(consumer.Retry(delay, err.Error()), o.Cause)
-		}
-		if d.LastAttempt() && !errors.Is(ctx.Err(), context.Canceled) {
-			reason := o.Reason
-			if reason == "" {
-				reason = "no outcome"
-			}
-			letter := consumer.DeadLetter(fmt.Sprintf("retries exhausted after %d deliveries: %s", d.Attempt+1, reason))
-			return withCause(letter, exhaustedCause(o, err)), err
-		}
+	return &classifyHandler{next: next}
+}
+
+// classifyHandler is the handler a classifyMW wraps around next.
+type classifyHandler struct {
+	next consumer.Handler
+}
+
+func (h *classifyHandler) Handle(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	o, err := h.next.Handle(ctx, d)
+	if o.Kind == consumer.KindDeadLetter && o.Cause == "" && err != nil {
+		return withCause(o, permanentCause(err)), err
+	}
+	if o.Kind == consumer.KindDeadLetter || o.Kind == consumer.KindUnavailable || (err == nil && o.Kind.Acknowledges()) {
 		return o, err
-	})
+	}
+	if err != nil {
+		switch retry.Classify(err) {
+		case retry.ClassPermanent:
+			return withCause(consumer.DeadLetter(err.Error()), permanentCause(err)), err
+		case retry.ClassInfrastructure:
+			return consumer.Unavailable(err.Error()), err
+		}
+		delay := 0
+		if o.Kind == consumer.KindRetry {
+			delay = o.DelayLevel
+		}
+		o = withCause(consumer.Retry(delay, err.Error()), o.Cause)
+	}
+	if d.LastAttempt() && !errors.Is(ctx.Err(), context.Canceled) {
+		reason := o.Reason
+		if reason == "" {
+			reason = "no outcome"
+		}
+		letter := consumer.DeadLetter(fmt.Sprintf("retries exhausted after %d deliveries: %s", d.Attempt+1, reason))
+		return withCause(letter, exhaustedCause(o, err)), err
+	}
+	return o, err
 }
 
 // withCause returns o with its Cause set to c.

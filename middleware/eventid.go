@@ -169,17 +169,24 @@ func EventID(cfg EventIDConfig) (Middleware, error) {
 type eventIDMW struct{ cfg EventIDConfig }
 
 func (w *eventIDMW) wrap(next consumer.Handler) consumer.Handler {
-	cfg := w.cfg
-	return consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-		id, err := extractID(cfg, d)
-		if err != nil {
-			return withCause(consumer.DeadLetter(err.Error()), causelabel.Unidentifiable), retry.Permanent(err)
-		}
-		d.EventID = id
-		d.EventType = first(cfg.TypeExtractors, d)
-		d.AggregateID = first(cfg.AggregateExtractors, d)
-		return next.Handle(ctx, d)
-	})
+	return &eventIDHandler{cfg: w.cfg, next: next}
+}
+
+// eventIDHandler is the handler an eventIDMW wraps around next.
+type eventIDHandler struct {
+	cfg  EventIDConfig
+	next consumer.Handler
+}
+
+func (h *eventIDHandler) Handle(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	id, err := extractID(h.cfg, d)
+	if err != nil {
+		return withCause(consumer.DeadLetter(err.Error()), causelabel.Unidentifiable), retry.Permanent(err)
+	}
+	d.EventID = id
+	d.EventType = first(h.cfg.TypeExtractors, d)
+	d.AggregateID = first(h.cfg.AggregateExtractors, d)
+	return h.next.Handle(ctx, d)
 }
 
 // miss is one extractor that found nothing, kept to explain a dead letter (no event ID, no aggregate version).

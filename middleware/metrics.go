@@ -25,21 +25,28 @@ func Metrics(m *metrics.Metrics) (Middleware, error) {
 type metricsMW struct{ m *metrics.Metrics }
 
 func (w *metricsMW) wrap(next consumer.Handler) consumer.Handler {
-	m := w.m
-	durations := newDurationSeries(m.HandleDuration)
-	return consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
-		start := time.Now()
-		o, err := next.Handle(ctx, d)
-		durations.observer(d.Group, d.Topic).Observe(time.Since(start).Seconds())
-		if err != nil {
-			m.Errors.WithLabelValues(d.Group, d.Topic, retry.Classify(err).String()).Inc()
-			if errors.Is(err, ErrPanic) {
-				m.Panics.WithLabelValues(d.Group, d.Topic).Inc()
-			}
-			if errors.Is(err, ErrUnidentifiable) {
-				m.Unidentifiable.WithLabelValues(d.Group, d.Topic).Inc()
-			}
+	return &metricsHandler{m: w.m, durations: newDurationSeries(w.m.HandleDuration), next: next}
+}
+
+// metricsHandler is the handler a metricsMW wraps around next.
+type metricsHandler struct {
+	m         *metrics.Metrics
+	durations *durationSeries
+	next      consumer.Handler
+}
+
+func (h *metricsHandler) Handle(ctx context.Context, d *consumer.Delivery) (consumer.Outcome, error) {
+	start := time.Now()
+	o, err := h.next.Handle(ctx, d)
+	h.durations.observer(d.Group, d.Topic).Observe(time.Since(start).Seconds())
+	if err != nil {
+		h.m.Errors.WithLabelValues(d.Group, d.Topic, retry.Classify(err).String()).Inc()
+		if errors.Is(err, ErrPanic) {
+			h.m.Panics.WithLabelValues(d.Group, d.Topic).Inc()
 		}
-		return o, err
-	})
+		if errors.Is(err, ErrUnidentifiable) {
+			h.m.Unidentifiable.WithLabelValues(d.Group, d.Topic).Inc()
+		}
+	}
+	return o, err
 }

@@ -65,18 +65,25 @@ func Recover(log *zap.Logger) Middleware {
 type recoverMW struct{ log *zap.Logger }
 
 func (w *recoverMW) wrap(next consumer.Handler) consumer.Handler {
-	log := w.log
-	return consumer.HandlerFunc(func(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				o, err = panicRetry(), newPanicError(r)
-			}
-			if err != nil {
-				logIfPanic(log, d, err)
-			}
-		}()
-		return next.Handle(ctx, d)
-	})
+	return &recoverHandler{log: w.log, next: next}
+}
+
+// recoverHandler is the handler a recoverMW wraps around next.
+type recoverHandler struct {
+	log  *zap.Logger
+	next consumer.Handler
+}
+
+func (h *recoverHandler) Handle(ctx context.Context, d *consumer.Delivery) (o consumer.Outcome, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			o, err = panicRetry(), newPanicError(r)
+		}
+		if err != nil {
+			logIfPanic(h.log, d, err)
+		}
+	}()
+	return h.next.Handle(ctx, d)
 }
 
 // logIfPanic writes the one log line of a recovered panic when err is (or wraps) a *PanicError. It is
