@@ -32,7 +32,7 @@ func TestE2E_ConsumerEnsuresTopicsInStartAndPublishesDeadLettersByDefault(t *tes
 	t.Cleanup(func() { deleteTopics(ns, broker, topic, retryTopic, dlqTopic) })
 	res, err := topics.Ensure(ctx, topics.Cluster{NameServers: ns, Brokers: []string{broker}}, topics.Topic{Name: topic, Queues: 2})
 	require.NoError(t, err)
-	require.Equal(t, rmq.Created, res[0].State)
+	require.Equal(t, "created", res[0].State)
 	for _, tp := range []string{retryTopic, dlqTopic} {
 		_, err := rmq.TopicRoute(ctx, ns, tp)
 		require.ErrorIs(t, err, rmq.ErrTopicNotExist, "a fresh group has no %s yet", tp)

@@ -84,26 +84,27 @@ func GroupTopics(group string) []Topic {
 type Result struct {
 	// Topic is the topic as the broker names it (namespace included).
 	Topic string
-	// State sums Brokers up: Created when the topic was created on some broker, else Updated when it was
-	// made readable on some broker, else Exists.
-	State rmq.State
+	// State sums Brokers up: "created" when the topic was created on some broker, else "updated" when it was
+	// made readable on some broker, else "exists".
+	State string
 	// Brokers say what was done on each master broker, sorted by broker name.
 	Brokers []BrokerResult
 }
 
 // String renders "<topic>: created|exists|updated".
-func (r Result) String() string { return r.Topic + ": " + r.State.String() }
+func (r Result) String() string { return r.Topic + ": " + r.State }
 
 // BrokerResult is what Ensure did for one topic on one master broker.
 type BrokerResult struct {
 	// Broker is the broker name (brokerName), Addr its master's "host:port" address.
 	Broker, Addr string
-	// State is Created (the broker held no queue of the topic), Exists, or Updated.
-	State rmq.State
+	// State is "created" (the broker held no queue of the topic), "exists", or "updated" (a write-only DLQ
+	// made readable).
+	State string
 }
 
 // String renders "<broker> (<addr>): created|exists|updated".
-func (b BrokerResult) String() string { return b.Broker + " (" + b.Addr + "): " + b.State.String() }
+func (b BrokerResult) String() string { return b.Broker + " (" + b.Addr + "): " + b.State }
 
 // Ensure makes sure each topic exists on each master broker c names (see the package comment) and returns
 // one Result per topic, in order. It stops at the first failure and returns the results so far (the
@@ -124,9 +125,9 @@ func Ensure(ctx context.Context, c Cluster, ts ...Topic) ([]Result, error) {
 		}
 		states, err := rmq.EnsureTopicOn(ctx, c.NameServers, c.Brokers, t.Name, queues, opts...)
 		if len(states) > 0 {
-			r := Result{Topic: rmq.InNamespace(c.Namespace, t.Name), State: rmq.Overall(states)}
+			r := Result{Topic: rmq.InNamespace(c.Namespace, t.Name), State: rmq.Overall(states).String()}
 			for _, b := range states {
-				r.Brokers = append(r.Brokers, BrokerResult{Broker: b.Broker, Addr: b.Addr, State: b.State})
+				r.Brokers = append(r.Brokers, BrokerResult{Broker: b.Broker, Addr: b.Addr, State: b.State.String()})
 			}
 			out = append(out, r)
 		}
