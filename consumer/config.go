@@ -112,7 +112,7 @@ type Config struct {
 	SuspendTime time.Duration
 	// Namespace is the RocketMQ namespace of the group and its topics ("" = none; letters, digits, '-',
 	// '_'). Group and Subscriptions name them without it; on the broker they are "ns%G", "ns%T",
-	// "%RETRY%ns%G" and "%DLQ%ns%G" (see rmq.InNamespace). Delivery.Group and Delivery.Topic are without it.
+	// "%RETRY%ns%G" and "%DLQ%ns%G". Delivery.Group and Delivery.Topic are without it.
 	Namespace string
 	// Credentials are the ACL credentials every request of the consumer (and of its own dead-letter
 	// producer) is signed with; both keys or neither. The zero value means no ACL.

@@ -16,7 +16,7 @@ type Delivery struct {
 	// Group is the consumer group, without the namespace (Config.Group).
 	Group string
 	// Namespace is the RocketMQ namespace the group and topics live in (Config.Namespace); "" = none.
-	// Group and Topic are the names without it; rmq.InNamespace gives the broker's names.
+	// Group and Topic are the names without it (the broker names them "ns%T").
 	Namespace string
 	// Topic is the business topic: the message's topic, or the RETRY_TOPIC property when the message
 	// arrived on %RETRY%<group> (a redelivery); without the namespace.

@@ -27,7 +27,7 @@ type Cluster struct {
 	// topics need (a retried message goes back to the broker it came from).
 	Brokers []string
 	// Namespace is the RocketMQ namespace ("" = none): topic T is created as "ns%T", and a group's topics
-	// as "%RETRY%ns%G" and "%DLQ%ns%G" (rmq.InNamespace).
+	// as "%RETRY%ns%G" and "%DLQ%ns%G".
 	Namespace string
 	// Credentials are the ACL keys every request is signed with; the zero value means no ACL.
 	Credentials consumer.Credentials
