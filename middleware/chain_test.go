@@ -9,6 +9,7 @@ import (
 
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/go-sql-driver/mysql"
+	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
@@ -16,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/rmqguard/rmqguard/consumer"
+	"github.com/rmqguard/rmqguard/dedup"
 	"github.com/rmqguard/rmqguard/internal/causelabel"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 	"github.com/rmqguard/rmqguard/middleware"
@@ -75,6 +77,40 @@ func TestRecover_F2_PanicBecomesRetryWithErrPanic(t *testing.T) {
 	require.ErrorIs(t, err, middleware.ErrPanic)
 	assert.Contains(t, err.Error(), "nil map write in p-1", "the panic value is part of the error")
 	assert.Equal(t, rmq.ConsumeRetryLater, testenv.AnswerTo(t, o, err).Result)
+}
+
+// A handler that panics on every delivery: on the last one the standard chain's outcome is a dead letter
+// with its reason ("retries exhausted …: panic", Cause "panic"), which the consumer publishes with that
+// reason, not a retry the broker would move to the DLQ without one. Classify sits inside Recover, so Recover
+// makes it; a consumer shutting down (ctx cancelled) keeps the retry.
+func TestRecover_PanicOnTheLastDeliveryIsADeadLetterWithItsReason(t *testing.T) {
+	_, dedupMW := newDedup(t)
+	eventID := testenv.Must(middleware.EventID(middleware.EventIDConfig{}))
+	h := testenv.Must(middleware.Chain(dedup.Handle(func(context.Context, *sqlx.Tx, *consumer.Delivery) (consumer.Outcome, error) {
+		panic("nil map write")
+	}), middleware.Recover(zap.NewNop()), middleware.Classify(), eventID, middleware.Deadline(0), dedupMW))
+	last := func() *consumer.Delivery {
+		d := delivery("ORDER", "", map[string]string{"EVENT_ID": testenv.Unique("evt")})
+		d.Attempt, d.MaxAttempts = 2, 2
+		return d
+	}
+
+	o, err := h.Handle(context.Background(), last())
+	require.ErrorIs(t, err, middleware.ErrPanic)
+	assert.Equal(t, consumer.KindDeadLetter, o.Kind)
+	assert.Equal(t, "retries exhausted after 3 deliveries: panic", o.Reason)
+	assert.Equal(t, "panic", o.Cause)
+
+	notLast := last()
+	notLast.Attempt = 1
+	o, err = h.Handle(context.Background(), notLast)
+	require.ErrorIs(t, err, middleware.ErrPanic)
+	assert.Equal(t, consumer.KindRetry, o.Kind, "not the last delivery: a retry")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	o, _ = h.Handle(ctx, last())
+	assert.Equal(t, consumer.KindRetry, o.Kind, "shutting down: not answered as a dead letter")
 }
 
 func TestRecover_PanicWithErrorValueKeepsItReachable(t *testing.T) {

@@ -51,12 +51,7 @@ func (h *classifyHandler) Handle(ctx context.Context, d *consumer.Delivery) (con
 		o = withCause(consumer.Retry(delay, err.Error()), o.Cause)
 	}
 	if d.LastAttempt() && !errors.Is(ctx.Err(), context.Canceled) {
-		reason := o.Reason
-		if reason == "" {
-			reason = "no outcome"
-		}
-		letter := consumer.DeadLetter(fmt.Sprintf("retries exhausted after %d deliveries: %s", d.Attempt+1, reason))
-		return withCause(letter, exhaustedCause(o, err)), err
+		return exhausted(d, o, err), err
 	}
 	return o, err
 }
@@ -73,6 +68,17 @@ func permanentCause(err error) string {
 		return causelabel.Unidentifiable
 	}
 	return causelabel.Permanent
+}
+
+// exhausted is the dead letter of a retry o (with err) on d's last delivery: "retries exhausted after N
+// deliveries: <o's reason>", its Cause from exhaustedCause.
+func exhausted(d *consumer.Delivery, o consumer.Outcome, err error) consumer.Outcome {
+	reason := o.Reason
+	if reason == "" {
+		reason = "no outcome"
+	}
+	letter := consumer.DeadLetter(fmt.Sprintf("retries exhausted after %d deliveries: %s", d.Attempt+1, reason))
+	return withCause(letter, exhaustedCause(o, err))
 }
 
 // exhaustedCause is the reason class of a retry on the last delivery: the retry's own cause (Recover and

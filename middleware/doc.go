@@ -80,8 +80,9 @@
 // recovers itself, and for a *PanicError returned from inside (middleware.Timeout recovers the panics of
 // its own goroutine and returns them so). The stack is written once: Recover turns off zap's automatic
 // "stacktrace" on its logger (zap's production config adds one at error level, Recover's own frames,
-// not the handler's). The consumer then logs the message's decision (a retry, or a dead letter on the
-// last delivery) without a stack. A transaction opened inside is rolled back by the middleware that
+// not the handler's). On the message's last delivery the panic's outcome is the dead letter Classify would
+// make ("retries exhausted after N deliveries: panic", Cause "panic"), since Classify, inside Recover in the
+// recommended order, never sees the panic. The consumer then logs the message's decision without a stack. A transaction opened inside is rolled back by the middleware that
 // opened it (deferred rollback). A nil log is zap.NewNop(): panics are still recovered, not logged. A
 // handler that Dedup runs in a batch's first pass (after the chain returned) panics outside Recover: the
 // consumer logs that panic at warn (consumer.WithLogger), and Recover the careful pass's, if it recurs.

@@ -78,6 +78,9 @@ func (h *recoverHandler) Handle(ctx context.Context, d *consumer.Delivery) (o co
 	defer func() {
 		if r := recover(); r != nil {
 			o, err = panicRetry(), newPanicError(r)
+			if d.LastAttempt() && !errors.Is(ctx.Err(), context.Canceled) {
+				o = exhausted(d, o, err) // Classify, inside, did not see the panic
+			}
 		}
 		if err != nil {
 			logIfPanic(h.log, d, err)

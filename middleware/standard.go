@@ -14,7 +14,8 @@ import (
 type StandardConfig struct {
 	// Metrics, when set, puts Metrics outermost; nil (the default) leaves it out.
 	Metrics *metrics.Metrics
-	// Logger is Recover's logger for recovered panics; nil (the default) is zap.NewNop().
+	// Logger is Recover's logger for recovered panics (one error line with the stack); nil (the default) is
+	// zap.NewProduction(), JSON on stderr, as the consumer's default.
 	Logger *zap.Logger
 	// EventID configures EventID; the zero value reads the EVENT_ID property (see EventIDConfig).
 	EventID EventIDConfig
@@ -47,7 +48,13 @@ func Standard(h consumer.Handler, cfg StandardConfig) (consumer.Handler, error) 
 	if err != nil {
 		return nil, fmt.Errorf("middleware.Standard: %w", err)
 	}
-	mws = append(mws, Recover(cfg.Logger), Classify(), eventID, Deadline(0), dedupMW)
+	log := cfg.Logger
+	if log == nil {
+		if log, err = zap.NewProduction(); err != nil {
+			return nil, fmt.Errorf("middleware.Standard: the default logger: %w", err)
+		}
+	}
+	mws = append(mws, Recover(log), Classify(), eventID, Deadline(0), dedupMW)
 	if cfg.Version != nil {
 		store, ok := cfg.Store.(*dedup.Store)
 		if !ok && cfg.Version.Load == nil {
