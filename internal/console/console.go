@@ -175,7 +175,7 @@ const requestTimeout = 2 * time.Minute
 // view is what every page's template gets.
 type view struct {
 	Title, Group, CSRF, Operator string
-	ReadOnly, Authenticated     bool
+	ReadOnly, Authenticated      bool
 	// Page is the page's own data.
 	Page any
 }

@@ -20,10 +20,10 @@ const replaySendRate = 50
 
 // resultRow is one letter of a preview or a result.
 type resultRow struct {
-	StoreID, MsgID, EventID  string
-	Outcome, Topic, Detail   string
-	SentMsgID, Error         string
-	Sends                    bool // the outcome sends (sent, or would send)
+	StoreID, MsgID, EventID string
+	Outcome, Topic, Detail  string
+	SentMsgID, Error        string
+	Sends                   bool // the outcome sends (sent, or would send)
 }
 
 // replayData is the data of the preview and the result page.
