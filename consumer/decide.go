@@ -7,6 +7,7 @@ import (
 	"context"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/rmqguard/rmqguard/internal/batch"
@@ -63,7 +64,7 @@ func (c *Consumer) decide(m *message, w *outageWait, b *batch.Batch[Outcome, str
 			}
 			continue
 		}
-		m.outcome, m.err = c.handleOne(m.d, b)
+		m.outcome, m.err = c.handleOne(m, b)
 		if c.runCtx.Err() != nil && (m.err != nil || !m.outcome.Kind.Acknowledges()) {
 			return errStopped // cancelled by Shutdown: not the message's failure
 		}
@@ -103,10 +104,14 @@ func (c *Consumer) outageTooLong(m *message) {
 		zap.Int("attempt", d.Attempt), zap.Duration("outage_wait", c.cfg.OutageWait), zap.Error(m.err))
 }
 
-// handleOne runs the handler for one delivery under HandlerTimeout, with b (the callback's Batch, nil
-// when BatchSize is 1) in its context.
-func (c *Consumer) handleOne(d *Delivery, b *batch.Batch[Outcome, string]) (Outcome, error) {
-	ctx, cancel := context.WithTimeout(batch.With(c.runCtx, b), c.cfg.HandlerTimeout)
+// handleOne runs the handler for m's delivery under HandlerTimeout, with b (the callback's Batch, nil
+// when BatchSize is 1) and m's span, if any, in its context.
+func (c *Consumer) handleOne(m *message, b *batch.Batch[Outcome, string]) (Outcome, error) {
+	d, parent := m.d, c.runCtx
+	if m.span != nil {
+		parent = trace.ContextWithSpan(parent, m.span)
+	}
+	ctx, cancel := context.WithTimeout(batch.With(parent, b), c.cfg.HandlerTimeout)
 	defer cancel()
 	c.observer.InFlight(d.Group, 1)
 	defer c.observer.InFlight(d.Group, -1)

@@ -1,7 +1,7 @@
 package consumer
 
-// The path of a message, stage 9 of 9: each message's final decision is reported to the Observer and
-// logged (decisionlog.go); the answer then goes back to the client (callback.go).
+// The path of a message, stage 9 of 9: each message's final decision is reported to the Observer,
+// logged (decisionlog.go) and ends its span (trace.go); the answer then goes back to the client (callback.go).
 
 import (
 	"time"
@@ -64,13 +64,17 @@ func decideFinal(d *Delivery, chain, o Outcome, err error, res resolution, order
 	return dec
 }
 
-// report tells the observer the final decision about each message of an answered callback and logs
-// it: one line per message, however many times its callback was handled (decisionlog.go).
+// report tells the observer the final decision about each message of an answered callback, logs it
+// (one line per message, however many times its callback was handled: decisionlog.go) and ends its
+// span, if any (trace.go).
 func (c *Consumer) report(ms []message, res resolution) {
 	for _, m := range ms {
 		dec := decideFinal(m.d, m.chain, m.outcome, m.err, res, c.cfg.Orderly)
 		dec.Elapsed = m.elapsed
 		c.observer.Decided(m.d, dec)
 		c.logDecision(m.d, dec)
+		if m.span != nil {
+			endSpan(m.span, m.d, dec)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/rmqguard/rmqguard/internal/batch"
 )
@@ -22,6 +23,7 @@ type message struct {
 	err     error
 	elapsed time.Duration
 	waited  bool
+	span    trace.Span // the message's span (trace.go), nil without one
 }
 
 // pass is one handling of a callback's messages, and how its Batch finished: lost is the first Finish
@@ -31,10 +33,10 @@ type pass struct {
 	lost, outage error
 }
 
-// handlePass handles each message of the callback once, with b (nil: no batch) in their handlers'
-// contexts, and finishes b's shared resources. The error is errStopped when the callback must not be
+// handlePass handles each message of the callback once, with b (nil: no batch) and its span (spans[i];
+// nil: none) in their handlers' contexts, and finishes b's shared resources. The error is errStopped when the callback must not be
 // answered.
-func (c *Consumer) handlePass(msgs []*primitive.MessageExt, w *outageWait, b *batch.Batch[Outcome, string]) (pass, error) {
+func (c *Consumer) handlePass(msgs []*primitive.MessageExt, spans []trace.Span, w *outageWait, b *batch.Batch[Outcome, string]) (pass, error) {
 	p := pass{ms: make([]message, len(msgs))}
 	held := false
 	for i, msg := range msgs {
@@ -42,6 +44,9 @@ func (c *Consumer) handlePass(msgs []*primitive.MessageExt, w *outageWait, b *ba
 		m := &p.ms[i]
 		m.d = newNamespacedDelivery(c.cfg, msg)
 		m.d.MaxAttempts = c.cfg.MaxAttempts
+		if spans != nil {
+			m.span = spans[i]
+		}
 		if held {
 			m.outcome, m.waited = heldBack(), true
 			continue
