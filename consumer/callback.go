@@ -88,8 +88,8 @@ func (c *Consumer) handleEntered(msgs []*primitive.MessageExt, spans []trace.Spa
 	if err := c.publishDeadLetters(ms, w); err != nil { // publish.go
 		return answer{}, err
 	}
-	a := c.resolve(ms)  // resolve.go
-	c.report(ms, a.res) // decision.go
+	a := c.resolve(ms)         // resolve.go
+	c.report(ms, spans, a.res) // decision.go
 	return a, nil
 }
 

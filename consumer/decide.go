@@ -50,7 +50,7 @@ func (c *Consumer) unsubscribed(d *Delivery) Outcome {
 // outcome stands: a retry that spends an attempt), and sets m's outcome and error. It returns errStopped
 // when the consumer is stopping and the message must not be answered: the gate stopped while it waited,
 // or Shutdown cancelled its handler.
-func (c *Consumer) decide(m *message, w *outageWait, b *batch.Batch[Outcome, string]) error {
+func (c *Consumer) decide(m *message, span trace.Span, w *outageWait, b *batch.Batch[Outcome, string]) error {
 	for {
 		gen, closed := c.gate.current()
 		if closed != nil {
@@ -64,7 +64,7 @@ func (c *Consumer) decide(m *message, w *outageWait, b *batch.Batch[Outcome, str
 			}
 			continue
 		}
-		m.outcome, m.err = c.handleOne(m, b)
+		m.outcome, m.err = c.handleOne(m.d, span, b)
 		if c.runCtx.Err() != nil && (m.err != nil || !m.outcome.Kind.Acknowledges()) {
 			return errStopped // cancelled by Shutdown: not the message's failure
 		}
@@ -104,12 +104,12 @@ func (c *Consumer) outageTooLong(m *message) {
 		zap.Int("attempt", d.Attempt), zap.Duration("outage_wait", c.cfg.OutageWait), zap.Error(m.err))
 }
 
-// handleOne runs the handler for m's delivery under HandlerTimeout, with b (the callback's Batch, nil
-// when BatchSize is 1) and m's span, if any, in its context.
-func (c *Consumer) handleOne(m *message, b *batch.Batch[Outcome, string]) (Outcome, error) {
-	d, parent := m.d, c.runCtx
-	if m.span != nil {
-		parent = trace.ContextWithSpan(parent, m.span)
+// handleOne runs the handler for one delivery under HandlerTimeout, with b (the callback's Batch, nil
+// when BatchSize is 1) and its span (nil: none) in its context.
+func (c *Consumer) handleOne(d *Delivery, span trace.Span, b *batch.Batch[Outcome, string]) (Outcome, error) {
+	parent := c.runCtx
+	if span != nil {
+		parent = trace.ContextWithSpan(parent, span)
 	}
 	ctx, cancel := context.WithTimeout(batch.With(parent, b), c.cfg.HandlerTimeout)
 	defer cancel()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/rmqguard/rmqguard/internal/causelabel"
 )
@@ -66,15 +67,15 @@ func decideFinal(d *Delivery, chain, o Outcome, err error, res resolution, order
 
 // report tells the observer the final decision about each message of an answered callback, logs it
 // (one line per message, however many times its callback was handled: decisionlog.go) and ends its
-// span, if any (trace.go).
-func (c *Consumer) report(ms []message, res resolution) {
-	for _, m := range ms {
+// span, spans[i] (spans nil: none; trace.go).
+func (c *Consumer) report(ms []message, spans []trace.Span, res resolution) {
+	for i, m := range ms {
 		dec := decideFinal(m.d, m.chain, m.outcome, m.err, res, c.cfg.Orderly)
 		dec.Elapsed = m.elapsed
 		c.observer.Decided(m.d, dec)
 		c.logDecision(m.d, dec)
-		if m.span != nil {
-			endSpan(m.span, m.d, dec)
+		if spans != nil {
+			endSpan(spans[i], m.d, dec)
 		}
 	}
 }

@@ -23,7 +23,6 @@ type message struct {
 	err     error
 	elapsed time.Duration
 	waited  bool
-	span    trace.Span // the message's span (trace.go), nil without one
 }
 
 // pass is one handling of a callback's messages, and how its Batch finished: lost is the first Finish
@@ -44,9 +43,6 @@ func (c *Consumer) handlePass(msgs []*primitive.MessageExt, spans []trace.Span, 
 		m := &p.ms[i]
 		m.d = newNamespacedDelivery(c.cfg, msg)
 		m.d.MaxAttempts = c.cfg.MaxAttempts
-		if spans != nil {
-			m.span = spans[i]
-		}
 		if held {
 			m.outcome, m.waited = heldBack(), true
 			continue
@@ -58,7 +54,11 @@ func (c *Consumer) handlePass(msgs []*primitive.MessageExt, spans []trace.Span, 
 		if b != nil {
 			b.Enter(i)
 		}
-		if err := c.decide(m, w, b); err != nil {
+		var span trace.Span
+		if spans != nil {
+			span = spans[i]
+		}
+		if err := c.decide(m, span, w, b); err != nil {
 			return pass{}, err
 		}
 		m.elapsed = time.Since(start)
