@@ -33,8 +33,8 @@ type pass struct {
 }
 
 // handlePass handles each message of the callback once, with b (nil: no batch) and its span (spans[i];
-// nil: none) in their handlers' contexts, and finishes b's shared resources. The error is errStopped when the callback must not be
-// answered.
+// nil: none) in their handlers' contexts, and finishes b's shared resources. The error is errStopped when
+// the callback must not be answered.
 func (c *Consumer) handlePass(msgs []*primitive.MessageExt, spans []trace.Span, w *outageWait, b *batch.Batch[Outcome, string]) (pass, error) {
 	p := pass{ms: make([]message, len(msgs))}
 	held := false
