@@ -10,6 +10,7 @@ import (
 
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // answer is what the client is told about a callback: the resolution, and for each message whether its own
@@ -62,12 +63,22 @@ func (c *Consumer) consume(ctx context.Context, msgs ...*primitive.MessageExt) (
 // stopping and the callback must not be answered. It leaves the in-flight group before returning, so
 // that Shutdown never waits for a callback that waits for it.
 func (c *Consumer) handle(msgs []*primitive.MessageExt) (answer, error) {
+	spans := c.startSpans(msgs) // trace.go; nil without a tracer
+	a, err := c.handleEntered(msgs, spans)
+	if err != nil {
+		endUnanswered(spans)
+	}
+	return a, err
+}
+
+// handleEntered is handle once the spans (nil: none) started: they end in report, or, on errStopped, in handle.
+func (c *Consumer) handleEntered(msgs []*primitive.MessageExt, spans []trace.Span) (answer, error) {
 	if !c.enter() {
 		return answer{}, errStopped
 	}
 	defer c.inflight.Done()
 	w := &outageWait{limit: c.cfg.OutageWait}
-	ms, err := c.handleCallback(msgs, w) // passes.go, pass.go, decide.go, batch.go
+	ms, err := c.handleCallback(msgs, spans, w) // passes.go, pass.go, decide.go, batch.go
 	if err != nil {
 		return answer{}, err
 	}
@@ -77,8 +88,8 @@ func (c *Consumer) handle(msgs []*primitive.MessageExt) (answer, error) {
 	if err := c.publishDeadLetters(ms, w); err != nil { // publish.go
 		return answer{}, err
 	}
-	a := c.resolve(ms)  // resolve.go
-	c.report(ms, a.res) // decision.go
+	a := c.resolve(ms)         // resolve.go
+	c.report(ms, spans, a.res) // decision.go
 	return a, nil
 }
 

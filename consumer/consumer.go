@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/rocketmq-client-go/v2"
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/rmqguard/rmqguard/internal/body"
@@ -41,6 +42,7 @@ type options struct {
 	// ensure creates the group's topics in Start (ensureGroupTopics; a fake in tests).
 	ensure     func(context.Context, Config) error
 	background []func(context.Context) error
+	tracer     trace.Tracer // WithTracerProvider's; nil: no spans
 }
 
 // WithLogger sets the logger for the consumer's own lines: one per message at its final decision (debug
@@ -108,6 +110,7 @@ type Consumer struct {
 	lag      *lagPoller    // nil without WithObserver
 	bodies   *body.Decoder // decodes every delivery's body; closed by Shutdown
 	bg       *background   // WithBackground's functions
+	tracer   trace.Tracer  // nil without WithTracerProvider
 
 	mu       sync.Mutex
 	stopping bool
@@ -191,7 +194,7 @@ func New(cfg Config, h Handler, opts ...Option) (*Consumer, error) {
 	c := &Consumer{cfg: cfg, handler: decompressing(h, zd), bodies: zd, log: o.logger, sink: o.sink, push: push, runCtx: runCtx, cancelRun: cancel,
 		gate: newGate(runCtx, cfg.Group, push, o.probe, o.observer, o.logger), filters: filters, observer: o.observer,
 		letters: &letterProducer{newProducer: o.producer}, clientDown: make(chan struct{}), ensure: o.ensure,
-		publishAlone: !o.sinkGiven || o.sink != nil, checks: checks, bg: &background{fns: o.background}}
+		publishAlone: !o.sinkGiven || o.sink != nil, checks: checks, bg: &background{fns: o.background}, tracer: o.tracer}
 	if o.observed {
 		c.lag = newLagPoller(runCtx, cfg, push, o.observer)
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/rmqguard/rmqguard/internal/batch"
@@ -49,7 +50,7 @@ func (c *Consumer) unsubscribed(d *Delivery) Outcome {
 // outcome stands: a retry that spends an attempt), and sets m's outcome and error. It returns errStopped
 // when the consumer is stopping and the message must not be answered: the gate stopped while it waited,
 // or Shutdown cancelled its handler.
-func (c *Consumer) decide(m *message, w *outageWait, b *batch.Batch[Outcome, string]) error {
+func (c *Consumer) decide(m *message, span trace.Span, w *outageWait, b *batch.Batch[Outcome, string]) error {
 	for {
 		gen, closed := c.gate.current()
 		if closed != nil {
@@ -63,7 +64,7 @@ func (c *Consumer) decide(m *message, w *outageWait, b *batch.Batch[Outcome, str
 			}
 			continue
 		}
-		m.outcome, m.err = c.handleOne(m.d, b)
+		m.outcome, m.err = c.handleOne(m.d, span, b)
 		if c.runCtx.Err() != nil && (m.err != nil || !m.outcome.Kind.Acknowledges()) {
 			return errStopped // cancelled by Shutdown: not the message's failure
 		}
@@ -104,9 +105,13 @@ func (c *Consumer) outageTooLong(m *message) {
 }
 
 // handleOne runs the handler for one delivery under HandlerTimeout, with b (the callback's Batch, nil
-// when BatchSize is 1) in its context.
-func (c *Consumer) handleOne(d *Delivery, b *batch.Batch[Outcome, string]) (Outcome, error) {
-	ctx, cancel := context.WithTimeout(batch.With(c.runCtx, b), c.cfg.HandlerTimeout)
+// when BatchSize is 1) and its span (nil: none) in its context.
+func (c *Consumer) handleOne(d *Delivery, span trace.Span, b *batch.Batch[Outcome, string]) (Outcome, error) {
+	parent := c.runCtx
+	if span != nil {
+		parent = trace.ContextWithSpan(parent, span)
+	}
+	ctx, cancel := context.WithTimeout(batch.With(parent, b), c.cfg.HandlerTimeout)
 	defer cancel()
 	c.observer.InFlight(d.Group, 1)
 	defer c.observer.InFlight(d.Group, -1)

@@ -1,12 +1,13 @@
 package consumer
 
-// The path of a message, stage 9 of 9: each message's final decision is reported to the Observer and
-// logged (decisionlog.go); the answer then goes back to the client (callback.go).
+// The path of a message, stage 9 of 9: each message's final decision is reported to the Observer,
+// logged (decisionlog.go) and ends its span (trace.go); the answer then goes back to the client (callback.go).
 
 import (
 	"time"
 
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/rmqguard/rmqguard/internal/causelabel"
 )
@@ -64,13 +65,17 @@ func decideFinal(d *Delivery, chain, o Outcome, err error, res resolution, order
 	return dec
 }
 
-// report tells the observer the final decision about each message of an answered callback and logs
-// it: one line per message, however many times its callback was handled (decisionlog.go).
-func (c *Consumer) report(ms []message, res resolution) {
-	for _, m := range ms {
+// report tells the observer the final decision about each message of an answered callback, logs it
+// (one line per message, however many times its callback was handled: decisionlog.go) and ends its
+// span, spans[i] (spans nil: none; trace.go).
+func (c *Consumer) report(ms []message, spans []trace.Span, res resolution) {
+	for i, m := range ms {
 		dec := decideFinal(m.d, m.chain, m.outcome, m.err, res, c.cfg.Orderly)
 		dec.Elapsed = m.elapsed
 		c.observer.Decided(m.d, dec)
 		c.logDecision(m.d, dec)
+		if spans != nil {
+			endSpan(spans[i], m.d, dec)
+		}
 	}
 }

@@ -217,6 +217,14 @@
 // message. Mind zap's sampler (zap.NewProductionConfig samples per level and message text: the first 100
 // lines a second, then one in 100): it drops retry and dead-letter lines in a burst; sample debug only.
 //
+// # Traces
+//
+// With WithTracerProvider each message has one span ("process <topic>", kind Consumer) from its callback's
+// entry to its decision: the child of the W3C traceparent/tracestate of its properties (propagation.TraceContext;
+// none: a new trace), the parent of its handler's context on every run, ended once with the final Decision
+// (rmqguard.outcome, rmqguard.cause, rmqguard.event_id; status Error, with the reason, unless acknowledged as
+// done), or with rmqguard.unanswered when left unanswered at shutdown. Attributes: docs/operations.md, "Traces".
+//
 // # Typed handlers
 //
 // HandleJSON returns a Handler that decodes each JSON body into a new T (DecodeAs with JSON{}) and calls

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/rmqguard/rmqguard/internal/batch"
 )
@@ -31,10 +32,10 @@ type pass struct {
 	lost, outage error
 }
 
-// handlePass handles each message of the callback once, with b (nil: no batch) in their handlers'
-// contexts, and finishes b's shared resources. The error is errStopped when the callback must not be
-// answered.
-func (c *Consumer) handlePass(msgs []*primitive.MessageExt, w *outageWait, b *batch.Batch[Outcome, string]) (pass, error) {
+// handlePass handles each message of the callback once, with b (nil: no batch) and its span (spans[i];
+// nil: none) in their handlers' contexts, and finishes b's shared resources. The error is errStopped when
+// the callback must not be answered.
+func (c *Consumer) handlePass(msgs []*primitive.MessageExt, spans []trace.Span, w *outageWait, b *batch.Batch[Outcome, string]) (pass, error) {
 	p := pass{ms: make([]message, len(msgs))}
 	held := false
 	for i, msg := range msgs {
@@ -53,7 +54,11 @@ func (c *Consumer) handlePass(msgs []*primitive.MessageExt, w *outageWait, b *ba
 		if b != nil {
 			b.Enter(i)
 		}
-		if err := c.decide(m, w, b); err != nil {
+		var span trace.Span
+		if spans != nil {
+			span = spans[i]
+		}
+		if err := c.decide(m, span, w, b); err != nil {
 			return pass{}, err
 		}
 		m.elapsed = time.Since(start)

@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/rmqguard/rmqguard/internal/batch"
@@ -23,17 +24,18 @@ import (
 // handled once more, at once, carefully; when that pass loses its resource too, each member is handled
 // alone (no Batch), so only a member whose own handler fails spends an attempt. Middlewares see every
 // pass; the consumer reports each message's decision once, from the last, whose messages it returns.
+// spans (nil: none) are the messages' spans, the parents of every pass's handler contexts.
 // The error is errStopped when the callback must not be answered.
-func (c *Consumer) handleCallback(msgs []*primitive.MessageExt, w *outageWait) ([]message, error) {
+func (c *Consumer) handleCallback(msgs []*primitive.MessageExt, spans []trace.Span, w *outageWait) ([]message, error) {
 	if c.cfg.BatchSize <= 1 || len(msgs) <= 1 { // a callback of one message handles it alone, as BatchSize 1
-		p, err := c.handlePass(msgs, w, nil)
+		p, err := c.handlePass(msgs, spans, w, nil)
 		return p.ms, err
 	}
 	handledAgain, careful := false, false
 	for {
 		gen, _ := c.gate.current()
 		b, cancel := batch.New[Outcome, string](c.runCtx, c.cfg.HandlerTimeout, len(msgs), careful, c.cfg.Orderly)
-		p, err := c.handlePass(msgs, w, b)
+		p, err := c.handlePass(msgs, spans, w, b)
 		cancel() // an unanswered callback: its shared transaction is rolled back, never committed
 		if err == nil && p.lost == nil && !careful {
 			c.gate.succeeded() // the first pass's resources reached the store (its members' work was deferred there)
@@ -52,7 +54,7 @@ func (c *Consumer) handleCallback(msgs []*primitive.MessageExt, w *outageWait) (
 				// alone, so that only a member whose own handler fails spends an attempt.
 				c.log.Info("the batch's shared transaction was lost again; handling each member alone",
 					zap.String("group", c.cfg.Group), zap.Int("members", len(msgs)), zap.Error(p.lost))
-				p, err = c.handlePass(msgs, w, nil)
+				p, err = c.handlePass(msgs, spans, w, nil)
 				return p.ms, err
 			}
 			handledAgain, careful = true, true

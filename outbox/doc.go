@@ -16,6 +16,9 @@
 //     of the incoming event, so a name is used once per event (twice is a permanent error). A message
 //     carries it as its EVENT_ID property and first key, so a downstream rmqguard consumer applies it once;
 //     an effect gets it as Effect.IdempotencyKey.
+//   - Send writes the W3C trace context of its ctx (the consumer's span with consumer.WithTracerProvider)
+//     into the message's properties, traceparent and tracestate, unless Message.Properties has a traceparent:
+//     the consumer of the relayed message continues the trace.
 //   - Delivery is at least once. The relay sends with SendSync and marks a row sent only on SEND_OK; a
 //     crash between the two sends it again, under the same event ID.
 //   - The relay claims rows with SELECT … FOR UPDATE SKIP LOCKED and holds their locks while it sends, so

@@ -16,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/jmoiron/sqlx"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/rmqguard/rmqguard/consumer"
@@ -166,15 +168,16 @@ type Message struct {
 }
 
 // Send records m in the dedup transaction of ctx, for d (the message being handled), and wakes the relay
-// after the commit. It returns m's event ID; dedup.ErrNoTx without a transaction; a permanent error for an
-// invalid m or a Name used twice for d; the insert's error otherwise.
+// after the commit; the trace context of ctx goes with it (see the package doc). It returns m's event ID;
+// dedup.ErrNoTx without a transaction; a permanent error for an invalid m or a Name used twice for d; the
+// insert's error otherwise.
 func (o *Outbox) Send(ctx context.Context, d *consumer.Delivery, m Message) (string, error) {
 	if strings.TrimSpace(m.Topic) == "" {
 		return "", retry.Permanent(errors.New("outbox: Send: Topic is empty"))
 	}
 	props := ""
-	if len(m.Properties) > 0 {
-		b, err := json.Marshal(m.Properties)
+	if p := withTraceContext(ctx, m.Properties); len(p) > 0 {
+		b, err := json.Marshal(p)
 		if err != nil {
 			return "", retry.Permanent(fmt.Errorf("outbox: Send: properties: %w", err))
 		}
@@ -257,3 +260,24 @@ func cut(s string, n int) string {
 	}
 	return string([]rune(s)[:n])
 }
+
+// withTraceContext returns props with the W3C trace context of ctx's span added (traceparent, and
+// tracestate when it has one), in a copy: props itself when ctx has no span or props already has a
+// traceparent (the caller's choice stands).
+func withTraceContext(ctx context.Context, props map[string]string) map[string]string {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return props
+	}
+	if _, set := props[traceparent]; set {
+		return props
+	}
+	out := make(propagation.MapCarrier, len(props)+2)
+	for k, v := range props {
+		out[k] = v
+	}
+	propagation.TraceContext{}.Inject(ctx, out)
+	return out
+}
+
+// traceparent is the W3C trace context's property (propagation.TraceContext).
+const traceparent = "traceparent"

@@ -54,6 +54,8 @@ type runOptions struct {
 	// logLevel is the lowest level logged: info shows retries, dead letters and the consumer's events;
 	// debug adds one (sampled) line per acknowledged message.
 	logLevel zapcore.Level
+	// traceStdout writes the consumers' spans to stdout (tracing.go); OTEL_EXPORTER_OTLP_ENDPOINT exports them.
+	traceStdout bool
 }
 
 func newRunCmd(s *settings) *cobra.Command {
@@ -92,6 +94,8 @@ func newRunCmd(s *settings) *cobra.Command {
 	cmd.Flags().StringVar(&o.redis.prefix, "redis-prefix", "rmqguard:", "prefix of the fast path's keys")
 	cmd.Flags().DurationVar(&o.redis.ttl, "redis-ttl", 24*time.Hour, "time to live of a done key (at most --dedup-retention)")
 	cmd.Flags().DurationVar(&o.redis.timeout, "redis-timeout", redisfast.DefaultTimeout, "bound of each Redis command; past it MySQL decides")
+	cmd.Flags().BoolVar(&o.traceStdout, "trace-stdout", false,
+		"write a span per message (OpenTelemetry, JSON) to stdout; OTEL_EXPORTER_OTLP_ENDPOINT exports them over OTLP/HTTP instead or as well")
 	return cmd
 }
 
@@ -255,13 +259,28 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 		return err
 	}
 
+	// One span per message, the child of the trace context its properties carry; the outbox's messages carry
+	// the span of the handling that sent them, so the loyalty group's spans continue the trace. The provider
+	// is shut down (its buffered spans exported) after the consumers.
+	tr, err := newTracing(ctx, o.traceStdout, os.Stdout)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := tr.shutdown(stopCtx); err != nil {
+			log.Warn("spans not exported", zap.Error(err))
+		}
+	}()
+
 	// The dedup store is the health probe: while MariaDB is down or read-only, consumption pauses instead of
 	// spending attempts; the metrics show the pause (rmqguard_consumption_paused). The metrics observe the
 	// consumer's final decisions (messages, duplicates by cause, dead letters by reason, attempts), the
 	// handlers in flight and the lag, polled every --lag-interval. The outbox relay runs with the consumer
 	// (WithBackground): started by Start, stopped by Shutdown after the drain.
-	c, err := consumer.New(cfg, handler, consumer.WithLogger(log),
-		consumer.WithHealthProbe(store), consumer.WithObserver(m), consumer.WithBackground(ob.Run))
+	c, err := consumer.New(cfg, handler, append(tr.options(), consumer.WithLogger(log),
+		consumer.WithHealthProbe(store), consumer.WithObserver(m), consumer.WithBackground(ob.Run))...)
 	if err != nil {
 		return err
 	}
@@ -273,7 +292,7 @@ func run(ctx context.Context, s *settings, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	loyalty, err := startLoyaltyConsumer(cfg, s, loyaltyHandler, store, m, log)
+	loyalty, err := startLoyaltyConsumer(cfg, s, loyaltyHandler, store, m, log, tr.options()...)
 	if err != nil {
 		return err
 	}
@@ -371,11 +390,11 @@ func startJanitor(ctx context.Context, db *sqlx.DB, group string, retention time
 }
 
 // startLoyaltyConsumer builds the loyalty group's consumer (cfg with the group and subscription changed)
-// around handler; Start is the caller's.
+// around handler, with opts besides its own; Start is the caller's.
 func startLoyaltyConsumer(cfg consumer.Config, s *settings, handler consumer.Handler, store *dedup.Store,
-	m *metrics.Metrics, log *zap.Logger) (*consumer.Consumer, error) {
+	m *metrics.Metrics, log *zap.Logger, opts ...consumer.Option) (*consumer.Consumer, error) {
 	cfg.Group = s.loyaltyGroup()
 	cfg.BatchSize = loyaltyBatchSize
 	cfg.Subscriptions = []consumer.Subscription{{Topic: s.loyaltyTopic, Expression: shop.EventLoyaltyPointsCredited}}
-	return consumer.New(cfg, handler, consumer.WithLogger(log), consumer.WithHealthProbe(store), consumer.WithObserver(m))
+	return consumer.New(cfg, handler, append(opts, consumer.WithLogger(log), consumer.WithHealthProbe(store), consumer.WithObserver(m))...)
 }

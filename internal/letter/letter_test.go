@@ -56,3 +56,16 @@ func TestMessage_StillCompressedBodyCarriesItsCodecAndAPlainOneDoesNot(t *testin
 	p.Msg = testenv.StoredBody(p.Msg, []byte(`{"eventId":"e-1"}`), 0)
 	assert.Empty(t, letter.Message(p, "poison", time.Now()).GetProperty(body.PropSysFlag))
 }
+
+// A dead letter keeps the original's W3C trace context (traceparent, tracestate), so that its replay
+// continues the producer's trace.
+func TestMessage_KeepsTheTraceContext(t *testing.T) {
+	o := origin()
+	o.Msg.WithProperty("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	o.Msg.WithProperty("tracestate", "vendor=abc")
+
+	l := letter.Message(o, "poison", time.Now())
+
+	assert.Equal(t, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", l.GetProperty("traceparent"))
+	assert.Equal(t, "vendor=abc", l.GetProperty("tracestate"))
+}
