@@ -34,6 +34,7 @@ up: ## start the services or reuse the running ones (idempotent), create the top
 		$(COMPOSE) up -d --wait --no-recreate; \
 		$(RMQGUARD) topic ensure --namesrv 127.0.0.1:9876 --broker 127.0.0.1:10911 --queues 4 --timeout 120s $(TOPICS); \
 		$(RMQGUARD) probe --namesrv 127.0.0.1:9876 --topic RMQGUARD_PROBE; \
+		deploy/local/chromium.sh install; \
 	else \
 		deploy/local/up.sh; \
 	fi
