@@ -53,7 +53,8 @@ func newRootCmdWith(opts *globalOptions) *cobra.Command {
 
 	opts.access.register(root.PersistentFlags())
 
-	root.AddCommand(newTopicCmd(opts), newProbeCmd(opts), newDedupCmd(opts), newDLQCmd(opts), newOutboxCmd(opts))
+	root.AddCommand(newTopicCmd(opts), newProbeCmd(opts), newDedupCmd(opts), newDLQCmd(opts), newOutboxCmd(opts),
+		newConsoleCmd(opts))
 	return root
 }
 

@@ -24,9 +24,6 @@ const (
 // Match is match, for the filter's tests.
 func (f Filter) Match(l Letter) bool { return f.match(l) }
 
-// Waiting is waiting, for the status tests.
-func (s LetterStatus) Waiting() bool { return s.waiting() }
-
 // PullConsumerOptionsOf is pullConsumerOptions, for the cluster's tests.
 func PullConsumerOptionsOf(c topics.Cluster, group string) []rmq.Option {
 	return pullConsumerOptions(c, group)

@@ -19,6 +19,8 @@ type Filter struct {
 	Reason string
 	// Key selects letters whose KEYS (space-separated) include it, or whose EventID equals it.
 	Key string
+	// OriginTopic selects letters whose OriginTopic equals it.
+	OriginTopic string
 }
 
 // match reports whether l passes every condition of f.
@@ -33,6 +35,8 @@ func (f Filter) match(l Letter) bool {
 	case f.Reason != "" && !strings.Contains(l.Reason, f.Reason):
 		return false
 	case f.Key != "" && l.EventID != f.Key && !hasKey(l.Keys, f.Key):
+		return false
+	case f.OriginTopic != "" && l.OriginTopic != f.OriginTopic:
 		return false
 	}
 	return true

@@ -11,7 +11,7 @@ import (
 
 func TestFilter_MatchesEveryFieldSet(t *testing.T) {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	l := dlqtool.Letter{EventID: "e-1", EventType: "OrderCreated", Reason: "invalid JSON: eof", Keys: "o-1 o-2", FailedAt: at}
+	l := dlqtool.Letter{EventID: "e-1", EventType: "OrderCreated", Reason: "invalid JSON: eof", Keys: "o-1 o-2", FailedAt: at, OriginTopic: "ORDER"}
 	match := map[string]dlqtool.Filter{
 		"zero":               {},
 		"since inclusive":    {Since: at},
@@ -20,6 +20,7 @@ func TestFilter_MatchesEveryFieldSet(t *testing.T) {
 		"reason substring":   {Reason: "JSON"},
 		"second key":         {Key: "o-2"},
 		"event ID as key":    {Key: "e-1"},
+		"origin topic":       {OriginTopic: "ORDER"},
 		"everything at once": {Since: at.Add(-time.Hour), Until: at.Add(time.Hour), EventType: "OrderCreated", Reason: "eof", Key: "o-1"},
 	}
 	for name, f := range match {
@@ -31,6 +32,7 @@ func TestFilter_MatchesEveryFieldSet(t *testing.T) {
 		"other type":      {EventType: "OrderPaid"},
 		"reason case":     {Reason: "json"},
 		"partial key":     {Key: "o-"},
+		"other origin":    {OriginTopic: "ORD"},
 		"one field fails": {EventType: "OrderCreated", Key: "o-3"},
 	}
 	for name, f := range miss {

@@ -26,6 +26,9 @@ func (s LetterStatus) waiting() bool {
 	return !s.Processed && (s.Replay == nil || s.Replay.Status != AuditSent)
 }
 
+// Waiting reports whether the letter still waits for an operator, as TakeCensus counts it.
+func (s LetterStatus) Waiting() bool { return s.waiting() }
+
 // StatusOptions say where a letter's status is read.
 type StatusOptions struct {
 	// Group is the consumer group whose letters they are (without namespace). Required.

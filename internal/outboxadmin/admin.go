@@ -104,3 +104,33 @@ type Row struct {
 	LastError     string    `db:"last_error"`
 	CreatedAt     time.Time `db:"created_at"`
 }
+
+// Parked counts the parked rows of one dedup scope by kind.
+type Parked struct {
+	Messages, Effects int
+}
+
+// ParkedByScope counts the parked rows of the outbox of prefix, by scope (the dedup scope of the event
+// that added them). Errors are wrapped; a missing table is mysqlerr.MissingTable's.
+func ParkedByScope(ctx context.Context, db *sqlx.DB, prefix string) (map[string]Parked, error) {
+	var rows []struct {
+		Scope string `db:"scope"`
+		Kind  string `db:"kind"`
+		N     int    `db:"n"`
+	}
+	if err := db.SelectContext(ctx, &rows, `SELECT scope, kind, COUNT(*) AS n FROM `+prefix+outboxsql.Table+`
+	 WHERE status = ? GROUP BY scope, kind`, outboxsql.StatusParked); err != nil {
+		return nil, fmt.Errorf("outbox: parked rows: %w", err)
+	}
+	out := map[string]Parked{}
+	for _, r := range rows {
+		p := out[r.Scope]
+		if r.Kind == outboxsql.KindEffect {
+			p.Effects += r.N
+		} else {
+			p.Messages += r.N
+		}
+		out[r.Scope] = p
+	}
+	return out, nil
+}

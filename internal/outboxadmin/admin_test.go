@@ -83,3 +83,21 @@ func TestPurge_DeletesSentRowsPastTheWindowUpToTheFirstYoungOne(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 2, n, "with a shorter window the young row and the one after it go too")
 }
+
+// ParkedByScope counts only parked rows, per scope and kind (F33's "listed", as the console shows it).
+func TestParkedByScope_CountsParkedRowsPerScopeAndKind(t *testing.T) {
+	tb := newTable(t)
+	for i, r := range []struct{ kind, scope, status string }{
+		{outboxsql.KindMessage, "inventory", "parked"}, {outboxsql.KindMessage, "inventory", "parked"},
+		{outboxsql.KindEffect, "inventory", "parked"}, {outboxsql.KindMessage, "inventory", "pending"},
+		{outboxsql.KindMessage, "billing", "sent"}, {outboxsql.KindEffect, "billing", "parked"},
+	} {
+		_, err := tb.db.Exec(`INSERT INTO `+tb.t+` (kind, event_id, source_event_id, scope, name, sharding_key, body, status,
+		   next_attempt_at, created_at) VALUES (?, ?, 'ev', ?, 'n', 'k', 'b', ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`,
+			r.kind, "ev-"+strconv.Itoa(i), r.scope, r.status)
+		require.NoError(t, err)
+	}
+	got, err := outboxadmin.ParkedByScope(context.Background(), tb.db, tb.prefix)
+	require.NoError(t, err)
+	require.Equal(t, map[string]outboxadmin.Parked{"inventory": {Messages: 2, Effects: 1}, "billing": {Effects: 1}}, got)
+}

@@ -33,7 +33,8 @@ const testCeiling = "topics"
 // (body, letter, batch, pending), metrics, internal/collect and internal/txproto (the dedup stores' transaction
 // protocol) import consumer, dedup imports collect, txproto and internal/migrate, middleware
 // imports dedup and metrics, dlq, outbox and topics use consumer, dedup and internal/rmq (dlq also
-// internal/dlqtool, the operator's DLQ tooling, which uses topics), and internal/testenv serves the tests of all.
+// internal/dlqtool, the operator's DLQ tooling, which uses topics), internal/console (the operator's web page)
+// sits on dlqtool and outboxadmin, and internal/testenv serves the tests of all.
 var layers = [][]string{
 	{"internal/rmq", "internal/body", "internal/letter", "internal/batch", "internal/causelabel", "internal/pending", "internal/scrape", "internal/mysqlerr", "internal/dedupsql", "internal/outboxsql", "internal/migrate"},
 	{"retry"},
@@ -43,6 +44,7 @@ var layers = [][]string{
 	{"internal/testenv"},
 	{"middleware"},
 	{"dlq", "outbox", "topics", "internal/outboxadmin", "internal/dlqtool"},
+	{"internal/console"},
 	{"cmd", "examples"},
 	{"tools", "e2e"},
 }

@@ -1,0 +1,144 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"go.uber.org/zap"
+	"golang.org/x/time/rate"
+
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
+)
+
+// maxSelected bounds the letters of one replay request.
+const maxSelected = 1000
+
+// replaySendRate is the replay's sends per second (the CLI's default --rate).
+const replaySendRate = 50
+
+// resultRow is one letter of a preview or a result.
+type resultRow struct {
+	StoreID, MsgID, EventID string
+	Outcome, Topic, Detail  string
+	SentMsgID, Error        string
+	Sends                   bool // the outcome sends (sent, or would send)
+}
+
+// replayData is the data of the preview and the result page.
+type replayData struct {
+	ReplayID string
+	Rows     []resultRow
+	Summary  dlqtool.ReplaySummary
+	// Missing are selected store IDs not found on the DLQ.
+	Missing []string
+	// Confirm are the store IDs the confirm form posts (the preview's would-send letters).
+	Confirm []string
+}
+
+// replayPreview is the engine's dry run of the selected letters, with a form to confirm those it would send.
+func (c *console) replayPreview(w http.ResponseWriter, r *http.Request, s session) {
+	data, err := c.runReplay(r, true)
+	if err != nil {
+		c.failReplay(w, r, s, err)
+		return
+	}
+	for _, row := range data.Rows {
+		if row.Sends {
+			data.Confirm = append(data.Confirm, row.StoreID)
+		}
+	}
+	c.render(w, http.StatusOK, "preview", c.newView(r, s, "Replay preview", data))
+}
+
+// replayConfirm replays the confirmed letters and shows what became of each.
+func (c *console) replayConfirm(w http.ResponseWriter, r *http.Request, s session) {
+	data, err := c.runReplay(r, false)
+	if err != nil {
+		c.failReplay(w, r, s, err)
+		return
+	}
+	sum := data.Summary
+	c.log.Info("console: replay", zap.String("group", r.PathValue("group")), zap.String("operator", c.cfg.Operator),
+		zap.String("replay_id", data.ReplayID), zap.Int("selected", sum.Selected), zap.Int("sent", sum.Sent),
+		zap.Int("failed", sum.Failed), zap.Int("missing", len(data.Missing)))
+	c.render(w, http.StatusOK, "result", c.newView(r, s, "Replay result", data))
+}
+
+// errNoSelection: the request selected no letter, or too many.
+var errNoSelection = errors.New("select at least one letter")
+
+// failReplay renders a replay's error: 400 for a bad selection, else 502 (broker or database).
+func (c *console) failReplay(w http.ResponseWriter, r *http.Request, s session, err error) {
+	status := http.StatusBadGateway
+	if errors.Is(err, errNoSelection) {
+		status = http.StatusBadRequest
+	}
+	c.fail(w, r, s, status, err)
+}
+
+// runReplay reads the selected letters (form field "letter", store IDs) from the DLQ and runs the engine
+// on them: a dry run, or the replay.
+func (c *console) runReplay(r *http.Request, dryRun bool) (replayData, error) {
+	group := r.PathValue("group")
+	if err := r.ParseForm(); err != nil {
+		return replayData{}, fmt.Errorf("%w: %v", errNoSelection, err)
+	}
+	ids := unique(r.PostForm["letter"])
+	if len(ids) == 0 || len(ids) > maxSelected {
+		return replayData{}, fmt.Errorf("%w (at most %d; %d selected)", errNoSelection, maxSelected, len(ids))
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	defer cancel()
+	res, err := dlqtool.Scan(ctx, c.cfg.Cluster, group, c.scanOptions(dlqtool.Filter{}))
+	if err != nil && !errors.Is(err, dlqtool.ErrNoDLQ) {
+		return replayData{}, err
+	}
+	byID := map[string]dlqtool.Letter{}
+	for _, l := range res.Letters {
+		byID[l.StoreID] = l
+	}
+	var data replayData
+	var letters []dlqtool.Letter
+	for _, id := range ids {
+		if l, ok := byID[id]; ok {
+			letters = append(letters, l)
+		} else {
+			data.Missing = append(data.Missing, id)
+		}
+	}
+	opts := dlqtool.ReplayOptions{Group: group, Namespace: c.cfg.Cluster.Namespace, Scope: c.scope(group),
+		DryRun: dryRun, Operator: c.cfg.Operator, Sender: c.cfg.Sender, Audit: c.cfg.Audit, Processed: c.cfg.Processed}
+	if !dryRun {
+		opts.Limiter = rate.NewLimiter(replaySendRate, 1)
+	}
+	report, err := dlqtool.Replay(ctx, letters, opts)
+	if err != nil {
+		return replayData{}, err
+	}
+	data.ReplayID, data.Summary = report.ReplayID, report.Summary
+	for _, lr := range report.Results {
+		row := resultRow{StoreID: lr.Letter.StoreID, MsgID: lr.Letter.MsgID, EventID: lr.Letter.EventID,
+			Outcome: string(lr.Outcome), Topic: lr.Topic, Detail: lr.Detail, SentMsgID: lr.SentMsgID,
+			Sends: lr.Outcome == dlqtool.ReplaySent || lr.Outcome == dlqtool.ReplayWouldSend}
+		if lr.Err != nil {
+			row.Error = lr.Err.Error()
+		}
+		data.Rows = append(data.Rows, row)
+	}
+	return data, nil
+}
+
+// unique returns the non-empty values of xs, first occurrence kept.
+func unique(xs []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range xs {
+		if x != "" && !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
