@@ -86,6 +86,18 @@ func (o *consoleOptions) readToken() (string, error) {
 	return tok, nil
 }
 
+// checkToken refuses a token shorter than console.MinTokenLength, naming where it came from.
+func (o *consoleOptions) checkToken(tok string) error {
+	if len(tok) >= console.MinTokenLength {
+		return nil
+	}
+	from := "$" + envConsoleToken
+	if o.tokenFile != "" {
+		from = "--token-file " + o.tokenFile
+	}
+	return usageError("the access token of %s is %d bytes: at least %d are required (e.g. openssl rand -hex 32)", from, len(tok), console.MinTokenLength)
+}
+
 func (o *consoleOptions) run(cmd *cobra.Command, g *globalOptions) error {
 	if len(o.groups) == 0 {
 		return usageError("--group is required (at least one consumer group)")
@@ -98,6 +110,9 @@ func (o *consoleOptions) run(cmd *cobra.Command, g *globalOptions) error {
 	}
 	token, err := o.readToken()
 	if err != nil {
+		return err
+	}
+	if err := o.checkToken(token); err != nil {
 		return err
 	}
 	if o.operator == "" {

@@ -41,7 +41,7 @@ type Config struct {
 	Operator string
 	// ReadOnly hides replay and refuses its POSTs.
 	ReadOnly bool
-	// Token is the access token; at least minTokenLength characters. Required.
+	// Token is the access token; at least MinTokenLength characters. Required.
 	Token string
 	// PrometheusURL, when set, is the Prometheus server asked for the duplicate ratio (e.g. http://127.0.0.1:9090).
 	PrometheusURL string
@@ -49,8 +49,8 @@ type Config struct {
 	Logger *zap.Logger
 }
 
-// minTokenLength is the shortest access token accepted.
-const minTokenLength = 16
+// MinTokenLength is the shortest access token New accepts, in bytes.
+const MinTokenLength = 16
 
 // validate names the first invalid field.
 func (c Config) validate() error {
@@ -71,8 +71,8 @@ func (c Config) validate() error {
 		return bad("Audit", "required")
 	case c.Processed == nil:
 		return bad("Processed", "required")
-	case len(c.Token) < minTokenLength:
-		return bad("Token", fmt.Sprintf("at least %d characters are required", minTokenLength))
+	case len(c.Token) < MinTokenLength:
+		return bad("Token", fmt.Sprintf("at least %d characters are required", MinTokenLength))
 	case !c.ReadOnly && c.Sender == nil:
 		return bad("Sender", "required unless ReadOnly")
 	case !c.ReadOnly && strings.TrimSpace(c.Operator) == "":

@@ -4,12 +4,14 @@ import (
 	"html"
 	"net/http"
 	"net/url"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/internal/console"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 )
 
 // Every page needs the token: without it, or with a wrong one, 401 and the login form; with it as Bearer or
@@ -69,17 +71,43 @@ func TestConsole_SessionCookieIsHttpOnlyAndSameSiteStrict(t *testing.T) {
 	assert.Equal(t, http.SameSiteStrictMode, cookies[0].SameSite)
 }
 
-// The groups page shows the group's DLQ depth (the census) and, without Prometheus, a dash.
-func TestConsole_GroupsPageShowsDLQDepth(t *testing.T) {
-	w := newWorld(t, nil)
+// The groups page shows the group's DLQ depth (the census), its parked outbox rows (F33) and, without
+// Prometheus, a dash.
+func TestConsole_GroupsPageShowsDLQDepthAndParkedOutboxRows(t *testing.T) {
+	var prefix string
+	w := newWorld(t, func(c *console.Config) {
+		prefix = outboxTable(t, c.DB)
+		c.TablePrefix = prefix
+	})
 	w.publish(letterSpec{eventID: testenvID(t, "g1"), eventType: "OrderCreated", reason: "bug"})
 	w.publish(letterSpec{eventID: testenvID(t, "g2"), eventType: "OrderCreated", reason: "bug"})
+	for i, r := range []struct{ kind, scope, status string }{
+		{outboxsql.KindMessage, w.group, outboxsql.StatusParked}, {outboxsql.KindEffect, w.group, outboxsql.StatusParked},
+		{outboxsql.KindMessage, w.group, outboxsql.StatusParked}, {outboxsql.KindMessage, w.group, outboxsql.StatusPending},
+		{outboxsql.KindMessage, "other-" + w.group, outboxsql.StatusParked},
+	} {
+		_, err := w.db.Exec(`INSERT INTO `+prefix+outboxsql.Table+` (kind, event_id, source_event_id, scope, name, sharding_key,
+		   body, status, next_attempt_at, created_at) VALUES (?, ?, 'ev', ?, 'n', 'k', 'b', ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))`,
+			r.kind, "ev-"+strconv.Itoa(i), r.scope, r.status)
+		require.NoError(t, err)
+	}
 	p := w.get(w.login(), "/")
 	require.Equal(t, http.StatusOK, p.status, p.body)
 	row := p.row(t, "group-"+w.group)
 	assert.Equal(t, "2", field(t, row, "letters"))
 	assert.Equal(t, "2", field(t, row, "waiting"))
+	assert.Equal(t, "2 messages, 1 effects", field(t, row, "parked"))
 	assert.Equal(t, "—", field(t, row, "duplicate-ratio"))
+	assert.Contains(t, p.body, "no Prometheus configured")
+}
+
+// Without an outbox table under the prefix, the parked column shows a dash and a note says why.
+func TestConsole_GroupsPageWithoutOutboxShowsADash(t *testing.T) {
+	w := newWorld(t, func(c *console.Config) { c.TablePrefix = "nooutbox_" })
+	p := w.get(w.login(), "/")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	assert.Equal(t, "—", field(t, p.row(t, "group-"+w.group), "parked"))
+	assert.Contains(t, p.body, "no outbox table (nooutbox_rmqguard_outbox)")
 }
 
 // The list shows every letter with its status and filters by reason, event type, origin topic, time and

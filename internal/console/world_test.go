@@ -22,8 +22,10 @@ import (
 	"github.com/rmqguard/rmqguard/internal/console"
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	deadletter "github.com/rmqguard/rmqguard/internal/letter"
+	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/outbox"
 	"github.com/rmqguard/rmqguard/topics"
 )
 
@@ -239,3 +241,17 @@ func testenvID(_ *testing.T, prefix string) string { return testenv.Unique("evt-
 
 // timeAgo is n hours before now, UTC.
 func timeAgo(n int) time.Time { return time.Now().UTC().Add(-time.Duration(n) * time.Hour) }
+
+// outboxTable creates an outbox table on a prefix of its own in db (dropped at the end) and returns the prefix.
+func outboxTable(t *testing.T, db *sqlx.DB) string {
+	t.Helper()
+	prefix := "cons" + strings.ReplaceAll(strings.TrimPrefix(testenv.Unique("c"), "c-"), "-", "_") + "_"
+	_, err := outbox.Migrate(context.Background(), db.DB, prefix)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		for _, tb := range []string{prefix + outboxsql.Table, prefix + outboxsql.VersionTable} {
+			_, _ = db.Exec("DROP TABLE IF EXISTS " + tb)
+		}
+	})
+	return prefix
+}
