@@ -121,7 +121,7 @@ func (b *browse) shot(page string) {
 	testenv.Screenshot(b.t, b.ctx, "console-"+page)
 }
 
-// login logs in through the login form with the mouse and returns the status of the page it lands on.
+// login logs in through the login form with the mouse and waits for the groups page.
 func (b *browse) login() {
 	b.t.Helper()
 	require.Equal(b.t, http.StatusOK, b.open("/login"))
@@ -162,6 +162,7 @@ func TestConsoleBrowser_ListsFiltersAndOpensALetter(t *testing.T) {
 	assert.Equal(t, "SKU", eval[string](br, `document.getElementById('filter-reason').value`), "the filter stays in its field")
 	require.Equal(t, http.StatusOK, br.load(chromedp.Click(chromedp.ID("filter-clear"))))
 	assert.Equal(t, []string{a, b, c}, br.rows(), "cleared")
+	assert.Empty(t, eval[string](br, `document.getElementById('filter-reason').value`))
 
 	require.Equal(t, http.StatusOK, br.load(chromedp.Click(chromedp.ID("letter-link-"+a))))
 	br.shot("letter")
@@ -226,6 +227,7 @@ func TestConsoleBrowser_ReplaysTwoOfThreeOnceEvenWhenConfirmedTwice(t *testing.T
 	assert.Equal(t, []string{a, c}, w.sent.replayed(), "the second confirm sent nothing")
 
 	require.Equal(t, http.StatusOK, br.load(chromedp.Click(chromedp.ID("letter-link-"+a))))
+	br.shot("letter-replayed")
 	assert.Equal(t, "sent", br.text(`#replay-history td[data-field="status"]`), "the letter page shows the audit row")
 	assert.Equal(t, "alice@console-test", br.text(`#replay-history td[data-field="replayed-by"]`))
 }
@@ -262,11 +264,13 @@ func TestConsoleBrowser_KeyboardOnlyReplaysTwoOfThree(t *testing.T) {
 
 	require.Equal(t, http.StatusOK, br.open("/login"))
 	br.tabTo("login-token")
+	br.shot("keyboard-login")
 	br.do(key(token))
 	require.Equal(t, http.StatusOK, br.load(key(kb.Enter)), "Enter in the token field logs in")
 	br.do(chromedp.WaitVisible(chromedp.ID("groups")))
 
 	br.tabTo("group-link-" + w.group)
+	br.shot("keyboard-groups")
 	require.Equal(t, http.StatusOK, br.load(key(kb.Enter)))
 	require.Equal(t, []string{a, b, c}, br.rows())
 
@@ -285,6 +289,7 @@ func TestConsoleBrowser_KeyboardOnlyReplaysTwoOfThree(t *testing.T) {
 	br.tabTo("replay-confirm")
 	br.shot("keyboard-preview")
 	require.Equal(t, http.StatusOK, br.load(key(" ")), "Space on the focused button confirms")
+	br.shot("keyboard-result")
 	assert.Equal(t, "sent", br.cell("outcome-"+a, "outcome"))
 	assert.Equal(t, "sent", br.cell("outcome-"+c, "outcome"))
 	assert.Equal(t, []string{a, c}, w.sent.replayed())
