@@ -14,17 +14,17 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// DefaultChromium is the binary Browser starts unless RMQGUARD_CHROMIUM names another: Debian's chromium,
+// defaultChromium is the binary Browser starts unless RMQGUARD_CHROMIUM names another: Debian's chromium,
 // which `make up` installs (deploy/local/chromium.sh).
-const DefaultChromium = "/usr/bin/chromium"
+const defaultChromium = "/usr/bin/chromium"
 
-// Browser starts a headless Chromium of the test's own (RMQGUARD_CHROMIUM, else DefaultChromium; 1280×800, no
+// Browser starts a headless Chromium of the test's own (RMQGUARD_CHROMIUM, else /usr/bin/chromium; 1280×800, no
 // sandbox: it loads only the test's loopback pages) and returns a chromedp context on its first tab, cancelled
 // after timeout. The browser stops when the test ends. A missing binary is Unavailable; a browser that does not
 // start fails the test with its output.
 func Browser(t testing.TB, timeout time.Duration) context.Context {
 	t.Helper()
-	bin := Env("RMQGUARD_CHROMIUM", DefaultChromium)
+	bin := Env("RMQGUARD_CHROMIUM", defaultChromium)
 	if _, err := exec.LookPath(bin); err != nil {
 		Unavailable(t, "chromium: %v (make up installs it: deploy/local/chromium.sh install)", err)
 		return nil
