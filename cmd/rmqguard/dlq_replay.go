@@ -238,7 +238,7 @@ func (o *replayOptions) replay(ctx context.Context, cmd *cobra.Command, g *globa
 		if clusterErr != nil {
 			return dlqtool.ReplayReport{}, clusterErr
 		}
-		if err := checkRetryTopic(ctx, cluster, o.group); err != nil {
+		if err := dlqtool.CheckRetryTopic(ctx, cluster, o.group); err != nil {
 			return dlqtool.ReplayReport{}, failure(err)
 		}
 		prod, err := startReplayProducer(cluster)

@@ -7,11 +7,10 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2"
-	"github.com/apache/rocketmq-client-go/v2/admin"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/jmoiron/sqlx"
+
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
-	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/topics"
 )
 
@@ -30,24 +29,6 @@ func startReplayProducer(cluster topics.Cluster) (rocketmq.Producer, error) {
 		return nil, fmt.Errorf("replay producer: start: %w", err)
 	}
 	return p, nil
-}
-
-// checkRetryTopic returns an error naming the topic and the fix when the group's retry topic, where every
-// replay goes, has no writable route: the group's consumers have not run on this cluster, and every send
-// would fail.
-func checkRetryTopic(ctx context.Context, cluster topics.Cluster, group string) error {
-	topic := rmq.NamespacedRetryTopic(cluster.Namespace, group)
-	adm, err := admin.NewAdmin(dlqtool.AdminOptions(cluster)...)
-	if err != nil {
-		return fmt.Errorf("check %s: admin client: %w", topic, err)
-	}
-	defer func() { _ = adm.Close() }()
-	queues, err := adm.FetchPublishMessageQueues(ctx, topic)
-	if err == nil && len(queues) > 0 {
-		return nil
-	}
-	return fmt.Errorf("%s, where replays of group %s go, has no writable queue (%v): start the group's consumers once, or create it: rmqguard topic ensure --queues 1 '%s'",
-		topic, group, err, topic)
 }
 
 // audit returns the MySQL audit; in a dry run before the audit table exists, an empty audit (nothing was

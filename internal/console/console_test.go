@@ -1,17 +1,20 @@
 package console_test
 
 import (
+	"errors"
 	"html"
 	"net/http"
 	"net/url"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rmqguard/rmqguard/internal/console"
 	"github.com/rmqguard/rmqguard/internal/outboxsql"
+	"github.com/rmqguard/rmqguard/internal/rmq"
 )
 
 // Every page needs the token: without it, or with a wrong one, 401 and the login form; with it as Bearer or
@@ -283,3 +286,29 @@ func TestConsole_ReadOnlyRefusesReplay(t *testing.T) {
 
 // hoursAgo is the time n hours ago as the since/until filters take it.
 func hoursAgo(n int) string { return timeAgo(n).Format("2006-01-02T15:04") }
+
+// F17's sibling: without the group's retry topic (its consumers never ran here) the preview says the
+// replay cannot send and offers no confirm; a confirm is refused naming the fix, and nothing is sent.
+func TestConsole_ReplayWithoutTheRetryTopicNamesTheFix(t *testing.T) {
+	w := newWorld(t, nil)
+	a := w.publish(letterSpec{eventID: testenvID(t, "a"), eventType: "OrderCreated", reason: "bug"})
+	retry := rmq.RetryTopic(w.group)
+	require.NoError(t, rmq.DeleteTopic(w.ctx, []string{w.ns}, w.broker, retry))
+	require.Eventually(t, func() bool {
+		_, err := rmq.TopicRoute(w.ctx, []string{w.ns}, retry)
+		return errors.Is(err, rmq.ErrTopicNotExist)
+	}, 10*time.Second, 100*time.Millisecond, "%s deleted", retry)
+	cl := w.login()
+	csrf := w.get(cl, "/").csrf(t)
+
+	p := w.post(cl, "/groups/"+w.group+"/replay/preview", url.Values{"csrf": {csrf}, "letter": {a}})
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	assert.Contains(t, p.body, `id="replay-problem"`)
+	assert.Contains(t, p.body, "rmqguard topic ensure --queues 1")
+	assert.NotContains(t, p.body, `id="confirm-form"`)
+
+	p = w.post(cl, "/groups/"+w.group+"/replay", url.Values{"csrf": {csrf}, "letter": {a}})
+	assert.Equal(t, http.StatusBadGateway, p.status)
+	assert.Contains(t, p.body, "has no writable queue")
+	assert.Empty(t, w.sent.replayed())
+}

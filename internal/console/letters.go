@@ -153,7 +153,7 @@ func (c *console) lettersPage(w http.ResponseWriter, r *http.Request, s session)
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 	defer cancel()
-	rows, res, err := c.readLetters(ctx, group, filter)
+	res, err := dlqtool.Scan(ctx, c.cfg.Cluster, group, c.scanOptions(filter))
 	switch {
 	case errors.Is(err, dlqtool.ErrNoDLQ):
 		data.NoDLQ = true
@@ -162,17 +162,33 @@ func (c *console) lettersPage(w http.ResponseWriter, r *http.Request, s session)
 		return
 	}
 	data.Complete, data.Problems = res.Complete || data.NoDLQ, res.Problems
-	selected := rows[:0]
-	for _, row := range rows {
-		if matchStatus(form.Status, row.Status) {
-			selected = append(selected, row)
-		}
+	letters := res.Letters
+	if form.Status == "" { // only the page's letters need a status
+		data.Pages = max(1, (len(letters)+pageSize-1)/pageSize)
+		data.Page = min(data.Page, data.Pages)
+		from := (data.Page - 1) * pageSize
+		letters = letters[from:min(from+pageSize, len(letters))]
 	}
-	data.Total = len(selected)
-	data.Pages = max(1, (data.Total+pageSize-1)/pageSize)
-	data.Page = min(data.Page, data.Pages)
-	from := (data.Page - 1) * pageSize
-	data.Rows = selected[from:min(from+pageSize, data.Total)]
+	rows, err := c.withStatuses(ctx, group, letters)
+	if err != nil {
+		c.fail(w, r, s, http.StatusBadGateway, err)
+		return
+	}
+	if form.Status == "" {
+		data.Total, data.Rows = len(res.Letters), rows
+	} else {
+		selected := rows[:0]
+		for _, row := range rows {
+			if matchStatus(form.Status, row.Status) {
+				selected = append(selected, row)
+			}
+		}
+		data.Total = len(selected)
+		data.Pages = max(1, (data.Total+pageSize-1)/pageSize)
+		data.Page = min(data.Page, data.Pages)
+		from := (data.Page - 1) * pageSize
+		data.Rows = selected[from:min(from+pageSize, data.Total)]
+	}
 	if data.Page > 1 {
 		data.PrevURL = pageURL(r, data.Page-1)
 	}
@@ -189,22 +205,17 @@ func pageURL(r *http.Request, p int) string {
 	return r.URL.Path + "?" + q.Encode()
 }
 
-// readLetters scans group's DLQ with filter and reads each letter's status. A DLQ that does not exist is
-// ErrNoDLQ (wrapped).
-func (c *console) readLetters(ctx context.Context, group string, filter dlqtool.Filter) ([]letterRow, dlqtool.ScanResult, error) {
-	res, err := dlqtool.Scan(ctx, c.cfg.Cluster, group, c.scanOptions(filter))
+// withStatuses reads the status of each of group's letters.
+func (c *console) withStatuses(ctx context.Context, group string, letters []dlqtool.Letter) ([]letterRow, error) {
+	statuses, err := dlqtool.Statuses(ctx, letters, c.statusOptions(group))
 	if err != nil {
-		return nil, res, err
+		return nil, err
 	}
-	statuses, err := dlqtool.Statuses(ctx, res.Letters, c.statusOptions(group))
-	if err != nil {
-		return nil, res, err
-	}
-	rows := make([]letterRow, len(res.Letters))
-	for i, l := range res.Letters {
+	rows := make([]letterRow, len(letters))
+	for i, l := range letters {
 		rows[i] = letterRow{Letter: l, Status: statuses[i]}
 	}
-	return rows, res, nil
+	return rows, nil
 }
 
 // property is one property of a letter.
@@ -227,16 +238,22 @@ func (c *console) letterPage(w http.ResponseWriter, r *http.Request, s session) 
 	group, id := r.PathValue("group"), r.PathValue("id")
 	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 	defer cancel()
-	rows, _, err := c.readLetters(ctx, group, dlqtool.Filter{})
+	res, err := dlqtool.Scan(ctx, c.cfg.Cluster, group, c.scanOptions(dlqtool.Filter{}))
 	if err != nil && !errors.Is(err, dlqtool.ErrNoDLQ) {
 		c.fail(w, r, s, http.StatusBadGateway, err)
 		return
 	}
-	for _, row := range rows {
-		if row.StoreID == id {
-			c.render(w, http.StatusOK, "letter", c.newView(r, s, "Letter "+row.MsgID, newLetterData(row)))
+	for _, l := range res.Letters {
+		if l.StoreID != id {
+			continue
+		}
+		rows, err := c.withStatuses(ctx, group, []dlqtool.Letter{l})
+		if err != nil {
+			c.fail(w, r, s, http.StatusBadGateway, err)
 			return
 		}
+		c.render(w, http.StatusOK, "letter", c.newView(r, s, "Letter "+l.MsgID, newLetterData(rows[0])))
+		return
 	}
 	c.fail(w, r, s, http.StatusNotFound, fmt.Errorf("no letter with store ID %q on the DLQ of %s (expired, or never there)", id, group))
 }

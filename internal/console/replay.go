@@ -35,6 +35,8 @@ type replayData struct {
 	Missing []string
 	// Confirm are the store IDs the confirm form posts (the preview's would-send letters).
 	Confirm []string
+	// Problem says why a replay cannot send now (the group's retry topic is missing); the preview shows it.
+	Problem string
 }
 
 // replayPreview is the engine's dry run of the selected letters, with a form to confirm those it would send.
@@ -45,7 +47,7 @@ func (c *console) replayPreview(w http.ResponseWriter, r *http.Request, s sessio
 		return
 	}
 	for _, row := range data.Rows {
-		if row.Sends {
+		if row.Sends && data.Problem == "" {
 			data.Confirm = append(data.Confirm, row.StoreID)
 		}
 	}
@@ -106,6 +108,15 @@ func (c *console) runReplay(r *http.Request, dryRun bool) (replayData, error) {
 			letters = append(letters, l)
 		} else {
 			data.Missing = append(data.Missing, id)
+		}
+	}
+	if len(letters) > 0 {
+		// Every replay goes to the group's retry topic: without it every send would fail.
+		if err := dlqtool.CheckRetryTopic(ctx, c.cfg.Cluster, group); err != nil {
+			if !dryRun {
+				return replayData{}, err
+			}
+			data.Problem = err.Error()
 		}
 	}
 	opts := dlqtool.ReplayOptions{Group: group, Namespace: c.cfg.Cluster.Namespace, Scope: c.scope(group),
