@@ -20,7 +20,7 @@ SERVICES_MODE ?= $(shell timeout 20 docker info >/dev/null 2>&1 && echo docker |
 # Topics the demo and the tests use; created explicitly because the broker runs with autoCreateTopicEnable=false.
 TOPICS = RMQGUARD_PROBE RMQGUARD_DEMO_ORDER RMQGUARD_TEST_ORDER
 
-.PHONY: up down demo test test-unit test-rules interop-java bench bench-e2e bench-purge lint api-size layers mutate chaos
+.PHONY: up down demo test test-unit test-rules interop-java screenshots bench bench-e2e bench-purge lint api-size layers mutate chaos
 
 # ------------------------------------------------------------------------------------------------ services
 
@@ -34,6 +34,7 @@ up: ## start the services or reuse the running ones (idempotent), create the top
 		$(COMPOSE) up -d --wait --no-recreate; \
 		$(RMQGUARD) topic ensure --namesrv 127.0.0.1:9876 --broker 127.0.0.1:10911 --queues 4 --timeout 120s $(TOPICS); \
 		$(RMQGUARD) probe --namesrv 127.0.0.1:9876 --topic RMQGUARD_PROBE; \
+		deploy/local/chromium.sh install; \
 	else \
 		deploy/local/up.sh; \
 	fi
@@ -92,6 +93,13 @@ test-rules: ## promtool: check deploy/prometheus (config and rules) and run the 
 	$(PROMTOOL) check config deploy/prometheus/prometheus.yml
 	$(PROMTOOL) check rules deploy/prometheus/rules.yml
 	$(PROMTOOL) test rules deploy/prometheus/rules_test.yml
+
+# The console's browser tests (headless Chromium, which `make up` installs) run in `make test` too, with their
+# screenshots in temporary folders; here RMQGUARD_SCREENSHOTS=1 writes them to docs/images/console-*.png (replaced),
+# the README's and docs/dlq-and-replay.md's pictures. Commit the new ones when the pages changed.
+screenshots: up ## the console's browser tests, writing a screenshot of each page they visit to docs/images/console-*.png
+	@source deploy/local/env.sh && export RMQGUARD_REQUIRE_SERVICES=1 RMQGUARD_SCREENSHOTS=1 && \
+		$(GO) test -count=1 -run '^TestConsoleBrowser_' ./internal/console/
 
 test-unit: layers ## the tests that need no services (the others skip unless RMQGUARD_REQUIRE_SERVICES=1)
 	$(GO) test -race -count=1 ./consumer/ ./middleware/ ./retry/ ./dlq/ ./examples/shop/ ./internal/scrape/ ./internal/rmq/ ./tools/dashboards/ ./tools/layers/

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Start the local services of rmqguard without Docker: MariaDB, Redis, RocketMQ name server and broker,
-# Prometheus (prometheus-instance.sh). One set per machine, shared by every clone: state, logs and pid files
-# live in $RMQGUARD_SERVICES_DIR (default ~/.local/state/rmqguard), the RocketMQ jars in ~/.cache/rmqguard.
+# Prometheus (prometheus-instance.sh); installs Chromium for the console's browser tests (chromium.sh: a
+# package, no server). One set per machine, shared by every clone: state, logs and pid files live in
+# $RMQGUARD_SERVICES_DIR (default ~/.local/state/rmqguard), the RocketMQ jars in ~/.cache/rmqguard.
 # Idempotent: a service that answers on its port is reused, whoever started it (any clone, a system service);
 # a second run when everything is up takes a few seconds. Ports come from the addresses in env.sh.
 # Stop with deploy/local/down.sh. See deploy/local/README.md.
@@ -212,6 +213,7 @@ ensure_topics() {
 # ------------------------------------------------------------------------------------------------- main
 log "services: $SERVICES (RMQGUARD_SERVICES_DIR)"
 ensure_packages
+"$LIB_DIR/chromium.sh" install
 start_mariadb
 start_redis
 build_cli &
