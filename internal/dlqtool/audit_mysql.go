@@ -44,17 +44,26 @@ type auditRow struct {
 	Error       string       `db:"error"`
 	ReplayedAt  sql.NullTime `db:"replayed_at"`
 	ReplayedBy  string       `db:"replayed_by"`
+	EditedBy    string       `db:"edited_by"`
+	EditedAt    sql.NullTime `db:"edited_at"`
+	Original    []byte       `db:"original_body"`
+	Edited      []byte       `db:"edited_body"`
 }
 
 // auditColumns are the columns of an auditRow.
 const auditColumns = `consumer_group, dlq_store_id, replay_id, dlq_msg_id, event_id, origin_topic, target_topic,
-	sent_msg_id, status, error, replayed_at, replayed_by`
+	sent_msg_id, status, error, replayed_at, replayed_by, edited_by, edited_at, original_body, edited_body`
 
 // record is the AuditRecord of a row.
 func (r auditRow) record() AuditRecord {
-	return AuditRecord{Group: r.Group, StoreID: r.StoreID, ReplayID: r.ReplayID, DLQMsgID: r.DLQMsgID,
+	rec := AuditRecord{Group: r.Group, StoreID: r.StoreID, ReplayID: r.ReplayID, DLQMsgID: r.DLQMsgID,
 		EventID: r.EventID, OriginTopic: r.OriginTopic, TargetTopic: r.TargetTopic, SentMsgID: r.SentMsgID,
-		Status: AuditStatus(r.Status), Error: r.Error, ReplayedAt: r.ReplayedAt.Time.UTC(), ReplayedBy: r.ReplayedBy}
+		Status: AuditStatus(r.Status), Error: r.Error, ReplayedAt: r.ReplayedAt.Time.UTC(), ReplayedBy: r.ReplayedBy,
+		EditedBy: r.EditedBy, OriginalBody: r.Original, EditedBody: r.Edited}
+	if r.EditedAt.Valid {
+		rec.EditedAt = r.EditedAt.Time.UTC()
+	}
+	return rec
 }
 
 // Lookup implements Audit.
@@ -112,13 +121,22 @@ func inChunks(ids []string, f func([]string) error) error {
 }
 
 // Claim implements Audit: an INSERT that a 1062 loses, or with prev an UPDATE conditioned on prev's
-// replay ID and status.
+// replay ID and status (and, for a plain replay, on the row not being an edit's). An edit's claim sets
+// edited_at to the database's clock and its bodies in the same statement.
 func (a *mysqlAudit) Claim(ctx context.Context, rec AuditRecord, prev *AuditRecord) (bool, error) {
+	// edited_at is NULL for a plain replay, the claim's time for an edit.
+	editedAt := `IF(? = '', NULL, UTC_TIMESTAMP(6))`
+	var original, edited any // NULL for a plain replay
+	if rec.Superseded() {
+		original, edited = nonNil(rec.OriginalBody), nonNil(rec.EditedBody)
+	}
 	if prev == nil {
 		_, err := a.db.ExecContext(ctx, `INSERT INTO `+AuditTable+` (consumer_group, dlq_store_id, replay_id,
-			dlq_msg_id, event_id, origin_topic, target_topic, status, replayed_at, replayed_by)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(6), ?)`, rec.Group, rec.StoreID, rec.ReplayID,
-			rec.DLQMsgID, rec.EventID, rec.OriginTopic, rec.TargetTopic, string(AuditSending), rec.ReplayedBy)
+			dlq_msg_id, event_id, origin_topic, target_topic, status, replayed_at, replayed_by,
+			edited_by, edited_at, original_body, edited_body)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(6), ?, ?, `+editedAt+`, ?, ?)`, rec.Group, rec.StoreID, rec.ReplayID,
+			rec.DLQMsgID, rec.EventID, rec.OriginTopic, rec.TargetTopic, string(AuditSending), rec.ReplayedBy,
+			rec.EditedBy, rec.EditedBy, original, edited)
 		var myErr *mysql.MySQLError
 		if errors.As(err, &myErr) && myErr.Number == mysqlDuplicateEntry {
 			return false, nil
@@ -130,10 +148,12 @@ func (a *mysqlAudit) Claim(ctx context.Context, rec AuditRecord, prev *AuditReco
 	}
 	res, err := a.db.ExecContext(ctx, `UPDATE `+AuditTable+` SET replay_id = ?, dlq_msg_id = ?, event_id = ?,
 		origin_topic = ?, target_topic = ?, sent_msg_id = '', status = ?, error = '', claims = claims + 1,
-		replayed_at = UTC_TIMESTAMP(6), replayed_by = ?
-		WHERE consumer_group = ? AND dlq_store_id = ? AND replay_id = ? AND status = ?`,
+		replayed_at = UTC_TIMESTAMP(6), replayed_by = ?,
+		edited_by = ?, edited_at = `+editedAt+`, original_body = ?, edited_body = ?
+		WHERE consumer_group = ? AND dlq_store_id = ? AND replay_id = ? AND status = ? AND (? <> '' OR edited_by = '')`,
 		rec.ReplayID, rec.DLQMsgID, rec.EventID, rec.OriginTopic, rec.TargetTopic, string(AuditSending),
-		rec.ReplayedBy, rec.Group, rec.StoreID, prev.ReplayID, string(prev.Status))
+		rec.ReplayedBy, rec.EditedBy, rec.EditedBy, original, edited,
+		rec.Group, rec.StoreID, prev.ReplayID, string(prev.Status), rec.EditedBy)
 	if err != nil {
 		return false, fmt.Errorf("dlq: audit re-claim %s/%s: %w", rec.Group, rec.StoreID, err)
 	}
@@ -142,6 +162,14 @@ func (a *mysqlAudit) Claim(ctx context.Context, rec AuditRecord, prev *AuditReco
 		return false, fmt.Errorf("dlq: audit re-claim %s/%s: rows affected: %w", rec.Group, rec.StoreID, err)
 	}
 	return n == 1, nil
+}
+
+// nonNil returns b, or an empty slice for nil: the driver writes a nil []byte as NULL.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
 }
 
 // Finish implements Audit. Error: the row is no longer claimed by rec.ReplayID (a forced replay took it over).
