@@ -7,8 +7,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/spf13/cobra"
+
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 )
 
 func newDLQExportCmd(g *globalOptions) *cobra.Command {

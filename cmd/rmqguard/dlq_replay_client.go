@@ -10,6 +10,7 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/admin"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 	"github.com/jmoiron/sqlx"
+
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/internal/rmq"
 	"github.com/rmqguard/rmqguard/topics"
@@ -50,10 +51,10 @@ func checkRetryTopic(ctx context.Context, cluster topics.Cluster, group string) 
 		topic, group, err, topic)
 }
 
-// audit returns the MySQL audit; in a dry run before the audit table exists, an empty audit (nothing was
-// ever replayed), so that a dry run creates nothing.
-func (o *replayOptions) audit(ctx context.Context, db *sqlx.DB) (dlqtool.Audit, error) {
-	if o.dryRun {
+// replayAudit returns the MySQL audit; in a dry run before the audit table exists, an empty audit (nothing
+// was ever replayed), so that a dry run creates nothing.
+func replayAudit(ctx context.Context, db *sqlx.DB, dryRun bool) (dlqtool.Audit, error) {
+	if dryRun {
 		return readAudit(ctx, db)
 	}
 	return dlqtool.NewMySQLAudit(db)

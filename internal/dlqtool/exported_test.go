@@ -4,6 +4,7 @@ import (
 	"io"
 
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
+
 	"github.com/rmqguard/rmqguard/topics"
 )
 

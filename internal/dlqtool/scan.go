@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+
 	"github.com/rmqguard/rmqguard/topics"
 )
 
