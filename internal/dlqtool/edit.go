@@ -84,7 +84,7 @@ func supersededDetail(rec AuditRecord, editing bool) string {
 	case AuditSent:
 		d += ", sent as " + rec.SentMsgID + ")"
 	case AuditSending:
-		d += ", its send not recorded: it may have been sent)"
+		d += ", its send not recorded yet)"
 	default:
 		d += ", its send failed: " + rec.Error + ")"
 	}
@@ -94,7 +94,7 @@ func supersededDetail(rec AuditRecord, editing bool) string {
 	case !editing:
 		return d + ": the letter is never replayed as it is"
 	case rec.Status == AuditSending:
-		return d + ": check that copy (dlq show), then edit again with --force"
+		return d + ": it is being sent, or that edit stopped before recording it (it may have been sent): check (dlq show), and only if it stopped, edit again with --force"
 	}
 	return d + ": it is not edited twice; if the edited copy failed too, it is a new letter in the DLQ (" +
 		letter.PropReplayOf + "=" + rec.StoreID + "): edit or replay that one"

@@ -140,6 +140,7 @@ func TestReplay_AClaimLostToAConcurrentEditIsSuperseded(t *testing.T) {
 		r.opts(func(o *dlqtool.ReplayOptions) { o.Audit = &lateAudit{fakeAudit: r.audit} }))
 	require.NoError(t, err)
 	assert.Equal(t, dlqtool.ReplaySummary{Selected: 1, SkippedSuperseded: 1}, rep.Summary)
+	assert.Contains(t, rep.Results[0].Detail, "edited at the same time by bob (replay R-edit)")
 	assert.Zero(t, r.sender.count())
 }
 

@@ -228,7 +228,8 @@ func (r *replayer) send(ctx context.Context, res LetterResult, prev *AuditRecord
 // lookup and claim: superseded when that run is an edit's, else uncertain (its send may still fail).
 func (r *replayer) lostClaim(ctx context.Context, res LetterResult) LetterResult {
 	if cur, found, err := r.opts.Audit.Lookup(ctx, r.auditGroup(), res.Letter.StoreID); err == nil && found && cur.Superseded() {
-		res.Outcome, res.Detail = ReplaySkippedSuperseded, supersededDetail(cur, r.edited != nil)
+		res.Outcome = ReplaySkippedSuperseded
+		res.Detail = fmt.Sprintf("superseded: edited at the same time by %s (replay %s), whose claim came first and who sends it (dlq show tells how it went)", cur.EditedBy, cur.ReplayID)
 		return res
 	}
 	res.Outcome, res.Detail = ReplaySkippedUncertain, "claimed by a concurrent replay, which may still fail to send it: check, then --force"
