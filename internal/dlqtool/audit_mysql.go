@@ -55,6 +55,26 @@ type auditRow struct {
 const auditColumns = `consumer_group, dlq_store_id, replay_id, dlq_msg_id, event_id, origin_topic, target_topic,
 	sent_msg_id, status, error, replayed_at, replayed_by, edited_by, edited_at, original_body, edited_body`
 
+// auditColumnsBeforeEdits read an auditRow from a table not yet migrated for edits (the audit schema's
+// migration 2, which the reading commands and an older consumer's dlq.Migrate do not apply): no row is an edit.
+const auditColumnsBeforeEdits = `consumer_group, dlq_store_id, replay_id, dlq_msg_id, event_id, origin_topic, target_topic,
+	sent_msg_id, status, error, replayed_at, replayed_by, '' AS edited_by, NULL AS edited_at, NULL AS original_body,
+	NULL AS edited_body`
+
+// mysqlBadField is MySQL's ER_BAD_FIELD_ERROR (1054), an unknown column.
+const mysqlBadField = 1054
+
+// read runs the query that query builds with auditColumns, and again with auditColumnsBeforeEdits when
+// the table lacks the edit columns.
+func read(query func(columns string) error) error {
+	err := query(auditColumns)
+	var myErr *mysql.MySQLError
+	if errors.As(err, &myErr) && myErr.Number == mysqlBadField {
+		return query(auditColumnsBeforeEdits)
+	}
+	return err
+}
+
 // record is the AuditRecord of a row.
 func (r auditRow) record() AuditRecord {
 	rec := AuditRecord{Group: r.Group, StoreID: r.StoreID, ReplayID: r.ReplayID, DLQMsgID: r.DLQMsgID,
@@ -70,8 +90,10 @@ func (r auditRow) record() AuditRecord {
 // Lookup implements Audit.
 func (a *mysqlAudit) Lookup(ctx context.Context, group, storeID string) (AuditRecord, bool, error) {
 	var r auditRow
-	err := a.db.GetContext(ctx, &r, `SELECT `+auditColumns+` FROM `+AuditTable+`
-		WHERE consumer_group = ? AND dlq_store_id = ?`, group, storeID)
+	err := read(func(columns string) error {
+		return a.db.GetContext(ctx, &r, `SELECT `+columns+` FROM `+AuditTable+`
+			WHERE consumer_group = ? AND dlq_store_id = ?`, group, storeID)
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return AuditRecord{}, false, nil
 	}
@@ -86,13 +108,16 @@ func (a *mysqlAudit) Lookup(ctx context.Context, group, storeID string) (AuditRe
 func (a *mysqlAudit) lookupMany(ctx context.Context, group string, storeIDs []string) (map[string]AuditRecord, error) {
 	out := make(map[string]AuditRecord, len(storeIDs))
 	err := inChunks(storeIDs, func(chunk []string) error {
-		q, args, err := sqlx.In(`SELECT `+auditColumns+` FROM `+AuditTable+`
-			WHERE consumer_group = ? AND dlq_store_id IN (?)`, group, chunk)
-		if err != nil {
-			return err
-		}
 		var rows []auditRow
-		if err := a.db.SelectContext(ctx, &rows, a.db.Rebind(q), args...); err != nil {
+		err := read(func(columns string) error {
+			q, args, err := sqlx.In(`SELECT `+columns+` FROM `+AuditTable+`
+				WHERE consumer_group = ? AND dlq_store_id IN (?)`, group, chunk)
+			if err != nil {
+				return err
+			}
+			return a.db.SelectContext(ctx, &rows, a.db.Rebind(q), args...)
+		})
+		if err != nil {
 			return err
 		}
 		for _, r := range rows {
