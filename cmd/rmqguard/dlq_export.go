@@ -7,9 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
+	"github.com/spf13/cobra"
 )
 
 func newDLQExportCmd(g *globalOptions) *cobra.Command {

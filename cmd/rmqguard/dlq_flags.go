@@ -9,11 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
-
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/topics"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // scanFlags are the flags the dlq commands share: which group's DLQ, which letters, how many, and whether

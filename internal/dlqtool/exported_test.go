@@ -4,7 +4,6 @@ import (
 	"io"
 
 	rmq "github.com/apache/rocketmq-client-go/v2/consumer"
-
 	"github.com/rmqguard/rmqguard/topics"
 )
 

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-
 	"github.com/rmqguard/rmqguard/topics"
 )
 

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
-
 	"github.com/rmqguard/rmqguard/topics"
 )
 
