@@ -57,7 +57,8 @@ func newDLQListCmd(g *globalOptions) *cobra.Command {
 			"topic, event type, reason (cut at 60 characters: `dlq show` and -o json give it whole), attempts (ReconsumeTimes when dead-lettered), failed-at, and the replay status\n" +
 			"read from the dedup database (--mysql-dsn, default $" + envMySQLDSN + "): REPLAYED when and by whom the\n" +
 			"last replay sent it (\"-\" never; \"failed …\", \"uncertain …\" when a replay did not send it or did not\n" +
-			"record the send), PROCESSED whether the group's dedup scope has processed its event (since). Without a\n" +
+			"record the send; \"SUPERSEDED edited …\" when `dlq edit` sent it with an edited body, never to be replayed\n" +
+			"as it is), PROCESSED whether the group's dedup scope has processed its event (since). Without a\n" +
 			"database, or one that cannot be read (then exit 1), the status shows \"?\". Each queue is read from its\n" +
 			"oldest letter to its end when the scan starts. An incomplete scan (a queue not readable, a pull error, the\n" +
 			"timeout, --limit reached with letters left) prints what it read, its problems on stderr, and exits 1.\n" +

@@ -45,11 +45,12 @@ func newDLQReplayCmd(g *globalOptions) *cobra.Command {
 			"on first use) before it is sent; a letter already sent, or claimed by a replay that did not record\n" +
 			"its send, is skipped unless --force. A letter whose event ID the dedup scope (--scope, default the\n" +
 			"group) already processed is skipped, also with --force: the consumer would count it as a duplicate\n" +
-			"(its row in processed_event, or <prefix>processed_event with --table-prefix).\n" +
+			"(its row in processed_event, or <prefix>processed_event with --table-prefix). A letter superseded by\n" +
+			"`dlq edit` (sent with an edited body) is skipped, also with --force.\n" +
 			"--dry-run decides everything and sends and records nothing. Without --yes a replay of more than one\n" +
 			"letter asks on a terminal and is refused otherwise. The global --timeout applies only when given;\n" +
 			"Ctrl-C stops between letters.\n\n" +
-			"Exit codes: 0 every selected letter sent or nothing to do (already replayed or processed); 1 a letter\n" +
+			"Exit codes: 0 every selected letter sent or nothing to do (already replayed, processed or superseded); 1 a letter\n" +
 			"failed, was skipped for no origin or as uncertain, or the scan was incomplete; 2 usage error.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
