@@ -57,7 +57,7 @@ func newDLQEditCmd(g *globalOptions) *cobra.Command {
 	}
 	f := cmd.Flags()
 	o.addScanFlags(f, false)
-	f.StringVar(&o.id, "id", "", "store ID of the letter (`dlq show` prints it), or its DLQ message ID as `dlq list` prints it (required)")
+	f.StringVar(&o.id, "id", "", "store ID of the letter (dlq show prints it), or its DLQ message ID as dlq list prints it (required)")
 	f.StringVar(&o.bodyFile, "body-file", "", "read the edited body from this file")
 	f.StringVar(&o.body, "body", "", "the edited body itself; - reads it from stdin")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the difference and what would be sent; send and record nothing")
