@@ -5,8 +5,8 @@ import "github.com/spf13/cobra"
 func newDLQCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dlq",
-		Short: "Read, export and replay a consumer group's dead-letter queue (%DLQ%<group>)",
+		Short: "Read, export, replay and edit-then-replay a consumer group's dead-letter queue (%DLQ%<group>)",
 	}
-	cmd.AddCommand(newDLQListCmd(g), newDLQShowCmd(g), newDLQExportCmd(g), newDLQReplayCmd(g))
+	cmd.AddCommand(newDLQListCmd(g), newDLQShowCmd(g), newDLQExportCmd(g), newDLQReplayCmd(g), newDLQEditCmd(g))
 	return cmd
 }

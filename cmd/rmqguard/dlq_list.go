@@ -8,8 +8,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/spf13/cobra"
+
+	"github.com/rmqguard/rmqguard/internal/dlqtool"
 )
 
 // listRow is one letter as `dlq list` shows it (also its JSON form with -o json).
@@ -24,8 +25,10 @@ type listRow struct {
 	Attempts    int       `json:"attempts"`
 	FailedAt    time.Time `json:"failed_at"`
 	// ReplayStatus is "not-replayed", the audit's "sent", "failed" or "sending" (a replay that did not
-	// record its send: uncertain), or "unknown" without a database.
+	// record its send: uncertain), "superseded" (sent edited: `dlq edit`; EditedCopy is that send's audit
+	// status), or "unknown" without a database.
 	ReplayStatus string     `json:"replay_status"`
+	EditedCopy   string     `json:"edited_copy,omitempty"`
 	ReplayID     string     `json:"replay_id,omitempty"`
 	ReplayedAt   *time.Time `json:"replayed_at,omitempty"`
 	ReplayedBy   string     `json:"replayed_by,omitempty"`
@@ -36,8 +39,9 @@ type listRow struct {
 
 // Replay statuses of a listRow besides the audit's.
 const (
-	replayNone    = "not-replayed"
-	replayUnknown = "unknown"
+	replayNone       = "not-replayed"
+	replayUnknown    = "unknown"
+	replaySuperseded = "superseded"
 )
 
 func newDLQListCmd(g *globalOptions) *cobra.Command {
@@ -53,7 +57,8 @@ func newDLQListCmd(g *globalOptions) *cobra.Command {
 			"topic, event type, reason (cut at 60 characters: `dlq show` and -o json give it whole), attempts (ReconsumeTimes when dead-lettered), failed-at, and the replay status\n" +
 			"read from the dedup database (--mysql-dsn, default $" + envMySQLDSN + "): REPLAYED when and by whom the\n" +
 			"last replay sent it (\"-\" never; \"failed …\", \"uncertain …\" when a replay did not send it or did not\n" +
-			"record the send), PROCESSED whether the group's dedup scope has processed its event (since). Without a\n" +
+			"record the send; \"SUPERSEDED edited …\" when `dlq edit` sent it with an edited body, never to be replayed\n" +
+			"as it is), PROCESSED whether the group's dedup scope has processed its event (since). Without a\n" +
 			"database, or one that cannot be read (then exit 1), the status shows \"?\". Each queue is read from its\n" +
 			"oldest letter to its end when the scan starts. An incomplete scan (a queue not readable, a pull error, the\n" +
 			"timeout, --limit reached with letters left) prints what it read, its problems on stderr, and exits 1.\n" +
@@ -105,6 +110,9 @@ func listRows(letters []dlqtool.Letter, statuses []dlqtool.LetterStatus) []listR
 			if rep := st.Replay; rep != nil {
 				at := rep.ReplayedAt
 				r.ReplayStatus, r.ReplayID, r.ReplayedAt, r.ReplayedBy = string(rep.Status), rep.ReplayID, &at, rep.ReplayedBy
+				if rep.Superseded() {
+					r.ReplayStatus, r.EditedCopy = replaySuperseded, string(rep.Status)
+				}
 			}
 			if rep := st.Replay; l.EventID != "" || rep != nil && rep.Status == dlqtool.AuditSent && rep.EventID != "" {
 				processed := st.Processed
@@ -133,7 +141,8 @@ func printList(w io.Writer, format string, rows []listRow) error {
 }
 
 // replayedCell is the REPLAYED column: "-" never replayed, "<time> by <operator>" sent, "failed …" or
-// "uncertain …" for a replay that did not send it or did not record the send, "?" unknown.
+// "uncertain …" for a replay that did not send it or did not record the send, "SUPERSEDED …" sent edited
+// (and what became of that send unless it was sent), "?" unknown.
 func replayedCell(r listRow) string {
 	switch r.ReplayStatus {
 	case replayUnknown:
@@ -142,6 +151,15 @@ func replayedCell(r listRow) string {
 		return "-"
 	}
 	when := r.ReplayedAt.UTC().Format(time.RFC3339) + " by " + dash(r.ReplayedBy)
+	if r.ReplayStatus == replaySuperseded {
+		switch dlqtool.AuditStatus(r.EditedCopy) {
+		case dlqtool.AuditSent:
+			return "SUPERSEDED edited " + when
+		case dlqtool.AuditSending:
+			return "SUPERSEDED edited " + when + ", send uncertain"
+		}
+		return "SUPERSEDED edited " + when + ", send " + r.EditedCopy
+	}
 	switch dlqtool.AuditStatus(r.ReplayStatus) {
 	case dlqtool.AuditSent:
 		return when

@@ -45,11 +45,12 @@ func newDLQReplayCmd(g *globalOptions) *cobra.Command {
 			"on first use) before it is sent; a letter already sent, or claimed by a replay that did not record\n" +
 			"its send, is skipped unless --force. A letter whose event ID the dedup scope (--scope, default the\n" +
 			"group) already processed is skipped, also with --force: the consumer would count it as a duplicate\n" +
-			"(its row in processed_event, or <prefix>processed_event with --table-prefix).\n" +
+			"(its row in processed_event, or <prefix>processed_event with --table-prefix). A letter superseded by\n" +
+			"`dlq edit` (sent with an edited body) is skipped, also with --force.\n" +
 			"--dry-run decides everything and sends and records nothing. Without --yes a replay of more than one\n" +
 			"letter asks on a terminal and is refused otherwise. The global --timeout applies only when given;\n" +
 			"Ctrl-C stops between letters.\n\n" +
-			"Exit codes: 0 every selected letter sent or nothing to do (already replayed or processed); 1 a letter\n" +
+			"Exit codes: 0 every selected letter sent or nothing to do (already replayed, processed or superseded); 1 a letter\n" +
 			"failed, was skipped for no origin or as uncertain, or the scan was incomplete; 2 usage error.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -210,44 +211,13 @@ func isTerminal(r any) bool {
 
 // replay opens the audit database and the producer and runs dlqtool.Replay with a progress bar on a terminal.
 func (o *replayOptions) replay(ctx context.Context, cmd *cobra.Command, g *globalOptions, letters []dlqtool.Letter) (dlqtool.ReplayReport, error) {
-	db, err := sqlx.Open("mysql", o.dsn)
+	opts, closeEnv, err := openReplayEnv(ctx, g, &o.dbFlags, o.group, o.dryRun)
 	if err != nil {
-		return dlqtool.ReplayReport{}, failure(fmt.Errorf("open database: %w", err))
+		return dlqtool.ReplayReport{}, err
 	}
-	defer func() { _ = db.Close() }()
-	if !o.dryRun {
-		if _, err := dlq.Migrate(ctx, db.DB); err != nil {
-			return dlqtool.ReplayReport{}, failure(fmt.Errorf("replay audit table: %w", err))
-		}
-	}
-	audit, err := o.audit(ctx, db)
-	if err != nil {
-		return dlqtool.ReplayReport{}, failure(err)
-	}
-	processed, err := o.processedChecker(db)
-	if err != nil {
-		return dlqtool.ReplayReport{}, failure(err)
-	}
-	opts := dlqtool.ReplayOptions{Group: o.group, Scope: o.scope, TargetTopic: o.targetTopic, Force: o.force,
-		DryRun: o.dryRun, Operator: o.operator, Audit: audit, Processed: processed,
-		Limiter: rate.NewLimiter(rate.Limit(o.rate), 1)}
-	// A dry run of a file needs no name server; the namespace still keys the audit.
-	cluster, clusterErr := dlqCluster(g)
-	opts.Namespace = cluster.Namespace
-	if !o.dryRun {
-		if clusterErr != nil {
-			return dlqtool.ReplayReport{}, clusterErr
-		}
-		if err := dlqtool.CheckRetryTopic(ctx, cluster, o.group); err != nil {
-			return dlqtool.ReplayReport{}, failure(err)
-		}
-		prod, err := startReplayProducer(cluster)
-		if err != nil {
-			return dlqtool.ReplayReport{}, failure(err)
-		}
-		defer func() { _ = prod.Shutdown() }()
-		opts.Sender = prod
-	}
+	defer closeEnv()
+	opts.TargetTopic, opts.Force, opts.Operator = o.targetTopic, o.force, o.operator
+	opts.Limiter = rate.NewLimiter(rate.Limit(o.rate), 1)
 	if bar := newProgress(cmd.ErrOrStderr(), len(letters), o.dryRun); bar != nil {
 		opts.Progress = func(int, int, dlqtool.LetterResult) { _ = bar.Add(1) }
 		defer func() { _ = bar.Finish() }()
@@ -257,4 +227,60 @@ func (o *replayOptions) replay(ctx context.Context, cmd *cobra.Command, g *globa
 		return report, usageError("%v", err)
 	}
 	return report, nil
+}
+
+// openReplayEnv opens what `dlq replay` and `dlq edit` send through: the database (the audit table migrated
+// unless dryRun; in a dry run before it exists, an empty audit), the processed check, the cluster's
+// namespace and, unless dryRun, the producer after checking group's retry topic. The options it returns
+// have Group, Scope, Namespace, DryRun, Audit, Processed and Sender set; closeEnv releases them.
+func openReplayEnv(ctx context.Context, g *globalOptions, f *dbFlags, group string, dryRun bool) (opts dlqtool.ReplayOptions, closeEnv func(), err error) {
+	var closers []func()
+	closeEnv = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			closeEnv()
+		}
+	}()
+	db, err := sqlx.Open("mysql", f.dsn)
+	if err != nil {
+		return opts, closeEnv, failure(fmt.Errorf("open database: %w", err))
+	}
+	closers = append(closers, func() { _ = db.Close() })
+	if !dryRun {
+		if _, err := dlq.Migrate(ctx, db.DB); err != nil {
+			return opts, closeEnv, failure(fmt.Errorf("replay audit table: %w", err))
+		}
+	}
+	audit, err := replayAudit(ctx, db, dryRun)
+	if err != nil {
+		return opts, closeEnv, failure(err)
+	}
+	processed, err := f.processedChecker(db)
+	if err != nil {
+		return opts, closeEnv, failure(err)
+	}
+	opts = dlqtool.ReplayOptions{Group: group, Scope: f.scope, DryRun: dryRun, Audit: audit, Processed: processed}
+	// A dry run of a file needs no name server; the namespace still keys the audit.
+	cluster, clusterErr := dlqCluster(g)
+	opts.Namespace = cluster.Namespace
+	if dryRun {
+		return opts, closeEnv, nil
+	}
+	if clusterErr != nil {
+		return opts, closeEnv, clusterErr
+	}
+	if err := dlqtool.CheckRetryTopic(ctx, cluster, group); err != nil {
+		return opts, closeEnv, failure(err)
+	}
+	prod, err := startReplayProducer(cluster)
+	if err != nil {
+		return opts, closeEnv, failure(err)
+	}
+	closers = append(closers, func() { _ = prod.Shutdown() })
+	opts.Sender = prod
+	return opts, closeEnv, nil
 }

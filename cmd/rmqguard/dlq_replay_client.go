@@ -31,10 +31,10 @@ func startReplayProducer(cluster topics.Cluster) (rocketmq.Producer, error) {
 	return p, nil
 }
 
-// audit returns the MySQL audit; in a dry run before the audit table exists, an empty audit (nothing was
-// ever replayed), so that a dry run creates nothing.
-func (o *replayOptions) audit(ctx context.Context, db *sqlx.DB) (dlqtool.Audit, error) {
-	if o.dryRun {
+// replayAudit returns the MySQL audit; in a dry run before the audit table exists, an empty audit (nothing
+// was ever replayed), so that a dry run creates nothing.
+func replayAudit(ctx context.Context, db *sqlx.DB, dryRun bool) (dlqtool.Audit, error) {
+	if dryRun {
 		return readAudit(ctx, db)
 	}
 	return dlqtool.NewMySQLAudit(db)

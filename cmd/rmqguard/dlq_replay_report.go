@@ -53,8 +53,12 @@ func printReport(w io.Writer, o *replayOptions, rep dlqtool.ReplayReport, comple
 		mode = " (dry run: nothing sent or recorded)"
 	}
 	fmt.Fprintf(w, "dlq replay group=%s replay=%s via %s operator=%s%s\n", o.group, rep.ReplayID, rmq.RetryTopic(o.group), o.operator, mode)
-	fmt.Fprintf(w, "selected %d, sent %d, would send %d, skipped: already replayed %d, uncertain %d, already processed %d, no origin %d; failed %d\n",
-		s.Selected, s.Sent, s.WouldSend, s.SkippedReplayed, s.SkippedUncertain, s.SkippedProcessed, s.SkippedNoOrigin, s.Failed)
+	superseded := "" // said only when there are some: the line scripts read stays as it was
+	if s.SkippedSuperseded > 0 {
+		superseded = fmt.Sprintf(", superseded by an edit %d", s.SkippedSuperseded)
+	}
+	fmt.Fprintf(w, "selected %d, sent %d, would send %d, skipped: already replayed %d, uncertain %d, already processed %d, no origin %d%s; failed %d\n",
+		s.Selected, s.Sent, s.WouldSend, s.SkippedReplayed, s.SkippedUncertain, s.SkippedProcessed, s.SkippedNoOrigin, superseded, s.Failed)
 	if s.Unrecorded > 0 {
 		fmt.Fprintf(w, "%d sent letters could not be marked sent in the audit (rows stay \"sending\")\n", s.Unrecorded)
 	}
@@ -72,7 +76,8 @@ func incompleteError(complete bool) error {
 }
 
 // replayExit returns nil when every selected letter was sent (or would be, in a dry run) or needed no
-// replay (already replayed or processed) and the selection was complete; else an exit-1 error.
+// replay (already replayed or processed, or superseded by an edit) and the selection was complete; else an
+// exit-1 error.
 func replayExit(s dlqtool.ReplaySummary, complete bool) error {
 	var why []string
 	for _, c := range []struct {

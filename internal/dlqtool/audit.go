@@ -34,7 +34,16 @@ type AuditRecord struct {
 	ReplayedAt time.Time
 	// ReplayedBy is the operator of that replay.
 	ReplayedBy string
+	// EditedBy is set on the row of an edited replay (ReplayEdited): the operator who wrote EditedBody,
+	// sent instead of OriginalBody (the letter's), at EditedAt (the database's UTC clock; set by the store).
+	EditedBy                 string
+	EditedAt                 time.Time
+	OriginalBody, EditedBody []byte
 }
+
+// Superseded reports whether the row is an edited replay's: the edited copy replaced the letter, which is
+// never replayed as it is (the package doc, "Edit, then replay").
+func (r AuditRecord) Superseded() bool { return r.EditedBy != "" }
 
 // Audit records which letters were replayed. Claims must be atomic across processes: two replays that
 // claim the same letter at once must not both win (mysqlAudit: the primary key and a conditional UPDATE).
@@ -43,7 +52,8 @@ type Audit interface {
 	Lookup(ctx context.Context, group, storeID string) (rec AuditRecord, found bool, err error)
 	// Claim records rec (status AuditSending) before a send. With prev nil it inserts and loses (false)
 	// when a row exists; with prev, the row found by Lookup, it takes the row over only if it is still
-	// prev (same replay ID and status). won reports whether this replay may send.
+	// prev (same replay ID and status), and a plain replay (EditedBy "") never takes over an edited row.
+	// An edit's claim writes its bodies and editor in the same statement. won reports whether this replay may send.
 	Claim(ctx context.Context, rec AuditRecord, prev *AuditRecord) (won bool, err error)
 	// Finish sets the row claimed by rec.ReplayID to rec.Status with rec.SentMsgID and rec.Error.
 	Finish(ctx context.Context, rec AuditRecord) error

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
+
 	"github.com/rmqguard/rmqguard/internal/dedupsql"
 )
 
@@ -44,24 +45,55 @@ type auditRow struct {
 	Error       string       `db:"error"`
 	ReplayedAt  sql.NullTime `db:"replayed_at"`
 	ReplayedBy  string       `db:"replayed_by"`
+	EditedBy    string       `db:"edited_by"`
+	EditedAt    sql.NullTime `db:"edited_at"`
+	Original    []byte       `db:"original_body"`
+	Edited      []byte       `db:"edited_body"`
 }
 
 // auditColumns are the columns of an auditRow.
 const auditColumns = `consumer_group, dlq_store_id, replay_id, dlq_msg_id, event_id, origin_topic, target_topic,
-	sent_msg_id, status, error, replayed_at, replayed_by`
+	sent_msg_id, status, error, replayed_at, replayed_by, edited_by, edited_at, original_body, edited_body`
+
+// auditColumnsBeforeEdits read an auditRow from a table not yet migrated for edits (the audit schema's
+// migration 2, which the reading commands and an older consumer's dlq.Migrate do not apply): no row is an edit.
+const auditColumnsBeforeEdits = `consumer_group, dlq_store_id, replay_id, dlq_msg_id, event_id, origin_topic, target_topic,
+	sent_msg_id, status, error, replayed_at, replayed_by, '' AS edited_by, NULL AS edited_at, NULL AS original_body,
+	NULL AS edited_body`
+
+// mysqlBadField is MySQL's ER_BAD_FIELD_ERROR (1054), an unknown column.
+const mysqlBadField = 1054
+
+// read runs the query that query builds with auditColumns, and again with auditColumnsBeforeEdits when
+// the table lacks the edit columns.
+func read(query func(columns string) error) error {
+	err := query(auditColumns)
+	var myErr *mysql.MySQLError
+	if errors.As(err, &myErr) && myErr.Number == mysqlBadField {
+		return query(auditColumnsBeforeEdits)
+	}
+	return err
+}
 
 // record is the AuditRecord of a row.
 func (r auditRow) record() AuditRecord {
-	return AuditRecord{Group: r.Group, StoreID: r.StoreID, ReplayID: r.ReplayID, DLQMsgID: r.DLQMsgID,
+	rec := AuditRecord{Group: r.Group, StoreID: r.StoreID, ReplayID: r.ReplayID, DLQMsgID: r.DLQMsgID,
 		EventID: r.EventID, OriginTopic: r.OriginTopic, TargetTopic: r.TargetTopic, SentMsgID: r.SentMsgID,
-		Status: AuditStatus(r.Status), Error: r.Error, ReplayedAt: r.ReplayedAt.Time.UTC(), ReplayedBy: r.ReplayedBy}
+		Status: AuditStatus(r.Status), Error: r.Error, ReplayedAt: r.ReplayedAt.Time.UTC(), ReplayedBy: r.ReplayedBy,
+		EditedBy: r.EditedBy, OriginalBody: r.Original, EditedBody: r.Edited}
+	if r.EditedAt.Valid {
+		rec.EditedAt = r.EditedAt.Time.UTC()
+	}
+	return rec
 }
 
 // Lookup implements Audit.
 func (a *mysqlAudit) Lookup(ctx context.Context, group, storeID string) (AuditRecord, bool, error) {
 	var r auditRow
-	err := a.db.GetContext(ctx, &r, `SELECT `+auditColumns+` FROM `+AuditTable+`
-		WHERE consumer_group = ? AND dlq_store_id = ?`, group, storeID)
+	err := read(func(columns string) error {
+		return a.db.GetContext(ctx, &r, `SELECT `+columns+` FROM `+AuditTable+`
+			WHERE consumer_group = ? AND dlq_store_id = ?`, group, storeID)
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return AuditRecord{}, false, nil
 	}
@@ -76,13 +108,16 @@ func (a *mysqlAudit) Lookup(ctx context.Context, group, storeID string) (AuditRe
 func (a *mysqlAudit) lookupMany(ctx context.Context, group string, storeIDs []string) (map[string]AuditRecord, error) {
 	out := make(map[string]AuditRecord, len(storeIDs))
 	err := inChunks(storeIDs, func(chunk []string) error {
-		q, args, err := sqlx.In(`SELECT `+auditColumns+` FROM `+AuditTable+`
-			WHERE consumer_group = ? AND dlq_store_id IN (?)`, group, chunk)
-		if err != nil {
-			return err
-		}
 		var rows []auditRow
-		if err := a.db.SelectContext(ctx, &rows, a.db.Rebind(q), args...); err != nil {
+		err := read(func(columns string) error {
+			q, args, err := sqlx.In(`SELECT `+columns+` FROM `+AuditTable+`
+				WHERE consumer_group = ? AND dlq_store_id IN (?)`, group, chunk)
+			if err != nil {
+				return err
+			}
+			return a.db.SelectContext(ctx, &rows, a.db.Rebind(q), args...)
+		})
+		if err != nil {
 			return err
 		}
 		for _, r := range rows {
@@ -112,13 +147,22 @@ func inChunks(ids []string, f func([]string) error) error {
 }
 
 // Claim implements Audit: an INSERT that a 1062 loses, or with prev an UPDATE conditioned on prev's
-// replay ID and status.
+// replay ID and status (and, for a plain replay, on the row not being an edit's). An edit's claim sets
+// edited_at to the database's clock and its bodies in the same statement.
 func (a *mysqlAudit) Claim(ctx context.Context, rec AuditRecord, prev *AuditRecord) (bool, error) {
+	// edited_at is NULL for a plain replay, the claim's time for an edit.
+	editedAt := `IF(? = '', NULL, UTC_TIMESTAMP(6))`
+	var original, edited any // NULL for a plain replay
+	if rec.Superseded() {
+		original, edited = nonNil(rec.OriginalBody), nonNil(rec.EditedBody)
+	}
 	if prev == nil {
 		_, err := a.db.ExecContext(ctx, `INSERT INTO `+AuditTable+` (consumer_group, dlq_store_id, replay_id,
-			dlq_msg_id, event_id, origin_topic, target_topic, status, replayed_at, replayed_by)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(6), ?)`, rec.Group, rec.StoreID, rec.ReplayID,
-			rec.DLQMsgID, rec.EventID, rec.OriginTopic, rec.TargetTopic, string(AuditSending), rec.ReplayedBy)
+			dlq_msg_id, event_id, origin_topic, target_topic, status, replayed_at, replayed_by,
+			edited_by, edited_at, original_body, edited_body)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, UTC_TIMESTAMP(6), ?, ?, `+editedAt+`, ?, ?)`, rec.Group, rec.StoreID, rec.ReplayID,
+			rec.DLQMsgID, rec.EventID, rec.OriginTopic, rec.TargetTopic, string(AuditSending), rec.ReplayedBy,
+			rec.EditedBy, rec.EditedBy, original, edited)
 		var myErr *mysql.MySQLError
 		if errors.As(err, &myErr) && myErr.Number == mysqlDuplicateEntry {
 			return false, nil
@@ -130,10 +174,12 @@ func (a *mysqlAudit) Claim(ctx context.Context, rec AuditRecord, prev *AuditReco
 	}
 	res, err := a.db.ExecContext(ctx, `UPDATE `+AuditTable+` SET replay_id = ?, dlq_msg_id = ?, event_id = ?,
 		origin_topic = ?, target_topic = ?, sent_msg_id = '', status = ?, error = '', claims = claims + 1,
-		replayed_at = UTC_TIMESTAMP(6), replayed_by = ?
-		WHERE consumer_group = ? AND dlq_store_id = ? AND replay_id = ? AND status = ?`,
+		replayed_at = UTC_TIMESTAMP(6), replayed_by = ?,
+		edited_by = ?, edited_at = `+editedAt+`, original_body = ?, edited_body = ?
+		WHERE consumer_group = ? AND dlq_store_id = ? AND replay_id = ? AND status = ? AND (? <> '' OR edited_by = '')`,
 		rec.ReplayID, rec.DLQMsgID, rec.EventID, rec.OriginTopic, rec.TargetTopic, string(AuditSending),
-		rec.ReplayedBy, rec.Group, rec.StoreID, prev.ReplayID, string(prev.Status))
+		rec.ReplayedBy, rec.EditedBy, rec.EditedBy, original, edited,
+		rec.Group, rec.StoreID, prev.ReplayID, string(prev.Status), rec.EditedBy)
 	if err != nil {
 		return false, fmt.Errorf("dlq: audit re-claim %s/%s: %w", rec.Group, rec.StoreID, err)
 	}
@@ -142,6 +188,14 @@ func (a *mysqlAudit) Claim(ctx context.Context, rec AuditRecord, prev *AuditReco
 		return false, fmt.Errorf("dlq: audit re-claim %s/%s: rows affected: %w", rec.Group, rec.StoreID, err)
 	}
 	return n == 1, nil
+}
+
+// nonNil returns b, or an empty slice for nil: the driver writes a nil []byte as NULL.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
 }
 
 // Finish implements Audit. Error: the row is no longer claimed by rec.ReplayID (a forced replay took it over).

@@ -3,10 +3,14 @@ package dlqtool_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -167,4 +171,68 @@ func TestStatuses_OnMySQLReadManyLettersInAFewRoundTrips(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []int{200, 200, 240}, []int{sent, failed, done})
+}
+
+// An audit table of the schema's first migration (a database where no replay ran since the upgrade: the
+// reading commands do not migrate) reads as before, with no letter superseded; dlq.Migrate then adds the
+// edit columns and keeps its rows, and an edit claim records both bodies.
+func TestMySQLAudit_ATableBeforeTheEditMigrationReadsAndUpgradesKeepingItsRows(t *testing.T) {
+	base := testenv.MySQL(t)
+	ctx := context.Background()
+	name := strings.ReplaceAll(testenv.Unique("rmqguard_scratch"), "-", "_")
+	_, err := base.Exec("CREATE DATABASE " + name + " CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = base.Exec("DROP DATABASE IF EXISTS " + name) })
+	cfg, err := mysql.ParseDSN(testenv.MySQLDSN())
+	require.NoError(t, err)
+	cfg.DBName = name
+	db, err := sqlx.Open("mysql", cfg.FormatDSN())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	first, err := os.ReadFile("../../dlq/migrations/00001_dlq_replay.sql")
+	require.NoError(t, err)
+	up, _, ok := strings.Cut(string(first), "-- +goose Down")
+	require.True(t, ok)
+	_, err = db.Exec(up)
+	require.NoError(t, err)
+	_, err = db.Exec(`INSERT INTO dlq_replay (consumer_group, dlq_store_id, replay_id, event_id, sent_msg_id, status, replayed_at, replayed_by)
+		VALUES ('g', 'S-1', 'R-1', 'e-1', 'M-1', 'sent', UTC_TIMESTAMP(6), 'alice')`)
+	require.NoError(t, err)
+
+	audit, err := dlqtool.NewMySQLAudit(db)
+	require.NoError(t, err)
+	before, found, err := audit.Lookup(ctx, "g", "S-1")
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.Equal(t, dlqtool.AuditSent, before.Status)
+	assert.False(t, before.Superseded())
+	processed := fakeProcessed{}
+	st, err := dlqtool.Statuses(ctx, []dlqtool.Letter{{StoreID: "S-1", EventID: "e-1"}}, dlqtool.StatusOptions{Group: "g", Audit: audit, Processed: processed})
+	require.NoError(t, err, "the bulk read too")
+	require.NotNil(t, st[0].Replay)
+	assert.Equal(t, before, *st[0].Replay)
+
+	applied, err := dlq.Migrate(ctx, db.DB)
+	require.NoError(t, err)
+	assert.Contains(t, applied, "00002_dlq_replay_edit.sql")
+	after, _, err := audit.Lookup(ctx, "g", "S-1")
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "an existing row reads the same after the migration")
+
+	edit := dlqtool.AuditRecord{Group: "g", StoreID: "S-2", ReplayID: "R-2", EventID: "e-2", Status: dlqtool.AuditSending,
+		ReplayedBy: "bob", EditedBy: "bob", OriginalBody: []byte("old"), EditedBody: []byte("new")}
+	won, err := audit.Claim(ctx, edit, nil)
+	require.NoError(t, err)
+	require.True(t, won)
+	got, _, err := audit.Lookup(ctx, "g", "S-2")
+	require.NoError(t, err)
+	assert.True(t, got.Superseded())
+	assert.Equal(t, []byte("old"), got.OriginalBody)
+	assert.Equal(t, []byte("new"), got.EditedBody)
+	assert.WithinDuration(t, got.ReplayedAt, got.EditedAt, time.Second)
+
+	// A plain replay never takes the edited row over, even against the row it looked up.
+	won, err = audit.Claim(ctx, dlqtool.AuditRecord{Group: "g", StoreID: "S-2", ReplayID: "R-3", Status: dlqtool.AuditSending, ReplayedBy: "carol"}, &got)
+	require.NoError(t, err)
+	assert.False(t, won)
 }

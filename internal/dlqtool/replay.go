@@ -34,6 +34,9 @@ const (
 	ReplaySkippedProcessed ReplayOutcome = "skipped-already-processed"
 	// ReplaySkippedNoOrigin: the letter names no usable origin topic (RETRY_TOPIC) and no TargetTopic was given.
 	ReplaySkippedNoOrigin ReplayOutcome = "skipped-no-origin"
+	// ReplaySkippedSuperseded: an edited copy replaced the letter (ReplayEdited), so it is never replayed as
+	// it is, also with --force; nor edited again unless that edit's send failed (Detail says what to do).
+	ReplaySkippedSuperseded ReplayOutcome = "skipped-superseded"
 	// ReplayFailed: a check, the claim or the send failed (Err says which). A later run retries it, except
 	// after a send that may have reached the broker (a timeout): its row stays "sending" (uncertain).
 	ReplayFailed ReplayOutcome = "failed"
@@ -71,8 +74,9 @@ type ReplaySummary struct {
 	Selected int
 	// Sent counts ReplaySent, WouldSend ReplayWouldSend (dry run).
 	Sent, WouldSend int
-	// SkippedReplayed, SkippedUncertain, SkippedProcessed and SkippedNoOrigin count the ReplaySkipped* outcomes.
-	SkippedReplayed, SkippedUncertain, SkippedProcessed, SkippedNoOrigin int
+	// SkippedReplayed, SkippedUncertain, SkippedProcessed, SkippedNoOrigin and SkippedSuperseded count the
+	// ReplaySkipped* outcomes.
+	SkippedReplayed, SkippedUncertain, SkippedProcessed, SkippedNoOrigin, SkippedSuperseded int
 	// Failed counts ReplayFailed.
 	Failed int
 	// Unrecorded counts sent letters whose audit row could not be set to "sent" (it stays "sending").
@@ -110,6 +114,8 @@ func (rep *ReplayReport) add(r LetterResult) {
 		s.SkippedProcessed++
 	case ReplaySkippedNoOrigin:
 		s.SkippedNoOrigin++
+	case ReplaySkippedSuperseded:
+		s.SkippedSuperseded++
 	default:
 		s.Failed++
 	}
@@ -140,10 +146,12 @@ func Replay(ctx context.Context, letters []Letter, opts ReplayOptions) (ReplayRe
 	return rep, nil
 }
 
-// replayer carries one run's options and the store IDs it has met.
+// replayer carries one run's options and the store IDs it has met; edited is the body of an edited
+// replay (ReplayEdited), nil for Replay.
 type replayer struct {
-	opts ReplayOptions
-	seen map[string]bool
+	opts   ReplayOptions
+	seen   map[string]bool
+	edited []byte
 }
 
 // auditGroup is the group as the audit keys it: the broker's name, so that one group name in two
@@ -173,16 +181,17 @@ func (r *replayer) send(ctx context.Context, res LetterResult, prev *AuditRecord
 	at := r.opts.Now()
 	claim := AuditRecord{Group: r.auditGroup(), StoreID: l.StoreID, ReplayID: r.opts.ReplayID, DLQMsgID: l.MsgID,
 		EventID: l.EventID, OriginTopic: l.OriginTopic, TargetTopic: res.Topic, Status: AuditSending, ReplayedBy: r.opts.Operator}
+	if r.edited != nil {
+		claim.EditedBy, claim.OriginalBody, claim.EditedBody = r.opts.Operator, l.Body, r.edited
+	}
 	won, err := r.opts.Audit.Claim(ctx, claim, prev)
 	if err != nil {
 		return failed(res, fmt.Errorf("dlq: replay %s: claim audit row: %w", l.StoreID, err))
 	}
 	if !won {
-		// Another run claimed it between this run's lookup and claim; its send may still fail.
-		res.Outcome, res.Detail = ReplaySkippedUncertain, "claimed by a concurrent replay, which may still fail to send it: check, then --force"
-		return res
+		return r.lostClaim(ctx, res)
 	}
-	msg := ReplayMessage(l, r.opts.Namespace, r.opts.Group, res.Topic, Provenance{ReplayID: r.opts.ReplayID, Operator: r.opts.Operator, At: at})
+	msg := ReplayMessage(r.toSend(l), r.opts.Namespace, r.opts.Group, res.Topic, Provenance{ReplayID: r.opts.ReplayID, Operator: r.opts.Operator, At: at})
 	sent, sendErr := r.opts.Sender.SendSync(ctx, msg)
 	if sendErr == nil && (sent == nil || !storedStatus(sent.Status)) {
 		sendErr = fmt.Errorf("%w: status %v", errReplayNotStored, sendStatus(sent))
@@ -212,6 +221,18 @@ func (r *replayer) send(ctx context.Context, res LetterResult, prev *AuditRecord
 	if err := r.opts.Audit.Finish(fctx, claim); err != nil {
 		res.Err = fmt.Errorf("dlq: replay %s: sent as %s, but the audit row stays %q: %w", l.StoreID, sent.MsgID, AuditSending, err)
 	}
+	return res
+}
+
+// lostClaim is the result of a claim lost to a concurrent run, which claimed the row between this run's
+// lookup and claim: superseded when that run is an edit's, else uncertain (its send may still fail).
+func (r *replayer) lostClaim(ctx context.Context, res LetterResult) LetterResult {
+	if cur, found, err := r.opts.Audit.Lookup(ctx, r.auditGroup(), res.Letter.StoreID); err == nil && found && cur.Superseded() {
+		res.Outcome = ReplaySkippedSuperseded
+		res.Detail = fmt.Sprintf("superseded: edited at the same time by %s (replay %s), whose claim came first and who sends it (dlq show tells how it went)", cur.EditedBy, cur.ReplayID)
+		return res
+	}
+	res.Outcome, res.Detail = ReplaySkippedUncertain, "claimed by a concurrent replay, which may still fail to send it: check, then --force"
 	return res
 }
 

@@ -36,8 +36,8 @@ func (r *replayer) decide(ctx context.Context, l Letter) (LetterResult, *AuditRe
 	if err != nil {
 		return failed(res, fmt.Errorf("dlq: replay %s: audit lookup: %w", l.StoreID, err)), nil
 	}
-	if found && !r.opts.Force {
-		if skipped, ok := skipForAudit(res, prev); ok {
+	if found {
+		if skipped, ok := r.skipForAudit(res, prev); ok {
 			return skipped, nil
 		}
 	}
@@ -60,8 +60,20 @@ func (r *replayer) decide(ctx context.Context, l Letter) (LetterResult, *AuditRe
 	return res, &prev
 }
 
-// skipForAudit returns the skip a found audit row calls for; ok is false for a "failed" row, which is retried.
-func skipForAudit(res LetterResult, prev AuditRecord) (LetterResult, bool) {
+// skipForAudit returns the skip a found audit row calls for; ok is false for a "failed" row, which is
+// retried, and for any row with Force, except that an edited row is never replayed as it is, and edited
+// again only after its send failed, or with Force while uncertain ("sending").
+func (r *replayer) skipForAudit(res LetterResult, prev AuditRecord) (LetterResult, bool) {
+	if prev.Superseded() {
+		if r.edited != nil && (prev.Status == AuditFailed || prev.Status == AuditSending && r.opts.Force) {
+			return res, false
+		}
+		res.Outcome, res.Detail = ReplaySkippedSuperseded, supersededDetail(prev, r.edited != nil)
+		return res, true
+	}
+	if r.opts.Force {
+		return res, false
+	}
 	switch prev.Status {
 	case AuditSent:
 		res.Outcome = ReplaySkippedReplayed

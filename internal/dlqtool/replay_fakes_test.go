@@ -56,7 +56,8 @@ func (a *fakeAudit) Claim(_ context.Context, rec dlqtool.AuditRecord, prev *dlqt
 	defer a.mu.Unlock()
 	key := rec.Group + "/" + rec.StoreID
 	cur, ok := a.rows[key]
-	if prev == nil && ok || prev != nil && (!ok || cur.ReplayID != prev.ReplayID || cur.Status != prev.Status) {
+	if prev == nil && ok || prev != nil && (!ok || cur.ReplayID != prev.ReplayID || cur.Status != prev.Status ||
+		cur.Superseded() && !rec.Superseded()) {
 		return false, nil
 	}
 	rec.ReplayedAt = time.Now().UTC()
