@@ -126,7 +126,7 @@ type lettersData struct {
 	Filter   filterForm
 	Statuses []string
 	Rows     []letterRow
-	// Total counts the letters selected; Page (from 1) of Pages.
+	// Total counts the letters the filters match; Page (from 1) of Pages.
 	Total, Page, Pages int
 	// PrevURL and NextURL link the neighbouring pages ("" when none).
 	PrevURL, NextURL string
