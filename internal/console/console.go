@@ -129,6 +129,9 @@ func (c *console) routes() {
 	c.mux.HandleFunc("GET /{$}", c.authed(c.groupsPage))
 	c.mux.HandleFunc("GET /groups/{group}/letters", c.authed(c.group(c.lettersPage)))
 	c.mux.HandleFunc("GET /groups/{group}/letters/{id}", c.authed(c.group(c.letterPage)))
+	c.mux.HandleFunc("GET /groups/{group}/letters/{id}/edit", c.authed(c.writable(c.group(c.editForm))))
+	c.mux.HandleFunc("POST /groups/{group}/letters/{id}/edit/preview", c.authed(c.post(c.writable(c.group(c.editPreview)))))
+	c.mux.HandleFunc("POST /groups/{group}/letters/{id}/edit", c.authed(c.post(c.writable(c.group(c.editConfirm)))))
 	c.mux.HandleFunc("POST /groups/{group}/replay/preview", c.authed(c.post(c.writable(c.group(c.replayPreview)))))
 	c.mux.HandleFunc("POST /groups/{group}/replay", c.authed(c.post(c.writable(c.group(c.replayConfirm)))))
 }
@@ -162,7 +165,7 @@ func (c *console) group(next handler) handler {
 func (c *console) writable(next handler) handler {
 	return func(w http.ResponseWriter, r *http.Request, s session) {
 		if c.cfg.ReadOnly {
-			c.fail(w, r, s, http.StatusForbidden, errors.New("this console is read-only (--read-only): replay is off"))
+			c.fail(w, r, s, http.StatusForbidden, errors.New("this console is read-only (--read-only): replay and edit are off"))
 			return
 		}
 		next(w, r, s)

@@ -245,7 +245,8 @@ func TestConsole_ReplayPreviewThenConfirmSendsTheTwoSelectedAndAgainNothing(t *t
 	assert.Equal(t, "alice@console-test", field(t, p.body, "replayed-by"))
 }
 
-// A POST without the session's CSRF token, or with another session's, is refused (403) and sends nothing.
+// A replay or edit POST without the session's CSRF token, or with another session's, is refused (403) and
+// sends nothing.
 func TestConsole_PostWithoutCSRFTokenIsForbidden(t *testing.T) {
 	w := newWorld(t, nil)
 	a := w.publish(letterSpec{eventID: testenvID(t, "a"), eventType: "OrderCreated", reason: "bug"})
@@ -255,7 +256,9 @@ func TestConsole_PostWithoutCSRFTokenIsForbidden(t *testing.T) {
 		"no token":              {"letter": {a}},
 		"another session's one": {"letter": {a}, "csrf": {otherToken}},
 	} {
-		for _, path := range []string{"/groups/" + w.group + "/replay/preview", "/groups/" + w.group + "/replay"} {
+		for _, path := range []string{"/groups/" + w.group + "/replay/preview", "/groups/" + w.group + "/replay",
+			w.editPath(a) + "/preview", w.editPath(a)} {
+			form := url.Values{"letter": form["letter"], "csrf": form["csrf"], "body": {`{"eventId":"x"}`}}
 			p := w.post(cl, path, form)
 			assert.Equal(t, http.StatusForbidden, p.status, name+" "+path)
 			assert.Contains(t, p.body, "CSRF", name)
@@ -264,8 +267,8 @@ func TestConsole_PostWithoutCSRFTokenIsForbidden(t *testing.T) {
 	assert.Empty(t, w.sent.replayed())
 }
 
-// With ReadOnly the list has no checkbox and no replay button, the letter page no replay form, and the
-// replay POSTs are refused (403), sending nothing.
+// With ReadOnly the list has no checkbox and no replay button, the letter page no replay or edit form, and
+// the edit form and the replay and edit POSTs are refused (403), sending nothing.
 func TestConsole_ReadOnlyRefusesReplay(t *testing.T) {
 	w := newWorld(t, func(c *console.Config) { c.ReadOnly = true })
 	a := w.publish(letterSpec{eventID: testenvID(t, "a"), eventType: "OrderCreated", reason: "bug"})
@@ -275,9 +278,15 @@ func TestConsole_ReadOnlyRefusesReplay(t *testing.T) {
 	assert.NotContains(t, list.body, `type="checkbox"`)
 	assert.NotContains(t, list.body, `id="replay-preview"`)
 	assert.Contains(t, list.body, `id="read-only-badge"`)
-	assert.NotContains(t, w.get(cl, w.lettersPath(nil)+"/"+a).body, `id="replay-one-form"`)
-	for _, path := range []string{"/groups/" + w.group + "/replay/preview", "/groups/" + w.group + "/replay"} {
-		p := w.post(cl, path, url.Values{"csrf": {list.csrf(t)}, "letter": {a}})
+	letter := w.get(cl, w.lettersPath(nil)+"/"+a)
+	assert.NotContains(t, letter.body, `id="replay-one-form"`)
+	assert.NotContains(t, letter.body, `id="edit-one-form"`)
+	p := w.get(cl, w.editPath(a))
+	assert.Equal(t, http.StatusForbidden, p.status, "the edit form")
+	assert.Contains(t, p.body, "read-only")
+	for _, path := range []string{"/groups/" + w.group + "/replay/preview", "/groups/" + w.group + "/replay",
+		w.editPath(a) + "/preview", w.editPath(a)} {
+		p := w.post(cl, path, url.Values{"csrf": {list.csrf(t)}, "letter": {a}, "body": {`{"eventId":"x"}`}})
 		assert.Equal(t, http.StatusForbidden, p.status, path)
 		assert.Contains(t, p.body, "read-only")
 	}

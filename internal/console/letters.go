@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
 )
@@ -103,11 +104,23 @@ func (r letterRow) ReplayCell() string {
 	if rep == nil {
 		return "not replayed"
 	}
+	if rep.Superseded() {
+		return r.SupersededCell()
+	}
 	word := string(rep.Status)
 	if rep.Status == dlqtool.AuditSending {
 		word = "uncertain (sending)"
 	}
 	return fmt.Sprintf("%s %s by %s", word, rep.ReplayedAt.UTC().Format(time.RFC3339), rep.ReplayedBy)
+}
+
+// Superseded reports that an edited copy replaced the letter (it is neither replayed nor edited again).
+func (r letterRow) Superseded() bool { return r.Status.Replay != nil && r.Status.Replay.Superseded() }
+
+// SupersededCell is "superseded: edited <time> by <operator>".
+func (r letterRow) SupersededCell() string {
+	rep := r.Status.Replay
+	return fmt.Sprintf("superseded: edited %s by %s", rep.EditedAt.UTC().Format(time.RFC3339), rep.EditedBy)
 }
 
 // ProcessedCell is yes, no, or dash for a letter without an event ID.
@@ -229,6 +242,8 @@ type letterData struct {
 	// (BodyCut more not shown).
 	BodyFormat, Body string
 	BodyLen, BodyCut int
+	// Editable is false for a binary (not UTF-8) body, which a text field cannot hold.
+	Editable bool
 }
 
 // maxBodyShown is the most bytes of a body (of its pretty JSON, or of the body in hex) shown.
@@ -260,7 +275,7 @@ func (c *console) letterPage(w http.ResponseWriter, r *http.Request, s session) 
 
 // newLetterData builds the letter page's data: properties sorted by name, the body pretty-printed or in hex.
 func newLetterData(row letterRow) letterData {
-	d := letterData{Row: row, BodyLen: len(row.Body)}
+	d := letterData{Row: row, BodyLen: len(row.Body), Editable: utf8.Valid(row.Body)}
 	for k, v := range row.Properties {
 		d.Properties = append(d.Properties, property{Name: k, Value: v})
 	}

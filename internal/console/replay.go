@@ -130,13 +130,7 @@ func (c *console) runReplay(r *http.Request, dryRun bool) (replayData, error) {
 	}
 	data.ReplayID, data.Summary = report.ReplayID, report.Summary
 	for _, lr := range report.Results {
-		row := resultRow{StoreID: lr.Letter.StoreID, MsgID: lr.Letter.MsgID, EventID: lr.Letter.EventID,
-			Outcome: string(lr.Outcome), Topic: lr.Topic, Detail: lr.Detail, SentMsgID: lr.SentMsgID,
-			Sends: lr.Outcome == dlqtool.ReplaySent || lr.Outcome == dlqtool.ReplayWouldSend}
-		if lr.Err != nil {
-			row.Error = lr.Err.Error()
-		}
-		data.Rows = append(data.Rows, row)
+		data.Rows = append(data.Rows, toRow(lr))
 	}
 	return data, nil
 }

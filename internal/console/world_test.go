@@ -98,6 +98,13 @@ func (s *recordingSender) SendSync(ctx context.Context, msgs ...*primitive.Messa
 	return res, err
 }
 
+// messages returns the messages the broker stored, in order.
+func (s *recordingSender) messages() []*primitive.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*primitive.Message(nil), s.msgs...)
+}
+
 // replayed returns the store IDs of the letters whose replays the broker stored (PropReplayOf), in order.
 func (s *recordingSender) replayed() []string {
 	s.mu.Lock()
@@ -113,6 +120,8 @@ func (s *recordingSender) replayed() []string {
 type letterSpec struct {
 	eventID, eventType, reason, origin string
 	body                               []byte
+	// noEventIDProperty leaves the EVENT_ID property out (the event ID is then in the body only).
+	noEventIDProperty bool
 }
 
 // publish sends a dead letter of a delivery from spec.origin (default ORDER) as rmqguard's publisher builds
@@ -129,7 +138,9 @@ func (w *world) publish(spec letterSpec) string {
 		Message: primitive.Message{Topic: rmq.RetryTopic(w.group), Body: spec.body}}
 	orig.WithTag(spec.eventType)
 	orig.WithKeys([]string{"k-" + spec.eventID})
-	orig.WithProperty("EVENT_ID", spec.eventID)
+	if !spec.noEventIDProperty {
+		orig.WithProperty("EVENT_ID", spec.eventID)
+	}
 	orig.WithProperty(primitive.PropertyRetryTopic, spec.origin)
 	msg := deadletter.Message(deadletter.Origin{Msg: orig, Group: w.group, Topic: spec.origin}, spec.reason, time.Now())
 	res, err := w.prod.SendSync(w.ctx, msg)
