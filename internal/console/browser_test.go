@@ -294,3 +294,45 @@ func TestConsoleBrowser_KeyboardOnlyReplaysTwoOfThree(t *testing.T) {
 	assert.Equal(t, "sent", br.cell("outcome-"+c, "outcome"))
 	assert.Equal(t, []string{a, c}, w.sent.replayed())
 }
+
+// S5 (edit, then replay) in the browser: the operator opens a letter, edits its body in the form's text
+// field with the keyboard, sees the difference in the preview, confirms, and the letter page then shows
+// it superseded, with no replay or edit offered; the broker stored one copy, with the edited body.
+func TestConsoleBrowser_EditsALetterAndSeesItSuperseded(t *testing.T) {
+	w := newWorld(t, nil)
+	ev := testenvID(t, "e")
+	a := w.publish(letterSpec{eventID: ev, eventType: "OrderCreated", reason: "bug: unknown SKU",
+		body: []byte(`{"eventId":"` + ev + `","sku":"BAD-1"}`)})
+	br := newBrowse(t, w)
+	br.login()
+	require.Equal(t, http.StatusOK, br.open(w.lettersPath(nil)))
+	require.Equal(t, http.StatusOK, br.load(chromedp.Click(chromedp.ID("letter-link-"+a))))
+	require.Equal(t, http.StatusOK, br.load(chromedp.Click(chromedp.ID("edit-one"))))
+	assert.Contains(t, eval[string](br, `document.getElementById('edit-body').value`), `"sku": "BAD-1"`, "the body, pretty JSON")
+
+	edited := `{"eventId":"` + ev + `","sku":"GOOD-1"}`
+	br.do(chromedp.Click(chromedp.ID("edit-body")), chromedp.KeyEvent("a", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
+		chromedp.KeyEvent(edited))
+	br.shot("edit")
+	require.Equal(t, http.StatusOK, br.load(chromedp.Click(chromedp.ID("edit-preview"))))
+	br.shot("edit-preview")
+	diff := br.text("#edit-diff")
+	assert.Contains(t, diff, `-   "sku": "BAD-1"`)
+	assert.Contains(t, diff, `+   "sku": "GOOD-1"`)
+	assert.Contains(t, br.text("#edit-preview-summary"), "Nothing has been sent yet")
+	assert.Empty(t, w.sent.replayed(), "a preview sends nothing")
+
+	require.Equal(t, http.StatusOK, br.load(chromedp.Click(chromedp.ID("edit-confirm"))))
+	assert.Contains(t, br.text("#edit-sent"), "this letter is superseded")
+	require.Equal(t, []string{a}, w.sent.replayed())
+	assert.Equal(t, edited, string(w.sent.messages()[0].Body))
+
+	require.Equal(t, http.StatusOK, br.load(chromedp.Click(chromedp.ID("back-to-letter"))))
+	br.shot("letter-superseded")
+	assert.Contains(t, br.text("#letter-superseded"), "superseded: edited ")
+	assert.Contains(t, br.text("#letter-superseded"), "by alice@console-test")
+	assert.Zero(t, eval[int](br, `document.querySelectorAll('#replay-one-form, #edit-one-form').length`), "no replay, no edit")
+	require.Equal(t, http.StatusOK, br.load(chromedp.Click(chromedp.ID("nav-letters"))))
+	assert.True(t, eval[bool](br, `document.getElementById('select-`+a+`').disabled`), "its checkbox is disabled")
+	assert.Contains(t, br.cell("letter-"+a, "replay"), "superseded: edited ")
+}
