@@ -157,7 +157,7 @@ func (o *consoleOptions) run(cmd *cobra.Command, g *globalOptions) error {
 	}
 	defer func() { _ = log.Sync() }()
 	cfg.Logger = log
-	h, err := console.New(cfg)
+	h, err := console.New(ctx, cfg)
 	if err != nil {
 		return usageError("%w", err)
 	}

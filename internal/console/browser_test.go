@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rmqguard/rmqguard/internal/console"
 	"github.com/rmqguard/rmqguard/internal/testenv"
 )
 
@@ -115,6 +117,12 @@ func (b *browse) tabTo(id string) {
 	b.t.Fatalf("Tab never reached #%s (focus is on #%s)", id, b.focused())
 }
 
+// awaitResult waits until a confirmed replay's progress page, reloading itself, shows the result.
+func (b *browse) awaitResult() {
+	b.t.Helper()
+	b.do(chromedp.WaitVisible(chromedp.ID("result-summary")))
+}
+
 // shot writes the screenshot of the page shown.
 func (b *browse) shot(page string) {
 	b.t.Helper()
@@ -206,6 +214,7 @@ func TestConsoleBrowser_ReplaysTwoOfThreeOnceEvenWhenConfirmedTwice(t *testing.T
 	second.do(chromedp.WaitVisible(chromedp.ID("replay-confirm")))
 
 	require.Equal(t, http.StatusOK, br.load(chromedp.Click(chromedp.ID("replay-confirm"))))
+	br.awaitResult()
 	br.shot("result")
 	assert.Equal(t, "sent", br.cell("outcome-"+a, "outcome"))
 	assert.Equal(t, "sent", br.cell("outcome-"+c, "outcome"))
@@ -220,6 +229,7 @@ func TestConsoleBrowser_ReplaysTwoOfThreeOnceEvenWhenConfirmedTwice(t *testing.T
 	assert.Equal(t, "not replayed", br.cell("letter-"+b, "replay"))
 
 	require.Equal(t, http.StatusOK, second.load(chromedp.Click(chromedp.ID("replay-confirm"))))
+	second.awaitResult()
 	second.shot("result-again")
 	assert.Equal(t, "skipped-already-replayed", second.cell("outcome-"+a, "outcome"))
 	assert.Equal(t, "skipped-already-replayed", second.cell("outcome-"+c, "outcome"))
@@ -289,6 +299,7 @@ func TestConsoleBrowser_KeyboardOnlyReplaysTwoOfThree(t *testing.T) {
 	br.tabTo("replay-confirm")
 	br.shot("keyboard-preview")
 	require.Equal(t, http.StatusOK, br.load(key(" ")), "Space on the focused button confirms")
+	br.awaitResult()
 	br.shot("keyboard-result")
 	assert.Equal(t, "sent", br.cell("outcome-"+a, "outcome"))
 	assert.Equal(t, "sent", br.cell("outcome-"+c, "outcome"))
@@ -335,4 +346,36 @@ func TestConsoleBrowser_EditsALetterAndSeesItSuperseded(t *testing.T) {
 	require.Equal(t, http.StatusOK, br.load(chromedp.Click(chromedp.ID("nav-letters"))))
 	assert.True(t, eval[bool](br, `document.getElementById('select-`+a+`').disabled`), "its checkbox is disabled")
 	assert.Contains(t, br.cell("letter-"+a, "replay"), "superseded: edited ")
+}
+
+// K8: in the browser, a confirmed replay shows its progress page, which reloads itself (no script) until
+// the replay ends and then shows the result.
+func TestConsoleBrowser_ReplayProgressReloadsUntilTheResult(t *testing.T) {
+	gate := &gatedSender{open: make(chan struct{})}
+	var release sync.Once
+	t.Cleanup(func() { release.Do(func() { close(gate.open) }) })
+	w := newWorld(t, func(c *console.Config) {
+		gate.next = c.Sender
+		c.Sender = gate
+	})
+	a := w.publish(letterSpec{eventID: testenvID(t, "a"), eventType: "OrderCreated", reason: "bug"})
+	b := w.publish(letterSpec{eventID: testenvID(t, "b"), eventType: "OrderCreated", reason: "bug"})
+	br := newBrowse(t, w)
+	br.login()
+	require.Equal(t, http.StatusOK, br.open(w.lettersPath(nil)))
+	br.do(chromedp.Click(chromedp.ID("select-"+a)), chromedp.Click(chromedp.ID("select-"+b)))
+	require.Equal(t, http.StatusOK, br.load(chromedp.Click(chromedp.ID("replay-preview"))))
+	require.Equal(t, http.StatusOK, br.load(chromedp.Click(chromedp.ID("replay-confirm"))))
+	assert.Contains(t, br.text("#progress-summary"), "of 2 letters done")
+	require.Eventually(t, func() bool { // the page reloads meanwhile: an evaluation may meet no document
+		s, err := chromedp.Run(br.ctx, chromedp.Evaluate[string](`(document.getElementById('progress-summary') || {}).textContent || ''`))
+		return err == nil && strings.Contains(s, "1 of 2 letters done")
+	}, time.Minute, 100*time.Millisecond, "the first letter is sent, the second held")
+	br.shot("progress")
+	assert.Contains(t, br.text("#progress-summary"), "1 sent, 0 skipped, 0 failed so far")
+
+	release.Do(func() { close(gate.open) })
+	br.awaitResult()
+	assert.Contains(t, br.text("#result-summary"), ": 2 sent,")
+	assert.Equal(t, []string{a, b}, w.sent.replayed())
 }

@@ -30,7 +30,7 @@ func TestNew_RefusesAnInvalidConfigNamingTheField(t *testing.T) {
 		return console.Config{Cluster: topics.Cluster{NameServers: []string{"127.0.0.1:9876"}}, Groups: []string{"cg"},
 			Audit: stubAudit{}, Processed: stubProcessed{}, Sender: stubSender{}, Operator: "alice", Token: "0123456789abcdef"}
 	}
-	_, err := console.New(valid())
+	_, err := console.New(context.Background(), valid())
 	assert.NoError(t, err)
 	for want, change := range map[string]func(*console.Config){
 		"invalid Cluster":                   func(c *console.Config) { c.Cluster = topics.Cluster{} },
@@ -44,11 +44,11 @@ func TestNew_RefusesAnInvalidConfigNamingTheField(t *testing.T) {
 	} {
 		c := valid()
 		change(&c)
-		_, err := console.New(c)
+		_, err := console.New(context.Background(), c)
 		assert.ErrorContains(t, err, want)
 	}
 	c := valid()
 	c.ReadOnly, c.Sender, c.Operator = true, nil, ""
-	_, err = console.New(c)
+	_, err = console.New(context.Background(), c)
 	assert.NoError(t, err, "read-only sends nothing and records no operator")
 }

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"embed"
 	"errors"
 	"fmt"
@@ -37,9 +38,9 @@ type Config struct {
 	// Sender sends replays (a producer without namespace option, dlqtool.ProducerOptions). Required unless
 	// ReadOnly.
 	Sender rmq.Sender
-	// Operator is recorded in the audit as who replayed. Required unless ReadOnly.
+	// Operator is recorded in the audit as who replayed or edited. Required unless ReadOnly.
 	Operator string
-	// ReadOnly hides replay and refuses its POSTs.
+	// ReadOnly hides replay and edit and refuses their pages.
 	ReadOnly bool
 	// Token is the access token; at least MinTokenLength characters. Required.
 	Token string
@@ -96,10 +97,14 @@ type console struct {
 	mux      *http.ServeMux
 	prom     *http.Client
 	log      *zap.Logger
+	// ctx stops the replays running in the background; runs are their progress and results.
+	ctx  context.Context
+	runs *runs
 }
 
-// New returns the console's handler for cfg. Errors: an invalid Config, naming the field.
-func New(cfg Config) (http.Handler, error) {
+// New returns the console's handler for cfg; a confirmed replay runs in the background until it ends or
+// ctx does (cancel ctx when the server stops). Errors: an invalid Config, naming the field.
+func New(ctx context.Context, cfg Config) (http.Handler, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -108,7 +113,7 @@ func New(cfg Config) (http.Handler, error) {
 		return nil, err
 	}
 	c := &console{cfg: cfg, groups: map[string]bool{}, pages: pages, sessions: newSessions(),
-		mux: http.NewServeMux(), prom: &http.Client{Timeout: prometheusTimeout}, log: cfg.Logger}
+		mux: http.NewServeMux(), prom: &http.Client{Timeout: prometheusTimeout}, log: cfg.Logger, ctx: ctx, runs: newRuns()}
 	if c.log == nil {
 		c.log = zap.NewNop()
 	}
@@ -134,6 +139,7 @@ func (c *console) routes() {
 	c.mux.HandleFunc("POST /groups/{group}/letters/{id}/edit", c.authed(c.post(c.writable(c.group(c.editConfirm)))))
 	c.mux.HandleFunc("POST /groups/{group}/replay/preview", c.authed(c.post(c.writable(c.group(c.replayPreview)))))
 	c.mux.HandleFunc("POST /groups/{group}/replay", c.authed(c.post(c.writable(c.group(c.replayConfirm)))))
+	c.mux.HandleFunc("GET /groups/{group}/replays/{id}", c.authed(c.group(c.replayPage)))
 }
 
 // ServeHTTP sets the security headers and serves the page.
@@ -179,6 +185,8 @@ const requestTimeout = 2 * time.Minute
 type view struct {
 	Title, Group, CSRF, Operator string
 	ReadOnly, Authenticated      bool
+	// Refresh, when not 0, reloads the page every Refresh seconds (a replay's progress).
+	Refresh int
 	// Page is the page's own data.
 	Page any
 }

@@ -218,7 +218,7 @@ func TestConsole_ReplayPreviewThenConfirmSendsTheTwoSelectedAndAgainNothing(t *t
 	assert.NotContains(t, preview.body, `id="outcome-`+b+`"`)
 	assert.Empty(t, w.sent.replayed(), "a preview sends nothing")
 
-	result := w.post(cl, "/groups/"+w.group+"/replay", url.Values{"csrf": {preview.csrf(t)}, "letter": {a, c}})
+	result := w.confirm(cl, url.Values{"csrf": {preview.csrf(t)}, "letter": {a, c}})
 	require.Equal(t, http.StatusOK, result.status, result.body)
 	assert.Equal(t, "sent", field(t, result.row(t, "outcome-"+a), "outcome"))
 	assert.Equal(t, "sent", field(t, result.row(t, "outcome-"+c), "outcome"))
@@ -235,7 +235,7 @@ func TestConsole_ReplayPreviewThenConfirmSendsTheTwoSelectedAndAgainNothing(t *t
 	again := w.post(cl, "/groups/"+w.group+"/replay/preview", url.Values{"csrf": {list.csrf(t)}, "letter": {a, c}})
 	assert.Equal(t, "skipped-already-replayed", field(t, again.row(t, "outcome-"+a), "outcome"))
 	assert.Contains(t, again.body, `id="nothing-to-send"`)
-	again = w.post(cl, "/groups/"+w.group+"/replay", url.Values{"csrf": {list.csrf(t)}, "letter": {a, c}})
+	again = w.confirm(cl, url.Values{"csrf": {list.csrf(t)}, "letter": {a, c}})
 	require.Equal(t, http.StatusOK, again.status)
 	assert.Equal(t, "skipped-already-replayed", field(t, again.row(t, "outcome-"+c), "outcome"))
 	assert.Equal(t, []string{a, c}, w.sent.replayed(), "a second replay sends nothing")

@@ -14,8 +14,15 @@
 //   - GET /groups/{group}/letters/{id} : one letter by store ID: properties, body (JSON pretty-printed, else a
 //     hex dump), reason, attempts, origin, its audit row and whether its event is processed.
 //   - POST /groups/{group}/replay/preview : the engine's dry run of the selected letters; its confirm form
-//     posts the letters that would be sent to POST /groups/{group}/replay, which replays them and shows
-//     sent / skipped / failed per letter.
+//     posts the letters that would be sent to POST /groups/{group}/replay, which starts their replay in the
+//     background (stopped by New's context) and redirects to GET /groups/{group}/replays/{replay ID}: the
+//     counts so far, reloading itself every progressRefresh seconds, then sent / skipped / failed per letter.
+//     The console keeps the last maxRuns replays in memory.
+//   - GET /groups/{group}/letters/{id}/edit : the letter's body (pretty JSON) in a text field, posted to
+//     POST …/edit/preview (the diff and dlqtool.ReplayEdited's dry run) and confirmed to POST …/edit (the
+//     send; the result or the refusal, 409, and why). CRLF line ends are sent as LF. A body equal to the
+//     letter's (as JSON, white space aside), a binary body or a superseded letter is refused. A superseded
+//     letter offers no replay, edit or checkbox.
 //
 // Only the configured groups are served (404 otherwise). A scan that is incomplete shows its problems above
 // what it read. Pages work without JavaScript; every form, input and table has a stable id.
@@ -26,6 +33,7 @@
 // session cookie that POST /login (the token in a form) or a Bearer request sets (HttpOnly,
 // SameSite=Strict, kept sessionTTL in memory). The token is compared in constant time and never logged.
 // Without it the answer is 401 with the login form. Every POST but /login needs the session's CSRF token in
-// the form field "csrf" (403 otherwise). ReadOnly hides replay and answers its POSTs 403. Every answer carries
-// Content-Security-Policy default-src 'self', X-Frame-Options DENY, nosniff, no-referrer and no-store.
+// the form field "csrf" (403 otherwise). ReadOnly hides replay and edit and answers their pages 403. Every
+// answer carries Content-Security-Policy default-src 'self', X-Frame-Options DENY, nosniff, no-referrer and
+// no-store.
 package console

@@ -104,9 +104,7 @@ func (c *console) editLetter(ctx context.Context, group string, row letterRow, e
 	if err := dlqtool.CheckRetryTopic(ctx, c.cfg.Cluster, group); err != nil {
 		return dlqtool.LetterResult{}, err
 	}
-	opts := dlqtool.ReplayOptions{Group: group, Namespace: c.cfg.Cluster.Namespace, Scope: c.scope(group),
-		DryRun: dryRun, Operator: c.cfg.Operator, Sender: c.cfg.Sender, Audit: c.cfg.Audit, Processed: c.cfg.Processed}
-	return dlqtool.ReplayEdited(ctx, row.Letter, edited, opts)
+	return dlqtool.ReplayEdited(ctx, row.Letter, edited, c.replayOptions(group, dryRun))
 }
 
 // findLetter reads the path's letter with its status; it renders the error page and returns false when

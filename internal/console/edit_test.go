@@ -82,7 +82,7 @@ func TestConsole_EditedReplaySendsTheNewBodyOnceAndSupersedesTheLetter(t *testin
 	assert.Contains(t, field(t, row, "replay"), "superseded: edited ")
 	assert.Contains(t, row, `value="`+a+`" disabled>`, "its checkbox is disabled")
 
-	again := w.post(cl, "/groups/"+w.group+"/replay", url.Values{"csrf": {list.csrf(t)}, "letter": {a}})
+	again := w.confirm(cl, url.Values{"csrf": {list.csrf(t)}, "letter": {a}})
 	require.Equal(t, http.StatusOK, again.status, again.body)
 	assert.Equal(t, "skipped-superseded", field(t, again.row(t, "outcome-"+a), "outcome"))
 	for _, path := range []string{w.editPath(a) + "/preview", w.editPath(a)} {

@@ -14,7 +14,8 @@ func templateFuncs() template.FuncMap {
 		"letterURL": func(group, storeID string) string {
 			return "/groups/" + url.PathEscape(group) + "/letters/" + url.PathEscape(storeID)
 		},
-		"replayURL": func(group string) string { return "/groups/" + url.PathEscape(group) + "/replay" },
+		"replayURL":     func(group string) string { return "/groups/" + url.PathEscape(group) + "/replay" },
+		"replayPageURL": replayPageURL,
 		// utc formats a time in UTC, RFC 3339.
 		"utc": func(t time.Time) string {
 			if t.IsZero() {
@@ -30,4 +31,9 @@ func templateFuncs() template.FuncMap {
 			return s
 		},
 	}
+}
+
+// replayPageURL is the progress (then result) page of replay id of group.
+func replayPageURL(group, id string) string {
+	return "/groups/" + url.PathEscape(group) + "/replays/" + url.PathEscape(id)
 }

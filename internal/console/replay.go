@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"go.uber.org/zap"
-	"golang.org/x/time/rate"
-
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
 )
 
@@ -41,7 +38,7 @@ type replayData struct {
 
 // replayPreview is the engine's dry run of the selected letters, with a form to confirm those it would send.
 func (c *console) replayPreview(w http.ResponseWriter, r *http.Request, s session) {
-	data, err := c.runReplay(r, true)
+	data, err := c.runReplay(r)
 	if err != nil {
 		c.failReplay(w, r, s, err)
 		return
@@ -52,20 +49,6 @@ func (c *console) replayPreview(w http.ResponseWriter, r *http.Request, s sessio
 		}
 	}
 	c.render(w, http.StatusOK, "preview", c.newView(r, s, "Replay preview", data))
-}
-
-// replayConfirm replays the confirmed letters and shows what became of each.
-func (c *console) replayConfirm(w http.ResponseWriter, r *http.Request, s session) {
-	data, err := c.runReplay(r, false)
-	if err != nil {
-		c.failReplay(w, r, s, err)
-		return
-	}
-	sum := data.Summary
-	c.log.Info("console: replay", zap.String("group", r.PathValue("group")), zap.String("operator", c.cfg.Operator),
-		zap.String("replay_id", data.ReplayID), zap.Int("selected", sum.Selected), zap.Int("sent", sum.Sent),
-		zap.Int("failed", sum.Failed), zap.Int("missing", len(data.Missing)))
-	c.render(w, http.StatusOK, "result", c.newView(r, s, "Replay result", data))
 }
 
 // errNoSelection: the request selected no letter, or too many.
@@ -80,22 +63,37 @@ func (c *console) failReplay(w http.ResponseWriter, r *http.Request, s session, 
 	c.fail(w, r, s, status, err)
 }
 
-// runReplay reads the selected letters (form field "letter", store IDs) from the DLQ and runs the engine
-// on them: a dry run, or the replay.
-func (c *console) runReplay(r *http.Request, dryRun bool) (replayData, error) {
+// runReplay reads the selected letters (form field "letter", store IDs) from the DLQ and runs the engine's
+// dry run on them.
+func (c *console) runReplay(r *http.Request) (replayData, error) {
+	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+	defer cancel()
+	letters, data, err := c.selected(ctx, r, true)
+	if err != nil {
+		return replayData{}, err
+	}
+	report, err := dlqtool.Replay(ctx, letters, c.replayOptions(r.PathValue("group"), true))
+	if err != nil {
+		return replayData{}, err
+	}
+	data.fill(report)
+	return data, nil
+}
+
+// selected reads the selected letters (form field "letter", store IDs) from the DLQ; data gets those not
+// found. Without the group's retry topic, a dry run notes the Problem and a replay is refused.
+func (c *console) selected(ctx context.Context, r *http.Request, dryRun bool) ([]dlqtool.Letter, replayData, error) {
 	group := r.PathValue("group")
 	if err := r.ParseForm(); err != nil {
-		return replayData{}, fmt.Errorf("%w: %v", errNoSelection, err)
+		return nil, replayData{}, fmt.Errorf("%w: %v", errNoSelection, err)
 	}
 	ids := unique(r.PostForm["letter"])
 	if len(ids) == 0 || len(ids) > maxSelected {
-		return replayData{}, fmt.Errorf("%w (at most %d; %d selected)", errNoSelection, maxSelected, len(ids))
+		return nil, replayData{}, fmt.Errorf("%w (at most %d; %d selected)", errNoSelection, maxSelected, len(ids))
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
-	defer cancel()
 	res, err := dlqtool.Scan(ctx, c.cfg.Cluster, group, c.scanOptions(dlqtool.Filter{}))
 	if err != nil && !errors.Is(err, dlqtool.ErrNoDLQ) {
-		return replayData{}, err
+		return nil, replayData{}, err
 	}
 	byID := map[string]dlqtool.Letter{}
 	for _, l := range res.Letters {
@@ -114,25 +112,26 @@ func (c *console) runReplay(r *http.Request, dryRun bool) (replayData, error) {
 		// Every replay goes to the group's retry topic: without it every send would fail.
 		if err := dlqtool.CheckRetryTopic(ctx, c.cfg.Cluster, group); err != nil {
 			if !dryRun {
-				return replayData{}, err
+				return nil, replayData{}, err
 			}
 			data.Problem = err.Error()
 		}
 	}
-	opts := dlqtool.ReplayOptions{Group: group, Namespace: c.cfg.Cluster.Namespace, Scope: c.scope(group),
+	return letters, data, nil
+}
+
+// replayOptions are the engine's options for a replay of group as the console's operator.
+func (c *console) replayOptions(group string, dryRun bool) dlqtool.ReplayOptions {
+	return dlqtool.ReplayOptions{Group: group, Namespace: c.cfg.Cluster.Namespace, Scope: c.scope(group),
 		DryRun: dryRun, Operator: c.cfg.Operator, Sender: c.cfg.Sender, Audit: c.cfg.Audit, Processed: c.cfg.Processed}
-	if !dryRun {
-		opts.Limiter = rate.NewLimiter(replaySendRate, 1)
-	}
-	report, err := dlqtool.Replay(ctx, letters, opts)
-	if err != nil {
-		return replayData{}, err
-	}
-	data.ReplayID, data.Summary = report.ReplayID, report.Summary
+}
+
+// fill sets the report's ID, summary and rows.
+func (d *replayData) fill(report dlqtool.ReplayReport) {
+	d.ReplayID, d.Summary = report.ReplayID, report.Summary
 	for _, lr := range report.Results {
-		data.Rows = append(data.Rows, toRow(lr))
+		d.Rows = append(d.Rows, toRow(lr))
 	}
-	return data, nil
 }
 
 // unique returns the non-empty values of xs, first occurrence kept.

@@ -74,7 +74,7 @@ func newWorld(t *testing.T, cfg func(*console.Config)) *world {
 	if cfg != nil {
 		cfg(&c)
 	}
-	h, err := console.New(c)
+	h, err := console.New(ctx, c)
 	require.NoError(t, err)
 	w.srv = httptest.NewServer(h)
 	t.Cleanup(w.srv.Close)
@@ -197,6 +197,21 @@ func read(t *testing.T, resp *http.Response) page {
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return page{status: resp.StatusCode, header: resp.Header, body: string(b)}
+}
+
+// confirm posts a replay's confirm form with c: it redirects to the replay's progress page, which is
+// fetched again until it shows the result (or another final page), returned.
+func (w *world) confirm(c *http.Client, form url.Values) page {
+	w.t.Helper()
+	p := w.post(c, "/groups/"+w.group+"/replay", form)
+	require.Equal(w.t, http.StatusSeeOther, p.status, p.body)
+	loc := p.header.Get("Location")
+	require.True(w.t, strings.HasPrefix(loc, "/groups/"+w.group+"/replays/"), loc)
+	require.Eventually(w.t, func() bool {
+		p = w.get(c, loc)
+		return !strings.Contains(p.body, `id="progress-summary"`)
+	}, time.Minute, 50*time.Millisecond, "the replay at %s never ended", loc)
+	return p
 }
 
 // lettersPath is the list page of the world's group with query q.
