@@ -161,6 +161,7 @@ func (o *consoleOptions) run(cmd *cobra.Command, g *globalOptions) error {
 	if err != nil {
 		return usageError("%w", err)
 	}
+	defer h.Wait() // a replay in the background records its letter in flight before the producer and database close
 	return serveConsole(ctx, cmd.ErrOrStderr(), o.addr, h)
 }
 

@@ -91,7 +91,7 @@ func randomHex() (string, error) {
 }
 
 // tokenOK compares got with the token in constant time (of their hashes, so that the length does not show).
-func (c *console) tokenOK(got string) bool {
+func (c *Console) tokenOK(got string) bool {
 	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(c.cfg.Token))
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
@@ -104,7 +104,7 @@ func setCookie(w http.ResponseWriter, id string, maxAge int) {
 
 // authed runs next for a request with a live session cookie or the token as Bearer (which starts a
 // session and sets its cookie); anything else gets 401 and the login form.
-func (c *console) authed(next handler) http.HandlerFunc {
+func (c *Console) authed(next handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		now := time.Now()
 		if ck, err := r.Cookie(sessionCookie); err == nil {
@@ -129,7 +129,7 @@ func (c *console) authed(next handler) http.HandlerFunc {
 }
 
 // post checks the form's CSRF token against the session's (403 otherwise).
-func (c *console) post(next handler) handler {
+func (c *Console) post(next handler) handler {
 	return func(w http.ResponseWriter, r *http.Request, s session) {
 		got := r.PostFormValue("csrf")
 		if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) != 1 {
@@ -143,12 +143,12 @@ func (c *console) post(next handler) handler {
 // loginData is the login page's data.
 type loginData struct{ Message string }
 
-func (c *console) loginPage(w http.ResponseWriter, _ *http.Request) {
+func (c *Console) loginPage(w http.ResponseWriter, _ *http.Request) {
 	c.render(w, http.StatusOK, "login", view{Title: "Log in", Page: loginData{}})
 }
 
 // login starts a session for the right token and redirects to the groups page.
-func (c *console) login(w http.ResponseWriter, r *http.Request) {
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	if !c.tokenOK(r.PostFormValue("token")) {
 		c.render(w, http.StatusUnauthorized, "login", view{Title: "Log in", Page: loginData{Message: "Wrong access token."}})
 		return
@@ -163,7 +163,7 @@ func (c *console) login(w http.ResponseWriter, r *http.Request) {
 }
 
 // logout ends the session.
-func (c *console) logout(w http.ResponseWriter, r *http.Request, s session) {
+func (c *Console) logout(w http.ResponseWriter, r *http.Request, s session) {
 	c.sessions.drop(s.id)
 	setCookie(w, "", -1)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -88,8 +89,8 @@ var templateFS embed.FS
 //go:embed static/*
 var staticFS embed.FS
 
-// console is the handler New returns.
-type console struct {
+// Console is the console's http.Handler (New).
+type Console struct {
 	cfg      Config
 	groups   map[string]bool
 	pages    map[string]*template.Template
@@ -100,11 +101,12 @@ type console struct {
 	// ctx stops the replays running in the background; runs are their progress and results.
 	ctx  context.Context
 	runs *runs
+	bg   sync.WaitGroup
 }
 
 // New returns the console's handler for cfg; a confirmed replay runs in the background until it ends or
-// ctx does (cancel ctx when the server stops). Errors: an invalid Config, naming the field.
-func New(ctx context.Context, cfg Config) (http.Handler, error) {
+// ctx does (cancel ctx, then Wait, when the server stops). Errors: an invalid Config, naming the field.
+func New(ctx context.Context, cfg Config) (*Console, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -112,7 +114,7 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &console{cfg: cfg, groups: map[string]bool{}, pages: pages, sessions: newSessions(),
+	c := &Console{cfg: cfg, groups: map[string]bool{}, pages: pages, sessions: newSessions(),
 		mux: http.NewServeMux(), prom: &http.Client{Timeout: prometheusTimeout}, log: cfg.Logger, ctx: ctx, runs: newRuns()}
 	if c.log == nil {
 		c.log = zap.NewNop()
@@ -125,7 +127,7 @@ func New(ctx context.Context, cfg Config) (http.Handler, error) {
 }
 
 // routes registers every page.
-func (c *console) routes() {
+func (c *Console) routes() {
 	static, _ := fs.Sub(staticFS, "static")
 	c.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	c.mux.HandleFunc("GET /login", c.loginPage)
@@ -142,8 +144,11 @@ func (c *console) routes() {
 	c.mux.HandleFunc("GET /groups/{group}/replays/{id}", c.authed(c.group(c.replayPage)))
 }
 
+// Wait returns when every background replay has returned (after New's ctx ends, the letter in flight).
+func (c *Console) Wait() { c.bg.Wait() }
+
 // ServeHTTP sets the security headers and serves the page.
-func (c *console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", "default-src 'self'")
 	h.Set("X-Frame-Options", "DENY")
@@ -157,7 +162,7 @@ func (c *console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type handler func(w http.ResponseWriter, r *http.Request, s session)
 
 // group checks that the path's group is configured (404 otherwise).
-func (c *console) group(next handler) handler {
+func (c *Console) group(next handler) handler {
 	return func(w http.ResponseWriter, r *http.Request, s session) {
 		if !c.groups[r.PathValue("group")] {
 			c.fail(w, r, s, http.StatusNotFound, fmt.Errorf("consumer group %q is not shown by this console", r.PathValue("group")))
@@ -168,7 +173,7 @@ func (c *console) group(next handler) handler {
 }
 
 // writable refuses replay in read-only mode (403).
-func (c *console) writable(next handler) handler {
+func (c *Console) writable(next handler) handler {
 	return func(w http.ResponseWriter, r *http.Request, s session) {
 		if c.cfg.ReadOnly {
 			c.fail(w, r, s, http.StatusForbidden, errors.New("this console is read-only (--read-only): replay and edit are off"))
@@ -192,7 +197,7 @@ type view struct {
 }
 
 // render writes page with status.
-func (c *console) render(w http.ResponseWriter, status int, page string, v view) {
+func (c *Console) render(w http.ResponseWriter, status int, page string, v view) {
 	t, ok := c.pages[page]
 	if !ok {
 		http.Error(w, "no page "+page, http.StatusInternalServerError)
@@ -210,7 +215,7 @@ func (c *console) render(w http.ResponseWriter, status int, page string, v view)
 }
 
 // newView is the view of an authenticated page.
-func (c *console) newView(r *http.Request, s session, title string, page any) view {
+func (c *Console) newView(r *http.Request, s session, title string, page any) view {
 	return view{Title: title, Group: r.PathValue("group"), CSRF: s.csrf, Operator: c.cfg.Operator,
 		ReadOnly: c.cfg.ReadOnly, Authenticated: true, Page: page}
 }
@@ -219,7 +224,7 @@ func (c *console) newView(r *http.Request, s session, title string, page any) vi
 type errorPage struct{ Status, Message string }
 
 // fail renders the error page with status and err's text.
-func (c *console) fail(w http.ResponseWriter, r *http.Request, s session, status int, err error) {
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, s session, status int, err error) {
 	if status >= 500 {
 		c.log.Error("console: page failed", zap.String("path", r.URL.Path), zap.Error(err))
 	}

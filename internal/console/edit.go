@@ -33,7 +33,7 @@ type editData struct {
 type diffLine struct{ Op, Text string }
 
 // editForm shows the letter's body in a textarea to edit.
-func (c *console) editForm(w http.ResponseWriter, r *http.Request, s session) {
+func (c *Console) editForm(w http.ResponseWriter, r *http.Request, s session) {
 	row, ok := c.findLetter(w, r, s)
 	if !ok {
 		return
@@ -46,18 +46,18 @@ func (c *console) editForm(w http.ResponseWriter, r *http.Request, s session) {
 }
 
 // editPreview is the engine's dry run of the edited body, with the diff and a form to confirm.
-func (c *console) editPreview(w http.ResponseWriter, r *http.Request, s session) {
+func (c *Console) editPreview(w http.ResponseWriter, r *http.Request, s session) {
 	c.runEdit(w, r, s, true)
 }
 
 // editConfirm sends the edited body and shows what became of it.
-func (c *console) editConfirm(w http.ResponseWriter, r *http.Request, s session) {
+func (c *Console) editConfirm(w http.ResponseWriter, r *http.Request, s session) {
 	c.runEdit(w, r, s, false)
 }
 
 // runEdit runs dlqtool.ReplayEdited on the letter with the form's body: a dry run (preview) or the send.
 // A refusal (invalid edit, superseded, replayed, processed) is 409 with the reason; a failed send 502.
-func (c *console) runEdit(w http.ResponseWriter, r *http.Request, s session, dryRun bool) {
+func (c *Console) runEdit(w http.ResponseWriter, r *http.Request, s session, dryRun bool) {
 	group := r.PathValue("group")
 	row, ok := c.findLetter(w, r, s)
 	if !ok {
@@ -94,7 +94,7 @@ func (c *console) runEdit(w http.ResponseWriter, r *http.Request, s session, dry
 }
 
 // editLetter checks the edit and runs the engine; the error is a refusal to show the operator.
-func (c *console) editLetter(ctx context.Context, group string, row letterRow, edited []byte, dryRun bool) (dlqtool.LetterResult, error) {
+func (c *Console) editLetter(ctx context.Context, group string, row letterRow, edited []byte, dryRun bool) (dlqtool.LetterResult, error) {
 	if why := notEditable(row); why != "" {
 		return dlqtool.LetterResult{}, errors.New(why)
 	}
@@ -109,7 +109,7 @@ func (c *console) editLetter(ctx context.Context, group string, row letterRow, e
 
 // findLetter reads the path's letter with its status; it renders the error page and returns false when
 // the letter is not on the DLQ or cannot be read.
-func (c *console) findLetter(w http.ResponseWriter, r *http.Request, s session) (letterRow, bool) {
+func (c *Console) findLetter(w http.ResponseWriter, r *http.Request, s session) (letterRow, bool) {
 	group, id := r.PathValue("group"), r.PathValue("id")
 	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 	defer cancel()

@@ -34,7 +34,7 @@ type groupsData struct {
 	Notes []string
 }
 
-func (c *console) groupsPage(w http.ResponseWriter, r *http.Request, s session) {
+func (c *Console) groupsPage(w http.ResponseWriter, r *http.Request, s session) {
 	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 	defer cancel()
 	data := groupsData{Rows: make([]groupRow, len(c.cfg.Groups))}
@@ -59,7 +59,7 @@ func (c *console) groupsPage(w http.ResponseWriter, r *http.Request, s session) 
 }
 
 // fillDuplicateRatios sets each row's duplicate ratio from Prometheus, when configured; it returns notes.
-func (c *console) fillDuplicateRatios(ctx context.Context, rows []groupRow) []string {
+func (c *Console) fillDuplicateRatios(ctx context.Context, rows []groupRow) []string {
 	if c.cfg.PrometheusURL == "" {
 		return []string{"Duplicate ratio: no Prometheus configured (--prometheus URL)."}
 	}
@@ -84,7 +84,7 @@ func (c *console) fillDuplicateRatios(ctx context.Context, rows []groupRow) []st
 
 // fillParked sets each row's parked outbox rows (of the group's dedup scope), when the outbox exists; it
 // returns notes.
-func (c *console) fillParked(ctx context.Context, rows []groupRow) []string {
+func (c *Console) fillParked(ctx context.Context, rows []groupRow) []string {
 	if c.cfg.DB == nil {
 		return []string{"Parked outbox rows: no database."}
 	}
@@ -104,7 +104,7 @@ func (c *console) fillParked(ctx context.Context, rows []groupRow) []string {
 }
 
 // scope is group's dedup scope.
-func (c *console) scope(group string) string {
+func (c *Console) scope(group string) string {
 	if c.cfg.Scope != "" {
 		return c.cfg.Scope
 	}
@@ -112,12 +112,12 @@ func (c *console) scope(group string) string {
 }
 
 // scanOptions are the scan options of the console with filter f.
-func (c *console) scanOptions(f dlqtool.Filter) dlqtool.ScanOptions {
+func (c *Console) scanOptions(f dlqtool.Filter) dlqtool.ScanOptions {
 	return dlqtool.ScanOptions{Filter: f, EventIDProperty: c.cfg.EventIDProperty, EventIDJSONField: c.cfg.EventIDJSONField}
 }
 
 // statusOptions are the status options of group.
-func (c *console) statusOptions(group string) dlqtool.StatusOptions {
+func (c *Console) statusOptions(group string) dlqtool.StatusOptions {
 	return dlqtool.StatusOptions{Group: group, Namespace: c.cfg.Cluster.Namespace, Scope: c.scope(group),
 		Audit: c.cfg.Audit, Processed: c.cfg.Processed}
 }

@@ -151,7 +151,7 @@ type lettersData struct {
 	Error string
 }
 
-func (c *console) lettersPage(w http.ResponseWriter, r *http.Request, s session) {
+func (c *Console) lettersPage(w http.ResponseWriter, r *http.Request, s session) {
 	group := r.PathValue("group")
 	data := lettersData{Statuses: statusChoices, Page: 1, Complete: true}
 	form, filter, err := filterOf(r.URL.Query())
@@ -219,7 +219,7 @@ func pageURL(r *http.Request, p int) string {
 }
 
 // withStatuses reads the status of each of group's letters.
-func (c *console) withStatuses(ctx context.Context, group string, letters []dlqtool.Letter) ([]letterRow, error) {
+func (c *Console) withStatuses(ctx context.Context, group string, letters []dlqtool.Letter) ([]letterRow, error) {
 	statuses, err := dlqtool.Statuses(ctx, letters, c.statusOptions(group))
 	if err != nil {
 		return nil, err
@@ -249,7 +249,7 @@ type letterData struct {
 // maxBodyShown is the most bytes of a body (of its pretty JSON, or of the body in hex) shown.
 const maxBodyShown = 64 << 10
 
-func (c *console) letterPage(w http.ResponseWriter, r *http.Request, s session) {
+func (c *Console) letterPage(w http.ResponseWriter, r *http.Request, s session) {
 	group, id := r.PathValue("group"), r.PathValue("id")
 	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 	defer cancel()

@@ -37,7 +37,7 @@ type replayData struct {
 }
 
 // replayPreview is the engine's dry run of the selected letters, with a form to confirm those it would send.
-func (c *console) replayPreview(w http.ResponseWriter, r *http.Request, s session) {
+func (c *Console) replayPreview(w http.ResponseWriter, r *http.Request, s session) {
 	data, err := c.runReplay(r)
 	if err != nil {
 		c.failReplay(w, r, s, err)
@@ -55,7 +55,7 @@ func (c *console) replayPreview(w http.ResponseWriter, r *http.Request, s sessio
 var errNoSelection = errors.New("select at least one letter")
 
 // failReplay renders a replay's error: 400 for a bad selection, else 502 (broker or database).
-func (c *console) failReplay(w http.ResponseWriter, r *http.Request, s session, err error) {
+func (c *Console) failReplay(w http.ResponseWriter, r *http.Request, s session, err error) {
 	status := http.StatusBadGateway
 	if errors.Is(err, errNoSelection) {
 		status = http.StatusBadRequest
@@ -65,7 +65,7 @@ func (c *console) failReplay(w http.ResponseWriter, r *http.Request, s session, 
 
 // runReplay reads the selected letters (form field "letter", store IDs) from the DLQ and runs the engine's
 // dry run on them.
-func (c *console) runReplay(r *http.Request) (replayData, error) {
+func (c *Console) runReplay(r *http.Request) (replayData, error) {
 	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 	defer cancel()
 	letters, data, err := c.selected(ctx, r, true)
@@ -82,7 +82,7 @@ func (c *console) runReplay(r *http.Request) (replayData, error) {
 
 // selected reads the selected letters (form field "letter", store IDs) from the DLQ; data gets those not
 // found. Without the group's retry topic, a dry run notes the Problem and a replay is refused.
-func (c *console) selected(ctx context.Context, r *http.Request, dryRun bool) ([]dlqtool.Letter, replayData, error) {
+func (c *Console) selected(ctx context.Context, r *http.Request, dryRun bool) ([]dlqtool.Letter, replayData, error) {
 	group := r.PathValue("group")
 	if err := r.ParseForm(); err != nil {
 		return nil, replayData{}, fmt.Errorf("%w: %v", errNoSelection, err)
@@ -121,7 +121,7 @@ func (c *console) selected(ctx context.Context, r *http.Request, dryRun bool) ([
 }
 
 // replayOptions are the engine's options for a replay of group as the console's operator.
-func (c *console) replayOptions(group string, dryRun bool) dlqtool.ReplayOptions {
+func (c *Console) replayOptions(group string, dryRun bool) dlqtool.ReplayOptions {
 	return dlqtool.ReplayOptions{Group: group, Namespace: c.cfg.Cluster.Namespace, Scope: c.scope(group),
 		DryRun: dryRun, Operator: c.cfg.Operator, Sender: c.cfg.Sender, Audit: c.cfg.Audit, Processed: c.cfg.Processed}
 }

@@ -106,7 +106,7 @@ type progressData struct {
 
 // replayConfirm reads the confirmed letters, starts their replay in the background (stopped by the
 // console's context) and redirects to its progress page.
-func (c *console) replayConfirm(w http.ResponseWriter, r *http.Request, s session) {
+func (c *Console) replayConfirm(w http.ResponseWriter, r *http.Request, s session) {
 	group := r.PathValue("group")
 	ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 	defer cancel()
@@ -123,7 +123,9 @@ func (c *console) replayConfirm(w http.ResponseWriter, r *http.Request, s sessio
 	opts := c.replayOptions(group, false)
 	opts.ReplayID, opts.Limiter = id, rate.NewLimiter(replaySendRate, 1)
 	opts.Progress = func(done, _ int, lr dlqtool.LetterResult) { c.runs.progress(id, done, lr) }
+	c.bg.Add(1)
 	go func() {
+		defer c.bg.Done()
 		report, err := dlqtool.Replay(c.ctx, letters, opts)
 		if err == nil {
 			data.fill(report)
@@ -138,7 +140,7 @@ func (c *console) replayConfirm(w http.ResponseWriter, r *http.Request, s sessio
 }
 
 // replayPage shows a replay's progress, reloading itself, until it ends; then its result.
-func (c *console) replayPage(w http.ResponseWriter, r *http.Request, s session) {
+func (c *Console) replayPage(w http.ResponseWriter, r *http.Request, s session) {
 	id := r.PathValue("id")
 	run, ok := c.runs.get(id, r.PathValue("group"))
 	switch {

@@ -76,6 +76,7 @@ func newWorld(t *testing.T, cfg func(*console.Config)) *world {
 	}
 	h, err := console.New(ctx, c)
 	require.NoError(t, err)
+	t.Cleanup(func() { cancel(); h.Wait() }) // background replays end before the producer shuts down
 	w.srv = httptest.NewServer(h)
 	t.Cleanup(w.srv.Close)
 	return w
