@@ -15,15 +15,19 @@ import (
 // sessionCookie names the session cookie; sessionTTL is how long a session lives; maxSessions bounds the
 // sessions kept (the oldest goes first).
 const (
+	// maxLoginBody bounds what /login reads before the token is checked (the only body read unauthenticated).
+	maxLoginBody  = 8 << 10
 	sessionCookie = "rmqguard_console"
 	sessionTTL    = 12 * time.Hour
 	maxSessions   = 1000
 )
 
-// session is one logged-in browser (or Bearer client): its CSRF token.
+// session is one logged-in browser, with its CSRF token; or a Bearer request (bearer true), which is kept
+// nowhere and needs no CSRF token: a browser never sends an Authorization header on its own.
 type session struct {
 	id, csrf string
 	created  time.Time
+	bearer   bool
 }
 
 // sessions are the live sessions, by ID.
@@ -102,8 +106,8 @@ func setCookie(w http.ResponseWriter, id string, maxAge int) {
 		HttpOnly: true, SameSite: http.SameSiteStrictMode})
 }
 
-// authed runs next for a request with a live session cookie or the token as Bearer (which starts a
-// session and sets its cookie); anything else gets 401 and the login form.
+// authed runs next for a request with a live session cookie or the token as Bearer (a session of that
+// request alone); anything else gets 401 and the login form.
 func (c *Console) authed(next handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		now := time.Now()
@@ -114,13 +118,7 @@ func (c *Console) authed(next handler) http.HandlerFunc {
 			}
 		}
 		if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && c.tokenOK(strings.TrimSpace(tok)) {
-			s, err := c.sessions.create(now)
-			if err != nil {
-				http.Error(w, "session: "+err.Error(), http.StatusInternalServerError)
-				return
-			}
-			setCookie(w, s.id, int(sessionTTL/time.Second))
-			next(w, r, s)
+			next(w, r, session{bearer: true, created: now})
 			return
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="rmqguard console"`)
@@ -128,9 +126,13 @@ func (c *Console) authed(next handler) http.HandlerFunc {
 	}
 }
 
-// post checks the form's CSRF token against the session's (403 otherwise).
+// post checks the form's CSRF token against the session's (403 otherwise); a Bearer request needs none.
 func (c *Console) post(next handler) handler {
 	return func(w http.ResponseWriter, r *http.Request, s session) {
+		if s.bearer {
+			next(w, r, s)
+			return
+		}
 		got := r.PostFormValue("csrf")
 		if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) != 1 {
 			c.fail(w, r, s, http.StatusForbidden, errors.New("missing or wrong CSRF token: reload the page and submit again"))
@@ -149,6 +151,7 @@ func (c *Console) loginPage(w http.ResponseWriter, _ *http.Request) {
 
 // login starts a session for the right token and redirects to the groups page.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxLoginBody)
 	if !c.tokenOK(r.PostFormValue("token")) {
 		c.render(w, http.StatusUnauthorized, "login", view{Title: "Log in", Page: loginData{Message: "Wrong access token."}})
 		return

@@ -128,8 +128,9 @@ func New(ctx context.Context, cfg Config) (*Console, error) {
 
 // routes registers every page.
 func (c *Console) routes() {
-	static, _ := fs.Sub(staticFS, "static")
-	c.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	c.mux.HandleFunc("GET /static/console.css", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFileFS(w, r, staticFS, "static/console.css") // the one public file: the pages' style, no listing
+	})
 	c.mux.HandleFunc("GET /login", c.loginPage)
 	c.mux.HandleFunc("POST /login", c.login)
 	c.mux.HandleFunc("POST /logout", c.authed(c.post(c.logout)))
@@ -147,7 +148,10 @@ func (c *Console) routes() {
 // Wait returns when every background replay has returned (after New's ctx ends, the letter in flight).
 func (c *Console) Wait() { c.bg.Wait() }
 
-// ServeHTTP sets the security headers and serves the page.
+// maxBody bounds a request's body: an edited letter body (the CLI takes up to 16 MiB) and its form.
+const maxBody = 20 << 20
+
+// ServeHTTP sets the security headers, bounds the body (maxBody) and serves the page.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", "default-src 'self'")
@@ -155,6 +159,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
+	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 	c.mux.ServeHTTP(w, r)
 }
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,6 +61,37 @@ func TestConsole_RequestWithoutTokenIsRefused(t *testing.T) {
 	p = w.post(c, "/logout", url.Values{"csrf": {p.csrf(t)}})
 	assert.Equal(t, http.StatusSeeOther, p.status)
 	assert.Equal(t, http.StatusUnauthorized, w.get(c, "/").status, "logged out")
+}
+
+// A Bearer request is a session of its own: no cookie, nothing kept (so scripts never push a browser's
+// session out), and no CSRF token needed (a browser never sends the header on its own). /login reads at most
+// a small body before checking the token; the one public path is the style sheet, with no listing.
+func TestConsole_BearerRequestsKeepNoSessionAndLoginReadsASmallBody(t *testing.T) {
+	w := newWorld(t, nil)
+	browser := w.login()
+	bearer := func(method, path string) page {
+		req, err := http.NewRequest(method, w.srv.URL+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := w.client().Do(req)
+		require.NoError(t, err)
+		if method == http.MethodGet {
+			assert.Empty(t, resp.Cookies(), "no session cookie for a Bearer request")
+		}
+		return read(t, resp)
+	}
+	require.Equal(t, http.StatusOK, bearer(http.MethodGet, "/").status)
+	for range 1005 { // more than the sessions kept; a group not served answers after the token is checked
+		require.Equal(t, http.StatusNotFound, bearer(http.MethodGet, "/groups/not-served/letters").status)
+	}
+	assert.Equal(t, http.StatusOK, w.get(browser, "/").status, "the browser's session survives")
+	assert.Equal(t, http.StatusSeeOther, bearer(http.MethodPost, "/logout").status, "a Bearer POST needs no CSRF token")
+
+	big := url.Values{"token": {token}, "pad": {strings.Repeat("x", 64<<10)}}
+	assert.Equal(t, http.StatusUnauthorized, w.post(w.client(), "/login", big).status, "a login body past 8 KiB is not read")
+
+	assert.Equal(t, http.StatusOK, w.get(w.client(), "/static/console.css").status)
+	assert.Equal(t, http.StatusNotFound, w.get(w.client(), "/static/").status, "no listing")
 }
 
 // The session cookie is HttpOnly and SameSite=Strict.
@@ -239,6 +271,9 @@ func TestConsole_ReplayPreviewThenConfirmSendsTheTwoSelectedAndAgainNothing(t *t
 	require.Equal(t, http.StatusOK, again.status)
 	assert.Equal(t, "skipped-already-replayed", field(t, again.row(t, "outcome-"+c), "outcome"))
 	assert.Equal(t, []string{a, c}, w.sent.replayed(), "a second replay sends nothing")
+	letter := w.get(cl, w.lettersPath(nil)+"/"+a)
+	assert.NotContains(t, letter.body, `id="edit-one-form"`, "a letter a replay sent is not offered for edit")
+	assert.Contains(t, letter.body, `id="edit-not-offered"`)
 
 	p := w.get(cl, w.lettersPath(nil)+"/"+a)
 	assert.Equal(t, "sent", field(t, p.body, "status"), "the letter page shows the audit row")

@@ -138,6 +138,8 @@ func notEditable(row letterRow) string {
 	switch {
 	case row.Superseded():
 		return row.SupersededCell() + ": it is not edited again here (rmqguard dlq edit --force, after checking its send)"
+	case row.Status.Replay != nil && row.Status.Replay.Status != dlqtool.AuditFailed:
+		return "a replay has sent it (or may have: " + row.ReplayCell() + "): it is not edited here (rmqguard dlq edit --force, after checking that send)"
 	case !utf8.Valid(row.Body):
 		return "the body is binary (not UTF-8 text) and cannot be edited in a text field: use rmqguard dlq edit --body-file"
 	}

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
 )
@@ -242,8 +241,8 @@ type letterData struct {
 	// (BodyCut more not shown).
 	BodyFormat, Body string
 	BodyLen, BodyCut int
-	// Editable is false for a binary (not UTF-8) body, which a text field cannot hold.
-	Editable bool
+	// NotEditable says why the page offers no edit ("" when it does): a binary body, a letter a replay sent.
+	NotEditable string
 }
 
 // maxBodyShown is the most bytes of a body (of its pretty JSON, or of the body in hex) shown.
@@ -275,7 +274,7 @@ func (c *Console) letterPage(w http.ResponseWriter, r *http.Request, s session) 
 
 // newLetterData builds the letter page's data: properties sorted by name, the body pretty-printed or in hex.
 func newLetterData(row letterRow) letterData {
-	d := letterData{Row: row, BodyLen: len(row.Body), Editable: utf8.Valid(row.Body)}
+	d := letterData{Row: row, BodyLen: len(row.Body), NotEditable: notEditable(row)}
 	for k, v := range row.Properties {
 		d.Properties = append(d.Properties, property{Name: k, Value: v})
 	}
