@@ -18,9 +18,6 @@ import (
 // deploy/prometheus/rules.yml: outcomes that end a message's delivery (retries do not).
 const acknowledged = `outcome=~"processed|duplicate|stale|dead_lettered|dead_letter"`
 
-// ackOutcomes are the outcomes acknowledged selects, for the sum read from /metrics.
-var ackOutcomes = []string{"processed", "duplicate", "stale", "dead_lettered", "dead_letter"}
-
 // ratioTolerance is how far Prometheus's ratio may be from the one computed from /metrics: half a unit of the
 // sixth decimal printed. Both divide the same integer sums, so in practice they are equal.
 const ratioTolerance = 5e-7
@@ -120,20 +117,12 @@ func waitForFirstScrape(ctx context.Context, promURL, metricsURL, group string, 
 	}
 }
 
-// metricsCounts sums rmqguard_duplicates_total and the messages acknowledged (rmqguard_messages_total of
-// ackOutcomes) of group over all their series, and reads when the consumer's process started
+// metricsCounts sums rmqguard_duplicates_total and the messages acknowledged (scrape.Duplicates) of group
+// over all their series, and reads when the consumer's process started
 // (process_start_time_seconds).
 func metricsCounts(ctx context.Context, url, group string) (dups, acked float64, started time.Time, err error) {
-	match := map[string]string{"group": group}
-	if dups, err = scrape.Counter(ctx, url, "rmqguard_duplicates_total", match); err != nil {
+	if dups, acked, err = scrape.Duplicates(ctx, url, group); err != nil {
 		return 0, 0, time.Time{}, err
-	}
-	for _, o := range ackOutcomes {
-		n, err := scrape.Counter(ctx, url, "rmqguard_messages_total", map[string]string{"group": group, "outcome": o})
-		if err != nil {
-			return 0, 0, time.Time{}, err
-		}
-		acked += n
 	}
 	start, err := scrape.Gauge(ctx, url, "process_start_time_seconds")
 	if err != nil {

@@ -30,6 +30,7 @@ type consoleOptions struct {
 	dbFlags                               // --mysql-dsn, --scope, --table-prefix
 	groups                                []string
 	addr, tokenFile, operator, prometheus string
+	metrics                               []string
 	eventIDProperty, eventIDJSONField     string
 	readOnly                              bool
 }
@@ -43,7 +44,7 @@ func newConsoleCmd(g *globalOptions) *cobra.Command {
 		Use:   "console --group G [--group G2 …] [--addr 127.0.0.1:8089] [--token-file PATH] [--read-only]",
 		Short: "Serve the operator's DLQ web page: groups, letters, one letter, replay with a preview",
 		Long: "Serve a web page for the DLQs of the --group consumer groups, on --addr (default 127.0.0.1:8089):\n" +
-			"each group's DLQ depth, duplicate ratio (with --prometheus) and parked outbox rows; a group's letters,\n" +
+			"each group's DLQ depth, duplicate ratio (--prometheus, or --metrics) and parked outbox rows; a group's letters,\n" +
 			"filtered and paged, read from every master broker; one letter with its body and replay status; and the\n" +
 			"replay of selected letters: the same engine as `dlq replay` (a dry-run preview, then confirm; the audit\n" +
 			"records --operator; a letter already sent is skipped).\n\n" +
@@ -61,6 +62,7 @@ func newConsoleCmd(g *globalOptions) *cobra.Command {
 	f.BoolVar(&o.readOnly, "read-only", false, "hide replay and refuse it")
 	f.StringVar(&o.operator, "operator", "", "who replays, recorded in the audit and on each message (default user@host)")
 	f.StringVar(&o.prometheus, "prometheus", "", "Prometheus URL for the duplicate ratio (rmqguard:duplicate_ratio:rate5m), e.g. http://127.0.0.1:9090")
+	f.StringSliceVar(&o.metrics, "metrics", nil, "without --prometheus: a consumer's /metrics URL for the duplicate ratio since it started (repeatable)")
 	f.StringVar(&o.eventIDProperty, "event-id-property", "EVENT_ID", "property holding a letter's event ID")
 	f.StringVar(&o.eventIDJSONField, "event-id-json-field", "", "top-level JSON body field holding the event ID when the property is absent (e.g. eventId)")
 	o.addDBFlags(f, "holds the replay audit")
@@ -131,7 +133,7 @@ func (o *consoleOptions) run(cmd *cobra.Command, g *globalOptions) error {
 	defer func() { _ = db.Close() }()
 	cfg := console.Config{Cluster: cluster, Groups: o.groups, Scope: o.scope, EventIDProperty: o.eventIDProperty,
 		EventIDJSONField: o.eventIDJSONField, DB: db, TablePrefix: o.tablePrefix, Operator: o.operator,
-		ReadOnly: o.readOnly, Token: token, PrometheusURL: o.prometheus}
+		ReadOnly: o.readOnly, Token: token, PrometheusURL: o.prometheus, MetricsURLs: o.metrics}
 	if cfg.Processed, err = o.processedChecker(db); err != nil {
 		return failure(err)
 	}

@@ -47,6 +47,9 @@ type Config struct {
 	Token string
 	// PrometheusURL, when set, is the Prometheus server asked for the duplicate ratio (e.g. http://127.0.0.1:9090).
 	PrometheusURL string
+	// MetricsURLs, used when PrometheusURL is empty, are the consumers' /metrics endpoints whose counters give
+	// the duplicate ratio since each consumer started (duplicates / acknowledged, summed over the endpoints).
+	MetricsURLs []string
 	// Logger gets one line per replay and per failed page; default none.
 	Logger *zap.Logger
 }

@@ -4,18 +4,24 @@ import (
 	"errors"
 	"html"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rmqguard/rmqguard/consumer"
 	"github.com/rmqguard/rmqguard/internal/console"
 	"github.com/rmqguard/rmqguard/internal/outboxsql"
 	"github.com/rmqguard/rmqguard/internal/rmq"
+	"github.com/rmqguard/rmqguard/internal/testenv"
+	"github.com/rmqguard/rmqguard/metrics"
 )
 
 // Every page needs the token: without it, or with a wrong one, 401 and the login form; with it as Bearer or
@@ -133,7 +139,7 @@ func TestConsole_GroupsPageShowsDLQDepthAndParkedOutboxRows(t *testing.T) {
 	assert.Equal(t, "2", field(t, row, "waiting"))
 	assert.Equal(t, "2 messages, 1 effects", field(t, row, "parked"))
 	assert.Equal(t, "—", field(t, row, "duplicate-ratio"))
-	assert.Contains(t, p.body, "no Prometheus configured")
+	assert.Contains(t, p.body, "no Prometheus (--prometheus URL) and no consumer /metrics (--metrics URL) configured")
 }
 
 // Without an outbox table under the prefix, the parked column shows a dash and a note says why.
@@ -143,6 +149,32 @@ func TestConsole_GroupsPageWithoutOutboxShowsADash(t *testing.T) {
 	require.Equal(t, http.StatusOK, p.status, p.body)
 	assert.Equal(t, "—", field(t, p.row(t, "group-"+w.group), "parked"))
 	assert.Contains(t, p.body, "no outbox table (nooutbox_rmqguard_outbox)")
+}
+
+// Without Prometheus, the duplicate ratio comes from the consumers' own /metrics (rmqguard's metrics
+// package behind promhttp, one endpoint per consumer process): duplicates over acknowledged messages since
+// they started, summed over the endpoints.
+func TestConsole_GroupsPageShowsTheDuplicateRatioFromTheConsumersMetrics(t *testing.T) {
+	var urls []string
+	group := testenv.Unique("console")
+	for range 2 { // two consumer processes: 3 processed and 1 duplicate each
+		reg := prometheus.NewRegistry()
+		m, err := metrics.New(reg)
+		require.NoError(t, err)
+		d := &consumer.Delivery{Group: group, Topic: "ORDER"}
+		for _, o := range []consumer.Outcome{consumer.Processed(), consumer.Processed(), consumer.Processed(), consumer.Duplicate()} {
+			m.Decided(d, consumer.Decision{Outcome: o})
+		}
+		srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		t.Cleanup(srv.Close)
+		urls = append(urls, srv.URL)
+	}
+	w := newWorld(t, func(c *console.Config) { c.Groups, c.MetricsURLs = append(c.Groups, group), urls })
+
+	p := w.get(w.login(), "/")
+	require.Equal(t, http.StatusOK, p.status, p.body)
+	assert.Equal(t, "25.00 % (since start)", field(t, p.row(t, "group-"+group), "duplicate-ratio"))
+	assert.Equal(t, "no traffic", field(t, p.row(t, "group-"+w.group), "duplicate-ratio"))
 }
 
 // The list shows every letter with its status and filters by reason, event type, origin topic, time and

@@ -12,6 +12,7 @@ import (
 	"github.com/rmqguard/rmqguard/internal/dlqtool"
 	"github.com/rmqguard/rmqguard/internal/mysqlerr"
 	"github.com/rmqguard/rmqguard/internal/outboxadmin"
+	"github.com/rmqguard/rmqguard/internal/scrape"
 )
 
 // dash is what a cell shows when the figure is not available (no Prometheus, no outbox).
@@ -61,7 +62,10 @@ func (c *Console) groupsPage(w http.ResponseWriter, r *http.Request, s session) 
 // fillDuplicateRatios sets each row's duplicate ratio from Prometheus, when configured; it returns notes.
 func (c *Console) fillDuplicateRatios(ctx context.Context, rows []groupRow) []string {
 	if c.cfg.PrometheusURL == "" {
-		return []string{"Duplicate ratio: no Prometheus configured (--prometheus URL)."}
+		if len(c.cfg.MetricsURLs) == 0 {
+			return []string{"Duplicate ratio: no Prometheus (--prometheus URL) and no consumer /metrics (--metrics URL) configured."}
+		}
+		return c.fillRatiosFromMetrics(ctx, rows)
 	}
 	ratios, err := duplicateRatios(ctx, c.prom, c.cfg.PrometheusURL)
 	if err != nil {
@@ -76,7 +80,7 @@ func (c *Console) fillDuplicateRatios(ctx context.Context, rows []groupRow) []st
 		case math.IsNaN(v):
 			rows[i].DuplicateRatio = "no traffic"
 		default:
-			rows[i].DuplicateRatio = fmt.Sprintf("%.2f %%", 100*v)
+			rows[i].DuplicateRatio = fmt.Sprintf("%.2f %% (5 min)", 100*v)
 		}
 	}
 	return nil
@@ -120,4 +124,28 @@ func (c *Console) scanOptions(f dlqtool.Filter) dlqtool.ScanOptions {
 func (c *Console) statusOptions(group string) dlqtool.StatusOptions {
 	return dlqtool.StatusOptions{Group: group, Namespace: c.cfg.Cluster.Namespace, Scope: c.scope(group),
 		Audit: c.cfg.Audit, Processed: c.cfg.Processed}
+}
+
+// fillRatiosFromMetrics sets each row's duplicate ratio from the consumers' /metrics (MetricsURLs): its
+// duplicates over its acknowledged messages since the consumers started, summed over the endpoints.
+func (c *Console) fillRatiosFromMetrics(ctx context.Context, rows []groupRow) []string {
+	var notes []string
+	for i := range rows {
+		var dups, acked float64
+		for _, u := range c.cfg.MetricsURLs {
+			d, a, err := scrape.Duplicates(ctx, u, rows[i].Name)
+			if err != nil {
+				c.log.Warn("console: duplicate ratio from /metrics", zap.String("url", u), zap.Error(err))
+				notes = append(notes, "Duplicate ratio: "+err.Error())
+				continue
+			}
+			dups, acked = dups+d, acked+a
+		}
+		if acked == 0 {
+			rows[i].DuplicateRatio = "no traffic"
+			continue
+		}
+		rows[i].DuplicateRatio = fmt.Sprintf("%.2f %% (since start)", 100*dups/acked)
+	}
+	return notes
 }

@@ -40,7 +40,7 @@ func TestConsole_GroupsPageShowsTheDuplicateRatioFromPrometheus(t *testing.T) {
 	var cell string
 	require.Eventually(t, func() bool {
 		cell = field(t, w.get(cl, "/").row(t, "group-"+w.group), "duplicate-ratio")
-		return strings.HasSuffix(cell, "%")
+		return strings.HasSuffix(cell, "% (5 min)")
 	}, 60*time.Second, time.Second, "the rule evaluated (last: %q)", cell)
-	assert.Equal(t, "25.00 %", cell)
+	assert.Equal(t, "25.00 % (5 min)", cell)
 }

@@ -1,5 +1,5 @@
-// Package scrape reads counters from a Prometheus text endpoint, for the demo's report and the tests that
-// watch a consumer running as a process of its own.
+// Package scrape reads counters from a Prometheus text endpoint, for the demo's report, the console's
+// duplicate ratio without Prometheus, and the tests that watch a consumer running as a process of its own.
 package scrape
 
 import (
@@ -82,4 +82,24 @@ func matches(labels, match map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// AckOutcomes are the outcome labels of rmqguard_messages_total that end a message's delivery: the
+// denominator of the duplicate ratio (duplicates / acknowledged).
+var AckOutcomes = []string{"processed", "duplicate", "stale", "dead_lettered", "dead_letter"}
+
+// Duplicates returns group's rmqguard_duplicates_total and its acknowledged messages (rmqguard_messages_total
+// of AckOutcomes), each summed over its series, from the endpoint at url (since its process started).
+func Duplicates(ctx context.Context, url, group string) (dups, acked float64, err error) {
+	if dups, err = Counter(ctx, url, "rmqguard_duplicates_total", map[string]string{"group": group}); err != nil {
+		return 0, 0, err
+	}
+	for _, o := range AckOutcomes {
+		n, err := Counter(ctx, url, "rmqguard_messages_total", map[string]string{"group": group, "outcome": o})
+		if err != nil {
+			return 0, 0, err
+		}
+		acked += n
+	}
+	return dups, acked, nil
 }
