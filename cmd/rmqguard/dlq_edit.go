@@ -79,16 +79,13 @@ func (o *editOptions) validate() (dlqtool.ScanOptions, error) {
 		return opts, err
 	}
 	switch {
-	case strings.HasPrefix(o.group, rmq.RetryTopicPrefix) || strings.HasPrefix(o.group, rmq.DLQTopicPrefix):
-		return opts, usageError("--group %q: pass the consumer group, not its topic", o.group)
 	case strings.TrimSpace(o.id) == "":
 		return opts, usageError("--id is required: the letter's store ID (`rmqguard dlq show` prints it)")
 	case (o.body == "") == (o.bodyFile == ""):
 		return opts, usageError("pass the edited body with exactly one of --body-file F, --body TEXT or --body - (stdin)")
-	case o.dsn == "":
-		return opts, usageError("no database: pass --mysql-dsn or set %s (the dedup database holds the replay audit)", envMySQLDSN)
-	case o.target != "" && (strings.HasPrefix(o.target, rmq.RetryTopicPrefix) || strings.HasPrefix(o.target, rmq.DLQTopicPrefix)):
-		return opts, usageError("--target-topic %q: a handler must never see a %s or %s topic", o.target, rmq.RetryTopicPrefix, rmq.DLQTopicPrefix)
+	}
+	if err := checkSendFlags(o.group, o.dsn, o.target); err != nil {
+		return opts, err
 	}
 	if o.operator == "" {
 		o.operator = defaultOperator()

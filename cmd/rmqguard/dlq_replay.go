@@ -83,15 +83,12 @@ func (o *replayOptions) validate() (dlqtool.ScanOptions, error) {
 	if err := o.validateDB(); err != nil {
 		return opts, err
 	}
+	if err := checkSendFlags(o.group, o.dsn, o.targetTopic); err != nil {
+		return opts, err
+	}
 	switch {
-	case strings.HasPrefix(o.group, rmq.RetryTopicPrefix) || strings.HasPrefix(o.group, rmq.DLQTopicPrefix):
-		return opts, usageError("--group %q: pass the consumer group, not its topic", o.group)
-	case o.dsn == "":
-		return opts, usageError("no database: pass --mysql-dsn or set %s (the dedup database holds the replay audit)", envMySQLDSN)
 	case o.rate <= 0:
 		return opts, usageError("--rate %v: must be above 0 sends per second", o.rate)
-	case o.targetTopic != "" && (strings.HasPrefix(o.targetTopic, rmq.RetryTopicPrefix) || strings.HasPrefix(o.targetTopic, rmq.DLQTopicPrefix)):
-		return opts, usageError("--target-topic %q: a handler must never see a %s or %s topic", o.targetTopic, rmq.RetryTopicPrefix, rmq.DLQTopicPrefix)
 	case o.fromFile != "" && (opts.Filter != dlqtool.Filter{} || opts.Limit != 0 || o.fixPerm):
 		return opts, usageError("--from-file replays the whole file: filters, --limit and --fix-perm apply to DLQ scans only")
 	}
@@ -99,6 +96,21 @@ func (o *replayOptions) validate() (dlqtool.ScanOptions, error) {
 		o.operator = defaultOperator()
 	}
 	return opts, nil
+}
+
+// checkSendFlags is what `dlq replay` and `dlq edit` both check before they send: group is a consumer group
+// (not its %RETRY% or %DLQ% topic), a database holds the audit, and target ("" = the origin) is a topic a
+// handler may see. Its errors are usage errors.
+func checkSendFlags(group, dsn, target string) error {
+	switch {
+	case strings.HasPrefix(group, rmq.RetryTopicPrefix) || strings.HasPrefix(group, rmq.DLQTopicPrefix):
+		return usageError("--group %q: pass the consumer group, not its topic", group)
+	case dsn == "":
+		return usageError("no database: pass --mysql-dsn or set %s (the dedup database holds the replay audit)", envMySQLDSN)
+	case target != "" && (strings.HasPrefix(target, rmq.RetryTopicPrefix) || strings.HasPrefix(target, rmq.DLQTopicPrefix)):
+		return usageError("--target-topic %q: a handler must never see a %s or %s topic", target, rmq.RetryTopicPrefix, rmq.DLQTopicPrefix)
+	}
+	return nil
 }
 
 // defaultOperator is user@host, or what of it is known.
